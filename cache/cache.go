@@ -1,0 +1,394 @@
+// Package cache holds the per-issuer sets of pre-parsed public keys that the
+// verifier reads on every request.
+//
+// A [Set] is an immutable snapshot: keys indexed by kid, built once by a
+// fetcher (package jwks) or from local configuration, and never modified after
+// it is published. [Keys] is the per-issuer holder: readers call [Keys.Load]
+// (one atomic load, no lock) and writers replace the whole set with
+// [Keys.Store]. The package does no I/O and starts no goroutines.
+package cache
+
+import (
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// MinRSABits is the smallest RSA modulus accepted for a signing key (RFC 7518 §3.3).
+const MinRSABits = 2048
+
+// Key is one pre-parsed verification key. A Key is immutable once built by
+// [NewKey]; it is safe for concurrent use.
+type Key struct {
+	// Kid is the JWK "kid", or "" when the key has none.
+	Kid string
+	// Kty is the JWK key type: "RSA", "EC", "OKP" or "oct".
+	Kty string
+	// Crv is the curve for EC ("P-256", "P-384", "P-521") and OKP ("Ed25519") keys.
+	Crv string
+	// Alg is the JWK "alg", or "" when the JWK does not name one.
+	Alg string
+	// Use is the JWK "use", or "" when absent.
+	Use string
+	// KeyOps is the JWK "key_ops", or nil when absent.
+	KeyOps []string
+	// Size is the key size in bits (modulus, curve order, or secret length).
+	Size int
+	// Public is the crypto key: *rsa.PublicKey, *ecdsa.PublicKey,
+	// ed25519.PublicKey, or []byte for an oct (HMAC) secret.
+	Public any
+	// Thumbprint is the RFC 7638 SHA-256 JWK thumbprint, base64url without
+	// padding. It identifies the key material in logs and listings.
+	Thumbprint string
+	// Local reports that the key came from local configuration (a file or a
+	// secret), not from a remote JWKS. Only local keys may be oct.
+	Local bool
+	// Issuer is the non-standard per-key "issuer" member some IdPs publish
+	// (Microsoft Entra), or "". When set, the verifier requires the token's
+	// iss to match it (after {tenantid} substitution).
+	Issuer string
+}
+
+// KeyMeta carries the JWK members that describe a key besides its material.
+type KeyMeta struct {
+	Kid    string
+	Alg    string
+	Use    string
+	KeyOps []string
+	Local  bool
+	Issuer string
+}
+
+// NewKey builds a Key from a crypto public key (or an HMAC secret as []byte)
+// and its JWK metadata. It computes kty, curve, size and thumbprint, and
+// refuses what must never be used to verify: RSA keys under [MinRSABits],
+// unsupported curves, an empty secret, and secrets that are not Local.
+func NewKey(pub any, meta KeyMeta) (*Key, error) {
+	k := &Key{
+		Kid:    meta.Kid,
+		Alg:    meta.Alg,
+		Use:    meta.Use,
+		KeyOps: slices.Clone(meta.KeyOps),
+		Local:  meta.Local,
+		Issuer: meta.Issuer,
+	}
+	var members map[string]string
+	switch p := pub.(type) {
+	case *rsa.PublicKey:
+		if p == nil || p.N == nil {
+			return nil, fmt.Errorf("%w: nil RSA key", ErrUnsupportedKey)
+		}
+		k.Kty, k.Size = "RSA", p.N.BitLen()
+		if k.Size < MinRSABits {
+			return nil, fmt.Errorf("%w: RSA key of %d bits (minimum %d)", ErrWeakKey, k.Size, MinRSABits)
+		}
+		members = map[string]string{"e": b64(big.NewInt(int64(p.E)).Bytes()), "kty": "RSA", "n": b64(p.N.Bytes())}
+	case *ecdsa.PublicKey:
+		if p == nil || p.Curve == nil {
+			return nil, fmt.Errorf("%w: nil EC key", ErrUnsupportedKey)
+		}
+		var size int
+		switch p.Curve {
+		case elliptic.P256():
+			k.Crv, size = "P-256", 32
+		case elliptic.P384():
+			k.Crv, size = "P-384", 48
+		case elliptic.P521():
+			k.Crv, size = "P-521", 66
+		default:
+			return nil, fmt.Errorf("%w: EC curve %s", ErrUnsupportedKey, p.Curve.Params().Name)
+		}
+		k.Kty, k.Size = "EC", p.Curve.Params().BitSize
+		raw, err := p.Bytes() // uncompressed point: 0x04 || X || Y
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
+		}
+		members = map[string]string{"crv": k.Crv, "kty": "EC", "x": b64(raw[1 : 1+size]), "y": b64(raw[1+size:])}
+	case ed25519.PublicKey:
+		if len(p) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("%w: Ed25519 key of %d bytes", ErrUnsupportedKey, len(p))
+		}
+		k.Kty, k.Crv, k.Size = "OKP", "Ed25519", 256
+		members = map[string]string{"crv": "Ed25519", "kty": "OKP", "x": b64(p)}
+	case []byte:
+		if !meta.Local {
+			return nil, fmt.Errorf("%w: symmetric (oct) keys are accepted only from local configuration", ErrUnsupportedKey)
+		}
+		if len(p) == 0 {
+			return nil, fmt.Errorf("%w: empty secret", ErrWeakKey)
+		}
+		k.Kty, k.Size = "oct", 8*len(p)
+		members = map[string]string{"k": b64(p), "kty": "oct"}
+		pub = slices.Clone(p)
+	default:
+		return nil, fmt.Errorf("%w: %T", ErrUnsupportedKey, pub)
+	}
+	k.Public = pub
+	k.Thumbprint = thumbprint(members)
+	return k, nil
+}
+
+func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+// thumbprint computes RFC 7638: SHA-256 over the required members in
+// lexicographic order, without white space. json.Marshal of a map sorts keys.
+func thumbprint(members map[string]string) string {
+	j, _ := json.Marshal(members)
+	sum := sha256.Sum256(j)
+	return b64(sum[:])
+}
+
+// Skipped describes a key that was left out of a set, and why.
+type Skipped struct {
+	// Index is the key's position in the JWKS "keys" array.
+	Index int `json:"index"`
+	// Kid is the key's kid, or "" if it had none or it could not be read.
+	Kid string `json:"kid,omitempty"`
+	// Kty is the key's kty as published, or "".
+	Kty string `json:"kty,omitempty"`
+	// Reason says why the key was skipped, for people and logs.
+	Reason string `json:"reason"`
+}
+
+// Set is an immutable snapshot of one issuer's keys. Build it with [NewSet];
+// never modify it after publishing. A Set is safe for concurrent use.
+type Set struct {
+	byKid   map[string]*Key
+	keys    []*Key
+	anyKid  []*Key // keys without kid: candidates for kid-less tokens only
+	skipped []Skipped
+
+	// FetchedAt is when the set was last confirmed by its source (a fetch,
+	// a 304 Not Modified, or a file load).
+	FetchedAt time.Time
+	// UsableUntil is the end of the set's bounded staleness: after it the
+	// issuer has no usable keys. The zero time means the set never goes stale
+	// (keys from local configuration).
+	UsableUntil time.Time
+}
+
+// NewSet builds a Set from keys. When two keys share a kid, the first wins
+// and the later ones are reported as skipped. skipped lists keys the caller
+// already left out; it is kept for reporting.
+func NewSet(keys []*Key, skipped []Skipped, fetchedAt, usableUntil time.Time) *Set {
+	s := &Set{
+		byKid:       make(map[string]*Key, len(keys)),
+		keys:        make([]*Key, 0, len(keys)),
+		skipped:     slices.Clone(skipped),
+		FetchedAt:   fetchedAt,
+		UsableUntil: usableUntil,
+	}
+	for i, k := range keys {
+		if k == nil {
+			continue
+		}
+		if k.Kid == "" {
+			s.anyKid = append(s.anyKid, k)
+			s.keys = append(s.keys, k)
+			continue
+		}
+		if _, dup := s.byKid[k.Kid]; dup {
+			s.skipped = append(s.skipped, Skipped{Index: i, Kid: k.Kid, Kty: k.Kty, Reason: "duplicate kid"})
+			continue
+		}
+		s.byKid[k.Kid] = k
+		s.keys = append(s.keys, k)
+	}
+	return s
+}
+
+// WithTimes returns a copy of s that shares its keys but carries new fetch
+// and staleness times: what a 304 Not Modified publishes.
+func (s *Set) WithTimes(fetchedAt, usableUntil time.Time) *Set {
+	c := *s
+	c.FetchedAt, c.UsableUntil = fetchedAt, usableUntil
+	return &c
+}
+
+// Lookup returns the key with the given kid. It is O(1) and does not allocate.
+func (s *Set) Lookup(kid string) (*Key, bool) {
+	if s == nil {
+		return nil, false
+	}
+	k, ok := s.byKid[kid]
+	return k, ok
+}
+
+// Keys returns every key of the set, in source order. The slice is shared:
+// callers must not modify it.
+func (s *Set) Keys() []*Key {
+	if s == nil {
+		return nil
+	}
+	return s.keys
+}
+
+// KidlessKeys returns the keys that have no kid. The slice is shared: callers
+// must not modify it.
+func (s *Set) KidlessKeys() []*Key {
+	if s == nil {
+		return nil
+	}
+	return s.anyKid
+}
+
+// Skipped returns the keys that were left out of the set and why.
+func (s *Set) Skipped() []Skipped {
+	if s == nil {
+		return nil
+	}
+	return s.skipped
+}
+
+// Len reports the number of usable keys in the set.
+func (s *Set) Len() int {
+	if s == nil {
+		return 0
+	}
+	return len(s.keys)
+}
+
+// Usable reports whether the set may verify tokens at now: it exists, and
+// it is within its bounded staleness.
+func (s *Set) Usable(now time.Time) bool {
+	return s != nil && (s.UsableUntil.IsZero() || !now.After(s.UsableUntil))
+}
+
+// Keys is the holder of one issuer's current key set and its status. Readers
+// never lock: [Keys.Load] is one atomic load. The zero value is ready to use
+// and holds no set. Keys is safe for concurrent use.
+type Keys struct {
+	set    atomic.Pointer[Set]
+	status atomic.Pointer[Status]
+	neg    negative
+}
+
+// Load returns the current set, or nil when none has been published.
+func (k *Keys) Load() *Set { return k.set.Load() }
+
+// Store publishes s as the current set, replacing the previous one whole.
+// Kids remembered as missing that s now holds are forgotten.
+func (k *Keys) Store(s *Set) {
+	k.set.Store(s)
+	k.neg.forgetPresent(s)
+}
+
+// Status returns the last status published with [Keys.SetStatus], or the
+// zero Status.
+func (k *Keys) Status() Status {
+	if s := k.status.Load(); s != nil {
+		return *s
+	}
+	return Status{}
+}
+
+// SetStatus publishes the source's status (for /v1/issuers and metrics).
+func (k *Keys) SetStatus(s Status) { k.status.Store(&s) }
+
+// RememberMissing records that kid was just proven absent from the source,
+// until until. The memory is bounded ([MaxMissing] kids); when full, the
+// oldest entries are dropped.
+func (k *Keys) RememberMissing(kid string, until time.Time) { k.neg.remember(kid, until) }
+
+// RecentlyMissing reports whether kid was proven absent and the memory of it
+// has not expired at now.
+func (k *Keys) RecentlyMissing(kid string, now time.Time) bool { return k.neg.has(kid, now) }
+
+// MaxMissing bounds the negative-kid memory of one issuer.
+const MaxMissing = 4096
+
+type negative struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+	order []string // insertion order, for bounded eviction
+}
+
+func (n *negative) remember(kid string, until time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.until == nil {
+		n.until = make(map[string]time.Time)
+	}
+	if _, ok := n.until[kid]; !ok {
+		if len(n.order) >= MaxMissing {
+			drop := n.order[:MaxMissing/4]
+			for _, d := range drop {
+				delete(n.until, d)
+			}
+			n.order = slices.Delete(n.order, 0, len(drop))
+		}
+		n.order = append(n.order, kid)
+	}
+	n.until[kid] = until
+}
+
+func (n *negative) has(kid string, now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	u, ok := n.until[kid]
+	return ok && now.Before(u)
+}
+
+func (n *negative) forgetPresent(s *Set) {
+	if s == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.until) == 0 {
+		return
+	}
+	for kid := range n.until {
+		if _, ok := s.byKid[kid]; ok {
+			delete(n.until, kid)
+			n.order = slices.DeleteFunc(n.order, func(o string) bool { return o == kid })
+		}
+	}
+}
+
+// Status is what a key source reports about itself: for /v1/issuers, metrics
+// and readiness. It is a value; the fields are filled by the source.
+type Status struct {
+	// Source names where keys come from: a URL, "discovery:<issuer>", or "file:<path>".
+	Source string
+	// LastAttempt is when the source was last tried; zero if never.
+	LastAttempt time.Time
+	// LastSuccess is when the source last confirmed keys (fetch or 304); zero if never.
+	LastSuccess time.Time
+	// NextRefresh is when the next scheduled refresh is due; zero if none.
+	NextRefresh time.Time
+	// LastError is the last fetch or parse error, without secrets; "" after a success.
+	LastError string
+	// ConsecutiveFailures counts failed attempts since the last success.
+	ConsecutiveFailures int
+	// Stats are the source's counters since it started.
+	Stats FetchStats
+}
+
+// FetchStats are counters that make a key source's behaviour observable:
+// tests assert on them and /metrics exports them. All counts are since start.
+type FetchStats struct {
+	// Fetches counts requests sent to the source (JWKS or discovery), including failures.
+	Fetches uint64
+	// NotModified counts 304 Not Modified answers.
+	NotModified uint64
+	// Errors counts failed attempts (network, status, parse, policy).
+	Errors uint64
+	// KeysSkipped counts keys left out of parsed sets (unsupported, broken, refused).
+	KeysSkipped uint64
+	// UnknownKidRefreshes counts refreshes triggered by an unknown kid.
+	UnknownKidRefreshes uint64
+	// SuppressedRefreshes counts unknown-kid refreshes refused because the
+	// per-interval budget was spent or the kid was remembered as missing.
+	SuppressedRefreshes uint64
+}

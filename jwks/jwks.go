@@ -1,0 +1,104 @@
+// Package jwks fetches one issuer's JSON Web Key Set in the background and
+// publishes it, parsed once, into a [cache.Keys].
+//
+// A [Fetcher] reads keys from a JWKS URL, from OIDC discovery (the JWKS URL
+// named by <issuer>/.well-known/openid-configuration, whose issuer must equal
+// the configured one exactly), or from a local file (reloaded when it
+// changes). It honours Cache-Control/Expires (clamped), revalidates with
+// ETag/Last-Modified, retries with exponential backoff and jitter, keeps the
+// last good set for a bounded time, persists it optionally for cold starts,
+// and serves rate-limited, de-duplicated refreshes on unknown kids.
+package jwks
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cache"
+)
+
+// Defaults applied by [New] to zero-valued options (SPEC production values).
+const (
+	DefaultFetchTimeout       = 10 * time.Second
+	DefaultMinInterval        = time.Minute
+	DefaultMaxInterval        = 24 * time.Hour
+	DefaultTTL                = 15 * time.Minute
+	DefaultUnknownKidInterval = 30 * time.Second
+	DefaultStaleFor           = 24 * time.Hour
+	DefaultMaxBytes           = 1 << 20
+	DefaultMaxKeys            = 100
+	DefaultMaxRedirects       = 3
+	// MinAnyInterval is the smallest interval any option accepts.
+	MinAnyInterval = time.Second
+)
+
+// Options configure a [Fetcher]. Exactly one of URL, Discovery and File is
+// the source.
+type Options struct {
+	// Issuer is the issuer identifier. Required with Discovery; used in
+	// logs, status and the state file name otherwise.
+	Issuer string
+	// URL is the JWKS URL. https, or http for loopback hosts only unless
+	// InsecureAllowHTTP.
+	URL string
+	// Discovery fetches the JWKS URL from the issuer's OIDC discovery document.
+	Discovery bool
+	// File is a local JWKS file, reloaded when it changes. Keys from a file
+	// are Local: oct (HMAC) keys are accepted from it.
+	File string
+
+	// Keys receives the parsed sets. Nil means New allocates one; get it with
+	// [Fetcher.Keys].
+	Keys *cache.Keys
+	// Client sends the requests. Nil means a client with FetchTimeout, at most
+	// DefaultMaxRedirects redirects (each re-checked against the http rule),
+	// and TLS verified.
+	Client *http.Client
+
+	// FetchTimeout bounds one fetch. Zero means 10s.
+	FetchTimeout time.Duration
+	// MinInterval and MaxInterval clamp the refresh interval taken from
+	// Cache-Control/Expires. Zero means 1m and 24h.
+	MinInterval, MaxInterval time.Duration
+	// DefaultTTL is the refresh interval when the response has no caching
+	// headers. Zero means 15m.
+	DefaultTTL time.Duration
+	// UnknownKidInterval is the least time between two refreshes triggered by
+	// unknown kids. Zero means 30s.
+	UnknownKidInterval time.Duration
+	// StaleFor is how long the last good set keeps serving after the last
+	// successful fetch. Zero means 24h.
+	StaleFor time.Duration
+
+	// MaxBytes bounds a JWKS or discovery body. Zero means 1 MiB.
+	MaxBytes int64
+	// MaxKeys bounds the keys read from one JWKS. Zero means 100.
+	MaxKeys int
+
+	// StateDir, if set, is where the last good JWKS is persisted and loaded
+	// from at start. Empty means no persistence.
+	StateDir string
+
+	// InsecureAllowHTTP accepts plain http:// URLs for non-loopback hosts.
+	// It MUST NOT be used outside a trusted network: keys fetched over plain
+	// HTTP can be replaced by anyone on the path.
+	InsecureAllowHTTP bool
+
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+	// NewTimer creates the timers that schedule refreshes and retries. Nil
+	// means a real time.Timer. Tests inject a fake to step time.
+	NewTimer func(d time.Duration) Timer
+	// Jitter returns a random float in [0, 1). Nil means math/rand/v2.
+	Jitter func() float64
+	// Logger receives fetch outcomes and skipped keys (never key material).
+	// Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Timer is the part of *time.Timer the fetcher uses.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+}

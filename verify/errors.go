@@ -1,0 +1,62 @@
+package verify
+
+import "errors"
+
+// The two error families. Every error returned by [Verifier.Verify] matches
+// exactly one of them with errors.Is: a verdict (the token is rejected,
+// 401-class) or a failure to decide (no usable keys, 503-class).
+var (
+	// ErrRejected matches every error that means "this token is not valid".
+	ErrRejected = errors.New("verify: token rejected")
+	// ErrUnavailable matches every error that means "could not decide":
+	// the issuer has no usable keys right now.
+	ErrUnavailable = errors.New("verify: keys unavailable")
+)
+
+// The error classes of SPEC.md, as sentinels. Errors returned by the verifier
+// wrap one of them with detail; match with errors.Is, and get the class word
+// with [Class].
+var (
+	ErrMalformed       error = &classError{"malformed", ErrRejected}
+	ErrTokenTooLarge   error = &classError{"token_too_large", ErrRejected}
+	ErrAlgNotAllowed   error = &classError{"alg_not_allowed", ErrRejected}
+	ErrUnknownIssuer   error = &classError{"unknown_issuer", ErrRejected}
+	ErrUnknownKid      error = &classError{"unknown_kid", ErrRejected}
+	ErrBadSignature    error = &classError{"bad_signature", ErrRejected}
+	ErrExpired         error = &classError{"expired", ErrRejected}
+	ErrNotYetValid     error = &classError{"not_yet_valid", ErrRejected}
+	ErrWrongIssuer     error = &classError{"wrong_issuer", ErrRejected}
+	ErrWrongAudience   error = &classError{"wrong_audience", ErrRejected}
+	ErrMissingClaim    error = &classError{"missing_claim", ErrRejected}
+	ErrWrongType       error = &classError{"wrong_type", ErrRejected}
+	ErrUnsupportedCrit error = &classError{"unsupported_crit", ErrRejected}
+	ErrKeysUnavailable error = &classError{"keys_unavailable", ErrUnavailable}
+)
+
+// Classes lists every class word, in SPEC order.
+var Classes = []string{
+	"malformed", "token_too_large", "alg_not_allowed", "unknown_issuer", "unknown_kid",
+	"bad_signature", "expired", "not_yet_valid", "wrong_issuer", "wrong_audience",
+	"missing_claim", "wrong_type", "unsupported_crit", "keys_unavailable",
+}
+
+// classError is a sentinel carrying its class word and its family.
+type classError struct {
+	class  string
+	family error
+}
+
+func (e *classError) Error() string { return e.class }
+
+// Is makes every class match its family with errors.Is.
+func (e *classError) Is(target error) bool { return target == e.family }
+
+// Class returns the SPEC class word of err ("expired", "keys_unavailable", …),
+// or "" when err is nil or carries no class.
+func Class(err error) string {
+	var ce *classError
+	if errors.As(err, &ce) {
+		return ce.class
+	}
+	return ""
+}

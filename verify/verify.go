@@ -1,0 +1,156 @@
+// Package verify checks JWTs against per-issuer sets of pre-parsed keys.
+//
+// A [Verifier] routes each token by its iss claim (exact match) to one
+// configured [Issuer], picks the key by kid from that issuer's [cache.Keys]
+// (never parsing a key per call), enforces the issuer's algorithm allowlist
+// and the key's type (no algorithm confusion), checks the signature with
+// golang-jwt's signing methods, and then the claims: exp, nbf, iss, aud, typ
+// and the required claims, with leeway.
+//
+// Every error it returns wraps one of the class sentinels in errors.go and
+// matches either [ErrRejected] (a verdict: 401-class) or [ErrUnavailable]
+// (could not decide: 503-class).
+package verify
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cache"
+)
+
+// Defaults applied by [New] to zero-valued options.
+const (
+	DefaultMaxTokenBytes = 16384
+	DefaultLeeway        = 30 * time.Second
+	DefaultMaxKidless    = 8
+	// MaxExtractedLen bounds one extracted claim value, in bytes.
+	MaxExtractedLen = 1024
+)
+
+// Refresher is asked for a fresh key set when a token names a kid that the
+// issuer's current set does not hold. *jwks.Fetcher implements it.
+type Refresher interface {
+	// RefreshUnknownKid refreshes the issuer's key set because kid was not
+	// found. It returns nil once a refresh completed (the caller then reloads
+	// the set from its cache.Keys), or an error when no refresh was made: the
+	// per-interval budget is spent (returned at once, never waited for), the
+	// kid is remembered as missing, or the fetch failed. It waits for a
+	// shared in-flight refresh only as long as ctx allows.
+	RefreshUnknownKid(ctx context.Context, kid string) error
+}
+
+// Issuer is the policy and key set of one token issuer.
+type Issuer struct {
+	// Issuer is matched exactly against the token's iss claim. It may hold
+	// the placeholder "{tenantid}" (Microsoft Entra multi-tenant): then an
+	// iss matches when the placeholder stands for the token's tid claim.
+	Issuer string
+	// Keys holds the issuer's current key set. Required.
+	Keys *cache.Keys
+	// Refresher, if not nil, is asked for a refresh on an unknown kid.
+	// Nil means unknown kids are rejected without a refresh.
+	Refresher Refresher
+	// Audiences: the token's aud must contain at least one of them.
+	// Empty means the audience is not checked.
+	Audiences []string
+	// Algorithms is the allowlist of JWS alg values. Empty means every
+	// asymmetric algorithm (RS*, PS*, ES*, EdDSA), plus HS256/384/512 when
+	// AllowHMAC is set. "none" is always rejected, whatever this says.
+	Algorithms []string
+	// AllowHMAC adds HS256/384/512 to the default allowlist. Set it only when
+	// the issuer's keys come from local configuration (a secret file); it has
+	// no effect when Algorithms is set.
+	AllowHMAC bool
+	// Leeway is the clock skew tolerated on exp and nbf. Zero means
+	// [DefaultLeeway] (30s); a negative value means no leeway.
+	Leeway time.Duration
+	// RequiredClaims must each be present in the token. Nil means ["exp"];
+	// a non-nil empty slice requires nothing.
+	RequiredClaims []string
+	// Type, if set, is the required typ header (compared case-insensitively,
+	// with or without the "application/" prefix, RFC 7515 §4.1.9; "at+jwt"
+	// accepts "application/at+jwt", RFC 9068 §4). Empty means not checked.
+	Type string
+	// ExtractClaims names claims whose values are rendered once at verify
+	// time into [Result.Extracted] (forward-auth headers), sanitized: no
+	// control characters, at most [MaxExtractedLen] bytes.
+	ExtractClaims []string
+	// SkipIssuerCheck makes this issuer accept a token whatever its iss,
+	// including none. It is allowed only when it is the verifier's sole
+	// issuer. It MUST NOT be used in a service: it exists for the CLI, where
+	// a single key set is given and no issuer is named.
+	SkipIssuerCheck bool
+}
+
+// Options configure a [Verifier].
+type Options struct {
+	// Issuers are the accepted token issuers. At least one is required, and
+	// their Issuer strings must be distinct.
+	Issuers []Issuer
+	// MaxTokenBytes bounds the token size. Zero means [DefaultMaxTokenBytes].
+	MaxTokenBytes int
+	// MaxKidless bounds how many keys a token without kid is tried against.
+	// Zero means [DefaultMaxKidless] (8).
+	MaxKidless int
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+	// TokenCache configures the verified-token cache. The zero value turns
+	// it off.
+	TokenCache TokenCacheOptions
+}
+
+// TokenCacheOptions configure the verified-token cache.
+type TokenCacheOptions struct {
+	// MaxEntries bounds the number of cached verdicts. Zero turns the cache off.
+	MaxEntries int
+	// MaxBytes bounds the memory the cached tokens and results use,
+	// approximately. Zero means 1 KiB per entry times MaxEntries, at least 1 MiB.
+	MaxBytes int64
+}
+
+// Result is a verified token. It is immutable and may be shared between
+// callers (the token cache hands out the same *Result); do not modify it.
+type Result struct {
+	// Issuer is the token's iss claim (for SkipIssuerCheck, whatever it was).
+	Issuer string
+	// Kid, Alg and Type are the token's header values ("" when absent).
+	Kid, Alg, Type string
+	// Header is the decoded JOSE header, exactly as in the token.
+	Header json.RawMessage
+	// Claims is the decoded claims set, exactly as in the token (numbers are
+	// not rounded); it is a JSON object in valid UTF-8.
+	Claims json.RawMessage
+	// Subject is the sub claim, or "".
+	Subject string
+	// Audience is the aud claim as a list (a single string becomes one item).
+	Audience []string
+	// ExpiresAt, NotBefore and IssuedAt are the time claims; zero when absent.
+	ExpiresAt, NotBefore, IssuedAt time.Time
+	// ID is the jti claim, or "".
+	ID string
+	// Extracted maps each of the issuer's ExtractClaims present in the token
+	// to its sanitized string form.
+	Extracted map[string]string
+	// Thumbprint identifies the key that verified the token (RFC 7638).
+	Thumbprint string
+}
+
+// Step is one check of [Verifier.Explain], in the order the verifier runs them.
+type Step struct {
+	// Check names the check: "size", "structure", "header", "alg", "crit",
+	// "issuer", "key", "signature", "exp", "nbf", "aud", "typ", "claims".
+	Check string `json:"check"`
+	// OK reports whether the check passed.
+	OK bool `json:"ok"`
+	// Detail says what was compared, without secrets or the token.
+	Detail string `json:"detail,omitempty"`
+}
+
+// CacheStats are the verified-token cache's counters.
+type CacheStats struct {
+	Hits, Misses, Evictions uint64
+	Entries                 int
+	Bytes                   int64
+}

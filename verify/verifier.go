@@ -2,35 +2,489 @@ package verify
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cache"
 )
 
 // Verifier checks tokens for a fixed set of issuers. It is safe for
 // concurrent use; Verify never parses a key and never blocks on the network
 // except for the bounded unknown-kid refresh of the token's own issuer.
+//
+// Signatures are checked with golang-jwt's SigningMethod.Verify on the
+// pre-parsed key, never with jwt.Parse: jwt.Parse decodes the claims into a
+// map[string]any (tens of allocations per token, numbers rounded through
+// float64) and runs its own validation, where the verifier needs the exact
+// claim bytes, its own check order and a handful of allocations per token.
 type Verifier struct {
-	opts Options
+	opts          Options
+	issuers       []*issuer
+	router        *router
+	now           func() time.Time
+	b64           *base64.Encoding
+	maxTokenBytes int
+	maxKidless    int
+
+	headers headerCache
+	tokens  *tokenCache // nil when the token cache is off
+
+	// onAttempt, if set, is called before each signature check (tests count
+	// kid-less attempts with it).
+	onAttempt func(*cache.Key)
 }
 
-// New validates opts, applies defaults and returns a Verifier.
+// New validates opts, applies defaults and returns a Verifier. It rejects
+// no issuers, duplicate or empty issuer strings, an issuer without Keys,
+// unsupported algorithms (including "none"), SkipIssuerCheck beside other
+// issuers, and negative limits.
 func New(opts Options) (*Verifier, error) {
-	return nil, errors.New("verify: not implemented yet")
+	if len(opts.Issuers) == 0 {
+		return nil, errors.New("verify: at least one issuer is required")
+	}
+	switch {
+	case opts.MaxTokenBytes < 0:
+		return nil, errors.New("verify: negative MaxTokenBytes")
+	case opts.MaxKidless < 0:
+		return nil, errors.New("verify: negative MaxKidless")
+	case opts.TokenCache.MaxEntries < 0 || opts.TokenCache.MaxBytes < 0:
+		return nil, errors.New("verify: negative token cache bounds")
+	}
+	if opts.MaxTokenBytes == 0 {
+		opts.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if opts.MaxKidless == 0 {
+		opts.MaxKidless = DefaultMaxKidless
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	v := &Verifier{
+		now:           opts.Now,
+		b64:           base64.RawURLEncoding.Strict(),
+		maxTokenBytes: opts.MaxTokenBytes,
+		maxKidless:    opts.MaxKidless,
+	}
+	cfgs := make([]Issuer, 0, len(opts.Issuers))
+	for _, ic := range opts.Issuers {
+		is, err := compile(ic)
+		if err != nil {
+			return nil, err
+		}
+		v.issuers = append(v.issuers, is)
+		cfgs = append(cfgs, is.cfg)
+	}
+	r, err := newRouter(v.issuers)
+	if err != nil {
+		return nil, err
+	}
+	v.router = r
+	opts.Issuers = cfgs
+	if opts.TokenCache.MaxEntries > 0 {
+		if opts.TokenCache.MaxBytes == 0 {
+			opts.TokenCache.MaxBytes = max(int64(opts.TokenCache.MaxEntries)*1024, 1<<20)
+		}
+		v.tokens = newTokenCache(opts.TokenCache)
+	}
+	v.opts = opts
+	return v, nil
 }
 
 // Verify checks token and returns its verified contents, or an error wrapping
-// one of the class sentinels.
+// one of the class sentinels. The returned Result may be shared with other
+// callers (token cache) and must not be modified. Verify blocks only for an
+// unknown kid, while the issuer's Refresher refreshes (bounded by ctx).
 func (v *Verifier) Verify(ctx context.Context, token string) (*Result, error) {
-	return nil, ErrMalformed
+	now := v.now()
+	if v.tokens != nil && len(token) <= v.maxTokenBytes {
+		if r := v.tokens.get(token, now); r != nil {
+			return r, nil
+		}
+	}
+	res, is, key, err := v.verify(ctx, token, now, nil)
+	if err != nil {
+		return nil, err
+	}
+	if v.tokens != nil {
+		v.tokens.put(token, res, is, key, now)
+	}
+	return res, nil
 }
 
 // Explain runs the same checks as Verify and also returns each check in order
-// with its outcome, for people debugging a rejected token.
+// with its outcome, for people debugging a rejected token. The steps end with
+// the first failing check. Explain neither reads nor fills the token cache.
+// Step details never contain the token or key material.
 func (v *Verifier) Explain(ctx context.Context, token string) ([]Step, *Result, error) {
-	return nil, nil, ErrMalformed
+	tr := &trace{}
+	res, _, _, err := v.verify(ctx, token, v.now(), tr)
+	return tr.steps, res, err
 }
 
-// Issuers returns the configured issuers with defaults applied.
-func (v *Verifier) Issuers() []Issuer { return v.opts.Issuers }
+// Issuers returns the configured issuers with defaults applied (Algorithms
+// filled in, Leeway and RequiredClaims set). The slices are shared with the
+// verifier: callers must not modify them.
+func (v *Verifier) Issuers() []Issuer { return slices.Clone(v.opts.Issuers) }
 
-// CacheStats returns the verified-token cache's counters.
-func (v *Verifier) CacheStats() CacheStats { return CacheStats{} }
+// CacheStats returns the verified-token cache's counters (all zero when the
+// cache is off). It is safe for concurrent use.
+func (v *Verifier) CacheStats() CacheStats {
+	if v.tokens == nil {
+		return CacheStats{}
+	}
+	return v.tokens.stats()
+}
+
+// trace collects the steps of Explain. A nil *trace (Verify) records nothing;
+// every call site checks for nil first so that no detail is formatted on the
+// hot path.
+type trace struct{ steps []Step }
+
+func (t *trace) add(check string, ok bool, detail string) {
+	t.steps = append(t.steps, Step{Check: check, OK: ok, Detail: detail})
+}
+
+// fail records a failing step and returns err.
+func (t *trace) fail(check string, err error) error {
+	if t != nil {
+		t.add(check, false, err.Error())
+	}
+	return err
+}
+
+// verify runs every check in the order of docs/ARCHITECTURE.md. On success
+// it also returns the issuer and the key, for the token cache.
+func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *trace) (*Result, *issuer, *cache.Key, error) {
+	// 1. size
+	if len(token) > v.maxTokenBytes {
+		return nil, nil, nil, tr.fail("size", fmt.Errorf("%w: %d bytes, limit %d", ErrTokenTooLarge, len(token), v.maxTokenBytes))
+	}
+	if tr != nil {
+		tr.add("size", true, fmt.Sprintf("%d bytes, limit %d", len(token), v.maxTokenBytes))
+	}
+
+	// 2. structure
+	h, payload, ps, sig, signing, cl, err := v.parse(token)
+	if err != nil {
+		return nil, nil, nil, tr.fail("structure", err)
+	}
+	if tr != nil {
+		tr.add("structure", true, fmt.Sprintf("header %d bytes, claims %d bytes, signature %d bytes", len(h.raw), len(payload), len(sig)))
+	}
+
+	// 3. header
+	if !h.hasAlg {
+		return nil, nil, nil, tr.fail("header", fmt.Errorf("%w: header has no alg", ErrMalformed))
+	}
+	if strings.EqualFold(h.alg, "none") {
+		return nil, nil, nil, tr.fail("header", fmt.Errorf("%w: alg %s is never accepted", ErrAlgNotAllowed, quote(h.alg)))
+	}
+	if tr != nil {
+		d := fmt.Sprintf("alg %s, kid %s, typ %s", quote(h.alg), quote(h.kid), quote(h.typ))
+		if h.ignored != "" {
+			d += "; ignored (never followed): " + h.ignored
+		}
+		tr.add("header", true, d)
+	}
+
+	// 4. crit
+	if h.crit {
+		return nil, nil, nil, tr.fail("crit", fmt.Errorf("%w: no crit extension is understood", ErrUnsupportedCrit))
+	}
+	if tr != nil {
+		tr.add("crit", true, "no crit header")
+	}
+
+	// 5. issuer
+	is, err := v.router.route(cl.iss, cl.has(clIss), cl.tid)
+	if err != nil {
+		return nil, nil, nil, tr.fail("issuer", err)
+	}
+	if tr != nil {
+		if is.cfg.SkipIssuerCheck {
+			tr.add("issuer", true, "not checked (SkipIssuerCheck); iss "+quote(cl.iss))
+		} else {
+			tr.add("issuer", true, fmt.Sprintf("iss %s routes to issuer %s", quote(cl.iss), quote(is.cfg.Issuer)))
+		}
+	}
+
+	// 6. alg
+	spec := lookupAlg(h.alg)
+	if spec == nil || is.algs&spec.bit == 0 {
+		return nil, nil, nil, tr.fail("alg", fmt.Errorf("%w: alg %s is not in the allowlist %v", ErrAlgNotAllowed, quote(h.alg), is.cfg.Algorithms))
+	}
+	if tr != nil {
+		tr.add("alg", true, fmt.Sprintf("%s is in the allowlist %v", spec.name, is.cfg.Algorithms))
+	}
+
+	// 7. key and 8. signature
+	key, err := v.checkSignature(ctx, is, spec, h, &cl, signing, sig, now, tr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+
+	// 9. exp
+	switch {
+	case cl.has(clExp):
+		if !now.Add(-is.leeway).Before(cl.exp) {
+			return nil, nil, nil, tr.fail("exp", fmt.Errorf("%w: exp %s, now %s, leeway %s", ErrExpired,
+				cl.exp.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
+		}
+		if tr != nil {
+			tr.add("exp", true, fmt.Sprintf("exp %s, now %s, leeway %s", cl.exp.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), is.leeway))
+		}
+	case is.required&clExp != 0:
+		return nil, nil, nil, tr.fail("exp", fmt.Errorf("%w: exp is required", ErrMissingClaim))
+	case tr != nil:
+		tr.add("exp", true, "absent, not required")
+	}
+
+	// 10. nbf
+	if cl.has(clNbf) {
+		if cl.nbf.After(now.Add(is.leeway)) {
+			return nil, nil, nil, tr.fail("nbf", fmt.Errorf("%w: nbf %s, now %s, leeway %s", ErrNotYetValid,
+				cl.nbf.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
+		}
+		if tr != nil {
+			tr.add("nbf", true, fmt.Sprintf("nbf %s, now %s, leeway %s", cl.nbf.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), is.leeway))
+		}
+	} else if tr != nil {
+		tr.add("nbf", true, "absent")
+	}
+
+	// 11. aud
+	if auds := is.cfg.Audiences; len(auds) > 0 {
+		if !cl.has(clAud) {
+			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud is required", ErrMissingClaim))
+		}
+		if !anyOf(cl.aud, auds) {
+			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud %s has none of %q", ErrWrongAudience, quoteList(cl.aud), auds))
+		}
+		if tr != nil {
+			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(cl.aud), auds))
+		}
+	} else if tr != nil {
+		tr.add("aud", true, "not checked (no audiences configured)")
+	}
+
+	// 12. typ
+	if is.typ != "" {
+		if !h.hasTyp || !typeMatches(is.typ, h.typ) {
+			return nil, nil, nil, tr.fail("typ", fmt.Errorf("%w: typ %s, want %s", ErrWrongType, quote(h.typ), quote(is.cfg.Type)))
+		}
+		if tr != nil {
+			tr.add("typ", true, fmt.Sprintf("typ %s matches %s", quote(h.typ), quote(is.cfg.Type)))
+		}
+	} else if tr != nil {
+		tr.add("typ", true, "not checked (no type configured)")
+	}
+
+	// 13. claims
+	if missing := is.required &^ cl.present; missing != 0 {
+		for _, c := range is.cfg.RequiredClaims {
+			if b := registeredBit(c); b != 0 && missing&b != 0 {
+				return nil, nil, nil, tr.fail("claims", fmt.Errorf("%w: %s is required", ErrMissingClaim, c))
+			}
+		}
+	}
+	for _, c := range is.others {
+		if !hasMember(ps, c) {
+			return nil, nil, nil, tr.fail("claims", fmt.Errorf("%w: %s is required", ErrMissingClaim, quote(c)))
+		}
+	}
+	if tr != nil {
+		tr.add("claims", true, fmt.Sprintf("required %q present", is.cfg.RequiredClaims))
+	}
+
+	res := &Result{
+		Issuer:     cl.iss,
+		Kid:        h.kid,
+		Alg:        h.alg,
+		Type:       h.typ,
+		Header:     h.raw,
+		Claims:     payload,
+		Subject:    cl.sub,
+		Audience:   cl.aud,
+		ID:         cl.jti,
+		Thumbprint: key.Thumbprint,
+	}
+	if cl.has(clExp) {
+		res.ExpiresAt = cl.exp
+	}
+	if cl.has(clNbf) {
+		res.NotBefore = cl.nbf
+	}
+	if cl.has(clIat) {
+		res.IssuedAt = cl.iat
+	}
+	if len(is.cfg.ExtractClaims) > 0 {
+		res.Extracted = extract(ps, is.cfg.ExtractClaims)
+	}
+	return res, is, key, nil
+}
+
+// parse splits and decodes token: three base64url segments (strict, no
+// padding, no white space), a header and a claims set that are JSON objects.
+func (v *Verifier) parse(token string) (h *header, payload []byte, ps string, sig []byte, signing string, cl claims, err error) {
+	d1 := strings.IndexByte(token, '.')
+	if d1 < 0 {
+		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: not three dot-separated segments", ErrMalformed)
+	}
+	d2 := strings.IndexByte(token[d1+1:], '.')
+	if d2 < 0 {
+		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: not three dot-separated segments", ErrMalformed)
+	}
+	d2 += d1 + 1
+	if strings.IndexByte(token[d2+1:], '.') >= 0 {
+		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: more than three segments (JWE is not supported)", ErrMalformed)
+	}
+	// base64's decoder skips CR and LF; a token must not carry them.
+	if strings.ContainsAny(token, "\r\n") {
+		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: line break in token", ErrMalformed)
+	}
+	hseg := token[:d1]
+	if h = v.headers.get(hseg); h == nil {
+		raw, err := v.b64.DecodeString(hseg)
+		if err != nil {
+			return nil, nil, "", nil, "", cl, fmt.Errorf("%w: header is not base64url: %w", ErrMalformed, err)
+		}
+		if h, err = parseHeader(raw); err != nil {
+			return nil, nil, "", nil, "", cl, fmt.Errorf("%w: header: %w", ErrMalformed, err)
+		}
+		v.headers.put(hseg, h)
+	}
+	payload, err = v.b64.DecodeString(token[d1+1 : d2])
+	if err != nil {
+		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: claims are not base64url: %w", ErrMalformed, err)
+	}
+	ps = string(payload)
+	if err := parseClaims(ps, &cl); err != nil {
+		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: claims: %w", ErrMalformed, err)
+	}
+	sig, err = v.b64.DecodeString(token[d2+1:])
+	if err != nil {
+		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: signature is not base64url: %w", ErrMalformed, err)
+	}
+	return h, payload, ps, sig, token[:d2], cl, nil
+}
+
+// checkSignature finds the key (step 7) and checks the signature with it
+// (step 8). It returns the key that verified the token.
+func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec, h *header, cl *claims,
+	signing string, sig []byte, now time.Time, tr *trace) (*cache.Key, error) {
+	set := is.cfg.Keys.Load()
+	if !set.Usable(now) {
+		return nil, tr.fail("key", fmt.Errorf("%w: issuer %s has no usable key set", ErrKeysUnavailable, quote(is.cfg.Issuer)))
+	}
+	if h.kid == "" {
+		return v.checkKidless(is, spec, cl, set, signing, sig, tr)
+	}
+
+	key, ok := set.Lookup(h.kid)
+	refreshed := false
+	if !ok {
+		if is.cfg.Keys.RecentlyMissing(h.kid, now) {
+			return nil, tr.fail("key", fmt.Errorf("%w: kid %s (recently proven absent)", ErrUnknownKid, quote(h.kid)))
+		}
+		if is.cfg.Refresher == nil {
+			return nil, tr.fail("key", fmt.Errorf("%w: kid %s", ErrUnknownKid, quote(h.kid)))
+		}
+		if err := is.cfg.Refresher.RefreshUnknownKid(ctx, h.kid); err != nil {
+			return nil, tr.fail("key", fmt.Errorf("%w: kid %s (no refresh: %w)", ErrUnknownKid, quote(h.kid), err))
+		}
+		refreshed = true
+		if set = is.cfg.Keys.Load(); !set.Usable(now) {
+			return nil, tr.fail("key", fmt.Errorf("%w: issuer %s has no usable key set", ErrKeysUnavailable, quote(is.cfg.Issuer)))
+		}
+		if key, ok = set.Lookup(h.kid); !ok {
+			return nil, tr.fail("key", fmt.Errorf("%w: kid %s (not found after a refresh)", ErrUnknownKid, quote(h.kid)))
+		}
+	}
+	if why := spec.fits(key); why != "" {
+		return nil, tr.fail("key", fmt.Errorf("%w: kid %s: %s", ErrAlgNotAllowed, quote(h.kid), why))
+	}
+	if !keyIssuerMatches(key.Issuer, cl.iss, cl.tid) {
+		return nil, tr.fail("key", fmt.Errorf("%w: kid %s belongs to issuer %s, token iss %s", ErrWrongIssuer, quote(h.kid), quote(key.Issuer), quote(cl.iss)))
+	}
+	if tr != nil {
+		d := fmt.Sprintf("kid %s: %s %s, thumbprint %s", quote(h.kid), key.Kty, key.Crv, key.Thumbprint)
+		if refreshed {
+			d += " (found after a refresh)"
+		}
+		tr.add("key", true, d)
+	}
+	if v.onAttempt != nil {
+		v.onAttempt(key)
+	}
+	if err := spec.method.Verify(signing, sig, key.Public); err != nil {
+		return nil, tr.fail("signature", fmt.Errorf("%w: %s with kid %s", ErrBadSignature, spec.name, quote(h.kid)))
+	}
+	if tr != nil {
+		tr.add("signature", true, spec.name+" verified")
+	}
+	return key, nil
+}
+
+// checkKidless tries a token without kid against each key of the set that
+// fits its alg and issuer, in set order, at most MaxKidless of them.
+func (v *Verifier) checkKidless(is *issuer, spec *algSpec, cl *claims, set *cache.Set, signing string, sig []byte, tr *trace) (*cache.Key, error) {
+	fitting, tried := 0, 0
+	wrongIssuer := false
+	for _, key := range set.Keys() {
+		if spec.fits(key) != "" {
+			continue
+		}
+		if !keyIssuerMatches(key.Issuer, cl.iss, cl.tid) {
+			wrongIssuer = true
+			continue
+		}
+		fitting++
+		if tried == v.maxKidless {
+			break
+		}
+		if fitting == 1 && tr != nil {
+			tr.add("key", true, fmt.Sprintf("no kid: trying keys that fit %s, at most %d", spec.name, v.maxKidless))
+		}
+		tried++
+		if v.onAttempt != nil {
+			v.onAttempt(key)
+		}
+		if spec.method.Verify(signing, sig, key.Public) == nil {
+			if tr != nil {
+				tr.add("signature", true, fmt.Sprintf("%s verified by key %d tried (thumbprint %s)", spec.name, tried, key.Thumbprint))
+			}
+			return key, nil
+		}
+	}
+	switch {
+	case fitting == 0 && wrongIssuer:
+		return nil, tr.fail("key", fmt.Errorf("%w: no key of the set is bound to iss %s", ErrWrongIssuer, quote(cl.iss)))
+	case fitting == 0:
+		return nil, tr.fail("key", fmt.Errorf("%w: token has no kid and no key fits %s", ErrAlgNotAllowed, spec.name))
+	}
+	return nil, tr.fail("signature", fmt.Errorf("%w: token has no kid; %d fitting keys tried", ErrBadSignature, tried))
+}
+
+func anyOf(have, want []string) bool {
+	for _, h := range have {
+		if slices.Contains(want, h) {
+			return true
+		}
+	}
+	return false
+}
+
+func quoteList(l []string) string {
+	if len(l) > 8 {
+		l = l[:8]
+	}
+	q := make([]string, len(l))
+	for i, s := range l {
+		q[i] = quote(s)
+	}
+	return "[" + strings.Join(q, " ") + "]"
+}

@@ -1,0 +1,127 @@
+package verify
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// scanAll validates s with the members iterator, returning the names.
+func scanAll(s string) ([]string, error) {
+	it, err := newMembers(s)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for {
+		mb, ok, err := it.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return out, nil
+		}
+		out = append(out, mb.name)
+	}
+}
+
+// depth returns the nesting depth of valid JSON s.
+func depth(s string) int {
+	d, maxD, inStr := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case inStr && c == '\\':
+			i++
+		case c == '"':
+			inStr = !inStr
+		case !inStr && (c == '{' || c == '['):
+			d++
+			maxD = max(maxD, d)
+		case !inStr && (c == '}' || c == ']'):
+			d--
+		}
+	}
+	return maxD
+}
+
+// reference says whether s is what the scanner must accept: one JSON object
+// (encoding/json), valid UTF-8, depth ≤ 64.
+func reference(s string) bool {
+	if !json.Valid([]byte(s)) || !utf8.ValidString(s) || depth(s) > maxDepth {
+		return false
+	}
+	t := strings.TrimLeft(s, " \t\r\n")
+	return strings.HasPrefix(t, "{")
+}
+
+var scannerCases = []string{
+	`{}`, ` { } `, `{"a":1}`, `{"a":1,}`, `{,}`, `{"a":1 "b":2}`, `{"a"}`, `{"a":}`, `{"a":1}x`, `{"a":1}}`,
+	`{"a":[1,2,{"b":null}],"c":true,"d":false,"e":"x\"y"}`, `[]`, `"x"`, `1`, ``, `{`, `{"a":1`,
+	`{"a":-0}`, `{"a":01}`, `{"a":1.}`, `{"a":.5}`, `{"a":1e}`, `{"a":1e+5}`, `{"a":-}`, `{"a":1.5E-3}`,
+	`{"a":tru}`, `{"a":nul}`, `{"a":"\u00e9"}`, `{"a":"\u00zz"}`, `{"a":"\x"}`, "{\"a\":\"\t\"}",
+	"{\"a\":\"\xff\"}", "{\"a\":\"\xed\xa0\x80\"}", `{"a":[1,]}`, `{"a":[,1]}`, `{"a":{"b":1,}}`,
+	`{"` + "\u2028" + `":1}`, `{"a":"\ud800"}`, `{"a":1}` + "\n",
+	`{"a":` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}`,
+	`{"a":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`,
+}
+
+func TestScannerMatchesEncodingJSON(t *testing.T) {
+	for _, s := range scannerCases {
+		_, err := scanAll(s)
+		if got, want := err == nil, reference(s); got != want {
+			t.Errorf("scan(%q) ok = %v (%v), want %v", s, got, err, want)
+		}
+	}
+}
+
+func TestUnescapeMatchesEncodingJSON(t *testing.T) {
+	for _, s := range []string{`abc`, `a\"b\\c\/d\b\f\n\r\t`, `\u00e9\u20AC`, `\ud83d\ude00`, `\ud800`, `\ud800x`,
+		`\ud800\u0041`, `\udc00\ud800`, `\ud83d\ud83d\ude00`, `\u0000`} {
+		var want string
+		if err := json.Unmarshal([]byte(`"`+s+`"`), &want); err != nil {
+			t.Fatalf("json.Unmarshal(%q) = %v", s, err)
+		}
+		if got := unescape(s); got != want {
+			t.Errorf("unescape(%q) = %q, want %q", s, got, want)
+		}
+	}
+}
+
+func FuzzScanner(f *testing.F) {
+	for _, s := range scannerCases {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		names, err := scanAll(s)
+		if got, want := err == nil, reference(s); got != want {
+			t.Fatalf("scan(%q) ok = %v (%v), want %v", s, got, err, want)
+		}
+		if err != nil {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatalf("json.Unmarshal(%q) = %v", s, err)
+		}
+		for _, n := range names {
+			if _, ok := m[n]; !ok {
+				t.Fatalf("scan(%q) found name %q that encoding/json did not", s, n)
+			}
+		}
+	})
+}
+
+func TestNames(t *testing.T) {
+	var d names
+	for i := range 100 {
+		if !d.add(strings.Repeat("x", i)) {
+			t.Fatalf("add(%d) = false, want true", i)
+		}
+	}
+	for _, i := range []int{0, 5, 23, 24, 99} {
+		if d.add(strings.Repeat("x", i)) {
+			t.Errorf("add(%d) again = true, want false", i)
+		}
+	}
+}

@@ -1,0 +1,329 @@
+package verify
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/jwksverify/jwksverify/cache"
+)
+
+// tenantPlaceholder is the Microsoft Entra multi-tenant issuer placeholder.
+const tenantPlaceholder = "{tenantid}"
+
+// noExpTTL bounds how long a verified token without exp stays in the token
+// cache.
+const noExpTTL = 5 * time.Minute
+
+// algSpec describes one supported JWS algorithm and the key it needs.
+type algSpec struct {
+	name   string
+	bit    uint16
+	method jwt.SigningMethod
+	kty    string // required JWK kty
+	crv    string // required curve for EC and OKP, else ""
+}
+
+// algs lists the supported algorithms; index i has bit 1<<i.
+var algs = [...]algSpec{
+	{"HS256", 1 << 0, jwt.SigningMethodHS256, "oct", ""},
+	{"HS384", 1 << 1, jwt.SigningMethodHS384, "oct", ""},
+	{"HS512", 1 << 2, jwt.SigningMethodHS512, "oct", ""},
+	{"RS256", 1 << 3, jwt.SigningMethodRS256, "RSA", ""},
+	{"RS384", 1 << 4, jwt.SigningMethodRS384, "RSA", ""},
+	{"RS512", 1 << 5, jwt.SigningMethodRS512, "RSA", ""},
+	{"PS256", 1 << 6, jwt.SigningMethodPS256, "RSA", ""},
+	{"PS384", 1 << 7, jwt.SigningMethodPS384, "RSA", ""},
+	{"PS512", 1 << 8, jwt.SigningMethodPS512, "RSA", ""},
+	{"ES256", 1 << 9, jwt.SigningMethodES256, "EC", "P-256"},
+	{"ES384", 1 << 10, jwt.SigningMethodES384, "EC", "P-384"},
+	{"ES512", 1 << 11, jwt.SigningMethodES512, "EC", "P-521"},
+	{"EdDSA", 1 << 12, jwt.SigningMethodEdDSA, "OKP", "Ed25519"},
+}
+
+const (
+	hmacAlgs       uint16 = 1<<0 | 1<<1 | 1<<2
+	asymmetricAlgs uint16 = (1<<13 - 1) &^ hmacAlgs
+)
+
+// lookupAlg returns the spec of a supported algorithm name (exact case), or nil.
+func lookupAlg(name string) *algSpec {
+	for i := range algs {
+		if algs[i].name == name {
+			return &algs[i]
+		}
+	}
+	return nil
+}
+
+// fits reports why key cannot verify a token signed with alg, or "" when it
+// can: kty and curve, the JWK's alg, use and key_ops (RFC 8725 §3.1).
+func (a *algSpec) fits(k *cache.Key) string {
+	if k.Kty != a.kty {
+		return "key type " + k.Kty + " does not fit " + a.name
+	}
+	if a.crv != "" && k.Crv != a.crv {
+		return "curve " + k.Crv + " does not fit " + a.name
+	}
+	if a.kty == "oct" && !k.Local {
+		return "symmetric key not from local configuration"
+	}
+	if k.Alg != "" && k.Alg != a.name {
+		return "key is for " + k.Alg + ", not " + a.name
+	}
+	if k.Use != "" && k.Use != "sig" {
+		return "key use is not sig"
+	}
+	if k.KeyOps != nil && !slices.Contains(k.KeyOps, "verify") {
+		return "key_ops lacks verify"
+	}
+	return ""
+}
+
+// The registered claims whose presence the claims decoder records.
+const (
+	clIss uint16 = 1 << iota
+	clSub
+	clAud
+	clExp
+	clNbf
+	clIat
+	clJti
+	clTid
+)
+
+func registeredBit(name string) uint16 {
+	switch name {
+	case "iss":
+		return clIss
+	case "sub":
+		return clSub
+	case "aud":
+		return clAud
+	case "exp":
+		return clExp
+	case "nbf":
+		return clNbf
+	case "iat":
+		return clIat
+	case "jti":
+		return clJti
+	case "tid":
+		return clTid
+	}
+	return 0
+}
+
+// issuer is one configured issuer compiled for the hot path. Immutable.
+type issuer struct {
+	cfg Issuer // with defaults applied
+
+	// prefix and suffix surround the {tenantid} placeholder when template.
+	template       bool
+	prefix, suffix string
+
+	algs     uint16
+	leeway   time.Duration
+	required uint16   // registered claims that must be present
+	others   []string // other claims that must be present
+	typ      string   // normalized Type, or ""
+}
+
+// compile validates cfg, applies its defaults and prepares it for the hot path.
+func compile(cfg Issuer) (*issuer, error) {
+	is := &issuer{}
+	if cfg.Keys == nil {
+		return nil, fmt.Errorf("verify: issuer %q: Keys is required", cfg.Issuer)
+	}
+	if cfg.Issuer == "" && !cfg.SkipIssuerCheck {
+		return nil, fmt.Errorf("verify: an issuer needs an Issuer string (or SkipIssuerCheck)")
+	}
+	switch n := strings.Count(cfg.Issuer, tenantPlaceholder); {
+	case n > 1:
+		return nil, fmt.Errorf("verify: issuer %q: more than one %s", cfg.Issuer, tenantPlaceholder)
+	case n == 1:
+		is.template = true
+		is.prefix, is.suffix, _ = strings.Cut(cfg.Issuer, tenantPlaceholder)
+	}
+
+	if len(cfg.Algorithms) == 0 {
+		is.algs = asymmetricAlgs
+		if cfg.AllowHMAC {
+			is.algs |= hmacAlgs
+		}
+		cfg.Algorithms = nil
+		for _, a := range algs {
+			if is.algs&a.bit != 0 {
+				cfg.Algorithms = append(cfg.Algorithms, a.name)
+			}
+		}
+	} else {
+		for _, name := range cfg.Algorithms {
+			a := lookupAlg(name)
+			if a == nil {
+				return nil, fmt.Errorf("verify: issuer %q: unsupported algorithm %q", cfg.Issuer, name)
+			}
+			is.algs |= a.bit
+		}
+		cfg.Algorithms = slices.Clone(cfg.Algorithms)
+	}
+
+	switch {
+	case cfg.Leeway == 0:
+		cfg.Leeway = DefaultLeeway
+		is.leeway = DefaultLeeway
+	case cfg.Leeway > 0:
+		is.leeway = cfg.Leeway
+	}
+
+	if cfg.RequiredClaims == nil {
+		cfg.RequiredClaims = []string{"exp"}
+	} else {
+		cfg.RequiredClaims = slices.Clone(cfg.RequiredClaims)
+	}
+	for _, c := range cfg.RequiredClaims {
+		if c == "" {
+			return nil, fmt.Errorf("verify: issuer %q: empty required claim name", cfg.Issuer)
+		}
+		if b := registeredBit(c); b != 0 {
+			is.required |= b
+		} else if !slices.Contains(is.others, c) {
+			is.others = append(is.others, c)
+		}
+	}
+
+	for _, a := range cfg.Audiences {
+		if a == "" {
+			return nil, fmt.Errorf("verify: issuer %q: empty audience", cfg.Issuer)
+		}
+	}
+	cfg.Audiences = slices.Clone(cfg.Audiences)
+	for _, c := range cfg.ExtractClaims {
+		if c == "" {
+			return nil, fmt.Errorf("verify: issuer %q: empty claim name to extract", cfg.Issuer)
+		}
+	}
+	cfg.ExtractClaims = slices.Clone(cfg.ExtractClaims)
+	is.typ = normalizeType(cfg.Type)
+	is.cfg = cfg
+	return is, nil
+}
+
+// normalizeType lowers a typ value and strips "application/" (RFC 7515 §4.1.9).
+func normalizeType(t string) string {
+	t = strings.ToLower(t)
+	return strings.TrimPrefix(t, "application/")
+}
+
+// typeMatches compares a token's typ with a normalized Type without allocating.
+func typeMatches(want, got string) bool {
+	const app = "application/"
+	if len(got) >= len(app) && strings.EqualFold(got[:len(app)], app) {
+		got = got[len(app):]
+	}
+	return strings.EqualFold(want, got)
+}
+
+// matchTemplate reports whether iss equals prefix + tid + suffix.
+func matchTemplate(prefix, suffix, iss, tid string) bool {
+	return tid != "" && len(iss) == len(prefix)+len(tid)+len(suffix) &&
+		strings.HasPrefix(iss, prefix) && strings.HasSuffix(iss, suffix) &&
+		iss[len(prefix):len(iss)-len(suffix)] == tid
+}
+
+// fitsTemplate reports whether iss has the template's shape: the prefix, the
+// suffix and one non-empty path segment between them.
+func fitsTemplate(prefix, suffix, iss string) bool {
+	if len(iss) <= len(prefix)+len(suffix) || !strings.HasPrefix(iss, prefix) || !strings.HasSuffix(iss, suffix) {
+		return false
+	}
+	return !strings.Contains(iss[len(prefix):len(iss)-len(suffix)], "/")
+}
+
+// keyIssuerMatches applies a key's per-key issuer member (Microsoft Entra):
+// it must equal iss, after substituting {tenantid} with tid.
+func keyIssuerMatches(keyIss, iss, tid string) bool {
+	if keyIss == "" {
+		return true
+	}
+	p, s, ok := strings.Cut(keyIss, tenantPlaceholder)
+	if !ok {
+		return keyIss == iss
+	}
+	return matchTemplate(p, s, iss, tid)
+}
+
+// router maps a token's iss to its configured issuer.
+type router struct {
+	all       []*issuer
+	exact     map[string]*issuer
+	templates []*issuer
+	sole      *issuer // set when exactly one issuer is configured
+}
+
+func newRouter(list []*issuer) (*router, error) {
+	r := &router{all: list, exact: make(map[string]*issuer, len(list))}
+	for _, is := range list {
+		if is.cfg.SkipIssuerCheck && len(list) != 1 {
+			return nil, fmt.Errorf("verify: SkipIssuerCheck is allowed only for a sole issuer")
+		}
+		if _, dup := r.exact[is.cfg.Issuer]; dup {
+			return nil, fmt.Errorf("verify: issuer %q configured twice", is.cfg.Issuer)
+		}
+		r.exact[is.cfg.Issuer] = is
+		if is.template {
+			r.templates = append(r.templates, is)
+		}
+	}
+	if len(list) == 1 {
+		r.sole = list[0]
+	}
+	return r, nil
+}
+
+// route finds the issuer of a token with the given iss (hasIss false when
+// the token has none) and tid.
+func (r *router) route(iss string, hasIss bool, tid string) (*issuer, error) {
+	if r.sole != nil && r.sole.cfg.SkipIssuerCheck {
+		return r.sole, nil
+	}
+	if !hasIss {
+		return nil, fmt.Errorf("%w: no iss claim", ErrMissingClaim)
+	}
+	if is, ok := r.exact[iss]; ok && !is.template {
+		return is, nil
+	}
+	shaped := false
+	for _, is := range r.templates {
+		if matchTemplate(is.prefix, is.suffix, iss, tid) {
+			return is, nil
+		}
+		if fitsTemplate(is.prefix, is.suffix, iss) {
+			shaped = true
+		}
+	}
+	switch {
+	case shaped:
+		return nil, fmt.Errorf("%w: iss %s does not match the tenant of tid %s", ErrWrongIssuer, quote(iss), quote(tid))
+	case r.sole != nil:
+		return nil, fmt.Errorf("%w: iss %s is not %s", ErrWrongIssuer, quote(iss), quote(r.sole.cfg.Issuer))
+	}
+	return nil, fmt.Errorf("%w: iss %s", ErrUnknownIssuer, quote(iss))
+}
+
+// quote renders an untrusted value for an error message or a trace: quoted
+// (so control characters are escaped) and cut to a bounded length.
+func quote(s string) string {
+	const max = 96
+	if len(s) > max {
+		cut := max
+		for cut > 0 && s[cut]&0xC0 == 0x80 {
+			cut--
+		}
+		return fmt.Sprintf("%q…", s[:cut])
+	}
+	return fmt.Sprintf("%q", s)
+}

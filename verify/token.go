@@ -1,0 +1,423 @@
+package verify
+
+import (
+	"errors"
+	"math"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// header is a decoded JOSE header. Immutable once built: it is shared
+// through the header cache by every token that carries the same header
+// segment.
+type header struct {
+	raw                  []byte // the decoded JSON, exactly (Result.Header)
+	alg, kid, typ        string
+	hasAlg, hasTyp, crit bool
+	// ignored lists header members that are recognized but deliberately not
+	// acted on (jku, x5u: never followed), for Explain.
+	ignored string
+}
+
+var (
+	errAlgType = errors.New("alg is not a string")
+	errKidType = errors.New("kid is not a string")
+	errTypType = errors.New("typ is not a string")
+)
+
+// parseHeader decodes a JOSE header (already base64-decoded) held in raw.
+func parseHeader(raw []byte) (*header, error) {
+	s := string(raw)
+	h := &header{raw: raw}
+	it, err := newMembers(s)
+	if err != nil {
+		return nil, err
+	}
+	var seen names
+	for {
+		mb, ok, err := it.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if !seen.add(mb.name) {
+			return nil, errDupMember
+		}
+		v := s[mb.start:mb.end]
+		switch mb.name {
+		case "alg":
+			if v[0] != '"' {
+				return nil, errAlgType
+			}
+			h.alg, h.hasAlg = unescape(v[1:len(v)-1]), true
+		case "kid":
+			if v[0] != '"' {
+				return nil, errKidType
+			}
+			h.kid = unescape(v[1 : len(v)-1])
+		case "typ":
+			if v[0] != '"' {
+				return nil, errTypType
+			}
+			h.typ, h.hasTyp = unescape(v[1:len(v)-1]), true
+		case "crit":
+			h.crit = true
+		case "jku", "x5u":
+			// Never followed (RFC 8725 §3.10): keys come only from configuration.
+			if h.ignored != "" {
+				h.ignored += ", "
+			}
+			h.ignored += mb.name
+		}
+	}
+	return h, nil
+}
+
+// names records member names to detect duplicates (RFC 7519 §4: a claims
+// set with duplicate names is rejected, so that no two parsers can disagree
+// on which value counts). Small objects need no allocation.
+type names struct {
+	small [24]string
+	n     int
+	big   map[string]struct{}
+}
+
+// add records name and reports false if it was already present.
+func (d *names) add(name string) bool {
+	if d.big != nil {
+		if _, dup := d.big[name]; dup {
+			return false
+		}
+		d.big[name] = struct{}{}
+		return true
+	}
+	for _, s := range d.small[:d.n] {
+		if s == name {
+			return false
+		}
+	}
+	if d.n < len(d.small) {
+		d.small[d.n] = name
+		d.n++
+		return true
+	}
+	d.big = make(map[string]struct{}, 2*len(d.small))
+	for _, s := range d.small {
+		d.big[s] = struct{}{}
+	}
+	d.big[name] = struct{}{}
+	return true
+}
+
+// claims are the registered claims of a token, decoded without a map.
+type claims struct {
+	present            uint16 // cl* bits of the registered claims present
+	iss, sub, jti, tid string
+	aud                []string
+	exp, nbf, iat      time.Time
+}
+
+func (c *claims) has(bit uint16) bool { return c.present&bit != 0 }
+
+var (
+	errStringClaim = errors.New("claim is not a string")
+	errAudClaim    = errors.New("aud is neither a string nor an array of strings")
+	errDateClaim   = errors.New("time claim is not a number")
+)
+
+// parseClaims validates the claims set s (valid JSON object in valid UTF-8,
+// depth ≤ 64, no duplicate names) and decodes its registered claims.
+func parseClaims(s string, c *claims) error {
+	it, err := newMembers(s)
+	if err != nil {
+		return err
+	}
+	var seen names
+	for {
+		mb, ok, err := it.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if !seen.add(mb.name) {
+			return errDupMember
+		}
+		bit := registeredBit(mb.name)
+		if bit == 0 {
+			continue
+		}
+		v := s[mb.start:mb.end]
+		switch bit {
+		case clIss, clSub, clJti:
+			if v[0] != '"' {
+				return errors.New(mb.name + " " + errStringClaim.Error())
+			}
+			str := unescape(v[1 : len(v)-1])
+			switch bit {
+			case clIss:
+				c.iss = str
+			case clSub:
+				c.sub = str
+			default:
+				c.jti = str
+			}
+		case clTid:
+			// tid only routes Entra template issuers; a non-string tid is
+			// treated as absent, which fails closed (wrong_issuer).
+			if v[0] != '"' {
+				continue
+			}
+			c.tid = unescape(v[1 : len(v)-1])
+		case clAud:
+			switch v[0] {
+			case '"':
+				c.aud = []string{unescape(v[1 : len(v)-1])}
+			case '[':
+				aud, ok := stringArray(v)
+				if !ok {
+					return errAudClaim
+				}
+				c.aud = aud
+			default:
+				return errAudClaim
+			}
+		case clExp, clNbf, clIat:
+			t, err := numericDate(v)
+			if err != nil {
+				return errors.New(mb.name + " " + err.Error())
+			}
+			switch bit {
+			case clExp:
+				c.exp = t
+			case clNbf:
+				c.nbf = t
+			default:
+				c.iat = t
+			}
+		}
+		c.present |= bit
+	}
+}
+
+// stringArray decodes a validated JSON array whose items must all be strings.
+func stringArray(v string) ([]string, bool) {
+	var out []string
+	i := 1 // after '['
+	for {
+		i = skipWS(v, i)
+		switch v[i] {
+		case ']':
+			if out == nil {
+				out = []string{}
+			}
+			return out, true
+		case ',':
+			i = skipWS(v, i+1)
+		}
+		if v[i] != '"' {
+			return nil, false
+		}
+		end := stringEnd(v, i)
+		out = append(out, unescape(v[i+1:end-1]))
+		i = end
+	}
+}
+
+// skipWS returns the index of the first non-white-space byte at or after i.
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index after the closing quote of the validated
+// string starting at i.
+func stringEnd(s string, i int) int {
+	for i++; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(s)
+}
+
+// NumericDate bounds: values outside year 1..9999 are clamped (a token that
+// expires in year 1e20 expires, for us, at the end of year 9999).
+const (
+	minNumericDate = -62135596800
+	maxNumericDate = 253402300799
+)
+
+// numericDate decodes a JSON number (integer or fractional seconds since the
+// epoch, RFC 7519 §2) into a UTC time.
+func numericDate(v string) (time.Time, error) {
+	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+		return time.Time{}, errDateClaim
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return time.Unix(min(max(n, minNumericDate), maxNumericDate), 0).UTC(), nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return time.Time{}, errDateClaim
+	}
+	f = math.Min(math.Max(f, minNumericDate), maxNumericDate)
+	sec := math.Floor(f)
+	nsec := math.Round((f - sec) * 1e9)
+	if nsec >= 1e9 {
+		sec, nsec = sec+1, nsec-1e9
+	}
+	return time.Unix(int64(sec), int64(nsec)).UTC(), nil
+}
+
+// hasMember reports whether the validated object s has a member named name.
+func hasMember(s, name string) bool {
+	it, err := newMembers(s)
+	if err != nil {
+		return false
+	}
+	for {
+		mb, ok, err := it.next()
+		if err != nil || !ok {
+			return false
+		}
+		if mb.name == name {
+			return true
+		}
+	}
+}
+
+// extract renders the named claims of the validated object s for
+// Result.Extracted.
+func extract(s string, want []string) map[string]string {
+	out := make(map[string]string, len(want))
+	it, err := newMembers(s)
+	if err != nil {
+		return out
+	}
+	for {
+		mb, ok, err := it.next()
+		if err != nil || !ok {
+			return out
+		}
+		for _, w := range want {
+			if w == mb.name {
+				out[w] = sanitize(render(s[mb.start:mb.end]))
+				break
+			}
+		}
+	}
+}
+
+// render gives a validated JSON value's string form: a string as its text,
+// a number as its literal, an array of strings joined by single spaces (a
+// space-separated scope list, RFC 8693 §4.2), anything else as compact JSON.
+func render(v string) string {
+	switch v[0] {
+	case '"':
+		return unescape(v[1 : len(v)-1])
+	case '[':
+		if items, ok := stringArray(v); ok {
+			return strings.Join(items, " ")
+		}
+	}
+	return compact(v)
+}
+
+// compact removes insignificant white space from validated JSON.
+func compact(v string) string {
+	var b strings.Builder
+	b.Grow(len(v))
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			end := stringEnd(v, i)
+			b.WriteString(v[i:end])
+			i = end - 1
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// sanitize drops every control character (so a value can never split or
+// forge a header line) and cuts the result at MaxExtractedLen bytes on a
+// UTF-8 boundary.
+func sanitize(s string) string {
+	clean := true
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			clean = false
+			break
+		}
+	}
+	if !clean {
+		s = strings.Map(func(r rune) rune {
+			if unicode.IsControl(r) {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	if len(s) > MaxExtractedLen {
+		cut := MaxExtractedLen
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
+
+// headerCache remembers decoded headers by their base64url segment: an
+// issuer's tokens share a handful of distinct headers, so most tokens skip
+// decoding theirs. It is bounded in entries and in segment length.
+type headerCache struct {
+	mu sync.RWMutex
+	m  map[string]*header
+}
+
+const (
+	headerCacheEntries = 256
+	headerCacheMaxSeg  = 1024
+)
+
+func (c *headerCache) get(seg string) *header {
+	c.mu.RLock()
+	h := c.m[seg]
+	c.mu.RUnlock()
+	return h
+}
+
+func (c *headerCache) put(seg string, h *header) {
+	if len(seg) > headerCacheMaxSeg {
+		return
+	}
+	seg = strings.Clone(seg) // seg is a slice of the caller's token: do not pin it
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[string]*header, headerCacheEntries)
+	}
+	if len(c.m) >= headerCacheEntries {
+		for k := range c.m { // map order is random: a random eviction
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[seg] = h
+}

@@ -1,0 +1,240 @@
+package verify_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// cachedVerifier verifies issA's ES256 and RS256 tokens with a token cache of
+// max entries, on clk.
+func cachedVerifier(t testing.TB, keys *cache.Keys, clk *clock, max int) *verify.Verifier {
+	t.Helper()
+	return newVerifier(t, verify.Options{
+		Issuers:    []verify.Issuer{{Issuer: issA, Keys: keys}},
+		Now:        clk.now,
+		TokenCache: verify.TokenCacheOptions{MaxEntries: max},
+	})
+}
+
+func TestTokenCacheHit(t *testing.T) {
+	clk := newClock(t0)
+	v := cachedVerifier(t, allKeys(t), clk, 100)
+	tok := mint("ES256", "k-ES256", nil)
+	first, err := v.Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatalf("Verify() = %v, want nil", err)
+	}
+	second, err := v.Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatalf("Verify() again = %v, want nil", err)
+	}
+	if first != second {
+		t.Errorf("Verify() again returned a new Result, want the cached one")
+	}
+	if s := v.CacheStats(); s.Hits != 1 || s.Misses != 1 || s.Entries != 1 || s.Bytes <= int64(len(tok)) {
+		t.Errorf("CacheStats() = %+v, want 1 hit, 1 miss, 1 entry, > %d bytes", s, len(tok))
+	}
+	// A token that differs in one byte is a different token.
+	if _, err := v.Verify(context.Background(), tok[:len(tok)-2]+"AA"); !errors.Is(err, verify.ErrBadSignature) && !errors.Is(err, verify.ErrMalformed) {
+		t.Errorf("Verify(altered) = %v, want a rejection", err)
+	}
+}
+
+func TestTokenCacheRejectionsAreNotCached(t *testing.T) {
+	clk := newClock(t0)
+	v := cachedVerifier(t, allKeys(t), clk, 100)
+	tok := mint("ES256", "k-ES256", map[string]any{"exp": t0.Add(-time.Hour).Unix()})
+	for range 3 {
+		if _, err := v.Verify(context.Background(), tok); !errors.Is(err, verify.ErrExpired) {
+			t.Fatalf("Verify() = %v, want %v", err, verify.ErrExpired)
+		}
+	}
+	if s := v.CacheStats(); s.Entries != 0 || s.Hits != 0 {
+		t.Errorf("CacheStats() = %+v, want no entries and no hits", s)
+	}
+}
+
+func TestTokenCacheRechecksTime(t *testing.T) {
+	exp := t0.Add(time.Hour)
+	nbf := t0.Add(10 * time.Second)
+	tests := []struct {
+		name    string
+		extra   map[string]any
+		later   time.Time
+		wantErr error
+	}{
+		{"still-valid", nil, t0.Add(30 * time.Minute), nil},
+		{"expired-at-exp", nil, exp, nil}, // within leeway: verified afresh
+		{"expired-past-leeway", nil, exp.Add(30 * time.Second), verify.ErrExpired},
+		{"clock-back-before-nbf", map[string]any{"nbf": nbf.Unix()}, nbf.Add(-31 * time.Second), verify.ErrNotYetValid},
+		{"clock-back-within-nbf-leeway", map[string]any{"nbf": nbf.Unix()}, nbf.Add(-30 * time.Second), nil},
+		{"no-exp-short-ttl", map[string]any{"exp": nil}, t0.Add(6 * time.Minute), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock(t0.Add(time.Minute))
+			keys := allKeys(t)
+			v := newVerifier(t, verify.Options{
+				Issuers:    []verify.Issuer{{Issuer: issA, Keys: keys, RequiredClaims: []string{}}},
+				Now:        clk.now,
+				TokenCache: verify.TokenCacheOptions{MaxEntries: 10},
+			})
+			tok := mint("ES256", "k-ES256", tt.extra)
+			if _, err := v.Verify(context.Background(), tok); err != nil {
+				t.Fatalf("Verify() = %v, want nil", err)
+			}
+			clk.set(tt.later)
+			_, err := v.Verify(context.Background(), tok)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Verify() later = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	t.Run("entry-ends-at-exp", func(t *testing.T) {
+		clk := newClock(t0)
+		v := cachedVerifier(t, allKeys(t), clk, 10)
+		tok := mint("ES256", "k-ES256", nil)
+		v.Verify(context.Background(), tok)
+		clk.set(exp) // valid within leeway, but no longer served from the cache
+		if _, err := v.Verify(context.Background(), tok); err != nil {
+			t.Fatalf("Verify() = %v, want nil", err)
+		}
+		if s := v.CacheStats(); s.Hits != 0 || s.Misses != 2 {
+			t.Errorf("CacheStats() = %+v, want 0 hits and 2 misses", s)
+		}
+	})
+}
+
+func TestTokenCacheKeyRemoval(t *testing.T) {
+	es := keyFor(t, "ES256", "k-ES256")
+	rs := keyFor(t, "RS256", "k-RS256")
+	kidless := keyFor(t, "EdDSA", "")
+	tests := []struct {
+		name    string
+		token   string
+		next    *cache.Set
+		wantErr error
+		wantHit bool
+	}{
+		{"key-removed", mint("ES256", "k-ES256", nil), cache.NewSet([]*cache.Key{rs, kidless}, nil, t0, time.Time{}), verify.ErrUnknownKid, false},
+		{"key-replaced-by-new-parse", mint("ES256", "k-ES256", nil), cache.NewSet([]*cache.Key{keyFor(t, "ES256", "k-ES256"), rs}, nil, t0, time.Time{}), nil, false},
+		{"other-key-removed", mint("ES256", "k-ES256", nil), cache.NewSet([]*cache.Key{es}, nil, t0, time.Time{}), nil, true},
+		{"set-stale", mint("ES256", "k-ES256", nil), cache.NewSet([]*cache.Key{es, rs, kidless}, nil, t0, t0.Add(-time.Second)), verify.ErrKeysUnavailable, false},
+		{"same-keys-new-times", mint("ES256", "k-ES256", nil), cache.NewSet([]*cache.Key{es, rs, kidless}, nil, t0, time.Time{}).WithTimes(t0, time.Time{}), nil, true},
+		{"kidless-key-removed", mint("EdDSA", "", nil), cache.NewSet([]*cache.Key{es, rs}, nil, t0, time.Time{}), verify.ErrAlgNotAllowed, false},
+		{"kidless-key-kept", mint("EdDSA", "", nil), cache.NewSet([]*cache.Key{kidless}, nil, t0, time.Time{}), nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keys := keysOf(es, rs, kidless)
+			v := cachedVerifier(t, keys, newClock(t0), 10)
+			if _, err := v.Verify(context.Background(), tt.token); err != nil {
+				t.Fatalf("Verify() = %v, want nil", err)
+			}
+			keys.Store(tt.next)
+			_, err := v.Verify(context.Background(), tt.token)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Verify() after Store = %v, want %v", err, tt.wantErr)
+			}
+			if hit := v.CacheStats().Hits == 1; hit != tt.wantHit {
+				t.Errorf("cache hit = %v, want %v", hit, tt.wantHit)
+			}
+		})
+	}
+}
+
+func TestTokenCacheBounded(t *testing.T) {
+	t.Run("entries", func(t *testing.T) {
+		v := cachedVerifier(t, allKeys(t), newClock(t0), 10)
+		for i := range 50 {
+			if _, err := v.Verify(context.Background(), mint("ES256", "k-ES256", map[string]any{"jti": fmt.Sprint(i)})); err != nil {
+				t.Fatalf("Verify() = %v, want nil", err)
+			}
+			if s := v.CacheStats(); s.Entries > 10 {
+				t.Fatalf("CacheStats().Entries = %d after %d tokens, want ≤ 10", s.Entries, i+1)
+			}
+		}
+		if s := v.CacheStats(); s.Entries != 10 || s.Evictions != 40 {
+			t.Errorf("CacheStats() = %+v, want 10 entries and 40 evictions", s)
+		}
+	})
+	t.Run("bytes", func(t *testing.T) {
+		const maxBytes = 8 << 10
+		v := newVerifier(t, verify.Options{
+			Issuers:    []verify.Issuer{{Issuer: issA, Keys: allKeys(t)}},
+			TokenCache: verify.TokenCacheOptions{MaxEntries: 1000, MaxBytes: maxBytes},
+		})
+		for i := range 100 {
+			if _, err := v.Verify(context.Background(), mint("ES256", "k-ES256", map[string]any{"jti": fmt.Sprint(i)})); err != nil {
+				t.Fatalf("Verify() = %v, want nil", err)
+			}
+		}
+		s := v.CacheStats()
+		if s.Bytes > maxBytes || s.Entries == 0 || s.Entries >= 100 {
+			t.Errorf("CacheStats() = %+v, want 0 < entries < 100 within %d bytes", s, maxBytes)
+		}
+		// A token too large for the whole budget is not cached at all.
+		big := mint("ES256", "k-ES256", map[string]any{"pad": strings.Repeat("x", maxBytes)})
+		before := v.CacheStats().Entries
+		if _, err := v.Verify(context.Background(), big); err != nil {
+			t.Fatalf("Verify(big) = %v, want nil", err)
+		}
+		if after := v.CacheStats(); after.Entries != before || after.Bytes > maxBytes {
+			t.Errorf("CacheStats() after a big token = %+v, want it not cached", after)
+		}
+	})
+}
+
+func TestTokenCacheOff(t *testing.T) {
+	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{Issuer: issA, Keys: allKeys(t)}}})
+	tok := mint("ES256", "k-ES256", nil)
+	a, _ := v.Verify(context.Background(), tok)
+	b, _ := v.Verify(context.Background(), tok)
+	if a == b || v.CacheStats() != (verify.CacheStats{}) {
+		t.Errorf("with the cache off: same Result %v, stats %+v; want fresh results and zero stats", a == b, v.CacheStats())
+	}
+}
+
+func TestTokenCacheConcurrent(t *testing.T) {
+	clk := newClock(t0)
+	keys := allKeys(t)
+	v := cachedVerifier(t, keys, clk, 8)
+	var toks []string
+	for i := range 16 {
+		alg := []string{"ES256", "RS256", "EdDSA", "PS256"}[i%4]
+		toks = append(toks, mint(alg, kidFor(alg), map[string]any{"jti": fmt.Sprint(i)}))
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 200 {
+				if g == 0 && i%50 == 0 {
+					keys.Store(keys.Load().WithTimes(t0, time.Time{}))
+					clk.set(t0.Add(time.Duration(i) * time.Second))
+				}
+				if _, err := v.Verify(context.Background(), toks[(g+i)%len(toks)]); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("Verify() = %v, want nil", err)
+	}
+	s := v.CacheStats()
+	if s.Entries > 8 || s.Hits+s.Misses != 8*200 {
+		t.Errorf("CacheStats() = %+v, want ≤ 8 entries and %d lookups", s, 8*200)
+	}
+}

@@ -1,0 +1,637 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jwksverify/jwksverify/bench/internal/fixture"
+	"github.com/jwksverify/jwksverify/bench/internal/httpres"
+)
+
+// runOpts are the flags of the run subcommand.
+type runOpts struct {
+	bin, out, workDir       string
+	algs                    []string
+	pool                    int
+	duration                string
+	conns, threads          int
+	serverCPUs, clientCPUs  string
+	memIssuers, memEntries  int
+	skipLoad, skipMemory    bool
+	commit, cpuModel, goVer string
+}
+
+func runAll(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ExitOnError)
+	var o runOpts
+	var algs string
+	fs.StringVar(&o.bin, "bin", "./jwksverify", "the jwksverify binary to load")
+	fs.StringVar(&o.out, "out", "http-latest.json", "results file to write")
+	fs.StringVar(&o.workDir, "dir", "", "work directory for configs, tokens, scripts and logs (default: a new temp dir)")
+	fs.StringVar(&algs, "algs", "RS256,ES256,HS256", "algorithms, comma-separated")
+	fs.IntVar(&o.pool, "pool", 10000, "distinct tokens in the pool runs")
+	fs.StringVar(&o.duration, "d", "10s", "wrk -d of each run")
+	fs.IntVar(&o.conns, "c", 32, "wrk -c")
+	fs.IntVar(&o.threads, "t", 1, "wrk -t")
+	fs.StringVar(&o.serverCPUs, "server-cpus", "0", "taskset CPU list of the servers")
+	fs.StringVar(&o.clientCPUs, "client-cpus", "1", "taskset CPU list of wrk")
+	fs.IntVar(&o.memIssuers, "mem-issuers", 10, "issuers of the memory run")
+	fs.IntVar(&o.memEntries, "mem-entries", 100000, "token cache entries of the memory run (distinct tokens sent)")
+	fs.BoolVar(&o.skipLoad, "skip-load", false, "skip the wrk runs")
+	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory run")
+	fs.StringVar(&o.commit, "commit", "", "git commit to record")
+	fs.StringVar(&o.cpuModel, "cpu", "", "CPU model to record")
+	fs.StringVar(&o.goVer, "go", runtime.Version(), "Go version to record")
+	_ = fs.Parse(args)
+	o.algs = strings.Split(algs, ",")
+	if _, err := time.ParseDuration(o.duration); err != nil {
+		return fmt.Errorf("-d: %w", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if o.workDir == "" {
+		d, err := os.MkdirTemp("", "httpbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		o.workDir = d
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	load, _ := os.ReadFile("/proc/loadavg")
+	rep := &httpres.Report{
+		Date:        time.Now().UTC().Format(time.RFC3339),
+		Commit:      o.commit,
+		Go:          o.goVer,
+		CPU:         o.cpuModel,
+		NProc:       runtime.NumCPU(),
+		LoadAvg:     strings.Join(strings.Fields(string(load))[:min(3, len(strings.Fields(string(load))))], " "),
+		ServerCPUs:  o.serverCPUs,
+		ClientCPUs:  o.clientCPUs,
+		Duration:    o.duration,
+		Connections: o.conns,
+		Threads:     o.threads,
+		PoolSize:    o.pool,
+	}
+	if prev, err := httpres.Read(o.out); err == nil {
+		// Keep what this invocation does not measure.
+		if o.skipLoad {
+			rep.Runs = prev.Runs
+		}
+		if o.skipMemory {
+			rep.Memory = prev.Memory
+		}
+	}
+	if !o.skipLoad {
+		for _, alg := range o.algs {
+			runs, err := loadRuns(ctx, o, self, alg)
+			if err != nil {
+				return fmt.Errorf("%s: %w", alg, err)
+			}
+			rep.Runs = append(rep.Runs, runs...)
+		}
+	}
+	if !o.skipMemory {
+		m, err := memoryRun(ctx, o)
+		if err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
+		rep.Memory = m
+	}
+	return rep.Write(o.out)
+}
+
+// algFiles are the files of one algorithm's runs.
+type algFiles struct {
+	c                           fixture.Case
+	jwks, secret                string
+	token, pool                 string // token files
+	repeatedLua, poolLua        string
+	cachedConfig, nocacheConfig string
+	valid, tampered             string
+}
+
+func prepare(o runOpts, alg string) (*algFiles, error) {
+	c, err := fixture.CaseByName(alg)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(o.workDir, alg)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f := &algFiles{c: c}
+	path := func(name string) string { return filepath.Join(dir, name) }
+	write := func(name string, data []byte) (string, error) {
+		p := path(name)
+		return p, os.WriteFile(p, data, 0o600)
+	}
+	if f.jwks, err = write("jwks.json", fixture.JWKS(c, fixture.Decoys())); err != nil {
+		return nil, err
+	}
+	keySource := fmt.Sprintf("    jwks_file: %s\n", f.jwks)
+	if c.Symmetric() {
+		if f.secret, err = write("secret", fixture.Secret()); err != nil {
+			return nil, err
+		}
+		keySource = fmt.Sprintf("    secret_file: %s\n    secret_kid: %s\n", f.secret, c.Kid)
+	}
+	now := time.Now()
+	f.valid = fixture.Mint(c, fixture.Claims(now, fixture.Issuer, 0))
+	f.tampered = tamper(f.valid)
+	if f.token, err = write("token", []byte(f.valid+"\n")); err != nil {
+		return nil, err
+	}
+	var pool strings.Builder
+	for i := range o.pool {
+		pool.WriteString(fixture.Mint(c, fixture.Claims(now, fixture.Issuer, i+1)))
+		pool.WriteByte('\n')
+	}
+	if f.pool, err = write("pool", []byte(pool.String())); err != nil {
+		return nil, err
+	}
+	if f.repeatedLua, err = write("repeated.lua", []byte(fmt.Sprintf(repeatedLua, f.token))); err != nil {
+		return nil, err
+	}
+	if f.poolLua, err = write("pool.lua", []byte(fmt.Sprintf(poolLua, f.pool))); err != nil {
+		return nil, err
+	}
+	cfg := func(cache int) string {
+		return fmt.Sprintf("listen: LISTEN\nlog: {level: warn, format: json}\ntoken_cache: {max_entries: %d}\nissuers:\n  - issuer: %s\n%s    audiences: [%s]\n    algorithms: [%s]\n",
+			cache, fixture.Issuer, keySource, fixture.Audience, c.Alg)
+	}
+	if f.cachedConfig, err = write("cached.yaml", []byte(cfg(100000))); err != nil {
+		return nil, err
+	}
+	if f.nocacheConfig, err = write("nocache.yaml", []byte(cfg(0))); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// tamper changes one character in the middle of token's signature.
+func tamper(token string) string {
+	b := []byte(token)
+	i := strings.LastIndexByte(token, '.') + 10
+	if b[i] == 'A' {
+		b[i] = 'B'
+	} else {
+		b[i] = 'A'
+	}
+	return string(b)
+}
+
+// The wrk scripts. The token files are read once per wrk thread.
+const repeatedLua = `local f = assert(io.open(%q))
+local token = f:read("*l")
+f:close()
+wrk.method = "GET"
+wrk.headers["Authorization"] = "Bearer " .. token
+`
+
+const poolLua = `local tokens = {}
+for line in io.lines(%q) do
+  if #line > 0 then tokens[#tokens + 1] = "Bearer " .. line end
+end
+local i = 0
+request = function()
+  i = i %% #tokens + 1
+  return wrk.format("GET", "/v1/authz", { ["Authorization"] = tokens[i] })
+end
+`
+
+func loadRuns(ctx context.Context, o runOpts, self, alg string) ([]httpres.Run, error) {
+	f, err := prepare(o, alg)
+	if err != nil {
+		return nil, err
+	}
+	var out []httpres.Run
+	for _, tokens := range []string{httpres.TokensRepeated, httpres.TokensPool} {
+		for _, server := range []string{httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerNoCache, httpres.ServerBaseline} {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			r, err := oneRun(ctx, o, self, f, tokens, server)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", tokens, server, err)
+			}
+			fmt.Fprintf(os.Stderr, "%-6s %-8s %-20s %9.0f req/s  p50 %.2f ms  p99 %.2f ms  non-2xx %d\n",
+				alg, tokens, server, r.RPS, r.P50Ms, r.P99Ms, r.Non2xx)
+			out = append(out, *r)
+		}
+	}
+	return out, nil
+}
+
+func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, server string) (*httpres.Run, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	var args []string
+	var ready string
+	switch server {
+	case httpres.ServerBare:
+		args, ready = []string{self, "serve-bare", "-listen", addr}, "/healthz"
+	case httpres.ServerBaseline:
+		args, ready = []string{self, "serve-keyfunc", "-listen", addr, "-jwks", f.jwks, "-issuer", fixture.Issuer, "-alg", f.c.Alg}, "/healthz"
+	case httpres.ServerJwksverify, httpres.ServerNoCache:
+		cfg := f.cachedConfig
+		if server == httpres.ServerNoCache {
+			cfg = f.nocacheConfig
+		}
+		p, err := withListen(cfg, addr)
+		if err != nil {
+			return nil, err
+		}
+		args, ready = []string{o.bin, "serve", "--config", p}, "/readyz"
+	}
+	logPath := filepath.Join(o.workDir, f.c.Name, fmt.Sprintf("%s-%s.log", server, tokens))
+	p, err := startServer(ctx, o.serverCPUs, logPath, args)
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	base := "http://" + addr
+	if err := waitReady(ctx, base+ready); err != nil {
+		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
+	}
+	if err := sanity(base, f, server != httpres.ServerBare); err != nil {
+		return nil, err
+	}
+	script := f.repeatedLua
+	if tokens == httpres.TokensPool {
+		script = f.poolLua
+	}
+	r, err := wrk(ctx, o, script, base+"/v1/authz")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.alive(); err != nil {
+		return nil, fmt.Errorf("server died during the run: %w (log: %s)", err, logPath)
+	}
+	r.Alg, r.Tokens, r.Server = f.c.Alg, tokens, server
+	return r, nil
+}
+
+// withListen writes a copy of the config at path with the listen address set.
+func withListen(path, addr string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSuffix(path, ".yaml") + "-" + strings.ReplaceAll(addr, ":", "_") + ".yaml"
+	return p, os.WriteFile(p, []byte(strings.Replace(string(b), "LISTEN", addr, 1)), 0o600)
+}
+
+// sanity checks that the server accepts the valid token and, when it
+// verifies, rejects a tampered one: a load run of a failing path measures
+// nothing.
+func sanity(base string, f *algFiles, verifies bool) error {
+	check := func(token string, want int) error {
+		req, err := http.NewRequest(http.MethodGet, base+"/v1/authz", nil)
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			return fmt.Errorf("sanity check: GET /v1/authz = %d, want %d", resp.StatusCode, want)
+		}
+		return nil
+	}
+	if err := check(f.valid, http.StatusOK); err != nil {
+		return err
+	}
+	if verifies {
+		return check(f.tampered, http.StatusUnauthorized)
+	}
+	return nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// proc is a server process started by this program.
+type proc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+	log  *os.File
+}
+
+// startServer starts args pinned to cpus with taskset (which execs, so the
+// process id is the server's), its output to logPath.
+func startServer(ctx context.Context, cpus, logPath string, args []string) (*proc, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, "taskset", append([]string{"-c", cpus}, args...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	p := &proc{cmd: cmd, done: make(chan struct{}), log: log}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// alive reports an error if the process has exited.
+func (p *proc) alive() error {
+	select {
+	case <-p.done:
+		if p.err == nil {
+			return errors.New("exited")
+		}
+		return p.err
+	default:
+		return nil
+	}
+}
+
+// stop ends the process: SIGTERM, then SIGKILL after 5s. It waits for it.
+func (p *proc) stop() {
+	defer p.log.Close()
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// waitReady polls url until it answers 200, for at most 15 seconds.
+func waitReady(ctx context.Context, url string) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after 15s (last error: %v)", url, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// wrk runs wrk pinned to the client CPUs and parses its report.
+func wrk(ctx context.Context, o runOpts, script, url string) (*httpres.Run, error) {
+	d, _ := time.ParseDuration(o.duration)
+	ctx, cancel := context.WithTimeout(ctx, d+60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "taskset", "-c", o.clientCPUs, "wrk",
+		"-t"+strconv.Itoa(o.threads), "-c"+strconv.Itoa(o.conns), "-d"+o.duration, "--latency", "-s", script, url)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("wrk: %w: %s", err, out)
+	}
+	return parseWrk(string(out))
+}
+
+var (
+	wrkRPS      = regexp.MustCompile(`(?m)^Requests/sec:\s+([0-9.]+)`)
+	wrkRequests = regexp.MustCompile(`(?m)^\s*(\d+) requests in`)
+	wrkNon2xx   = regexp.MustCompile(`(?m)Non-2xx or 3xx responses:\s+(\d+)`)
+	wrkSocket   = regexp.MustCompile(`(?m)Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)`)
+	wrkPct      = regexp.MustCompile(`(?m)^\s+(50|90|99)%\s+([0-9.]+)(us|ms|s|m)\s*$`)
+)
+
+// parseWrk reads wrk's text report (with --latency).
+func parseWrk(out string) (*httpres.Run, error) {
+	var r httpres.Run
+	m := wrkRPS.FindStringSubmatch(out)
+	if m == nil {
+		return nil, fmt.Errorf("wrk: no Requests/sec in %q", out)
+	}
+	r.RPS, _ = strconv.ParseFloat(m[1], 64)
+	if m := wrkRequests.FindStringSubmatch(out); m != nil {
+		r.Requests, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m := wrkNon2xx.FindStringSubmatch(out); m != nil {
+		r.Non2xx, _ = strconv.ParseInt(m[1], 10, 64)
+	}
+	if m := wrkSocket.FindStringSubmatch(out); m != nil {
+		for _, s := range m[1:] {
+			n, _ := strconv.ParseInt(s, 10, 64)
+			r.SocketErrors += n
+		}
+	}
+	scale := map[string]float64{"us": 0.001, "ms": 1, "s": 1000, "m": 60000}
+	for _, m := range wrkPct.FindAllStringSubmatch(out, -1) {
+		v, _ := strconv.ParseFloat(m[2], 64)
+		v *= scale[m[3]]
+		switch m[1] {
+		case "50":
+			r.P50Ms = v
+		case "90":
+			r.P90Ms = v
+		case "99":
+			r.P99Ms = v
+		}
+	}
+	if r.P99Ms == 0 {
+		return nil, fmt.Errorf("wrk: no latency distribution in %q", out)
+	}
+	return &r, nil
+}
+
+// memoryRun starts the binary with o.memIssuers ES256 issuers and a token
+// cache of o.memEntries entries (with bytes enough to hold them all), sends
+// that many distinct tokens through /v1/authz, and reads VmRSS before and
+// after.
+func memoryRun(ctx context.Context, o runOpts) (*httpres.Memory, error) {
+	c, err := fixture.CaseByName("ES256")
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(o.workDir, "memory")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	jwks := filepath.Join(dir, "jwks.json")
+	if err := os.WriteFile(jwks, fixture.JWKS(c, fixture.Decoys()), 0o600); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	// Bytes enough for every entry: the run measures a full cache.
+	maxBytes := int64(o.memEntries) * 4096
+	var cfg strings.Builder
+	fmt.Fprintf(&cfg, "listen: %s\nlog: {level: warn, format: json}\ntoken_cache: {max_entries: %d, max_bytes: %d}\nissuers:\n", addr, o.memEntries, maxBytes)
+	issuers := make([]string, o.memIssuers)
+	for i := range issuers {
+		issuers[i] = fmt.Sprintf("https://idp-%03d.example.com/", i)
+		fmt.Fprintf(&cfg, "  - issuer: %s\n    jwks_file: %s\n    audiences: [%s]\n    algorithms: [ES256]\n", issuers[i], jwks, fixture.Audience)
+	}
+	cfgPath := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg.String()), 0o600); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "memory: minting %d ES256 tokens for %d issuers\n", o.memEntries, o.memIssuers)
+	now := time.Now()
+	tokens := make([]string, o.memEntries)
+	for i := range tokens {
+		tokens[i] = fixture.Mint(c, fixture.Claims(now, issuers[i%len(issuers)], i))
+	}
+	logPath := filepath.Join(dir, "server.log")
+	p, err := startServer(ctx, o.serverCPUs, logPath, []string{o.bin, "serve", "--config", cfgPath})
+	if err != nil {
+		return nil, err
+	}
+	defer p.stop()
+	base := "http://" + addr
+	if err := waitReady(ctx, base+"/readyz"); err != nil {
+		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
+	}
+	m := &httpres.Memory{Issuers: o.memIssuers, Entries: o.memEntries, TokenBytes: len(tokens[0]), MaxBytes: maxBytes}
+	if m.RSSStartKB, err = rssKB(p.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "memory: sending %d tokens\n", len(tokens))
+	var accepted atomic.Int64
+	var next atomic.Int64
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	for range 8 {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(tokens)) || ctx.Err() != nil {
+					return
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/v1/authz", nil)
+				req.Header.Set("Authorization", "Bearer "+tokens[i])
+				resp, err := client.Do(req)
+				if err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					accepted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return nil, err
+	}
+	m.Accepted = int(accepted.Load())
+	m.CacheEntries, m.CacheBytes = cacheMetrics(base + "/metrics")
+	if m.RSSFullKB, err = rssKB(p.cmd.Process.Pid); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "memory: RSS %d kB at start, %d kB full; %d accepted; cache %d entries\n", m.RSSStartKB, m.RSSFullKB, m.Accepted, m.CacheEntries)
+	return m, nil
+}
+
+// rssKB reads VmRSS of pid from /proc.
+func rssKB(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+// cacheMetrics reads the token cache's entries and bytes gauges from a
+// Prometheus text endpoint; zeros when absent.
+func cacheMetrics(url string) (entries, bytes int64) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		name, val, ok := strings.Cut(line, " ")
+		if !ok || strings.HasPrefix(line, "#") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasSuffix(name, "token_cache_entries"):
+			entries = int64(v)
+		case strings.HasSuffix(name, "token_cache_bytes"):
+			bytes = int64(v)
+		}
+	}
+	return entries, bytes
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const sample = `cpu-model: Test CPU
+nproc: 2
+goos: linux
+cpu: Test
+BenchmarkVerify/alg=HS256/impl=jwksverify/keys=jwks3-2         	1000	      3000 ns/op	    1900 B/op	      13 allocs/op
+BenchmarkVerify/alg=HS256/impl=jwksverify/keys=jwks3-2         	1000	      2000 ns/op	    1900 B/op	      13 allocs/op
+BenchmarkVerify/alg=HS256/impl=jwksverify/keys=jwks3-2         	1000	      4000 ns/op	    1900 B/op	      13 allocs/op
+BenchmarkVerify/alg=HS256/impl=golang-jwt+keyfunc/keys=jwks3-2 	1000	     10000 ns/op	    4600 B/op	      87 allocs/op
+BenchmarkVerify/alg=HS256/impl=floor/keys=jwks3-2              	1000	      1000 ns/op	     544 B/op	       7 allocs/op
+BenchmarkVerify/alg=ES256/impl=jwksverify/keys=jwks3-2         	1000	     76000 ns/op	    2768 B/op	      29 allocs/op
+BenchmarkVerify/alg=ES256/impl=floor/keys=jwks3-2              	1000	     70000 ns/op	     608 B/op	      11 allocs/op
+BenchmarkTokenCache/entries=10/budget=ample/impl=jwksverify-cached-2 	100	 300 ns/op	 1500 B/entry	 10 entries-held	 516 token-bytes	 0 B/op	 0 allocs/op
+--- FAIL: BenchmarkBroken
+PASS
+`
+
+func TestParse(t *testing.T) {
+	res, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatalf("parse() = %v", err)
+	}
+	tests := []struct {
+		name string
+		kv   []string
+		unit string
+		want float64
+	}{
+		{"median-of-three", []string{"alg", "HS256", "impl", "jwksverify"}, "ns/op", 3000},
+		{"allocs", []string{"alg", "ES256", "impl", "floor"}, "allocs/op", 11},
+		{"custom-unit", []string{"budget", "ample"}, "B/entry", 1500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			top := "Verify"
+			if tt.unit == "B/entry" {
+				top = "TokenCache"
+			}
+			got, ok := res.find(top, tt.kv...).median(tt.unit)
+			if !ok || got != tt.want {
+				t.Errorf("median(%s) = %v, %v, want %v", tt.unit, got, ok, tt.want)
+			}
+		})
+	}
+	if got := res.config["cpu-model"]; got != "Test CPU" {
+		t.Errorf("config[cpu-model] = %q, want %q", got, "Test CPU")
+	}
+	if got := res.values("Verify", "alg"); strings.Join(got, ",") != "HS256,ES256" {
+		t.Errorf("values(alg) = %v, want [HS256 ES256]", got)
+	}
+}
+
+func TestReport(t *testing.T) {
+	res, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatalf("parse() = %v", err)
+	}
+	var md bytes.Buffer
+	writeMarkdown(&md, res, nil, nil, "benchmarks.svg")
+	for _, want := range []string{
+		"| uncached HS256 ≤ 0.6× golang-jwt + keyfunc | 0.30× (3.00 µs vs 10.0 µs) | pass |",
+		"| uncached ES256 ≤ floor + 5 µs | floor +6.00 µs",
+		"| uncached ES256 ≤ 25 allocations | 29 (the floor alone: 11; 18 above it) | **MISS** |",
+		"| ≤ 1 KB of heap per cached token | 1500 B per entry",
+		"not measured yet: run bench/http.sh",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q", want)
+		}
+	}
+	var doc struct{ XMLName xml.Name }
+	if err := xml.Unmarshal(chartSVG(res), &doc); err != nil || doc.XMLName.Local != "svg" {
+		t.Errorf("chartSVG() is not an SVG document: %v, root %q", err, doc.XMLName.Local)
+	}
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# HTTP load comparison on one server core: the real jwksverify binary, a bare
+# net/http handler and a golang-jwt + keyfunc forward-auth handler, each alone
+# pinned to CPU 0, loaded by wrk pinned to CPU 1 over loopback, for RS256,
+# ES256 and HS256, with one repeated token and with a pool of 10 000 distinct
+# tokens. Then the RSS of the binary with 10 issuers and a full 100 000-entry
+# token cache. Writes http-latest.json and regenerates docs/BENCHMARKS.md.
+#
+#   DURATION   wrk -d of each of the 24 runs (default 10s; ~5 min in all)
+#   ALGS       algorithms (default RS256,ES256,HS256)
+#   POOL       distinct tokens of the pool runs (default 10000)
+set -euo pipefail
+cd "$(dirname "$0")"
+
+DURATION=${DURATION:-10s}
+ALGS=${ALGS:-RS256,ES256,HS256}
+POOL=${POOL:-10000}
+
+for tool in wrk taskset; do
+  command -v "$tool" >/dev/null || { echo "http.sh: $tool is required (apt-get install wrk util-linux)" >&2; exit 1; }
+done
+if [ "$(nproc)" -lt 2 ]; then echo "http.sh: needs 2 cores (one for the servers, one for wrk)" >&2; exit 1; fi
+
+bin="$PWD/results/bin"
+mkdir -p "$bin"
+(cd .. && go build -o "$bin/jwksverify" ./cmd/jwksverify)
+go build -o "$bin/httpbench" ./cmd/httpbench
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if ! git diff --quiet HEAD -- .. 2>/dev/null; then commit="$commit-dirty"; fi
+
+"$bin/httpbench" run -bin "$bin/jwksverify" -out http-latest.json \
+  -d "$DURATION" -c 32 -t 1 -algs "$ALGS" -pool "$POOL" -server-cpus 0 -client-cpus 1 \
+  -commit "$commit" -go "$(go env GOVERSION)" \
+  -cpu "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
+
+if [ -f results-latest.txt ]; then
+  stat=()
+  [ -f benchstat-latest.txt ] && stat=(-benchstat benchstat-latest.txt)
+  go run ./cmd/report -bench results-latest.txt "${stat[@]}" -http http-latest.json \
+    -out ../docs/BENCHMARKS.md -svg ../docs/benchmarks.svg
+  echo "wrote http-latest.json and docs/BENCHMARKS.md" >&2
+else
+  echo "wrote http-latest.json; run ./run.sh to generate docs/BENCHMARKS.md" >&2
+fi

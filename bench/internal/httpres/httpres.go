@@ -1,0 +1,124 @@
+// Package httpres is the results file that bench/cmd/httpbench writes and
+// bench/cmd/report reads: the HTTP load runs (wrk against the real binary,
+// a bare net/http handler and a golang-jwt + keyfunc handler) and the memory
+// of a serving process with a full token cache.
+package httpres
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// Server names of [Run.Server].
+const (
+	ServerBare       = "bare"               // net/http handler that only checks "Bearer " is there
+	ServerJwksverify = "jwksverify"         // the real binary, token cache on (the default)
+	ServerNoCache    = "jwksverify-nocache" // the real binary, token_cache.max_entries: 0
+	ServerBaseline   = "golang-jwt+keyfunc" // a hand-wired forward-auth handler
+)
+
+// Token modes of [Run.Tokens].
+const (
+	TokensRepeated = "repeated" // one token, sent on every request
+	TokensPool     = "pool"     // a pool of distinct tokens, cycled
+)
+
+// Report is one run of bench/http.sh.
+type Report struct {
+	// Date is when the run started (RFC 3339, UTC).
+	Date string `json:"date"`
+	// Commit is the git commit of the tree that was built (with "-dirty" when modified).
+	Commit string `json:"commit"`
+	// Go, CPU and NProc describe the machine.
+	Go    string `json:"go"`
+	CPU   string `json:"cpu"`
+	NProc int    `json:"nproc"`
+	// LoadAvg is /proc/loadavg at the start, to judge how busy the machine was.
+	LoadAvg string `json:"loadavg"`
+	// ServerCPUs and ClientCPUs are the taskset CPU lists of servers and wrk.
+	ServerCPUs string `json:"server_cpus"`
+	ClientCPUs string `json:"client_cpus"`
+	// Duration, Connections and Threads are wrk's -d, -c and -t.
+	Duration    string `json:"duration"`
+	Connections int    `json:"connections"`
+	Threads     int    `json:"threads"`
+	// PoolSize is the number of distinct tokens of the pool runs.
+	PoolSize int `json:"pool_size"`
+	// Runs are the load runs, in the order they ran.
+	Runs []Run `json:"runs"`
+	// Memory is the memory of the serving process with a full token cache.
+	Memory *Memory `json:"memory,omitempty"`
+}
+
+// Run is one wrk run against one server.
+type Run struct {
+	Alg    string `json:"alg"`
+	Tokens string `json:"tokens"`
+	Server string `json:"server"`
+	// RPS is wrk's Requests/sec.
+	RPS float64 `json:"rps"`
+	// P50Ms, P90Ms and P99Ms are wrk's latency percentiles, in milliseconds.
+	P50Ms float64 `json:"p50_ms"`
+	P90Ms float64 `json:"p90_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	// Requests is the number of completed requests.
+	Requests int64 `json:"requests"`
+	// Non2xx counts answers other than 2xx/3xx (wrk's "Non-2xx or 3xx responses").
+	Non2xx int64 `json:"non_2xx"`
+	// SocketErrors counts wrk's connect, read, write and timeout errors.
+	SocketErrors int64 `json:"socket_errors"`
+}
+
+// Memory is the resident memory of the real binary serving Issuers issuers
+// before and after Entries distinct tokens were verified through /v1/authz
+// with token_cache.max_entries set to Entries.
+type Memory struct {
+	Issuers    int `json:"issuers"`
+	Entries    int `json:"entries"`
+	TokenBytes int `json:"token_bytes"`
+	// MaxBytes is the configured token_cache.max_bytes (room for every entry).
+	MaxBytes int64 `json:"max_bytes"`
+	// Accepted counts the tokens the server accepted (200).
+	Accepted int `json:"accepted"`
+	// RSSStartKB is VmRSS after start-up; RSSFullKB after the fill.
+	RSSStartKB int64 `json:"rss_start_kb"`
+	RSSFullKB  int64 `json:"rss_full_kb"`
+	// CacheEntries and CacheBytes are the cache's own counters after the
+	// fill, from /metrics (0 when the server does not export them).
+	CacheEntries int64 `json:"cache_entries"`
+	CacheBytes   int64 `json:"cache_bytes"`
+}
+
+// Read loads a report from path.
+func Read(path string) (*Report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("httpres: %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// Write stores r at path, indented.
+func (r *Report) Write(path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// Find returns the run for alg, tokens and server, or nil.
+func (r *Report) Find(alg, tokens, server string) *Run {
+	for i := range r.Runs {
+		x := &r.Runs[i]
+		if x.Alg == alg && x.Tokens == tokens && x.Server == server {
+			return x
+		}
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// The demo issuer's token policy.
+const (
+	demoAudience   = "jwksverify-demo"
+	demoSubject    = "demo-user"
+	demoScope      = "demo:read demo:write"
+	demoTokenTTL   = time.Hour
+	demoJWKSMaxAge = 300 // seconds, Cache-Control on /jwks.json
+	demoMaxParam   = 256 // bytes of sub or aud
+)
+
+// demoIssuer is an OIDC-shaped token issuer on loopback: discovery, a JWKS
+// and a token endpoint that mints RS256 or ES256 tokens for anyone who asks.
+// Its keys are generated at start and live only in memory. It exists for
+// `serve --demo` and protects nothing.
+type demoIssuer struct {
+	url    string
+	srv    *http.Server
+	done   chan struct{}
+	rsaKey *rsa.PrivateKey
+	ecKey  *ecdsa.PrivateKey
+	rsaKid string
+	ecKid  string
+	now    func() time.Time
+}
+
+// startDemoIssuer generates the keys and starts serving on 127.0.0.1:0. The
+// caller must Close it.
+func startDemoIssuer(logger *slog.Logger) (*demoIssuer, error) {
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, fmt.Errorf("demo: RSA key: %w", err)
+	}
+	ek, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("demo: EC key: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("demo: listen: %w", err)
+	}
+	d := &demoIssuer{
+		url:    "http://" + ln.Addr().String(),
+		done:   make(chan struct{}),
+		rsaKey: rk,
+		ecKey:  ek,
+		rsaKid: "demo-rs256-" + randomID(6),
+		ecKid:  "demo-es256-" + randomID(6),
+		now:    time.Now,
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", d.serveDiscovery)
+	mux.HandleFunc("GET /jwks.json", d.serveJWKS)
+	mux.HandleFunc("GET /token", d.serveToken)
+	mux.HandleFunc("POST /token", d.serveToken)
+	d.srv = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		defer close(d.done)
+		_ = d.srv.Serve(ln)
+	}()
+	return d, nil
+}
+
+// Close stops the demo issuer and waits for its goroutine.
+func (d *demoIssuer) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := d.srv.Shutdown(ctx)
+	<-d.done
+	return err
+}
+
+func (d *demoIssuer) serveDiscovery(w http.ResponseWriter, r *http.Request) {
+	writeDemoJSON(w, map[string]any{
+		"issuer":                                d.url,
+		"jwks_uri":                              d.url + "/jwks.json",
+		"token_endpoint":                        d.url + "/token",
+		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
+		"response_types_supported":              []string{"token"},
+		"subject_types_supported":               []string{"public"},
+	})
+}
+
+func (d *demoIssuer) serveJWKS(w http.ResponseWriter, r *http.Request) {
+	raw, err := d.ecKey.PublicKey.Bytes() // 0x04 || X || Y
+	if err != nil {
+		http.Error(w, "demo: EC key", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", demoJWKSMaxAge))
+	writeDemoJSON(w, map[string]any{"keys": []map[string]string{
+		{
+			"kty": "RSA", "kid": d.rsaKid, "alg": "RS256", "use": "sig",
+			"n": b64url(d.rsaKey.N.Bytes()), "e": b64url(big.NewInt(int64(d.rsaKey.E)).Bytes()),
+		},
+		{
+			"kty": "EC", "kid": d.ecKid, "alg": "ES256", "use": "sig", "crv": "P-256",
+			"x": b64url(raw[1:33]), "y": b64url(raw[33:]),
+		},
+	}})
+}
+
+// serveToken mints a token: ?sub=...&aud=...&alg=RS256|ES256 (query or form).
+func (d *demoIssuer) serveToken(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	sub := r.Form.Get("sub")
+	aud := r.Form.Get("aud")
+	alg := r.Form.Get("alg")
+	if len(sub) > demoMaxParam || len(aud) > demoMaxParam {
+		http.Error(w, fmt.Sprintf("sub and aud are limited to %d bytes", demoMaxParam), http.StatusBadRequest)
+		return
+	}
+	tok, err := d.mint(sub, aud, alg)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeDemoJSON(w, map[string]any{
+		"access_token": tok,
+		"token_type":   "Bearer",
+		"expires_in":   int(demoTokenTTL / time.Second),
+	})
+}
+
+// mint signs a token for sub and aud ("" = the demo defaults) with alg
+// ("" = RS256), valid for demoTokenTTL.
+func (d *demoIssuer) mint(sub, aud, alg string) (string, error) {
+	if sub == "" {
+		sub = demoSubject
+	}
+	if aud == "" {
+		aud = demoAudience
+	}
+	now := d.now()
+	claims := jwt.MapClaims{
+		"iss":   d.url,
+		"sub":   sub,
+		"aud":   aud,
+		"iat":   now.Unix(),
+		"nbf":   now.Unix(),
+		"exp":   now.Add(demoTokenTTL).Unix(),
+		"jti":   randomID(12),
+		"scope": demoScope,
+	}
+	var t *jwt.Token
+	var key any
+	switch strings.ToUpper(alg) {
+	case "", "RS256":
+		t, key = jwt.NewWithClaims(jwt.SigningMethodRS256, claims), d.rsaKey
+		t.Header["kid"] = d.rsaKid
+	case "ES256":
+		t, key = jwt.NewWithClaims(jwt.SigningMethodES256, claims), d.ecKey
+		t.Header["kid"] = d.ecKid
+	default:
+		return "", errors.New("alg must be RS256 or ES256")
+	}
+	return t.SignedString(key)
+}
+
+func writeDemoJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return b64url(b)
+}
+
+// demoConfig is the configuration of `serve --demo`: one issuer, the demo
+// issuer, through the real discovery path; the SPEC defaults elsewhere.
+func demoConfig(issuerURL string, ov overrides, lookupEnv func(string) (string, bool)) (*config, error) {
+	fc := &fileConfig{
+		Issuers: []fileIssuer{{
+			Issuer:          issuerURL,
+			Discovery:       true,
+			Audiences:       []string{demoAudience},
+			Algorithms:      []string{"RS256", "ES256"},
+			ClaimsToHeaders: map[string]string{"sub": "X-Auth-Subject", "scope": "X-Auth-Scope"},
+		}},
+		Log: fileLog{Format: "text"},
+	}
+	return fc.resolve(ov, lookupEnv)
+}
+
+// serveDemo runs the service against an embedded demo issuer and, once
+// ready, prints a ready-to-paste curl line and a short tour on stdout.
+func (a *app) serveDemo(ctx context.Context, ov overrides) int {
+	bootLog := newLogger(a.stderr, "info", "text")
+	d, err := startDemoIssuer(bootLog)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify serve --demo: %v\n", err)
+		return exitFailure
+	}
+	defer d.Close()
+	cfg, err := demoConfig(d.url, ov, a.lookupEnv)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify serve --demo: %v\n", err)
+		return exitUsage
+	}
+	logger := newLogger(a.stderr, cfg.LogLevel, cfg.LogFormat)
+	return a.runService(ctx, cfg, logger, func(ctx context.Context, base string) error {
+		tok, err := d.mint("", "", "")
+		if err != nil {
+			return fmt.Errorf("demo: mint: %w", err)
+		}
+		fmt.Fprint(a.stdout, demoTour(base, d.url, tok))
+		return nil
+	})
+}
+
+// demoTour is what `serve --demo` prints once the service is ready. The first
+// curl line verifies a fresh token; tests parse it.
+func demoTour(base, issuer, tok string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "jwksverify demo is ready. Its issuer %s signs tokens for audience %q, valid for 1h.\n\n", issuer, demoAudience)
+	fmt.Fprintf(&b, "Verify a freshly minted token:\n\n")
+	fmt.Fprintf(&b, "  curl -s -X POST %s/v1/verify -d '{\"token\":\"%s\"}'\n\n", base, tok)
+	fmt.Fprintf(&b, "Forward-auth, as nginx auth_request, Traefik, Caddy or Envoy would call it (200 + X-Auth-Subject):\n\n")
+	fmt.Fprintf(&b, "  curl -si %s/v1/authz -H 'Authorization: Bearer %s'\n\n", base, tok)
+	fmt.Fprintf(&b, "Issuers and key status:   curl -s %s/v1/issuers\n", base)
+	fmt.Fprintf(&b, "Metrics:                  curl -s %s/metrics\n", base)
+	fmt.Fprintf(&b, "Mint more tokens:         curl -s -X POST '%s/token?sub=alice&aud=%s&alg=ES256'\n", issuer, demoAudience)
+	fmt.Fprintf(&b, "Stop with Ctrl-C.\n")
+	return b.String()
+}

@@ -1,0 +1,255 @@
+// Command jwksverify verifies JWTs: it runs the verification service
+// (serve), checks one token (verify), lists an issuer's keys (keys) and
+// prints its version (version).
+//
+// Exit status: 0 success (a valid token for verify); 1 a rejected token, no
+// usable key, or a runtime failure; 2 a usage or configuration error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1 // rejected token, no usable key, runtime error
+	exitUsage   = 2 // usage or configuration error
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// app carries what a command reads from its process: output streams and the
+// environment. Only package main reads the environment.
+type app struct {
+	stdout, stderr io.Writer
+	lookupEnv      func(string) (string, bool)
+	stdin          io.Reader
+}
+
+// run executes the command line args (without the program name) and returns
+// the exit status. It returns when the command is done or, for serve, when
+// ctx is cancelled and the service has shut down.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr, lookupEnv: os.LookupEnv, stdin: os.Stdin}
+	return a.run(ctx, args)
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, usage)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return a.serve(ctx, rest)
+	case "verify":
+		return a.verify(ctx, rest)
+	case "keys":
+		return a.keys(ctx, rest)
+	case "version", "--version", "-version":
+		return a.version(rest)
+	case "help", "-h", "--help", "-help":
+		return a.help(rest)
+	}
+	fmt.Fprintf(a.stderr, "jwksverify: unknown command %q\n\n%s", cmd, usage)
+	return exitUsage
+}
+
+const usage = `Usage: jwksverify <command> [flags]
+
+Commands:
+  serve     run the verification service (--config FILE, or --demo)
+  verify    verify one token and print the result as JSON
+  keys      fetch a JWKS and list its keys, with problems flagged
+  version   print the version
+  help      show help for a command: jwksverify help <command>
+
+Exit status: 0 ok (valid token), 1 rejected token / no usable key / failure,
+2 usage or configuration error.
+`
+
+var commandUsage = map[string]string{
+	"serve": `Usage: jwksverify serve --config FILE [--listen ADDR] [--grpc-listen ADDR] [--log-level LEVEL]
+       jwksverify serve --demo [--listen ADDR]
+
+Runs the service until SIGINT or SIGTERM, then drains in-flight requests
+(shutdown_timeout) and exits 0. --demo runs an embedded demo issuer on
+loopback and prints a ready-to-paste curl line with a fresh token.
+
+Environment: JWKSVERIFY_CONFIG, JWKSVERIFY_LISTEN, JWKSVERIFY_GRPC_LISTEN,
+JWKSVERIFY_LOG_LEVEL (flags win over the environment, the environment over
+the file).
+`,
+	"verify": `Usage: jwksverify verify [--config FILE | --jwks URL|FILE | --discovery ISSUER |
+                          --secret-file F | --pem F]
+                         [--issuer I] [--audience A]... [--alg ALG]... [--leeway D]
+                         [--now RFC3339|UNIX] [--explain] TOKEN|-
+
+Verifies one token (- reads it from standard input). iss and aud are checked
+only when --issuer / --audience are given; exp is required. --now judges the
+time claims at that instant. --explain prints every check before the result.
+
+Exit 0 and the result as JSON when valid; exit 1 and
+{"valid":false,"error":CLASS,"message":...} when not; exit 2 on usage errors.
+`,
+	"keys": `Usage: jwksverify keys (--jwks URL|FILE | --discovery ISSUER) [--json]
+
+Fetches and parses a key set and lists each key (kid, kty, alg, use, size,
+RFC 7638 thumbprint) with problems flagged. Exit 1 when no key is usable.
+`,
+	"version": `Usage: jwksverify version
+
+Prints the module version and the Go version it was built with.
+`,
+}
+
+func (a *app) help(args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(a.stdout, usage)
+		return exitOK
+	}
+	u, ok := commandUsage[args[0]]
+	if !ok {
+		fmt.Fprintf(a.stderr, "jwksverify: unknown command %q\n\n%s", args[0], usage)
+		return exitUsage
+	}
+	fmt.Fprint(a.stdout, u)
+	return exitOK
+}
+
+func (a *app) version(args []string) int {
+	if len(args) != 0 {
+		fmt.Fprint(a.stderr, commandUsage["version"])
+		return exitUsage
+	}
+	fmt.Fprintf(a.stdout, "jwksverify %s\n", versionString())
+	return exitOK
+}
+
+// versionString is the module version, the VCS revision when known, and
+// the Go version.
+func versionString() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown) (no build information)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = "+dirty"
+			}
+		}
+	}
+	if rev != "" && v == "(devel)" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " " + rev + modified
+	}
+	return v + " " + bi.GoVersion
+}
+
+// moduleVersion is the short version reported by /healthz.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
+// newFlagSet returns a flag set that reports its errors to stderr with the
+// command's usage.
+func (a *app) newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("jwksverify "+name, flag.ContinueOnError)
+	fs.SetOutput(a.stderr)
+	fs.Usage = func() {
+		fmt.Fprint(a.stderr, commandUsage[name])
+		fmt.Fprintln(a.stderr, "\nFlags:")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parseArgs parses flags and positional arguments in any order (flags may
+// follow the token); "--" ends the flags.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		consumed := len(args) - fs.NArg()
+		rest := fs.Args()
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// flagExit maps a flag parse error to an exit status: -h is not an error.
+func flagExit(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string { return strings.Join(*s, ",") }
+
+func (s *stringList) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+// newLogger builds the process logger: JSON or text on w, at level.
+func newLogger(w io.Writer, level, format string) *slog.Logger {
+	var l slog.Level
+	switch level {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/internal/testkeys"
+)
+
+// syncBuffer is an io.Writer safe for a process's copy goroutine and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// postVerify sends {"token": tok} to base/v1/verify and decodes the answer.
+func postVerify(t *testing.T, client *http.Client, url, body string) map[string]any {
+	t.Helper()
+	resp, err := client.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("POST %s: status %d, body not JSON: %v", url, resp.StatusCode, err)
+	}
+	return m
+}
+
+func waitReadyz(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s/readyz not 200 within 20s (last: %v)", base, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func tokenBody(tok string) string { return `{"token":"` + tok + `"}` }
+
+// TestServeDrainsOnSIGTERM keeps 200 clients busy, sends SIGTERM in the
+// middle, and checks that every request the service accepted was answered
+// (a client may only be refused a new connection), and that the process
+// exits 0 within shutdown_timeout.
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "jwks.json", testJWKS())
+	writeFile(t, dir, "other.json", testkeys.JWKS(testkeys.JWK{Key: testkeys.Private(testkeys.EC256B), Kid: "ec-b", Alg: "ES256"}))
+	writeFile(t, dir, "secret", testkeys.Secret())
+	const shutdownTimeout = 5 * time.Second
+	cfg := writeFile(t, dir, "cfg.yaml", []byte(fmt.Sprintf(`
+listen: 127.0.0.1:0
+shutdown_timeout: %s
+issuers:
+  - issuer: https://a.test/
+    jwks_file: jwks.json
+    audiences: [api]
+    claims_to_headers: {sub: X-Auth-Subject}
+  - issuer: internal
+    secret_file: secret
+    secret_kid: hs
+  - issuer: mixed
+    jwks_file: other.json
+    secret_file: secret
+`, shutdownTimeout)))
+	p := startBin(t, nil, nil, "serve", "--config", cfg)
+	addr, _ := p.waitLog(t, "listening")["http"].(string)
+	base := "http://" + addr
+	waitReadyz(t, base)
+
+	now := time.Now()
+	tok := mintRS256(claimsAt("https://a.test/", "api", now))
+	checks := []struct {
+		name, tok string
+	}{
+		{"jwks-file", tok},
+		{"secret-file-with-kid", testkeys.Mint("HS256", testkeys.Secret(), map[string]any{"kid": "hs"}, claimsAt("internal", "x", now))},
+		{"merged-secret", testkeys.Mint("HS256", testkeys.Secret(), nil, claimsAt("mixed", "x", now))},
+		{"merged-file", testkeys.Mint("ES256", testkeys.Private(testkeys.EC256B), map[string]any{"kid": "ec-b"}, claimsAt("mixed", "x", now))},
+	}
+	for _, c := range checks {
+		if got := postVerify(t, http.DefaultClient, base+"/v1/verify", tokenBody(c.tok)); got["valid"] != true {
+			t.Errorf("%s: /v1/verify = %v, want valid", c.name, got)
+		}
+	}
+
+	const clients = 200
+	tr := &http.Transport{MaxIdleConnsPerHost: clients, MaxIdleConns: clients}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var ok, refused atomic.Int64
+	var mu sync.Mutex
+	var failures []string
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for {
+				req, _ := http.NewRequest(http.MethodGet, base+"/v1/authz/orders", nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				resp, err := client.Do(req)
+				if err != nil {
+					if errors.Is(err, syscall.ECONNREFUSED) {
+						refused.Add(1) // the listener is closed: never accepted
+					} else {
+						mu.Lock()
+						failures = append(failures, err.Error())
+						mu.Unlock()
+					}
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Auth-Subject") != "alice" {
+					mu.Lock()
+					failures = append(failures, fmt.Sprintf("status %d, X-Auth-Subject %q", resp.StatusCode, resp.Header.Get("X-Auth-Subject")))
+					mu.Unlock()
+					return
+				}
+				ok.Add(1)
+			}
+		})
+	}
+	// SIGTERM in the middle of the load.
+	deadline := time.Now().Add(20 * time.Second)
+	for ok.Load() < 2000 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	before := ok.Load()
+	signalled := time.Now()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code := p.wait(t, shutdownTimeout+5*time.Second)
+	took := time.Since(signalled)
+	wg.Wait()
+
+	if before < 2000 {
+		t.Errorf("only %d requests before SIGTERM, want ≥ 2000", before)
+	}
+	if len(failures) > 0 {
+		t.Errorf("%d requests failed during shutdown (want none), e.g. %s", len(failures), failures[0])
+	}
+	if code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", code, p.stderr.String())
+	}
+	if took > shutdownTimeout {
+		t.Errorf("exited %s after SIGTERM, want within shutdown_timeout %s", took, shutdownTimeout)
+	}
+	t.Logf("%d requests answered (%d after SIGTERM), %d clients refused a new connection; exit after %s",
+		ok.Load(), ok.Load()-before, refused.Load(), took.Round(time.Millisecond))
+	if !strings.Contains(p.stderr.String(), `"msg":"stopped"`) {
+		t.Errorf("no \"stopped\" log line:\n%s", p.stderr.String())
+	}
+}
+
+var (
+	curlVerify = regexp.MustCompile(`curl -s -X POST (\S+) -d '(\{"token":"[A-Za-z0-9_.-]+"\})'`)
+	curlAuthz  = regexp.MustCompile(`curl -si (\S+) -H 'Authorization: Bearer ([A-Za-z0-9_.-]+)'`)
+)
+
+// TestServeDemo runs `serve --demo`, parses the printed curl lines and runs
+// them with net/http.
+func TestServeDemo(t *testing.T) {
+	var out syncBuffer
+	p := startBin(t, nil, &out, "serve", "--demo", "--listen", "127.0.0.1:0")
+	deadline := time.Now().Add(30 * time.Second)
+	for !curlAuthz.MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no curl line on stdout within 30s\nstdout: %s\nstderr: %s", out.String(), p.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	m := curlVerify.FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no verify curl line in:\n%s", out.String())
+	}
+	got := postVerify(t, http.DefaultClient, m[1], m[2])
+	if got["valid"] != true {
+		t.Fatalf("the printed token: %v, want valid:true", got)
+	}
+	claims, _ := got["claims"].(map[string]any)
+	exp, _ := claims["exp"].(float64)
+	iat, _ := claims["iat"].(float64)
+	if claims["aud"] != demoAudience || exp-iat != 3600 {
+		t.Errorf("demo claims = %v, want aud %q and a 1h lifetime", claims, demoAudience)
+	}
+
+	a := curlAuthz.FindStringSubmatch(out.String())
+	req, _ := http.NewRequest(http.MethodGet, a[1], nil)
+	req.Header.Set("Authorization", "Bearer "+a[2])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Auth-Subject") != demoSubject {
+		t.Errorf("forward-auth curl: status %d, X-Auth-Subject %q; want 200, %q", resp.StatusCode, resp.Header.Get("X-Auth-Subject"), demoSubject)
+	}
+
+	// The tour's "mint more tokens" line works, for ES256 too.
+	mint := regexp.MustCompile(`curl -s -X POST '(\S+/token\?\S+)'`).FindStringSubmatch(out.String())
+	if mint == nil {
+		t.Fatalf("no mint line in:\n%s", out.String())
+	}
+	resp, err = http.Post(mint[1], "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var minted struct {
+		AccessToken string `json:"access_token"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&minted)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := postVerify(t, http.DefaultClient, m[1], tokenBody(minted.AccessToken)); got["valid"] != true || got["alg"] != "ES256" {
+		t.Errorf("minted ES256 token: %v, want valid ES256", got)
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, 10*time.Second); code != 0 {
+		t.Errorf("demo exit %d after SIGTERM, want 0", code)
+	}
+}
+
+func TestServePortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	r := runBin(t, nil, "", "serve", "--demo", "--listen", ln.Addr().String())
+	if r.code != 1 || !strings.Contains(r.stderr, "already in use") || !strings.Contains(r.stderr, "--listen") {
+		t.Errorf("serve on a taken port: exit %d, stderr %q; want 1 and a message saying it is in use and how to choose another", r.code, r.stderr)
+	}
+}

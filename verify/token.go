@@ -3,6 +3,7 @@ package verify
 import (
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,8 +120,33 @@ func (d *names) add(name string) bool {
 type claims struct {
 	present            uint16 // cl* bits of the registered claims present
 	iss, sub, jti, tid string
-	aud                []string
-	exp, nbf, iat      time.Time
+	// aud is the audience array; a single-string aud is aud1 (audOne set),
+	// kept out of a slice so that the common case costs no allocation here.
+	aud           []string
+	aud1          string
+	audOne        bool
+	exp, nbf, iat time.Time
+}
+
+// audHas reports whether the token's aud holds one of want.
+func (c *claims) audHas(want []string) bool {
+	if c.audOne {
+		return slices.Contains(want, c.aud1)
+	}
+	for _, a := range c.aud {
+		if slices.Contains(want, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// audList returns the aud claim as a list, for messages.
+func (c *claims) audList() []string {
+	if c.audOne {
+		return []string{c.aud1}
+	}
+	return c.aud
 }
 
 func (c *claims) has(bit uint16) bool { return c.present&bit != 0 }
@@ -179,7 +205,7 @@ func parseClaims(s string, c *claims) error {
 		case clAud:
 			switch v[0] {
 			case '"':
-				c.aud = []string{unescape(v[1 : len(v)-1])}
+				c.aud1, c.audOne = unescape(v[1:len(v)-1]), true
 			case '[':
 				aud, ok := stringArray(v)
 				if !ok {

@@ -261,11 +261,11 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 		if !cl.has(clAud) {
 			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud is required", ErrMissingClaim))
 		}
-		if !anyOf(cl.aud, auds) {
-			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud %s has none of %q", ErrWrongAudience, quoteList(cl.aud), auds))
+		if !cl.audHas(auds) {
+			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud %s has none of %q", ErrWrongAudience, quoteList(cl.audList()), auds))
 		}
 		if tr != nil {
-			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(cl.aud), auds))
+			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(cl.audList()), auds))
 		}
 	} else if tr != nil {
 		tr.add("aud", true, "not checked (no audiences configured)")
@@ -300,7 +300,8 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 		tr.add("claims", true, fmt.Sprintf("required %q present", is.cfg.RequiredClaims))
 	}
 
-	res := &Result{
+	// One allocation holds the Result and a single-string audience.
+	box := &resultBox{Result: Result{
 		Issuer:     cl.iss,
 		Kid:        h.kid,
 		Alg:        h.alg,
@@ -311,6 +312,11 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 		Audience:   cl.aud,
 		ID:         cl.jti,
 		Thumbprint: key.Thumbprint,
+	}}
+	res := &box.Result
+	if cl.audOne {
+		box.aud[0] = cl.aud1
+		res.Audience = box.aud[:]
 	}
 	if cl.has(clExp) {
 		res.ExpiresAt = cl.exp
@@ -357,17 +363,25 @@ func (v *Verifier) parse(token string) (h *header, payload []byte, ps string, si
 		}
 		v.headers.put(hseg, h)
 	}
-	payload, err = v.b64.DecodeString(token[d1+1 : d2])
+	// The claims and the signature share one allocation; the claims slice
+	// is capped so that an append to Result.Claims can never reach the
+	// signature bytes.
+	pseg, sseg := token[d1+1:d2], token[d2+1:]
+	np := v.b64.DecodedLen(len(pseg))
+	buf := make([]byte, np+v.b64.DecodedLen(len(sseg)))
+	n, err := v.b64.Decode(buf[:np], []byte(pseg))
 	if err != nil {
 		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: claims are not base64url: %w", ErrMalformed, err)
 	}
+	payload = buf[:n:n]
+	n, err = v.b64.Decode(buf[np:], []byte(sseg))
+	if err != nil {
+		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: signature is not base64url: %w", ErrMalformed, err)
+	}
+	sig = buf[np : np+n : np+n]
 	ps = string(payload)
 	if err := parseClaims(ps, &cl); err != nil {
 		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: claims: %w", ErrMalformed, err)
-	}
-	sig, err = v.b64.DecodeString(token[d2+1:])
-	if err != nil {
-		return nil, nil, "", nil, "", cl, fmt.Errorf("%w: signature is not base64url: %w", ErrMalformed, err)
 	}
 	return h, payload, ps, sig, token[:d2], cl, nil
 }
@@ -469,13 +483,10 @@ func (v *Verifier) checkKidless(is *issuer, spec *algSpec, cl *claims, set *cach
 	return nil, tr.fail("signature", fmt.Errorf("%w: token has no kid; %d fitting keys tried", ErrBadSignature, tried))
 }
 
-func anyOf(have, want []string) bool {
-	for _, h := range have {
-		if slices.Contains(want, h) {
-			return true
-		}
-	}
-	return false
+// resultBox is a Result with room for a one-item Audience.
+type resultBox struct {
+	Result
+	aud [1]string
 }
 
 func quoteList(l []string) string {

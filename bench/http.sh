@@ -37,7 +37,7 @@ if ! git diff --quiet HEAD -- .. 2>/dev/null; then commit="$commit-dirty"; fi
 if [ -f results-latest.txt ]; then
   stat=()
   [ -f benchstat-latest.txt ] && stat=(-benchstat benchstat-latest.txt)
-  go run ./cmd/report -bench results-latest.txt "${stat[@]}" -http http-latest.json \
+  go run ./cmd/report -bench results-latest.txt -notes analysis.md "${stat[@]}" -http http-latest.json \
     -out ../docs/BENCHMARKS.md -svg ../docs/benchmarks.svg
   echo "wrote http-latest.json and docs/BENCHMARKS.md" >&2
 else

@@ -8,7 +8,7 @@
 # The raw output goes to results/ (not committed) and is copied to
 # results-latest.txt, with benchstat's summary in benchstat-latest.txt: both
 # are committed so the document can be regenerated without rerunning
-# (go run ./cmd/report -bench results-latest.txt ...). The HTTP section is
+# (go run ./cmd/report -bench results-latest.txt -notes analysis.md ...). The HTTP section is
 # kept from http-latest.json (bench/http.sh).
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -44,6 +44,6 @@ go test -run '^$' -bench . -count "$COUNT" -benchtime "$BENCHTIME" -timeout 60m 
 cp "$raw" results-latest.txt
 "$BENCHSTAT" -col /impl results-latest.txt >benchstat-latest.txt
 go run ./cmd/report \
-  -bench results-latest.txt -benchstat benchstat-latest.txt -http http-latest.json \
+  -bench results-latest.txt -notes analysis.md -benchstat benchstat-latest.txt -http http-latest.json \
   -out ../docs/BENCHMARKS.md -svg ../docs/benchmarks.svg
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks.svg" >&2

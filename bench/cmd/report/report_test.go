@@ -68,7 +68,7 @@ func TestReport(t *testing.T) {
 		t.Fatalf("parse() = %v", err)
 	}
 	var md bytes.Buffer
-	writeMarkdown(&md, res, nil, nil, "benchmarks.svg")
+	writeMarkdown(&md, res, nil, nil, nil, "benchmarks.svg")
 	for _, want := range []string{
 		"| uncached HS256 ≤ 0.6× golang-jwt + keyfunc | 0.30× (3.00 µs vs 10.0 µs) | pass |",
 		"| uncached ES256 ≤ floor + 5 µs | floor +6.00 µs",

@@ -6,10 +6,17 @@
 package server
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"net/http"
+	"net/textproto"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -20,6 +27,9 @@ const (
 	DefaultMaxBatch     = 100
 )
 
+// ErrInvalidOptions reports options that [New] or [Middleware] refuse.
+var ErrInvalidOptions = errors.New("server: invalid options")
+
 // TokenSource says where a request carries its token. Exactly one of Header,
 // Cookie and Query is set.
 type TokenSource struct {
@@ -28,14 +38,21 @@ type TokenSource struct {
 	Header, Prefix string
 	// Cookie is a cookie name.
 	Cookie string
-	// Query is a URL query parameter name.
+	// Query is a URL query parameter name. Forward-auth looks in the
+	// request's own query first, then in the original URI that the proxy
+	// reports (X-Forwarded-Uri, X-Original-Uri).
 	Query string
 }
 
 // IntrospectionClient is a caller allowed to use /introspect, authenticated
-// by HTTP Basic (id:secret) or Bearer (secret).
+// by HTTP Basic (id:secret) or Bearer (secret). ID and Secret must both be
+// non-empty, and IDs distinct.
 type IntrospectionClient struct {
-	ID     string
+	// ID is the client identifier (the Basic user name). Required; it must
+	// not contain a colon.
+	ID string
+	// Secret is the client secret (the Basic password, or the Bearer
+	// credential). Required. It is kept only as a hash and never logged.
 	Secret string
 }
 
@@ -49,15 +66,18 @@ type Options struct {
 	// ClaimsToHeaders maps, per issuer (the configured issuer string), a
 	// claim name to the response header that carries its value on an allowed
 	// forward-auth request. The verifier must extract the same claims
-	// (verify.Issuer.ExtractClaims).
+	// (verify.Issuer.ExtractClaims); New refuses a claim it does not extract.
+	// Nil means no claim headers.
 	ClaimsToHeaders map[string]map[string]string
 	// StripAuthorization adds "x-envoy-auth-headers-to-remove: authorization"
-	// to allowed forward-auth responses (and removes it over gRPC).
+	// to allowed forward-auth responses (and removes it over gRPC). False
+	// leaves the Authorization header to the upstream.
 	StripAuthorization bool
 	// IntrospectionClients may call /introspect. Empty means every call to
 	// /introspect is refused with 401.
 	IntrospectionClients []IntrospectionClient
-	// MaxBodyBytes bounds request bodies. Zero means 64 KiB.
+	// MaxBodyBytes bounds request bodies (also a whole batch). Zero means
+	// 64 KiB.
 	MaxBodyBytes int64
 	// MaxBatch bounds the tokens of one /v1/verify/batch. Zero means 100.
 	MaxBatch int
@@ -67,8 +87,190 @@ type Options struct {
 	// Logger receives one line per rejected token (issuer, kid, class; never
 	// the token). Nil means slog.Default().
 	Logger *slog.Logger
-	// Now returns the current time. Nil means time.Now.
+	// Now returns the current time, for readiness, /v1/issuers and the key
+	// age metrics (the verifier has its own clock). Nil means time.Now.
 	Now func() time.Time
-	// Version is reported by /healthz.
+	// Version is reported by /healthz. Empty means "dev".
 	Version string
+}
+
+// Server is the HTTP front end over one [verify.Verifier]. Build it with
+// [New]; serve [Server.Handler]. A Server holds no goroutines and needs no
+// Close; it is safe for concurrent use.
+type Server struct {
+	v       *verify.Verifier
+	log     *slog.Logger
+	now     func() time.Time
+	version string
+
+	sources     []tokenSource
+	issuers     issuerIndex
+	stripAuthz  bool
+	clients     []introspectionClient
+	maxBody     int64
+	maxBatch    int
+	denials     map[string]denial // class -> precomputed forward-auth denial
+	noTokenDeny denial
+	static      staticHeaders
+
+	registry *prometheus.Registry
+	metrics  *metrics // nil for a Middleware's server
+	handler  http.Handler
+}
+
+// New validates opts, applies defaults, registers the metrics on
+// opts.Registry and returns a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Verifier == nil {
+		return nil, fmt.Errorf("%w: Verifier is required", ErrInvalidOptions)
+	}
+	if opts.MaxBodyBytes < 0 || opts.MaxBatch < 0 {
+		return nil, fmt.Errorf("%w: MaxBodyBytes and MaxBatch must not be negative", ErrInvalidOptions)
+	}
+	s, err := newCore(opts.Verifier, opts.TokenSources, opts.Logger)
+	if err != nil {
+		return nil, err
+	}
+	s.now = opts.Now
+	if s.now == nil {
+		s.now = time.Now
+	}
+	s.version = opts.Version
+	if s.version == "" {
+		s.version = "dev"
+	}
+	s.stripAuthz = opts.StripAuthorization
+	s.maxBody = opts.MaxBodyBytes
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	s.maxBatch = opts.MaxBatch
+	if s.maxBatch == 0 {
+		s.maxBatch = DefaultMaxBatch
+	}
+	if err := s.issuers.setClaimHeaders(opts.ClaimsToHeaders, opts.Verifier.Issuers()); err != nil {
+		return nil, err
+	}
+	if s.clients, err = newClients(opts.IntrospectionClients); err != nil {
+		return nil, err
+	}
+	s.registry = opts.Registry
+	if s.registry == nil {
+		s.registry = prometheus.NewRegistry()
+		if err := s.registry.Register(collectors.NewGoCollector()); err != nil {
+			return nil, fmt.Errorf("server: register Go collector: %w", err)
+		}
+		if err := s.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			return nil, fmt.Errorf("server: register process collector: %w", err)
+		}
+	}
+	if s.metrics, err = newMetrics(s, s.registry); err != nil {
+		return nil, err
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// newCore builds what forward-auth and the middleware share: token sources,
+// the issuer index and the precomputed denials. It has no metrics.
+func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Server, error) {
+	if v == nil {
+		return nil, fmt.Errorf("%w: Verifier is required", ErrInvalidOptions)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &Server{v: v, log: log, now: time.Now}
+	var err error
+	if s.sources, err = newTokenSources(sources); err != nil {
+		return nil, err
+	}
+	if s.issuers, err = newIssuerIndex(v.Issuers()); err != nil {
+		return nil, err
+	}
+	s.denials = make(map[string]denial, len(verify.Classes))
+	for _, c := range verify.Classes {
+		s.denials[c] = newDenial(c, false)
+	}
+	s.noTokenDeny = newDenial("malformed", true)
+	s.static = staticHeaders{
+		noStore:    []string{"no-store"},
+		stripAuthz: []string{"authorization"},
+		json:       []string{"application/json; charset=utf-8"},
+		nosniff:    []string{"nosniff"},
+	}
+	return s, nil
+}
+
+// staticHeaders are header values shared by every response of the hot
+// path, so that setting them does not allocate. Each slice has len == cap:
+// a handler that appends to one gets a copy (net/http never modifies them).
+type staticHeaders struct {
+	noStore, stripAuthz, json, nosniff []string
+}
+
+// Handler returns the HTTP handler serving every endpoint of the server.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Verifier returns the verifier the server decides with.
+func (s *Server) Verifier() *verify.Verifier { return s.v }
+
+// Ready reports whether every issuer has a usable key set now, and if not,
+// which issuers (their configured strings) have none. It does not block.
+func (s *Server) Ready() (bool, []string) {
+	now := s.now()
+	var notReady []string
+	for _, is := range s.issuers.list {
+		if !is.keys.Load().Usable(now) {
+			notReady = append(notReady, is.name)
+		}
+	}
+	return len(notReady) == 0, notReady
+}
+
+func newTokenSources(in []TokenSource) ([]tokenSource, error) {
+	if len(in) == 0 {
+		in = []TokenSource{{Header: "Authorization", Prefix: "Bearer "}}
+	}
+	out := make([]tokenSource, 0, len(in))
+	for i, ts := range in {
+		n := 0
+		for _, f := range []string{ts.Header, ts.Cookie, ts.Query} {
+			if f != "" {
+				n++
+			}
+		}
+		if n != 1 {
+			return nil, fmt.Errorf("%w: token source %d must set exactly one of header, cookie and query", ErrInvalidOptions, i)
+		}
+		if ts.Prefix != "" && ts.Header == "" {
+			return nil, fmt.Errorf("%w: token source %d: prefix applies to a header only", ErrInvalidOptions, i)
+		}
+		if ts.Header != "" && !httpguts.ValidHeaderFieldName(ts.Header) {
+			return nil, fmt.Errorf("%w: token source %d: invalid header name %q", ErrInvalidOptions, i, ts.Header)
+		}
+		out = append(out, tokenSource{
+			header: textproto.CanonicalMIMEHeaderKey(ts.Header),
+			prefix: ts.Prefix,
+			cookie: ts.Cookie,
+			query:  ts.Query,
+		})
+	}
+	return out, nil
+}
+
+// validClaimHeader reports whether name may carry a claim: a valid field
+// name that does not change how the response itself is framed or read.
+func validClaimHeader(name string) bool {
+	if !httpguts.ValidHeaderFieldName(name) {
+		return false
+	}
+	c := textproto.CanonicalMIMEHeaderKey(name)
+	switch c {
+	case "Connection", "Content-Encoding", "Content-Length", "Content-Type", "Host",
+		"Keep-Alive", "Set-Cookie", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+		"Www-Authenticate", "X-Envoy-Auth-Headers-To-Remove":
+		return false
+	}
+	return !strings.HasPrefix(c, "Proxy-")
 }

@@ -1,0 +1,157 @@
+package server
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// introspectionClient is a validated [IntrospectionClient], kept as hashes
+// so that comparisons take the same time whatever the lengths.
+type introspectionClient struct {
+	id, secret [sha256.Size]byte
+}
+
+func newClients(in []IntrospectionClient) ([]introspectionClient, error) {
+	out := make([]introspectionClient, 0, len(in))
+	seen := make(map[string]bool, len(in))
+	for i, c := range in {
+		if c.ID == "" || c.Secret == "" {
+			return nil, fmt.Errorf("%w: introspection client %d needs an id and a secret", ErrInvalidOptions, i)
+		}
+		if strings.Contains(c.ID, ":") {
+			// HTTP Basic splits at the first colon: such an id never matches.
+			return nil, fmt.Errorf("%w: introspection client id %q contains a colon", ErrInvalidOptions, c.ID)
+		}
+		if seen[c.ID] {
+			return nil, fmt.Errorf("%w: introspection client id %q is listed twice", ErrInvalidOptions, c.ID)
+		}
+		seen[c.ID] = true
+		out = append(out, introspectionClient{id: sha256.Sum256([]byte(c.ID)), secret: sha256.Sum256([]byte(c.Secret))})
+	}
+	return out, nil
+}
+
+// authenticateClient reports whether r carries the credentials of an
+// introspection client: HTTP Basic id:secret (also form-encoded, RFC 6749
+// §2.3.1), or Bearer secret. Every client is compared, in constant time,
+// whatever matches.
+func (s *Server) authenticateClient(r *http.Request) bool {
+	vals := r.Header["Authorization"]
+	if len(vals) != 1 || len(s.clients) == 0 {
+		return false
+	}
+	if id, secret, ok := r.BasicAuth(); ok {
+		if s.matchClient(id, secret, true) {
+			return true
+		}
+		uid, err1 := url.QueryUnescape(id)
+		usecret, err2 := url.QueryUnescape(secret)
+		if err1 == nil && err2 == nil && (uid != id || usecret != secret) {
+			return s.matchClient(uid, usecret, true)
+		}
+		return false
+	}
+	if secret, ok := bearerToken(vals[0]); ok {
+		return s.matchClient("", secret, false)
+	}
+	return false
+}
+
+// matchClient compares id (when withID) and secret with every client.
+func (s *Server) matchClient(id, secret string, withID bool) bool {
+	idSum, secretSum := sha256.Sum256([]byte(id)), sha256.Sum256([]byte(secret))
+	match := 0
+	for i := range s.clients {
+		c := &s.clients[i]
+		idOK := 1
+		if withID {
+			idOK = subtle.ConstantTimeCompare(idSum[:], c.id[:])
+		}
+		match |= idOK & subtle.ConstantTimeCompare(secretSum[:], c.secret[:])
+	}
+	return match == 1
+}
+
+// serveIntrospect is POST /introspect, RFC 7662: the caller authenticates
+// (401 otherwise); the form parameter token is verified; an accepted token
+// answers {"active":true, its claims..., "token_type"}; any rejected token
+// answers exactly {"active":false}; keys unavailable answer 503, a fault
+// rather than a verdict (an inactive answer would tell a resource server
+// that a good token is bad). Responses are never cached.
+func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
+	if !allowMethods(w, r, http.MethodPost) {
+		return
+	}
+	if !s.authenticateClient(r) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="jwksverify"`)
+		writeError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the body must be application/x-www-form-urlencoded")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			d := s.tooLarge(r.Context(), endpointIntrospect)
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request", safeMessage(d.err, d.class, ""))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_request", "the form could not be parsed")
+		return
+	}
+	toks := r.PostForm["token"]
+	switch {
+	case len(toks) == 0 || toks[0] == "":
+		writeError(w, http.StatusBadRequest, "invalid_request", "the form has no token parameter")
+		return
+	case len(toks) > 1:
+		// RFC 6749 §3.1: parameters must not be included more than once.
+		writeError(w, http.StatusBadRequest, "invalid_request", "the token parameter is given more than once")
+		return
+	}
+	d := s.decide(r.Context(), endpointIntrospect, toks[0])
+	switch {
+	case d.status == http.StatusServiceUnavailable:
+		writeError(w, http.StatusServiceUnavailable, d.class, safeMessage(d.err, d.class, toks[0]))
+	case d.allowed():
+		if body, ok := activeBody(d.res.Claims); ok {
+			writeRaw(w, http.StatusOK, body)
+			return
+		}
+		writeRaw(w, http.StatusOK, []byte(`{"active":false}`+"\n"))
+	default:
+		writeRaw(w, http.StatusOK, []byte(`{"active":false}`+"\n"))
+	}
+}
+
+// activeBody builds {"active":true, claims..., "token_type"} from the
+// token's claims, values passed through exactly (numbers not rounded). A
+// claim named "active" never overrides the answer; token_type is "Bearer"
+// unless the token has one. Members are sorted by name.
+func activeBody(claims json.RawMessage) ([]byte, bool) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(claims, &m); err != nil || m == nil {
+		return nil, false
+	}
+	m["active"] = json.RawMessage("true")
+	if _, ok := m["token_type"]; !ok {
+		m["token_type"] = json.RawMessage(`"Bearer"`)
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(m); err != nil {
+		return nil, false
+	}
+	return []byte(buf.String()), true
+}

@@ -1,0 +1,175 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// readBody reads r's body, bounded by MaxBodyBytes. A body over the bound
+// returns an error matching *http.MaxBytesError.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+}
+
+// tooLarge returns the decision of a request whose body exceeds MaxBodyBytes:
+// its token was never read, so it is too large.
+func (s *Server) tooLarge(ctx context.Context, endpoint string) decision {
+	err := fmt.Errorf("%w: the request body exceeds %d bytes", verify.ErrTokenTooLarge, s.maxBody)
+	return s.reject(ctx, endpoint, time.Now(), "", err, false)
+}
+
+// serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,
+// 413 for a token (or body) too large, 503 when keys are unavailable, 400
+// for a request that is not {"token": string}. Unknown members are ignored.
+func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
+	if !allowMethods(w, r, http.MethodPost) {
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeReadError(w, r, endpointVerify, err)
+		return
+	}
+	var req struct {
+		Token *string `json:"token"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"token": string}`)
+		return
+	}
+	if req.Token == nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
+		return
+	}
+	d := s.decide(r.Context(), endpointVerify, *req.Token)
+	writeRaw(w, verifyStatus(d), s.appendVerdict(nil, d, *req.Token))
+}
+
+// writeReadError answers a body that could not be read: 413 when too
+// large, else 400.
+func (s *Server) writeReadError(w http.ResponseWriter, r *http.Request, endpoint string, err error) {
+	var mbe *http.MaxBytesError
+	if !errors.As(err, &mbe) {
+		writeError(w, http.StatusBadRequest, "bad_request", "the request body could not be read")
+		return
+	}
+	d := s.tooLarge(r.Context(), endpoint)
+	if endpoint == endpointVerify {
+		writeRaw(w, http.StatusRequestEntityTooLarge, s.appendVerdict(nil, d, ""))
+		return
+	}
+	writeError(w, http.StatusRequestEntityTooLarge, d.class, safeMessage(d.err, d.class, ""))
+}
+
+// verifyStatus maps a decision to the status of /v1/verify: a verdict is
+// 200 (valid or not), except token_too_large (413); keys unavailable is 503.
+func verifyStatus(d decision) int {
+	switch {
+	case d.allowed():
+		return http.StatusOK
+	case d.status == http.StatusServiceUnavailable:
+		return http.StatusServiceUnavailable
+	case d.class == "token_too_large":
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusOK
+}
+
+// serveBatch is POST /v1/verify/batch {"tokens":[...]}: 200
+// {"results":[...]} in order, each result shaped like /v1/verify's body,
+// whatever the verdicts (an unavailable issuer shows in its items). More
+// than MaxBatch tokens is 400.
+func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
+	if !allowMethods(w, r, http.MethodPost) {
+		return
+	}
+	body, err := s.readBody(w, r)
+	if err != nil {
+		s.writeReadError(w, r, endpointBatch, err)
+		return
+	}
+	var req struct {
+		Tokens *[]string `json:"tokens"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"tokens": [string, ...]}`)
+		return
+	}
+	if req.Tokens == nil {
+		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "tokens" array`)
+		return
+	}
+	tokens := *req.Tokens
+	if len(tokens) > s.maxBatch {
+		writeError(w, http.StatusBadRequest, "bad_request", "a batch holds at most "+strconv.Itoa(s.maxBatch)+" tokens")
+		return
+	}
+	out := append(make([]byte, 0, 256*len(tokens)+16), `{"results":[`...)
+	for i, tok := range tokens {
+		if r.Context().Err() != nil {
+			return // the caller is gone; nobody reads the answer
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = s.appendVerdict(out, s.decide(r.Context(), endpointBatch, tok), tok)
+	}
+	out = append(out, "]}\n"...)
+	writeRaw(w, http.StatusOK, out)
+}
+
+// appendVerdict appends the /v1/verify body of d to b. An allowed token is
+// {"valid":true,"issuer","kid","alg","header","claims"} with header and
+// claims passed through byte for byte from the verifier (numbers are never
+// rounded); any other is {"valid":false,"error":CLASS,"message":...}, the
+// message never holding the token. A single verdict ends with a newline.
+func (s *Server) appendVerdict(b []byte, d decision, token string) []byte {
+	single := b == nil
+	if d.allowed() {
+		res := d.res
+		b = append(b, `{"valid":true,"issuer":`...)
+		b = appendString(b, res.Issuer)
+		b = append(b, `,"kid":`...)
+		b = appendString(b, res.Kid)
+		b = append(b, `,"alg":`...)
+		b = appendString(b, res.Alg)
+		b = append(b, `,"header":`...)
+		b = appendObject(b, res.Header)
+		b = append(b, `,"claims":`...)
+		b = appendObject(b, res.Claims)
+		b = append(b, '}')
+	} else {
+		b = append(b, `{"valid":false,"error":`...)
+		b = appendString(b, d.class)
+		b = append(b, `,"message":`...)
+		b = appendString(b, safeMessage(d.err, d.class, token))
+		b = append(b, '}')
+	}
+	if single {
+		b = append(b, '\n')
+	}
+	return b
+}
+
+// appendString appends s as a JSON string.
+func appendString(b []byte, s string) []byte {
+	j, _ := json.Marshal(s) // a string always encodes
+	return append(b, j...)
+}
+
+// appendObject appends raw, a JSON object from the verifier (valid by its
+// contract), or {} when empty.
+func appendObject(b []byte, raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return append(b, "{}"...)
+	}
+	return append(b, raw...)
+}

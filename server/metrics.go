@@ -1,0 +1,171 @@
+package server
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+const namespace = "jwksverify"
+
+// outcomeKey labels one verify outcome.
+type outcomeKey struct{ issuer, class string }
+
+// metrics are the server's own instruments. Every label value is bounded:
+// issuer labels are configured issuers or "unknown", classes are SPEC
+// words or "valid", endpoints are fixed. The children are created up front
+// so that recording an outcome is a map lookup and an atomic add.
+type metrics struct {
+	outcomes map[outcomeKey]prometheus.Counter
+	latency  map[string]prometheus.Observer
+}
+
+func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
+	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "verify_total",
+		Help:      `Tokens decided, by configured issuer ("unknown" when the token's iss is no configured issuer) and class ("valid" when accepted).`,
+	}, []string{"issuer", "class"})
+	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: namespace,
+		Name:      "verify_duration_seconds",
+		Help:      "Time to decide one token, by endpoint.",
+		Buckets: []float64{
+			.000005, .00001, .000025, .00005, .0001, .00025, .0005,
+			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
+		},
+	}, []string{"endpoint"})
+	for _, c := range []prometheus.Collector{outcomes, latency, &collector{s: s, d: newCollectorDescs()}} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("server: register metrics: %w", err)
+		}
+	}
+	m := &metrics{
+		outcomes: make(map[outcomeKey]prometheus.Counter),
+		latency:  make(map[string]prometheus.Observer),
+	}
+	labels := []string{unknownIssuer}
+	for _, is := range s.issuers.list {
+		labels = append(labels, is.name)
+	}
+	for _, iss := range labels {
+		for _, c := range append([]string{classValid}, verify.Classes...) {
+			m.outcomes[outcomeKey{iss, c}] = outcomes.WithLabelValues(iss, c)
+		}
+	}
+	for _, e := range []string{endpointVerify, endpointBatch, endpointIntrospect, endpointAuthz, endpointGRPC, endpointMiddleware} {
+		m.latency[e] = latency.WithLabelValues(e)
+	}
+	return m, nil
+}
+
+// observe records one decided token.
+func (m *metrics) observe(endpoint, issuer, class string, start time.Time) {
+	if c, ok := m.outcomes[outcomeKey{issuer, class}]; ok {
+		c.Inc()
+	}
+	if o, ok := m.latency[endpoint]; ok {
+		o.Observe(time.Since(start).Seconds())
+	}
+}
+
+// collector exports, at scrape time, what the issuers' cache.Keys and the
+// verifier's token cache count: fetch counters, key-set age and size,
+// readiness, and token cache counters.
+type collector struct {
+	s *Server
+	d collectorDescs
+}
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+}
+
+// newCollectorDescs builds the collector's descriptions, once per server:
+// the package keeps no globals.
+func newCollectorDescs() collectorDescs {
+	return collectorDescs{
+		fetches:     desc("jwks_fetches_total", "Requests sent to the issuer's key source (JWKS or discovery), failures included.", "issuer"),
+		notModified: desc("jwks_not_modified_total", "304 Not Modified answers from the issuer's key source.", "issuer"),
+		errors:      desc("jwks_fetch_errors_total", "Failed attempts to get the issuer's keys (network, status, parse, policy).", "issuer"),
+		skippedTot:  desc("jwks_keys_skipped_total", "Keys left out of parsed sets (unsupported, broken, refused).", "issuer"),
+		unknownKid:  desc("jwks_unknown_kid_refreshes_total", "Refreshes triggered by a token with an unknown kid.", "issuer"),
+		suppressed:  desc("jwks_unknown_kid_refreshes_suppressed_total", "Unknown-kid refreshes refused: budget spent or kid remembered as missing.", "issuer"),
+		failures:    desc("jwks_consecutive_failures", "Failed attempts since the issuer's last successful fetch.", "issuer"),
+		keys:        desc("jwks_keys", "Usable keys in the issuer's current set.", "issuer"),
+		skipped:     desc("jwks_skipped_keys", "Keys skipped in the issuer's current set.", "issuer"),
+		age:         desc("jwks_age_seconds", "Time since the issuer's current set was last confirmed by its source.", "issuer"),
+		remaining:   desc("jwks_usable_remaining_seconds", "Time until the issuer's current set goes stale (absent for sets that never do).", "issuer"),
+		ready:       desc("issuer_ready", "1 when the issuer has a usable key set, else 0.", "issuer"),
+		hits:        desc("token_cache_hits_total", "Verified-token cache hits."),
+		misses:      desc("token_cache_misses_total", "Verified-token cache misses."),
+		evictions:   desc("token_cache_evictions_total", "Verified-token cache evictions."),
+		entries:     desc("token_cache_entries", "Entries in the verified-token cache."),
+		bytes:       desc("token_cache_bytes", "Approximate bytes held by the verified-token cache."),
+	}
+}
+
+type collectorDescs struct {
+	fetches, notModified, errors, skippedTot, unknownKid, suppressed *prometheus.Desc
+	failures, keys, skipped, age, remaining, ready                   *prometheus.Desc
+	hits, misses, evictions, entries, bytes                          *prometheus.Desc
+}
+
+func (d collectorDescs) all() []*prometheus.Desc {
+	return []*prometheus.Desc{
+		d.fetches, d.notModified, d.errors, d.skippedTot, d.unknownKid, d.suppressed,
+		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
+		d.hits, d.misses, d.evictions, d.entries, d.bytes,
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.d.all() {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	d := &c.d
+	now := c.s.now()
+	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
+	}
+	for _, is := range c.s.issuers.list {
+		set, st := is.keys.Load(), is.keys.Status()
+		counter(d.fetches, st.Stats.Fetches, is.name)
+		counter(d.notModified, st.Stats.NotModified, is.name)
+		counter(d.errors, st.Stats.Errors, is.name)
+		counter(d.skippedTot, st.Stats.KeysSkipped, is.name)
+		counter(d.unknownKid, st.Stats.UnknownKidRefreshes, is.name)
+		counter(d.suppressed, st.Stats.SuppressedRefreshes, is.name)
+		gauge(d.failures, float64(st.ConsecutiveFailures), is.name)
+		gauge(d.keys, float64(set.Len()), is.name)
+		gauge(d.skipped, float64(len(set.Skipped())), is.name)
+		ready := 0.0
+		if set.Usable(now) {
+			ready = 1
+		}
+		gauge(d.ready, ready, is.name)
+		if set != nil && !set.FetchedAt.IsZero() {
+			gauge(d.age, now.Sub(set.FetchedAt).Seconds(), is.name)
+		}
+		if set != nil && !set.UsableUntil.IsZero() {
+			gauge(d.remaining, max(set.UsableUntil.Sub(now), 0).Seconds(), is.name)
+		}
+	}
+	cs := c.s.v.CacheStats()
+	counter(d.hits, cs.Hits)
+	counter(d.misses, cs.Misses)
+	counter(d.evictions, cs.Evictions)
+	gauge(d.entries, float64(cs.Entries))
+	gauge(d.bytes, float64(cs.Bytes))
+}

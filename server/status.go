@@ -1,0 +1,170 @@
+package server
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cache"
+)
+
+// serveHealthz is GET /healthz: the process is alive.
+func (s *Server) serveHealthz(w http.ResponseWriter, r *http.Request) {
+	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Status  string `json:"status"`
+		Version string `json:"version"`
+	}{"ok", s.version})
+}
+
+// serveReadyz is GET /readyz: 200 {"ready":true} only when every issuer has
+// a usable key set, else 503 {"ready":false,"issuers_not_ready":[...]}.
+func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
+	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	ok, notReady := s.Ready()
+	if ok {
+		writeJSON(w, http.StatusOK, struct {
+			Ready bool `json:"ready"`
+		}{true})
+		return
+	}
+	writeJSON(w, http.StatusServiceUnavailable, struct {
+		Ready    bool     `json:"ready"`
+		NotReady []string `json:"issuers_not_ready"`
+	}{false, notReady})
+}
+
+// issuersView is the body of /v1/issuers.
+type issuersView struct {
+	Issuers []issuerView `json:"issuers"`
+}
+
+// issuerView is one issuer in /v1/issuers. Times are RFC 3339 in UTC, null
+// when they never happened.
+type issuerView struct {
+	Issuer string `json:"issuer"`
+	Source string `json:"source"`
+	// Ready: the issuer has a usable key set now.
+	Ready   bool            `json:"ready"`
+	Keys    []keyView       `json:"keys"`
+	Skipped []cache.Skipped `json:"skipped"`
+	// FetchedAt is when the current set was last confirmed by its source.
+	FetchedAt   *string `json:"fetched_at"`
+	LastFetch   *string `json:"last_fetch"`
+	LastSuccess *string `json:"last_success"`
+	NextRefresh *string `json:"next_refresh"`
+	// UsableUntil is the end of the set's bounded staleness; null when the
+	// set never goes stale (local keys) or there is no set.
+	UsableUntil *string `json:"usable_until"`
+	LastError   string  `json:"last_error"`
+	// Stale: the set serves although its source's latest attempt failed,
+	// or it is past its staleness bound.
+	Stale bool `json:"stale"`
+	// StaleForRemainingSeconds is how long the set stays usable; null when
+	// it never goes stale or there is no set.
+	StaleForRemainingSeconds *float64 `json:"stale_for_remaining_seconds"`
+	// AgeSeconds is the time since the set was last confirmed; null
+	// without a set.
+	AgeSeconds          *float64  `json:"age_seconds"`
+	ConsecutiveFailures int       `json:"consecutive_failures"`
+	Stats               statsView `json:"stats"`
+}
+
+// keyView is one key in /v1/issuers. The thumbprint of a symmetric key is
+// left out: it is a hash of the secret and would allow guessing it offline.
+type keyView struct {
+	Kid        string   `json:"kid"`
+	Kty        string   `json:"kty"`
+	Crv        string   `json:"crv,omitempty"`
+	Alg        string   `json:"alg,omitempty"`
+	Use        string   `json:"use,omitempty"`
+	KeyOps     []string `json:"key_ops,omitempty"`
+	Size       int      `json:"size"`
+	Thumbprint string   `json:"thumbprint,omitempty"`
+	Local      bool     `json:"local"`
+}
+
+// statsView is cache.FetchStats in JSON.
+type statsView struct {
+	Fetches             uint64 `json:"fetches"`
+	NotModified         uint64 `json:"not_modified"`
+	Errors              uint64 `json:"errors"`
+	KeysSkipped         uint64 `json:"keys_skipped"`
+	UnknownKidRefreshes uint64 `json:"unknown_kid_refreshes"`
+	SuppressedRefreshes uint64 `json:"suppressed_refreshes"`
+}
+
+// serveIssuers is GET /v1/issuers: each issuer's keys, skipped keys, fetch
+// times, last error, staleness and counters, in configured order.
+func (s *Server) serveIssuers(w http.ResponseWriter, r *http.Request) {
+	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	now := s.now()
+	out := issuersView{Issuers: make([]issuerView, 0, len(s.issuers.list))}
+	for _, is := range s.issuers.list {
+		out.Issuers = append(out.Issuers, viewIssuer(is, now))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func viewIssuer(is *issuerInfo, now time.Time) issuerView {
+	set, st := is.keys.Load(), is.keys.Status()
+	v := issuerView{
+		Issuer:              is.name,
+		Source:              st.Source,
+		Ready:               set.Usable(now),
+		Keys:                []keyView{},
+		Skipped:             []cache.Skipped{},
+		LastFetch:           timeString(st.LastAttempt),
+		LastSuccess:         timeString(st.LastSuccess),
+		NextRefresh:         timeString(st.NextRefresh),
+		LastError:           st.LastError,
+		ConsecutiveFailures: st.ConsecutiveFailures,
+		Stats: statsView{
+			Fetches:             st.Stats.Fetches,
+			NotModified:         st.Stats.NotModified,
+			Errors:              st.Stats.Errors,
+			KeysSkipped:         st.Stats.KeysSkipped,
+			UnknownKidRefreshes: st.Stats.UnknownKidRefreshes,
+			SuppressedRefreshes: st.Stats.SuppressedRefreshes,
+		},
+	}
+	if set == nil {
+		return v
+	}
+	for _, k := range set.Keys() {
+		kv := keyView{Kid: k.Kid, Kty: k.Kty, Crv: k.Crv, Alg: k.Alg, Use: k.Use, KeyOps: k.KeyOps, Size: k.Size, Thumbprint: k.Thumbprint, Local: k.Local}
+		if k.Kty == "oct" {
+			kv.Thumbprint = ""
+		}
+		v.Keys = append(v.Keys, kv)
+	}
+	v.Skipped = append(v.Skipped, set.Skipped()...)
+	v.FetchedAt = timeString(set.FetchedAt)
+	v.UsableUntil = timeString(set.UsableUntil)
+	if !set.FetchedAt.IsZero() {
+		v.AgeSeconds = seconds(now.Sub(set.FetchedAt))
+	}
+	if !set.UsableUntil.IsZero() {
+		v.StaleForRemainingSeconds = seconds(max(set.UsableUntil.Sub(now), 0))
+	}
+	v.Stale = !v.Ready || st.ConsecutiveFailures > 0
+	return v
+}
+
+func timeString(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339)
+	return &s
+}
+
+func seconds(d time.Duration) *float64 {
+	f := d.Seconds()
+	return &f
+}

@@ -1,0 +1,283 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+func authzRequest(method, target, token string) *http.Request {
+	r := httptest.NewRequest(method, target, nil)
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	return r
+}
+
+func TestAuthz(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	toks := tokens()
+	tests := []struct {
+		name       string
+		req        *http.Request
+		wantStatus int
+		wantWWW    string
+	}{
+		{name: "valid", req: authzRequest(http.MethodGet, "/v1/authz", toks["valid"]), wantStatus: http.StatusOK},
+		{name: "valid-envoy-path", req: authzRequest(http.MethodPost, "/v1/authz/orders/42?x=1", toks["valid"]), wantStatus: http.StatusOK},
+		{name: "valid-odd-path", req: authzRequest(http.MethodDelete, "/v1/authz//a/../b", toks["valid"]), wantStatus: http.StatusOK},
+		{name: "expired", req: authzRequest(http.MethodGet, "/v1/authz", toks["expired"]), wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="expired"`},
+		{name: "wrong-audience", req: authzRequest(http.MethodGet, "/v1/authz", toks["wrong-audience"]), wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="wrong_audience"`},
+		{name: "bad-signature", req: authzRequest(http.MethodGet, "/v1/authz", toks["bad-signature"]), wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="bad_signature"`},
+		{name: "unknown-kid", req: authzRequest(http.MethodGet, "/v1/authz", toks["unknown-kid"]), wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="unknown_kid"`},
+		{name: "keys-unavailable", req: authzRequest(http.MethodGet, "/v1/authz", toks["keys-unavailable"]), wantStatus: http.StatusServiceUnavailable},
+		{name: "no-token", req: authzRequest(http.MethodGet, "/v1/authz", ""), wantStatus: http.StatusUnauthorized, wantWWW: `Bearer realm="jwksverify"`},
+		{name: "basic-credentials", req: func() *http.Request {
+			r := authzRequest(http.MethodGet, "/v1/authz", "")
+			r.SetBasicAuth("u", "p")
+			return r
+		}(), wantStatus: http.StatusUnauthorized, wantWWW: `Bearer realm="jwksverify"`},
+		{name: "two-authorization-headers", req: func() *http.Request {
+			r := authzRequest(http.MethodGet, "/v1/authz", toks["valid"])
+			r.Header.Add("Authorization", "Bearer "+toks["expired"])
+			return r
+		}(), wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="malformed"`},
+		{name: "lowercase-scheme", req: func() *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "/v1/authz", nil)
+			r.Header.Set("Authorization", "bearer "+toks["valid"])
+			return r
+		}(), wantStatus: http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := do(e.handler, tt.req)
+			if w.Code != tt.wantStatus {
+				t.Fatalf("status = %d, want %d (body %s)", w.Code, tt.wantStatus, w.Body)
+			}
+			if got := w.Header().Get("WWW-Authenticate"); got != tt.wantWWW {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, tt.wantWWW)
+			}
+			if tt.wantStatus == http.StatusOK {
+				if w.Body.Len() != 0 {
+					t.Errorf("allow body = %q, want empty", w.Body)
+				}
+				if got := w.Header().Get("X-Auth-Subject"); got != "alice" {
+					t.Errorf("X-Auth-Subject = %q, want alice", got)
+				}
+				if got := w.Header().Get("X-Auth-Scope"); got != "orders:read orders:write" {
+					t.Errorf("X-Auth-Scope = %q, want the scope", got)
+				}
+				if got := w.Header().Get("x-envoy-auth-headers-to-remove"); got != "authorization" {
+					t.Errorf("x-envoy-auth-headers-to-remove = %q, want authorization", got)
+				}
+			}
+			for _, tok := range toks {
+				if strings.Contains(w.Body.String(), tok) {
+					t.Errorf("response echoes a token")
+				}
+			}
+			checkGolden(t, "authz-"+tt.name, w)
+		})
+	}
+}
+
+func TestAuthzAbsentClaimOverwritesForgedHeader(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	w := do(e.handler, authzRequest(http.MethodGet, "/v1/authz", mint(claims(map[string]any{"scope": nil}))))
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d, want 200", w.Code)
+	}
+	if v, ok := w.Header()["X-Auth-Scope"]; !ok || len(v) != 1 || v[0] != "" {
+		t.Errorf("X-Auth-Scope = %q (present %v), want present and empty", v, ok)
+	}
+}
+
+func TestAuthzTokenSources(t *testing.T) {
+	toks := tokens()
+	valid := toks["valid"]
+	sources := []TokenSource{
+		{Header: "X-Token"},
+		{Cookie: "session"},
+		{Query: "access_token"},
+		{Header: "Authorization", Prefix: "Bearer "},
+	}
+	e := newEnv(t, envConfig{sources: sources})
+	tests := []struct {
+		name       string
+		setup      func(r *http.Request)
+		target     string
+		wantStatus int
+		wantWWW    string
+	}{
+		{name: "header-without-prefix", setup: func(r *http.Request) { r.Header.Set("X-Token", valid) }, wantStatus: http.StatusOK},
+		{name: "cookie", setup: func(r *http.Request) { r.AddCookie(&http.Cookie{Name: "session", Value: valid}) }, wantStatus: http.StatusOK},
+		{name: "two-cookies", setup: func(r *http.Request) {
+			r.AddCookie(&http.Cookie{Name: "session", Value: valid})
+			r.AddCookie(&http.Cookie{Name: "session", Value: "other"})
+		}, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="malformed"`},
+		{name: "query", target: "/v1/authz/x?access_token=" + valid, wantStatus: http.StatusOK},
+		{name: "query-twice", target: "/v1/authz/x?access_token=" + valid + "&access_token=" + valid, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="malformed"`},
+		{name: "forwarded-uri-query", setup: func(r *http.Request) { r.Header.Set("X-Forwarded-Uri", "/app?a=1&access_token="+valid) }, wantStatus: http.StatusOK},
+		{name: "original-uri-query", setup: func(r *http.Request) { r.Header.Set("X-Original-URI", "/app?access_token="+valid) }, wantStatus: http.StatusOK},
+		{name: "authorization-last", setup: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+valid) }, wantStatus: http.StatusOK},
+		{name: "first-source-wins", setup: func(r *http.Request) {
+			r.Header.Set("X-Token", toks["expired"])
+			r.Header.Set("Authorization", "Bearer "+valid)
+		}, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="expired"`},
+		{name: "none", wantStatus: http.StatusUnauthorized, wantWWW: `Bearer realm="jwksverify"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			target := tt.target
+			if target == "" {
+				target = "/v1/authz"
+			}
+			r := httptest.NewRequest(http.MethodGet, target, nil)
+			if tt.setup != nil {
+				tt.setup(r)
+			}
+			w := do(e.handler, r)
+			if w.Code != tt.wantStatus {
+				t.Fatalf("status = %d, want %d (body %s)", w.Code, tt.wantStatus, w.Body)
+			}
+			if got := w.Header().Get("WWW-Authenticate"); got != tt.wantWWW {
+				t.Errorf("WWW-Authenticate = %q, want %q", got, tt.wantWWW)
+			}
+		})
+	}
+}
+
+// TestAuthzHeaderInjection checks that a claim with CR/LF never produces a
+// header line of its own, in the recorder and on the wire.
+func TestAuthzHeaderInjection(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	tok := mint(claims(map[string]any{"sub": "alice\r\nX-Injected: 1", "scope": "a\nb\rc\x00d"}))
+
+	w := do(e.handler, authzRequest(http.MethodGet, "/v1/authz", tok))
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d, want 200", w.Code)
+	}
+	for k, vs := range w.Header() {
+		for _, v := range vs {
+			if strings.ContainsAny(k+v, "\r\n") {
+				t.Errorf("header %q: %q holds CR/LF", k, v)
+			}
+		}
+	}
+	if _, ok := w.Header()["X-Injected"]; ok {
+		t.Errorf("a claim injected the header X-Injected")
+	}
+
+	ts := httptest.NewServer(e.handler)
+	defer ts.Close()
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/authz", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("wire status = %d, want 200", resp.StatusCode)
+	}
+	if resp.Header.Get("X-Injected") != "" {
+		t.Errorf("a claim injected the header X-Injected on the wire")
+	}
+	if got := resp.Header.Get("X-Auth-Subject"); strings.ContainsAny(got, "\r\n") {
+		t.Errorf("X-Auth-Subject = %q holds CR/LF", got)
+	}
+}
+
+// TestAuthzWireFormat reads the raw response of an allow over a real
+// connection: exactly 200 and an empty body.
+func TestAuthzWireFormat(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	ts := httptest.NewServer(e.handler)
+	defer ts.Close()
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "GET /v1/authz/app HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+tokens()["valid"]+"\r\nConnection: close\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(body) != 0 || resp.ContentLength != 0 {
+		t.Errorf("allow = %d, body %q, length %d; want 200, empty, 0", resp.StatusCode, body, resp.ContentLength)
+	}
+}
+
+func TestDecideUnclassifiedErrorFailsClosed(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	d := e.srv.reject(context.Background(), endpointGRPC, e.clock.Now(), "tok", errors.New("surprise"), false)
+	if d.allowed() || d.status != http.StatusServiceUnavailable || d.class != "keys_unavailable" {
+		t.Errorf("reject(unclassified) = %d %q, want 503 keys_unavailable", d.status, d.class)
+	}
+	d = e.srv.reject(context.Background(), endpointGRPC, e.clock.Now(), "tok", verify.ErrExpired, false)
+	if d.status != http.StatusUnauthorized || d.class != "expired" {
+		t.Errorf("reject(expired) = %d %q, want 401 expired", d.status, d.class)
+	}
+}
+
+func TestLeaksToken(t *testing.T) {
+	tok := mint(claims(nil))
+	h, rest, _ := strings.Cut(tok, ".")
+	_, sig, _ := strings.Cut(rest, ".")
+	tests := []struct {
+		name string
+		msg  string
+		want bool
+	}{
+		{name: "whole-token", msg: "bad: " + tok, want: true},
+		{name: "header-segment", msg: "bad header " + h, want: true},
+		{name: "signature-segment", msg: "sig " + sig, want: true},
+		{name: "clean", msg: "expired: token expired 1h ago", want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := leaksToken(tt.msg, tok); got != tt.want {
+				t.Errorf("leaksToken() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if got := safeMessage(errors.New("x "+tok), "malformed", tok); got != "malformed" {
+		t.Errorf("safeMessage() = %q, want the class", got)
+	}
+}
+
+func TestIssuerLabelIsBounded(t *testing.T) {
+	idx, err := newIssuerIndex([]verify.Issuer{
+		{Issuer: issuerA, Keys: &cache.Keys{}},
+		{Issuer: "https://login.example.com/{tenantid}/v2.0", Keys: &cache.Keys{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ iss, want string }{
+		{issuerA, issuerA},
+		{"https://login.example.com/1234-abcd/v2.0", "https://login.example.com/{tenantid}/v2.0"},
+		{"https://login.example.com/a/b/v2.0", unknownIssuer},
+		{"https://login.example.com//v2.0", unknownIssuer},
+		{"https://attacker.example/" + strings.Repeat("x", 100), unknownIssuer},
+		{"", unknownIssuer},
+	}
+	for _, tt := range tests {
+		if got := idx.lookup(tt.iss).label(); got != tt.want {
+			t.Errorf("lookup(%q).label() = %q, want %q", tt.iss, got, tt.want)
+		}
+	}
+}

@@ -148,21 +148,23 @@ func newVerifier(t testing.TB, opts verify.Options) *verify.Verifier {
 	return v
 }
 
-// fakeRefresher publishes next into keys when asked, or fails with err.
+// fakeRefresher publishes next into keys when asked, or fails with err
+// (storeOnErr: publishes next and still fails, as when a concurrent refresh
+// spent the budget).
 type fakeRefresher struct {
-	keys  *cache.Keys
-	next  *cache.Set
-	err   error
-	calls atomic.Int32
+	keys       *cache.Keys
+	next       *cache.Set
+	err        error
+	storeOnErr bool
+	calls      atomic.Int32
 }
 
 func (f *fakeRefresher) RefreshUnknownKid(ctx context.Context, kid string) error {
 	f.calls.Add(1)
-	if f.err != nil {
-		return f.err
+	if f.err == nil || f.storeOnErr {
+		f.keys.Store(f.next)
 	}
-	f.keys.Store(f.next)
-	return nil
+	return f.err
 }
 
 // publicPEM returns pub as PEM ("PUBLIC KEY") and DER (PKIX).

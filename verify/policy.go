@@ -227,9 +227,10 @@ func typeMatches(want, got string) bool {
 	return strings.EqualFold(want, got)
 }
 
-// matchTemplate reports whether iss equals prefix + tid + suffix.
+// matchTemplate reports whether iss equals prefix + tid + suffix, tid being
+// one non-empty path segment.
 func matchTemplate(prefix, suffix, iss, tid string) bool {
-	return tid != "" && len(iss) == len(prefix)+len(tid)+len(suffix) &&
+	return tid != "" && !strings.Contains(tid, "/") && len(iss) == len(prefix)+len(tid)+len(suffix) &&
 		strings.HasPrefix(iss, prefix) && strings.HasSuffix(iss, suffix) &&
 		iss[len(prefix):len(iss)-len(suffix)] == tid
 }

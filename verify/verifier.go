@@ -407,14 +407,18 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 		if is.cfg.Refresher == nil {
 			return nil, tr.fail("key", fmt.Errorf("%w: kid %s", ErrUnknownKid, quote(h.kid)))
 		}
-		if err := is.cfg.Refresher.RefreshUnknownKid(ctx, h.kid); err != nil {
-			return nil, tr.fail("key", fmt.Errorf("%w: kid %s (no refresh: %w)", ErrUnknownKid, quote(h.kid), err))
-		}
-		refreshed = true
+		rerr := is.cfg.Refresher.RefreshUnknownKid(ctx, h.kid)
+		// Look again even when the refresher declined: a concurrent
+		// request's refresh (the one that spent the budget) may have
+		// published the kid meanwhile.
+		refreshed = rerr == nil
 		if set = is.cfg.Keys.Load(); !set.Usable(now) {
 			return nil, tr.fail("key", fmt.Errorf("%w: issuer %s has no usable key set", ErrKeysUnavailable, quote(is.cfg.Issuer)))
 		}
 		if key, ok = set.Lookup(h.kid); !ok {
+			if rerr != nil {
+				return nil, tr.fail("key", fmt.Errorf("%w: kid %s (no refresh: %w)", ErrUnknownKid, quote(h.kid), rerr))
+			}
 			return nil, tr.fail("key", fmt.Errorf("%w: kid %s (not found after a refresh)", ErrUnknownKid, quote(h.kid)))
 		}
 	}

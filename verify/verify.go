@@ -139,8 +139,9 @@ type Result struct {
 
 // Step is one check of [Verifier.Explain], in the order the verifier runs them.
 type Step struct {
-	// Check names the check: "size", "structure", "header", "alg", "crit",
-	// "issuer", "key", "signature", "exp", "nbf", "aud", "typ", "claims".
+	// Check names the check, in the order the verifier runs them: "size",
+	// "structure", "header", "crit", "issuer", "alg", "key", "signature",
+	// "exp", "nbf", "aud", "typ", "claims" (docs/ARCHITECTURE.md).
 	Check string `json:"check"`
 	// OK reports whether the check passed.
 	OK bool `json:"ok"`

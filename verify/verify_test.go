@@ -620,6 +620,10 @@ func TestUnknownKidRefresh(t *testing.T) {
 		{"refresh-error", func(k *cache.Keys) *fakeRefresher {
 			return &fakeRefresher{keys: k, err: errors.New("budget spent")}
 		}, false, verify.ErrUnknownKid, 1},
+		{"refresh-declined-but-kid-published", func(k *cache.Keys) *fakeRefresher {
+			// A concurrent request's refresh published the kid and spent the budget.
+			return &fakeRefresher{keys: k, next: cache.NewSet([]*cache.Key{old, fresh}, nil, t0, time.Time{}), err: errors.New("budget spent"), storeOnErr: true}
+		}, false, nil, 1},
 		{"recently-missing", func(k *cache.Keys) *fakeRefresher {
 			return &fakeRefresher{keys: k, next: cache.NewSet([]*cache.Key{old, fresh}, nil, t0, time.Time{})}
 		}, true, verify.ErrUnknownKid, 0},

@@ -517,7 +517,7 @@ func (fc *fileConfig) resolve(ov overrides, lookupEnv func(string) (string, bool
 		if err := checkListen(c.GRPCListen); err != nil {
 			return nil, fmt.Errorf("%s: %w", grpcField, err)
 		}
-		if c.GRPCListen == c.Listen {
+		if _, port, _ := net.SplitHostPort(c.GRPCListen); c.GRPCListen == c.Listen && port != "0" {
 			return nil, fmt.Errorf("%s: %q is also the HTTP listen address", grpcField, c.GRPCListen)
 		}
 	}

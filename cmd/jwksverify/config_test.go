@@ -158,6 +158,7 @@ func TestBadConfig(t *testing.T) {
 		{name: "list-expected", yaml: disc + "    audiences: api\n", wantField: "issuers[0].audiences: line 4: want a list"},
 		{name: "listen-not-host-port", yaml: "listen: localhost\n" + disc, wantField: `listen: "localhost" is not host:port`},
 		{name: "grpc-listen-bad-port", yaml: "grpc_listen: 127.0.0.1:http\n" + disc, wantField: `grpc_listen: "127.0.0.1:http": port "http" is not a number`},
+		{name: "grpc-listen-same-as-listen", yaml: "listen: 127.0.0.1:9000\ngrpc_listen: 127.0.0.1:9000\n" + disc, wantField: `grpc_listen: "127.0.0.1:9000" is also the HTTP listen address`},
 		{name: "plain-http-remote", yaml: "issuers: [{issuer: a, jwks_url: 'http://idp.example.com/keys'}]", wantField: "issuers[0].jwks_url: plain http is accepted only for loopback hosts"},
 		{name: "introspection-secret-unset", yaml: disc + "introspection: {clients: [{id: gw, secret_env: JWKSVERIFY_TEST_UNSET_SECRET}]}\n", wantField: "introspection.clients[0].secret_env: environment variable JWKSVERIFY_TEST_UNSET_SECRET is not set"},
 		{name: "log-level", yaml: disc + "log: {level: loud}\n", wantField: `log.level: "loud" is not one of debug, info, warn, error`},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
@@ -269,5 +275,65 @@ func TestServePortTaken(t *testing.T) {
 	r := runBin(t, nil, "", "serve", "--demo", "--listen", ln.Addr().String())
 	if r.code != 1 || !strings.Contains(r.stderr, "already in use") || !strings.Contains(r.stderr, "--listen") {
 		t.Errorf("serve on a taken port: exit %d, stderr %q; want 1 and a message saying it is in use and how to choose another", r.code, r.stderr)
+	}
+}
+
+// TestServeGRPC runs the service with grpc_listen and calls Envoy's
+// Authorization/Check on it.
+func TestServeGRPC(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "jwks.json", testJWKS())
+	cfg := writeFile(t, dir, "cfg.yaml", []byte(`
+listen: 127.0.0.1:0
+issuers: [{issuer: "https://a.test/", jwks_file: jwks.json, claims_to_headers: {sub: X-Auth-Subject}}]
+`))
+	p := startBin(t, nil, nil, "serve", "--config", cfg, "--grpc-listen", "127.0.0.1:0")
+	line := p.waitLog(t, "listening")
+	addr, _ := line["grpc"].(string)
+	if !strings.HasPrefix(addr, "127.0.0.1:") {
+		t.Fatalf("listening grpc = %q, want 127.0.0.1:<port> (line %v)", addr, line)
+	}
+	waitReadyz(t, "http://"+line["http"].(string))
+
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	client := authv3.NewAuthorizationClient(conn)
+	now := time.Now()
+	tests := []struct {
+		name     string
+		token    string
+		wantCode codes.Code
+	}{
+		{"valid", mintRS256(claimsAt("https://a.test/", "api", now)), codes.OK},
+		{"expired", mintRS256(claimsAt("https://a.test/", "api", now.Add(-2*time.Hour))), codes.Unauthenticated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			resp, err := client.Check(ctx, &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+				Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+					Method: "GET", Path: "/orders", Host: "api.test",
+					Headers: map[string]string{"authorization": "Bearer " + tt.token},
+				}},
+			}})
+			if err != nil {
+				t.Fatalf("Check() = %v", err)
+			}
+			if got := codes.Code(resp.GetStatus().GetCode()); got != tt.wantCode {
+				t.Errorf("Check() status = %v, want %v", got, tt.wantCode)
+			}
+		})
+	}
+	conn.Close()
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := p.wait(t, 20*time.Second); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", code, p.stderr.String())
 	}
 }

@@ -131,7 +131,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	if err != nil {
 		var tooLarge errTokenTooLarge
 		if errors.As(err, &tooLarge) {
-			return a.writeVerdict(nil, nil, fmt.Errorf("%w: %w", verify.ErrTokenTooLarge, err)), nil
+			return a.writeVerdict(nil, "", fmt.Errorf("%w: %w", verify.ErrTokenTooLarge, err)), nil
 		}
 		return exitUsage, err
 	}
@@ -161,7 +161,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 			return exitUsage, err
 		}
 		// The keys could not be fetched: no verdict is possible.
-		return a.writeVerdict(nil, nil, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)), nil
+		return a.writeVerdict(nil, token, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)), nil
 	}
 	v, err := verify.New(verify.Options{Issuers: issuers, MaxTokenBytes: maxToken, Now: now})
 	if err != nil {
@@ -170,10 +170,10 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	if f.explain {
 		steps, res, err := v.Explain(ctx, token)
 		a.writeSteps(steps)
-		return a.writeVerdict(res, steps, err), nil
+		return a.writeVerdict(res, token, err), nil
 	}
 	res, err := v.Verify(ctx, token)
-	return a.writeVerdict(res, nil, err), nil
+	return a.writeVerdict(res, token, err), nil
 }
 
 // parseNow reads --now: RFC 3339 or Unix seconds.
@@ -496,8 +496,9 @@ type invalidBody struct {
 	Message string `json:"message"`
 }
 
-// writeVerdict prints the result as JSON and returns the exit status.
-func (a *app) writeVerdict(res *verify.Result, _ []verify.Step, err error) int {
+// writeVerdict prints the result as JSON and returns the exit status. The
+// message never holds the token, even if an error were to quote it.
+func (a *app) writeVerdict(res *verify.Result, token string, err error) int {
 	enc := json.NewEncoder(a.stdout)
 	enc.SetEscapeHTML(false)
 	if err == nil && res != nil {
@@ -511,7 +512,11 @@ func (a *app) writeVerdict(res *verify.Result, _ []verify.Step, err error) int {
 	if class == "" {
 		class = "malformed"
 	}
-	_ = enc.Encode(invalidBody{Error: class, Message: err.Error()})
+	msg := err.Error()
+	if token != "" && strings.Contains(msg, token) {
+		msg = strings.ReplaceAll(msg, token, "[token]")
+	}
+	_ = enc.Encode(invalidBody{Error: class, Message: msg})
 	return exitFailure
 }
 

@@ -186,6 +186,38 @@ func idpServer(t *testing.T, jwks []byte) *httptest.Server {
 	return srv
 }
 
+// TestVerifyConfigReadsOnlyTheTokensIssuer checks that verify --config does
+// not wait for the keys of issuers the token cannot route to.
+func TestVerifyConfigReadsOnlyTheTokensIssuer(t *testing.T) {
+	release := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(release) })
+	dir := t.TempDir()
+	writeFile(t, dir, "jwks.json", testJWKS())
+	cfg := writeFile(t, dir, "cfg.yaml", []byte(`
+issuers:
+  - issuer: `+hang.URL+`
+    discovery: true
+    refresh: {fetch_timeout: 1m}
+  - issuer: https://local.test/
+    jwks_file: jwks.json
+`))
+	start := time.Now()
+	r := runApp(t, nil, "", "verify", "--config", cfg, mintRS256(claimsAt("https://local.test/", "api", time.Now())))
+	if r.code != 0 {
+		t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("verify took %s: it waited for an issuer the token does not name", took)
+	}
+}
+
 func pemFile(t *testing.T, dir, name, typ string, der []byte) string {
 	t.Helper()
 	return writeFile(t, dir, name, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}))

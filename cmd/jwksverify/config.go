@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/netip"
 	"net/url"
@@ -564,11 +565,14 @@ func (fc *fileConfig) resolve(ov overrides, lookupEnv func(string) (string, bool
 	}
 
 	if c.StateDir != "" {
+		// Created (0700) by the fetchers when missing; what exists must be
+		// a directory.
 		st, err := os.Stat(c.StateDir)
-		if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
 			return nil, fmt.Errorf("state_dir: %w", err)
-		}
-		if !st.IsDir() {
+		case !st.IsDir():
 			return nil, fmt.Errorf("state_dir: %s is not a directory", c.StateDir)
 		}
 	}

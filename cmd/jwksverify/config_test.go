@@ -165,6 +165,7 @@ func TestBadConfig(t *testing.T) {
 		{name: "token-source-two-places", yaml: disc + "token_sources: [{header: X-Token, cookie: tok}]\n", wantField: "token_sources[0]: exactly one of header, cookie, query"},
 		{name: "claim-header-reserved", yaml: disc + "    claims_to_headers: {sub: Content-Length}\n", wantField: "issuers[0].claims_to_headers.sub: \"Content-Length\" is a header"},
 		{name: "limits-out-of-range", yaml: disc + "limits: {max_keys: 0}\n", wantField: "limits.max_keys: 0 is out of range"},
+		{name: "state-dir-is-a-file", yaml: disc + "state_dir: " + good + "\n", wantField: "state_dir: " + good + " is not a directory"},
 		{name: "two-documents", yaml: disc + "---\nlisten: 127.0.0.1:0\n", wantField: "more than one YAML document"},
 	}
 	for _, tt := range tests {

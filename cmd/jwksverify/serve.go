@@ -295,7 +295,6 @@ func listen(addr, what, flagName string) (net.Listener, error) {
 func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, onReady func(ctx context.Context, base string) error) int {
 	svc, err := newService(cfg, logger)
 	if err != nil {
-		logger.Error("configuration refused", "err", err)
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
 		return exitUsage
 	}
@@ -304,7 +303,6 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 	ln, err := listen(cfg.Listen, "HTTP", "--listen")
 	if err != nil {
 		logger.Error("cannot listen", "err", err)
-		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
 		return exitFailure
 	}
 	var gln net.Listener
@@ -312,7 +310,6 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 		if gln, err = listen(cfg.GRPCListen, "gRPC", "--grpc-listen"); err != nil {
 			ln.Close()
 			logger.Error("cannot listen", "err", err)
-			fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
 			return exitFailure
 		}
 	}

@@ -138,7 +138,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 
 	var issuers []verify.Issuer
 	if cfg != nil {
-		issuers, err = a.configIssuers(ctx, cfg, f, leeway, leewaySet, logger)
+		issuers, err = a.configIssuers(ctx, cfg, f, peekIssuer(token), leeway, leewaySet, logger)
 	} else {
 		var is verify.Issuer
 		is, err = a.flagIssuer(ctx, f, token, logger)
@@ -284,7 +284,11 @@ func (a *app) flagIssuer(ctx context.Context, f verifyFlags, token string, logge
 // whose keys cannot be fetched is kept without keys (keys_unavailable if the
 // token routes to it). --issuer keeps only that issuer; --audience, --alg
 // and --leeway replace each issuer's own.
-func (a *app) configIssuers(ctx context.Context, cfg *config, f verifyFlags, leeway time.Duration, leewaySet bool, logger *slog.Logger) ([]verify.Issuer, error) {
+//
+// Only the keys of the issuers the token may route to are read: those equal
+// to its (unverified) iss, and templates; all of them when it has no iss.
+// The verifier routes the token again; this only saves fetches.
+func (a *app) configIssuers(ctx context.Context, cfg *config, f verifyFlags, tokenIss string, leeway time.Duration, leewaySet bool, logger *slog.Logger) ([]verify.Issuer, error) {
 	ics := cfg.Issuers
 	if f.issuer != "" {
 		ics = nil
@@ -323,6 +327,9 @@ func (a *app) configIssuers(ctx context.Context, cfg *config, f verifyFlags, lee
 			is.Leeway = leewayOption(leeway)
 		}
 		out[i] = is
+		if tokenIss != "" && ic.Issuer != tokenIss && !strings.Contains(ic.Issuer, "{tenantid}") {
+			continue
+		}
 		wg.Go(func() {
 			set, err := configSet(ctx, cfg, ic, logger)
 			if err != nil {
@@ -458,21 +465,35 @@ func readPEMPublicKey(path string) (any, error) {
 // it only names the one key given by --pem or --secret-file after the
 // token's kid, so that the verifier selects it. "" when there is none.
 func peekKid(token string) string {
-	head, _, ok := strings.Cut(token, ".")
-	if !ok || len(head) > 8192 {
-		return ""
-	}
-	b, err := base64.RawURLEncoding.DecodeString(head)
-	if err != nil {
-		return ""
-	}
 	var h struct {
 		Kid string `json:"kid"`
 	}
-	if json.Unmarshal(b, &h) != nil {
-		return ""
-	}
+	peekSegment(token, 0, &h)
 	return h.Kid
+}
+
+// peekIssuer returns the iss claim of token, without verifying anything:
+// it only chooses which configured issuers' keys the CLI reads.
+func peekIssuer(token string) string {
+	var c struct {
+		Iss string `json:"iss"`
+	}
+	peekSegment(token, 1, &c)
+	return c.Iss
+}
+
+// peekSegment decodes the JSON of segment i of token into v, leaving v
+// untouched when it cannot.
+func peekSegment(token string, i int, v any) {
+	segs := strings.SplitN(token, ".", 3)
+	if len(segs) < 2 || len(segs[i]) > 2*defaultMaxTokenBytes {
+		return
+	}
+	b, err := base64.RawURLEncoding.DecodeString(segs[i])
+	if err != nil {
+		return
+	}
+	_ = json.Unmarshal(b, v)
 }
 
 func isURL(s string) bool {

@@ -1,0 +1,271 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// This file is the Envoy ext_authz gRPC front end
+// (envoy.service.auth.v3.Authorization/Check) and the gRPC health service.
+// It decides with the same code as HTTP forward-auth (authz.go): the same
+// token sources, classes, challenges, claim headers, metrics and logs.
+//
+// The three outcomes map onto what Envoy's ext_authz filter does with them:
+//   - allow: status OK and an OkHttpResponse that sets the claim headers
+//     (overwriting what the client sent) and removes the configured claim
+//     headers the token has no value for, and Authorization when
+//     StripAuthorization is set;
+//   - deny: status UNAUTHENTICATED and a DeniedHttpResponse: HTTP 401, the
+//     RFC 6750 WWW-Authenticate challenge and the JSON body of forward-auth;
+//   - could not decide (keys unavailable): the call fails with the gRPC
+//     status UNAVAILABLE and no CheckResponse. Envoy counts a failed call as
+//     an ext_authz error, not a denial: failure_mode_allow decides whether
+//     the request passes, and status_on_error (deploy/envoy/envoy.yaml: 503)
+//     what the client gets. A CheckResponse whose status is UNAVAILABLE would
+//     instead be read as a denial by Envoy (403 unless overridden), turning a
+//     fault into a verdict.
+
+// healthWatchInterval is how often a grpc.health.v1 Watch re-checks readiness.
+const healthWatchInterval = time.Second
+
+// authorizationService is the name Envoy and health checkers use for the
+// ext_authz service.
+var authorizationService = authv3.Authorization_ServiceDesc.ServiceName
+
+// RegisterGRPC registers on g the Envoy ext_authz service
+// (envoy.service.auth.v3.Authorization) and the gRPC health service
+// (grpc.health.v1.Health). Health answers SERVING for the overall server ("")
+// and for envoy.service.auth.v3.Authorization while [Server.Ready] holds,
+// NOT_SERVING otherwise; it checks readiness on every call, so it is always
+// current and needs no goroutine.
+//
+// Call it before g.Serve. The caller owns g (its options — bound the message
+// size with grpc.MaxRecvMsgSize — and its shutdown). Note that
+// g.GracefulStop waits for open health Watch streams, which end only when
+// their clients go away or g.Stop is called.
+func (s *Server) RegisterGRPC(g *grpc.Server) {
+	authv3.RegisterAuthorizationServer(g, newAuthzGRPC(s))
+	healthpb.RegisterHealthServer(g, &healthGRPC{s: s, interval: healthWatchInterval})
+}
+
+// authzGRPC implements authv3.AuthorizationServer. It is safe for
+// concurrent use.
+type authzGRPC struct {
+	authv3.UnimplementedAuthorizationServer
+	s *Server
+	// lowerHeaders holds, for each token source, its header name in lower
+	// case (how Envoy sends header keys), or "" for a cookie or query source.
+	lowerHeaders []string
+	// cookies reports whether a token source reads a cookie.
+	cookies bool
+}
+
+func newAuthzGRPC(s *Server) *authzGRPC {
+	a := &authzGRPC{s: s, lowerHeaders: make([]string, len(s.sources))}
+	for i, ts := range s.sources {
+		a.lowerHeaders[i] = strings.ToLower(ts.header)
+		a.cookies = a.cookies || ts.cookie != ""
+	}
+	return a
+}
+
+// Check decides one request that Envoy's ext_authz filter forwards. A
+// request without HTTP attributes carries no token: it is denied, not
+// failed. It blocks only as long as the verifier does.
+func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	s := a.s
+	var d decision
+	if hr := req.GetAttributes().GetRequest().GetHttp(); hr == nil {
+		d = s.decide(ctx, endpointGRPC, "")
+	} else {
+		switch tok, st := s.tokenFromRequest(a.request(hr)); st {
+		case tokenFound:
+			d = s.decide(ctx, endpointGRPC, tok)
+		case tokenAmbiguous:
+			d = s.decideAmbiguous(ctx, endpointGRPC)
+		default:
+			d = s.decide(ctx, endpointGRPC, "")
+		}
+	}
+	switch {
+	case d.allowed():
+		return a.allow(d), nil
+	case d.status == http.StatusServiceUnavailable:
+		return nil, status.Error(codes.Unavailable, d.class)
+	default:
+		return a.deny(d), nil
+	}
+}
+
+// request builds the part of an *http.Request that the token sources read
+// from Envoy's HTTP attributes: the source headers (Envoy sends header keys
+// in lower case; with encode_raw_headers, as header_map, where a repeated
+// header stays repeated), the cookie header, and the query of the original
+// request target (:path). Nothing else of the attributes is copied, so a
+// client cannot add a source (X-Forwarded-Uri, say) that Envoy did not.
+func (a *authzGRPC) request(hr *authv3.AttributeContext_HttpRequest) *http.Request {
+	r := &http.Request{Header: make(http.Header, len(a.lowerHeaders)+1), URL: &url.URL{}}
+	add := func(lower, canonical string) {
+		if lower == "" || r.Header[canonical] != nil {
+			return
+		}
+		if hm := hr.GetHeaderMap(); hm != nil {
+			for _, h := range hm.GetHeaders() {
+				if strings.EqualFold(h.GetKey(), lower) {
+					v := h.GetValue()
+					if len(h.GetRawValue()) > 0 {
+						v = string(h.GetRawValue())
+					}
+					r.Header[canonical] = append(r.Header[canonical], v)
+				}
+			}
+			return
+		}
+		if v, ok := hr.GetHeaders()[lower]; ok {
+			r.Header[canonical] = []string{v}
+		}
+	}
+	for i, ts := range a.s.sources {
+		add(a.lowerHeaders[i], ts.header)
+	}
+	if a.cookies {
+		add("cookie", "Cookie")
+	}
+	if _, q, ok := strings.Cut(hr.GetPath(), "?"); ok {
+		r.URL.RawQuery = q
+	} else {
+		r.URL.RawQuery = hr.GetQuery()
+	}
+	return r
+}
+
+// allow builds the OK response: each configured claim header set to the
+// token's value (overwriting one the client sent), or removed when the
+// token has none; Authorization removed when StripAuthorization is set.
+func (a *authzGRPC) allow(d decision) *authv3.CheckResponse {
+	ok := &authv3.OkHttpResponse{}
+	a.s.eachClaimHeader(d, func(name, value string) {
+		name = strings.ToLower(name)
+		if value == "" {
+			ok.HeadersToRemove = append(ok.HeadersToRemove, name)
+			return
+		}
+		ok.Headers = append(ok.Headers, &corev3.HeaderValueOption{
+			Header: &corev3.HeaderValue{Key: name, Value: value},
+			// Explicit: Envoys that read append_action default to appending,
+			// which would keep a client's forged value next to ours.
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+		})
+	})
+	if a.s.stripAuthz {
+		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")
+	}
+	return &authv3.CheckResponse{
+		Status:       &rpcstatus.Status{Code: int32(codes.OK)},
+		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: ok},
+	}
+}
+
+// deny builds the DENIED response: HTTP 401 with the forward-auth challenge
+// and JSON body, and the rpc status UNAUTHENTICATED carrying the class word.
+func (a *authzGRPC) deny(d decision) *authv3.CheckResponse {
+	dn := a.s.denialOf(d)
+	headers := []*corev3.HeaderValueOption{
+		header("content-type", "application/json"),
+		header("cache-control", "no-store"),
+	}
+	if www := a.s.wwwAuthenticate(d); www != "" {
+		headers = append(headers, header("www-authenticate", www))
+	}
+	return &authv3.CheckResponse{
+		Status: &rpcstatus.Status{Code: int32(codes.Unauthenticated), Message: d.class},
+		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
+			Status:  &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
+			Headers: headers,
+			Body:    string(dn.body),
+		}},
+	}
+}
+
+func header(key, value string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: key, Value: value},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+}
+
+// healthGRPC implements grpc.health.v1.Health over [Server.Ready]. It is
+// safe for concurrent use and holds no goroutine of its own.
+type healthGRPC struct {
+	healthpb.UnimplementedHealthServer
+	s *Server
+	// interval is how often Watch re-checks readiness.
+	interval time.Duration
+}
+
+// servingStatus returns the status of service, and false when the service
+// is unknown.
+func (h *healthGRPC) servingStatus(service string) (healthpb.HealthCheckResponse_ServingStatus, bool) {
+	if service != "" && service != authorizationService {
+		return healthpb.HealthCheckResponse_SERVICE_UNKNOWN, false
+	}
+	if ready, _ := h.s.Ready(); ready {
+		return healthpb.HealthCheckResponse_SERVING, true
+	}
+	return healthpb.HealthCheckResponse_NOT_SERVING, true
+}
+
+// Check answers SERVING while every issuer has usable keys, NOT_SERVING
+// otherwise, and NOT_FOUND for a service other than "" and the ext_authz
+// service. It does not block.
+func (h *healthGRPC) Check(_ context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	st, known := h.servingStatus(req.GetService())
+	if !known {
+		return nil, status.Error(codes.NotFound, "unknown service")
+	}
+	return &healthpb.HealthCheckResponse{Status: st}, nil
+}
+
+// List reports the status of "" and of the ext_authz service.
+func (h *healthGRPC) List(context.Context, *healthpb.HealthListRequest) (*healthpb.HealthListResponse, error) {
+	st, _ := h.servingStatus("")
+	return &healthpb.HealthListResponse{Statuses: map[string]*healthpb.HealthCheckResponse{
+		"":                   {Status: st},
+		authorizationService: {Status: st},
+	}}, nil
+}
+
+// Watch sends the current status at once, then each change, re-checking
+// every interval until the client goes away or the server stops. An unknown
+// service is reported as SERVICE_UNKNOWN (the call is kept open, as the
+// protocol asks).
+func (h *healthGRPC) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
+	t := time.NewTicker(h.interval)
+	defer t.Stop()
+	last := healthpb.HealthCheckResponse_ServingStatus(-1)
+	for {
+		if st, _ := h.servingStatus(req.GetService()); st != last {
+			if err := stream.Send(&healthpb.HealthCheckResponse{Status: st}); err != nil {
+				return err
+			}
+			last = st
+		}
+		select {
+		case <-stream.Context().Done():
+			return status.FromContextError(stream.Context().Err()).Err()
+		case <-t.C:
+		}
+	}
+}

@@ -101,7 +101,11 @@ type Options struct {
 	TokenCache TokenCacheOptions
 }
 
-// TokenCacheOptions configure the verified-token cache.
+// TokenCacheOptions configure the verified-token cache. It remembers only
+// successful verdicts, keyed by the exact token string. An entry lives until
+// the token's exp (a token without exp: at most 5 minutes), and every hit
+// re-checks exp and nbf with the issuer's leeway, that the issuer's key set
+// is still usable, and that the key that verified the token is still in it.
 type TokenCacheOptions struct {
 	// MaxEntries bounds the number of cached verdicts. Zero turns the cache off.
 	MaxEntries int

@@ -29,6 +29,7 @@ const (
 	DefaultMaxBytes           = 1 << 20
 	DefaultMaxKeys            = 100
 	DefaultMaxRedirects       = 3
+	DefaultFilePollInterval   = time.Second
 	// MinAnyInterval is the smallest interval any option accepts.
 	MinAnyInterval = time.Second
 )
@@ -47,13 +48,18 @@ type Options struct {
 	// File is a local JWKS file, reloaded when it changes. Keys from a file
 	// are Local: oct (HMAC) keys are accepted from it.
 	File string
+	// FilePollInterval is how often File is checked for a change (its size,
+	// modification time or identity). Zero means 1s.
+	FilePollInterval time.Duration
 
 	// Keys receives the parsed sets. Nil means New allocates one; get it with
 	// [Fetcher.Keys].
 	Keys *cache.Keys
 	// Client sends the requests. Nil means a client with FetchTimeout, at most
 	// DefaultMaxRedirects redirects (each re-checked against the http rule),
-	// and TLS verified.
+	// and TLS verified. A caller's client is copied, not modified: the copy
+	// gets the same redirect rule (before the client's own CheckRedirect),
+	// and FetchTimeout bounds each request through its context.
 	Client *http.Client
 
 	// FetchTimeout bounds one fetch. Zero means 10s.
@@ -77,7 +83,12 @@ type Options struct {
 	MaxKeys int
 
 	// StateDir, if set, is where the last good JWKS is persisted and loaded
-	// from at start. Empty means no persistence.
+	// from at start. Empty means no persistence. After each successful fetch
+	// (a 304 included) the document, its validators and the fetch time are
+	// written atomically (mode 0600) to <StateDir>/<16 hex digits of
+	// sha256(Issuer, or the source)>.json; New creates the directory (0700).
+	// At start a file of the same issuer and source is published with its
+	// fetch time, so StaleFor bounds it across restarts. Not used with File.
 	StateDir string
 
 	// InsecureAllowHTTP accepts plain http:// URLs for non-loopback hosts.

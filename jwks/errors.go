@@ -1,0 +1,38 @@
+package jwks
+
+import "errors"
+
+// Errors returned by the package. Each is wrapped with detail; match them
+// with errors.Is.
+var (
+	// ErrInvalidOptions reports options that [New] or [Fetch] refuse.
+	ErrInvalidOptions = errors.New("jwks: invalid options")
+	// ErrInsecureURL reports a URL (configured, discovered or redirected to)
+	// that breaks the transport rule: https, or http only for loopback hosts
+	// unless InsecureAllowHTTP.
+	ErrInsecureURL = errors.New("jwks: insecure URL")
+	// ErrTooManyRedirects reports a fetch that was redirected more than
+	// [DefaultMaxRedirects] times.
+	ErrTooManyRedirects = errors.New("jwks: too many redirects")
+	// ErrIssuerMismatch reports a discovery document whose issuer is not
+	// exactly the configured issuer (RFC 8414 §3.3).
+	ErrIssuerMismatch = errors.New("jwks: discovery issuer mismatch")
+	// ErrStatus reports an HTTP answer other than 200 (or 304 to a
+	// conditional request).
+	ErrStatus = errors.New("jwks: unexpected HTTP status")
+	// ErrTooLarge reports a body or file larger than MaxBytes.
+	ErrTooLarge = errors.New("jwks: document too large")
+	// ErrMalformed reports a JWKS or discovery document that cannot be read
+	// at all (not JSON, not an object, no "keys" array, nested too deep).
+	// A single broken key is not an error: it is skipped and reported.
+	ErrMalformed = errors.New("jwks: malformed document")
+	// ErrNoKeys reports a key set with no usable key (empty, or every key
+	// skipped). A fetch that yields it keeps the last good set.
+	ErrNoKeys = errors.New("jwks: no usable keys")
+	// ErrSuppressed reports an unknown-kid refresh that was not made: the
+	// per-interval budget is spent, or the kid was just proven absent. It is
+	// returned at once, never waited for.
+	ErrSuppressed = errors.New("jwks: refresh suppressed")
+	// ErrClosed reports a call on a closed [Fetcher].
+	ErrClosed = errors.New("jwks: fetcher closed")
+)

@@ -1,0 +1,261 @@
+package jwks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	userAgent     = "jwksverify"
+	acceptJWKS    = "application/jwk-set+json, application/json"
+	acceptJSON    = "application/json"
+	wellKnownOIDC = "/.well-known/openid-configuration"
+	// maxHeaderBytes bounds the response headers of a fetch.
+	maxHeaderBytes = 64 << 10
+	// maxCacheAge caps a max-age or Expires before clamping, so that the
+	// arithmetic cannot overflow.
+	maxCacheAge = 10 * 365 * 24 * time.Hour
+)
+
+// checkURL applies the transport rule to u: https; http only for loopback
+// hosts (127.0.0.0/8, ::1, localhost) unless insecure.
+func checkURL(u *url.URL, insecure bool) error {
+	switch u.Scheme {
+	case "https":
+	case "http":
+		if !insecure && !isLoopback(u.Hostname()) {
+			return fmt.Errorf("%w: %s: plain http is accepted only for loopback hosts", ErrInsecureURL, redact(u))
+		}
+	default:
+		return fmt.Errorf("%w: %s: scheme must be https", ErrInsecureURL, redact(u))
+	}
+	if u.Host == "" {
+		return fmt.Errorf("%w: %s: no host", ErrInsecureURL, redact(u))
+	}
+	return nil
+}
+
+// parseURL parses a configured or discovered URL and applies checkURL.
+func parseURL(raw string, insecure bool) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: unparsable URL", ErrInsecureURL)
+	}
+	if err := checkURL(u, insecure); err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// redact renders u for logs and errors without user info, query or fragment,
+// which may carry credentials.
+func redact(u *url.URL) string {
+	c := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
+	return c.String()
+}
+
+// redactString is redact for a raw URL.
+func redactString(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return redact(u)
+}
+
+// newClient returns the client a fetcher uses, and the transport it owns (nil
+// when the caller gave the client). A caller's client is copied, so that the
+// redirect rule can be added without changing it.
+func newClient(opts Options) (*http.Client, *http.Transport) {
+	var c http.Client
+	var owned *http.Transport
+	if opts.Client != nil {
+		c = *opts.Client
+	} else {
+		// FetchTimeout is enforced by the context of each request (get), for
+		// a caller's client too.
+		owned = http.DefaultTransport.(*http.Transport).Clone()
+		owned.MaxResponseHeaderBytes = maxHeaderBytes
+		c = http.Client{Transport: owned}
+	}
+	inner := c.CheckRedirect
+	insecure := opts.InsecureAllowHTTP
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) > DefaultMaxRedirects {
+			return fmt.Errorf("%w: more than %d", ErrTooManyRedirects, DefaultMaxRedirects)
+		}
+		if err := checkURL(req.URL, insecure); err != nil {
+			return err
+		}
+		if !insecure && len(via) > 0 && via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+			return fmt.Errorf("%w: %s: redirect from https to http", ErrInsecureURL, redact(req.URL))
+		}
+		if inner != nil {
+			return inner(req, via)
+		}
+		return nil
+	}
+	return &c, owned
+}
+
+// response is the part of an HTTP answer a fetch keeps.
+type response struct {
+	notModified bool
+	body        []byte
+	header      http.Header
+}
+
+// get sends one bounded GET. It counts the request, sends the validators when
+// given, and accepts 200 and, for a conditional request, 304.
+func (f *Fetcher) get(ctx context.Context, rawURL, accept, etag, lastModified string) (response, error) {
+	ctx, cancel := context.WithTimeout(ctx, f.opts.FetchTimeout)
+	defer cancel()
+	shown := redactString(rawURL)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return response{}, fmt.Errorf("%w: %s: %w", ErrInsecureURL, shown, err)
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("User-Agent", userAgent)
+	if etag != "" {
+		req.Header.Set("If-None-Match", etag)
+	}
+	if lastModified != "" {
+		req.Header.Set("If-Modified-Since", lastModified)
+	}
+	f.stats.fetches.Add(1)
+	resp, err := f.client.Do(req)
+	if err != nil {
+		// *url.Error repeats the full URL; keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return response{}, fmt.Errorf("jwks: GET %s: %w", shown, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode == http.StatusNotModified && (etag != "" || lastModified != ""):
+		return response{notModified: true, header: resp.Header}, nil
+	default:
+		return response{}, fmt.Errorf("%w: GET %s: %d", ErrStatus, shown, resp.StatusCode)
+	}
+	body, err := readBounded(resp.Body, resp.ContentLength, f.opts.MaxBytes)
+	if err != nil {
+		return response{}, fmt.Errorf("jwks: GET %s: %w", shown, err)
+	}
+	return response{body: body, header: resp.Header}, nil
+}
+
+// readBounded reads r whole, refusing more than limit bytes. size is the
+// announced length, or -1.
+func readBounded(r io.Reader, size, limit int64) ([]byte, error) {
+	if size > limit {
+		return nil, fmt.Errorf("%w: %d bytes (limit %d)", ErrTooLarge, size, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, limit)
+	}
+	return b, nil
+}
+
+// discover reads the issuer's OIDC discovery document and returns its
+// jwks_uri, after checking that its issuer is exactly the configured one.
+func (f *Fetcher) discover(ctx context.Context) (string, error) {
+	u := strings.TrimSuffix(f.opts.Issuer, "/") + wellKnownOIDC
+	resp, err := f.get(ctx, u, acceptJSON, "", "")
+	if err != nil {
+		return "", fmt.Errorf("discovery: %w", err)
+	}
+	if err := checkDepth(resp.body, maxJSONDepth); err != nil {
+		return "", fmt.Errorf("discovery: %w", err)
+	}
+	// A map, not a struct: encoding/json matches struct fields
+	// case-insensitively, and the members must be matched exactly.
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(resp.body, &doc); err != nil || doc == nil {
+		return "", fmt.Errorf("discovery: %w: not a JSON object", ErrMalformed)
+	}
+	issuer, ok := stringMember(doc, "issuer")
+	if _, present := doc["issuer"]; !ok || !present {
+		return "", fmt.Errorf("discovery: %w: no issuer string", ErrMalformed)
+	}
+	if issuer != f.opts.Issuer {
+		return "", fmt.Errorf("%w: document says %q, configured %q", ErrIssuerMismatch, clip(issuer), f.opts.Issuer)
+	}
+	jwksURI, ok := stringMember(doc, "jwks_uri")
+	if !ok || jwksURI == "" {
+		return "", fmt.Errorf("discovery: %w: no jwks_uri string", ErrMalformed)
+	}
+	if _, err := parseURL(jwksURI, f.opts.InsecureAllowHTTP); err != nil {
+		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
+	}
+	return jwksURI, nil
+}
+
+// cacheLifetime returns the freshness lifetime a response grants: max-age
+// (less Age), else Expires − Date (or − now). no-store and no-cache grant
+// none. ok is false when the response says nothing about caching.
+func cacheLifetime(h http.Header, now time.Time) (d time.Duration, ok bool) {
+	maxAge, haveMaxAge := time.Duration(0), false
+	for _, line := range h.Values("Cache-Control") {
+		for _, dir := range strings.Split(line, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(dir), "=")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "no-store", "no-cache":
+				return 0, true
+			case "max-age":
+				if secs, err := strconv.ParseInt(strings.Trim(strings.TrimSpace(val), `"`), 10, 64); err == nil && secs >= 0 {
+					maxAge, haveMaxAge = capAge(secs), true
+				}
+			}
+		}
+	}
+	if haveMaxAge {
+		if age, err := strconv.ParseInt(strings.TrimSpace(h.Get("Age")), 10, 64); err == nil && age > 0 {
+			maxAge -= capAge(age)
+		}
+		return max(maxAge, 0), true
+	}
+	if e := h.Get("Expires"); e != "" {
+		exp, err := http.ParseTime(e)
+		if err != nil {
+			return 0, true // an invalid Expires means "already expired" (RFC 9111 §5.3)
+		}
+		base := now
+		if date, err := http.ParseTime(h.Get("Date")); err == nil {
+			base = date
+		}
+		return min(max(exp.Sub(base), 0), maxCacheAge), true
+	}
+	return 0, false
+}
+
+func capAge(secs int64) time.Duration {
+	if secs > int64(maxCacheAge/time.Second) {
+		return maxCacheAge
+	}
+	return time.Duration(secs) * time.Second
+}

@@ -349,3 +349,31 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("without INTROSPECT_SECRET: %v, want an error naming it", err)
 	}
 }
+
+// FuzzParseConfig checks that no configuration file makes the parser or
+// the validation panic, and that what parses either resolves or is refused
+// with an error.
+func FuzzParseConfig(f *testing.F) {
+	if b, err := os.ReadFile("../../testdata/config/example.yaml"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("issuers:\n  - issuer: https://idp.example.com/\n    discovery: true\n"))
+	f.Add([]byte("issuers: [{issuer: a, jwks_file: x, refresh: {min_interval: 1s}}]\ntoken_sources: [{query: t}]\n"))
+	f.Add([]byte("listen: [1, 2]\nissuers: {a: b}\n"))
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fc, err := parseConfig(data)
+		if err != nil {
+			return
+		}
+		// No file I/O from fuzzed paths.
+		fc.StateDir = ""
+		for i := range fc.Issuers {
+			fc.Issuers[i].SecretFile = ""
+		}
+		c, err := fc.resolve(overrides{}, noEnv)
+		if err == nil && (c.Listen == "" || len(c.Issuers) == 0) {
+			t.Fatalf("resolve() accepted a configuration without listen or issuers: %+v", c)
+		}
+	})
+}

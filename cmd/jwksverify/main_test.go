@@ -20,25 +20,41 @@ import (
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
-// binPath is the jwksverify binary built once by TestMain.
-var binPath string
+// The jwksverify binary, built once on first use (so that fuzz workers,
+// which run no binary test, never build it) and removed by TestMain.
+var (
+	buildOnce sync.Once
+	binDir    string
+	binPath   string
+	buildErr  error
+)
+
+// binary returns the path of the built jwksverify binary.
+func binary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "jwksverify-test-")
+		if buildErr != nil {
+			return
+		}
+		binPath = filepath.Join(binDir, "jwksverify")
+		build := exec.Command("go", "build", "-o", binPath, ".")
+		out, err := build.CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("building jwksverify: %v", buildErr)
+	}
+	return binPath
+}
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "jwksverify-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binPath = filepath.Join(dir, "jwksverify")
-	build := exec.Command("go", "build", "-o", binPath, ".")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building jwksverify:", err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
 	if code == 0 {
 		// The in-process tests (config, verify, keys through run) must leave
 		// no goroutine behind.
@@ -62,7 +78,7 @@ func runBin(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd := exec.CommandContext(ctx, binary(t), args...)
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer
@@ -122,7 +138,7 @@ func (l *lockedBuffer) String() string {
 // the end of the test if it is still running.
 func startBin(t *testing.T, env []string, stdout io.Writer, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(binPath, args...)
+	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(cleanEnv(), env...)
 	if stdout != nil {
 		cmd.Stdout = stdout

@@ -371,7 +371,8 @@ func loadKubernetes(t *testing.T) k8sObjects {
 
 // configMapConfig is the ConfigMap's config.yaml, parsed as plain YAML. The
 // real loader lives in package main (cmd/jwksverify) and cannot be imported,
-// so this checks what the manifests depend on rather than every key.
+// so this checks what the manifests depend on rather than every key;
+// integration/e2e_kubernetes_test.go runs the binary with the same file.
 type configMapConfig struct {
 	Listen     string `yaml:"listen"`
 	GRPCListen string `yaml:"grpc_listen"`

@@ -4,15 +4,18 @@
 // Shared helpers (this file) — use them from every integration test:
 //
 //   - [jwksverifyBinary]: the binary, built once per test run.
-//   - [startJWKSVerify]: run it with a config; its HTTP (and gRPC) addresses,
-//     ready (/readyz 200) when it returns.
+//   - [startJWKSVerify], [startJWKSVerifyWith]: run it with a config; its
+//     HTTP (and gRPC) addresses, ready (/readyz 200) when it returns.
 //   - [newTestIssuer]: a JWKS file of test keys and a token minter.
+//   - [startDiscoveryIdP]: an OIDC identity provider on loopback (discovery
+//     and a fixed JWKS over HTTP), counting fetches.
 //   - [startEcho]: an upstream that answers every request with the request's
 //     headers as JSON, and counts requests.
 //   - [startProcess]: any process, its output captured (shown when the test
 //     fails) and stopped in t.Cleanup; [waitTCP] polls until a port accepts.
 //   - [requireTool]: an executable from the system, or skip (locally) / fail
 //     (CI=true, where .ci/run installs it).
+//   - [substitute]: a deploy file with its documented placeholders replaced.
 //   - [freePort], [httpClient].
 package integration
 
@@ -314,17 +317,29 @@ type jwksverifyProc struct {
 	HTTP, GRPC string
 }
 
+// jwksverifyOptions tune [startJWKSVerifyWith].
+type jwksverifyOptions struct {
+	// Args are extra `serve` flags (--listen, --grpc-listen, …).
+	Args []string
+}
+
 // startJWKSVerify runs `jwksverify serve --config` with configYAML and
 // returns once it has logged its listening addresses and /readyz answers
 // 200. It is stopped in t.Cleanup.
 func startJWKSVerify(t *testing.T, configYAML string) *jwksverifyProc {
+	t.Helper()
+	return startJWKSVerifyWith(t, configYAML, jwksverifyOptions{})
+}
+
+// startJWKSVerifyWith is [startJWKSVerify] with options.
+func startJWKSVerifyWith(t *testing.T, configYAML string, opts jwksverifyOptions) *jwksverifyProc {
 	t.Helper()
 	bin := jwksverifyBinary(t)
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte(configYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startProcess(t, "jwksverify", exec.Command(bin, "serve", "--config", cfg))
+	p := startProcess(t, "jwksverify", exec.Command(bin, append([]string{"serve", "--config", cfg}, opts.Args...)...))
 	j := &jwksverifyProc{process: p}
 	deadline := time.Now().Add(startTimeout)
 	for j.HTTP == "" {
@@ -401,4 +416,89 @@ func startEcho(t *testing.T) *echo {
 	e.URL = srv.URL
 	e.Addr = strings.TrimPrefix(srv.URL, "http://")
 	return e
+}
+
+// discoveryIdP is a test OIDC identity provider on 127.0.0.1:0: discovery
+// at /.well-known/openid-configuration and the JWKS at /jwks, holding the
+// key of [testIssuer] (RSA "rsa2048-a", kid "rsa-a"). It is safe for
+// concurrent use.
+type discoveryIdP struct {
+	// testIssuer mints the IdP's tokens; its Issuer is URL + "/" and it has
+	// no JWKSFile.
+	*testIssuer
+	// URL is the IdP's base URL, http://127.0.0.1:PORT.
+	URL string
+
+	jwks                    []byte
+	discoveryHits, jwksHits atomic.Int64
+}
+
+// startDiscoveryIdP starts an IdP, closed in t.Cleanup.
+func startDiscoveryIdP(t *testing.T) *discoveryIdP {
+	t.Helper()
+	p := &discoveryIdP{jwks: testkeys.JWKS(testkeys.JWK{Key: testkeys.Public(testkeys.RSA2048A), Kid: "rsa-a", Alg: "RS256", Use: "sig"})}
+	srv := httptest.NewServer(http.HandlerFunc(p.serve))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	p.testIssuer = &testIssuer{Issuer: srv.URL + "/", Audience: "api://orders"}
+	return p
+}
+
+func (p *discoveryIdP) serve(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	switch r.URL.Path {
+	case "/.well-known/openid-configuration":
+		p.discoveryHits.Add(1)
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": p.Issuer, "jwks_uri": p.URL + "/jwks"})
+	case "/jwks":
+		p.jwksHits.Add(1)
+		_, _ = w.Write(p.jwks)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Fetches returns how many discovery and JWKS requests the IdP received.
+func (p *discoveryIdP) Fetches() (discovery, jwks int64) {
+	return p.discoveryHits.Load(), p.jwksHits.Load()
+}
+
+// substitution replaces one placeholder of a deploy file.
+type substitution struct{ old, new string }
+
+// substitute returns the deploy file at path with subs applied to its
+// non-comment lines (lines starting with "#"), and fails unless each
+// placeholder was found on exactly one of them: an edit of the file that
+// breaks the substitution fails loudly instead of testing something else.
+func substitute(t *testing.T, path string, subs []substitution) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return substituteText(t, path, string(data), subs)
+}
+
+// substituteText is [substitute] on text already read; name is for messages.
+func substituteText(t *testing.T, name, text string, subs []substitution) string {
+	t.Helper()
+	counts := make([]int, len(subs))
+	var b strings.Builder
+	for line := range strings.Lines(text) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			for i, s := range subs {
+				if strings.Contains(line, s.old) {
+					counts[i]++
+					line = strings.ReplaceAll(line, s.old, s.new)
+				}
+			}
+		}
+		b.WriteString(line)
+	}
+	for i, s := range subs {
+		if counts[i] != 1 {
+			t.Fatalf("%s: placeholder %q on %d non-comment lines, want exactly 1", name, s.old, counts[i])
+		}
+	}
+	return b.String()
 }

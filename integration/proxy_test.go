@@ -36,38 +36,6 @@ const (
 	placeholderUpstream   = "127.0.0.1:9000"
 )
 
-// substitution replaces one placeholder of a deploy file.
-type substitution struct{ old, new string }
-
-// substitute applies subs to the non-comment lines of a deploy file and
-// fails unless each placeholder was found on exactly one of them.
-func substitute(t *testing.T, path string, subs []substitution) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	counts := make([]int, len(subs))
-	var b strings.Builder
-	for line := range strings.Lines(string(data)) {
-		if !strings.HasPrefix(strings.TrimSpace(line), "#") {
-			for i, s := range subs {
-				if strings.Contains(line, s.old) {
-					counts[i]++
-					line = strings.ReplaceAll(line, s.old, s.new)
-				}
-			}
-		}
-		b.WriteString(line)
-	}
-	for i, s := range subs {
-		if counts[i] != 1 {
-			t.Fatalf("%s: placeholder %q on %d non-comment lines, want exactly 1", path, s.old, counts[i])
-		}
-	}
-	return b.String()
-}
-
 // proxyEnv is a proxy in front of the echo upstream, asking jwksverify.
 type proxyEnv struct {
 	URL      string // the proxy

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -756,5 +757,17 @@ func TestErrorsNeverEchoTheToken(t *testing.T) {
 	msg := err.Error()
 	if strings.Contains(msg, "\n") || strings.Contains(msg, strings.Split(tok, ".")[2]) || strings.Contains(msg, string(testkeys.Secret())) {
 		t.Errorf("error %q carries a line break, the token or the secret", msg)
+	}
+}
+
+func TestErrorDetailIsBounded(t *testing.T) {
+	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{issuerA(allKeys(t))}})
+	long := "https://" + strings.Repeat("é", 400) + ".example.com/"
+	_, err := v.Verify(context.Background(), mint("ES256", "k-ES256", map[string]any{"iss": long}))
+	if !errors.Is(err, verify.ErrWrongIssuer) {
+		t.Fatalf("Verify() = %v, want %v", err, verify.ErrWrongIssuer)
+	}
+	if msg := err.Error(); len(msg) > 300 || !utf8.ValidString(msg) {
+		t.Errorf("error of %d bytes (valid UTF-8: %v), want ≤ 300 bytes of UTF-8", len(msg), utf8.ValidString(msg))
 	}
 }

@@ -411,7 +411,7 @@ func (f *Fetcher) refreshAndWait() {
 // meanwhile (an unknown-kid refresh) moves the schedule: the timer is re-armed.
 // It reports false when the fetcher is closing.
 func (f *Fetcher) waitNext() bool {
-	for {
+	for f.ctx.Err() == nil {
 		f.mu.Lock()
 		next := f.st.nextAt
 		f.mu.Unlock()
@@ -426,6 +426,7 @@ func (f *Fetcher) waitNext() bool {
 			return true
 		}
 	}
+	return false
 }
 
 // attempt makes one fetch of the source, publishes its outcome (the set, or
@@ -478,7 +479,8 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState) error {
 		if f.opts.Discovery {
 			st.jwksURL = "" // the jwks_uri may have moved: discover again
 		}
-		f.failed(st, now, err, f.backoff(st.failures+1), true)
+		// A fetch cut short by Close is not worth a warning.
+		f.failed(st, now, err, f.backoff(st.failures+1), ctx.Err() == nil)
 		return err
 	}
 	st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(interval)

@@ -180,7 +180,7 @@ func prepare(o runOpts, alg string) (*algFiles, error) {
 		return nil, err
 	}
 	cfg := func(cache int) string {
-		return fmt.Sprintf("listen: LISTEN\nlog: {level: warn, format: json}\ntoken_cache: {max_entries: %d}\nissuers:\n  - issuer: %s\n%s    audiences: [%s]\n    algorithms: [%s]\n",
+		return fmt.Sprintf("listen: LISTEN\ntoken_cache: {max_entries: %d}\nissuers:\n  - issuer: %s\n%s    audiences: [%s]\n    algorithms: [%s]\n",
 			cache, fixture.Issuer, keySource, fixture.Audience, c.Alg)
 	}
 	if f.cachedConfig, err = write("cached.yaml", []byte(cfg(100000))); err != nil {
@@ -519,7 +519,7 @@ func memoryRun(ctx context.Context, o runOpts) (*httpres.Memory, error) {
 	// Bytes enough for every entry: the run measures a full cache.
 	maxBytes := int64(o.memEntries) * 4096
 	var cfg strings.Builder
-	fmt.Fprintf(&cfg, "listen: %s\nlog: {level: warn, format: json}\ntoken_cache: {max_entries: %d, max_bytes: %d}\nissuers:\n", addr, o.memEntries, maxBytes)
+	fmt.Fprintf(&cfg, "listen: %s\ntoken_cache: {max_entries: %d, max_bytes: %d}\nissuers:\n", addr, o.memEntries, maxBytes)
 	issuers := make([]string, o.memIssuers)
 	for i := range issuers {
 		issuers[i] = fmt.Sprintf("https://idp-%03d.example.com/", i)

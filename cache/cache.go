@@ -92,6 +92,11 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		if k.Size < MinRSABits {
 			return nil, fmt.Errorf("%w: RSA key of %d bits (minimum %d)", ErrWeakKey, k.Size, MinRSABits)
 		}
+		// crypto/rsa verifies only with an odd public exponent in [3, 2^31-1]
+		// and an odd modulus; refuse others here, whatever the key's source.
+		if p.E < 3 || p.E&1 == 0 || p.N.Bit(0) == 0 {
+			return nil, fmt.Errorf("%w: RSA key with exponent %d or an even modulus", ErrUnsupportedKey, p.E)
+		}
 		members = map[string]string{"e": b64(big.NewInt(int64(p.E)).Bytes()), "kty": "RSA", "n": b64(p.N.Bytes())}
 	case *ecdsa.PublicKey:
 		if p == nil || p.Curve == nil {
@@ -307,6 +312,10 @@ func (k *Keys) RecentlyMissing(kid string, now time.Time) bool { return k.neg.ha
 // MaxMissing bounds the negative-kid memory of one issuer.
 const MaxMissing = 4096
 
+// MaxMissingKidLen is the longest kid the negative memory holds; longer kids
+// are not remembered.
+const MaxMissingKidLen = 256
+
 type negative struct {
 	mu    sync.Mutex
 	until map[string]time.Time
@@ -314,6 +323,9 @@ type negative struct {
 }
 
 func (n *negative) remember(kid string, until time.Time) {
+	if len(kid) > MaxMissingKidLen {
+		return // a budgeted refresh still limits such kids; do not hold their bytes
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.until == nil {

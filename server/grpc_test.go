@@ -528,3 +528,33 @@ func BenchmarkGRPCCheck(b *testing.B) {
 		}
 	}
 }
+
+// FuzzGRPCCheck feeds arbitrary attributes to the ext_authz handler: it must
+// never panic, and every answer is an OK or a 401 DENIED response (the
+// issuer has keys, so "unavailable" is never right).
+func FuzzGRPCCheck(f *testing.F) {
+	valid := mint(claims(nil))
+	f.Add("/orders/7", "authorization", "Bearer "+valid, "cookie", "session="+valid, false)
+	f.Add("/ws?access_token="+valid+"&access_token=x", "x-api-token", valid, "authorization", "Basic YTpi", true)
+	f.Add("?", "authorization", "Bearer ", "cookie", ";;=;", true)
+	e := newEnv(f, envConfig{noDown: true, sources: []TokenSource{
+		{Header: "Authorization", Prefix: "Bearer "}, {Header: "X-Api-Token"}, {Cookie: "session"}, {Query: "access_token"},
+	}})
+	a := newAuthzGRPC(e.srv)
+	f.Fuzz(func(t *testing.T, path, k1, v1, k2, v2 string, raw bool) {
+		req := envoyRequest("GET", path, map[string]string{k1: v1, k2: v2})
+		if raw {
+			req = rawHeaders(req, [2]string{k1, v2})
+		}
+		resp, err := a.Check(t.Context(), req)
+		if err != nil {
+			t.Fatalf("Check() error = %v, want a verdict", err)
+		}
+		switch c := codes.Code(resp.GetStatus().GetCode()); {
+		case c == codes.OK && resp.GetOkResponse() != nil:
+		case c == codes.Unauthenticated && resp.GetDeniedResponse().GetStatus().GetCode() == typev3.StatusCode_Unauthorized:
+		default:
+			t.Fatalf("Check() = %v, want OK or a 401 DENIED", resp)
+		}
+	})
+}

@@ -37,12 +37,14 @@ import (
 //     instead be read as a denial by Envoy (403 unless overridden), turning a
 //     fault into a verdict.
 
-// healthWatchInterval is how often a grpc.health.v1 Watch re-checks readiness.
-const healthWatchInterval = time.Second
-
-// authorizationService is the name Envoy and health checkers use for the
-// ext_authz service.
-var authorizationService = authv3.Authorization_ServiceDesc.ServiceName
+const (
+	// healthWatchInterval is how often a grpc.health.v1 Watch re-checks
+	// readiness.
+	healthWatchInterval = time.Second
+	// authorizationService is the ext_authz service's name, as health
+	// checkers ask for it (authv3.Authorization_ServiceDesc.ServiceName).
+	authorizationService = "envoy.service.auth.v3.Authorization"
+)
 
 // RegisterGRPC registers on g the Envoy ext_authz service
 // (envoy.service.auth.v3.Authorization) and the gRPC health service

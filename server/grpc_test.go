@@ -414,6 +414,9 @@ func TestGRPCCheckConcurrent(t *testing.T) {
 }
 
 func TestGRPCHealth(t *testing.T) {
+	if authorizationService != authv3.Authorization_ServiceDesc.ServiceName {
+		t.Fatalf("authorizationService = %q, want %q", authorizationService, authv3.Authorization_ServiceDesc.ServiceName)
+	}
 	tests := []struct {
 		name    string
 		cfg     envConfig

@@ -327,12 +327,7 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 	var grpcSrv *grpc.Server
 	if gln != nil {
 		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(cfg.MaxBodyBytes)))
-		if err := registerGRPC(svc.server, grpcSrv); err != nil {
-			ln.Close()
-			gln.Close()
-			fmt.Fprintf(a.stderr, "jwksverify serve: grpc_listen: %v\n", err)
-			return exitUsage
-		}
+		svc.server.RegisterGRPC(grpcSrv)
 	}
 
 	attrs := []any{"http", ln.Addr().String()}
@@ -432,19 +427,6 @@ func drainAware(h http.Handler, draining *atomic.Bool) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
-}
-
-// registerGRPC registers the Envoy ext_authz service on gs.
-//
-// HOOK(grpc): server/grpc.go is not in the tree yet. Once it lands, replace
-// the assertion with a direct srv.RegisterGRPC(gs) call.
-func registerGRPC(srv *server.Server, gs *grpc.Server) error {
-	r, ok := any(srv).(interface{ RegisterGRPC(*grpc.Server) })
-	if !ok {
-		return errors.New("this build has no gRPC ext_authz support")
-	}
-	r.RegisterGRPC(gs)
-	return nil
 }
 
 // dialable turns a listen address into one a local client can dial

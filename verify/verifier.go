@@ -17,7 +17,8 @@ import (
 // except for the bounded unknown-kid refresh of the token's own issuer.
 //
 // Signatures are checked with golang-jwt's SigningMethod.Verify on the
-// pre-parsed key, never with jwt.Parse: jwt.Parse decodes the claims into a
+// pre-parsed key (ES* with verifyES, which replaces only that method's
+// allocation-heavy step: see ecdsa.go), never with jwt.Parse: jwt.Parse decodes the claims into a
 // map[string]any (tens of allocations per token, numbers rounded through
 // float64) and runs its own validation, where the verifier needs the exact
 // claim bytes, its own check order and a handful of allocations per token.
@@ -438,7 +439,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 	if v.onAttempt != nil {
 		v.onAttempt(key)
 	}
-	if err := spec.method.Verify(signing, sig, key.Public); err != nil {
+	if !spec.verify(signing, sig, key.Public) {
 		return nil, tr.fail("signature", fmt.Errorf("%w: %s with kid %s", ErrBadSignature, spec.name, quote(h.kid)))
 	}
 	if tr != nil {
@@ -471,7 +472,7 @@ func (v *Verifier) checkKidless(is *issuer, spec *algSpec, cl *claims, set *cach
 		if v.onAttempt != nil {
 			v.onAttempt(key)
 		}
-		if spec.method.Verify(signing, sig, key.Public) == nil {
+		if spec.verify(signing, sig, key.Public) {
 			if tr != nil {
 				tr.add("signature", true, fmt.Sprintf("%s verified by key %d tried (thumbprint %s)", spec.name, tried, key.Thumbprint))
 			}

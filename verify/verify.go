@@ -4,7 +4,8 @@
 // configured [Issuer], picks the key by kid from that issuer's [cache.Keys]
 // (never parsing a key per call), enforces the issuer's algorithm allowlist
 // and the key's type (no algorithm confusion), checks the signature with
-// golang-jwt's signing methods, and then the claims: exp, nbf, iss, aud, typ
+// golang-jwt's signing methods (ES* with ecdsa.VerifyASN1 directly), and then
+// the claims: exp, nbf, iss, aud, typ
 // and the required claims, with leeway.
 //
 // Every error it returns wraps one of the class sentinels in errors.go and

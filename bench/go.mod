@@ -11,6 +11,7 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/jwksverify/jwksverify v0.0.0-00010101000000-000000000000
 	github.com/lestrrat-go/jwx/v3 v3.4.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (
@@ -24,7 +25,6 @@ require (
 	github.com/lestrrat-go/option/v2 v2.0.0 // indirect
 	github.com/segmentio/asm v1.2.1 // indirect
 	github.com/valyala/fastjson v1.6.10 // indirect
-	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )

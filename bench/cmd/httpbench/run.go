@@ -139,7 +139,7 @@ func prepare(o runOpts, alg string) (*algFiles, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(o.workDir, alg)
+	dir := filepath.Join(o.workDir, c.Name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}

@@ -1,33 +1,101 @@
 package verify
 
 import (
-	"hash/maphash"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/jwksverify/jwksverify/cache"
 )
 
-// The verified-token cache remembers successful verdicts by the exact token
-// string. It is sharded so that hits on different shards never touch the
-// same lock; a hit takes one read lock, allocates nothing, and re-checks
-// what can change after the verdict: the time claims (with leeway), the
-// issuer's key set still being usable, and the verifying key still being in
-// it (the very same *cache.Key), so a key that leaves the set takes its
-// verdicts with it. Only successes are cached.
+// The verified-token cache remembers successful verdicts by token. It is
+// sharded so that hits on different shards never touch the same lock; a hit
+// takes one read lock, allocates nothing, and re-checks what can change after
+// the verdict: the time claims (with leeway), the issuer's key set still
+// being usable, and the verifying key still being in it (the very same
+// *cache.Key), so a key that leaves the set takes its verdicts with it. Only
+// successes are cached.
 //
 // Entries live until the token's exp; a token without exp for at most
-// noExpTTL (5 minutes). The cache is bounded in entries and, approximately,
-// in bytes; when full, an insert evicts an arbitrary entry (preferring an
-// expired one) from its own shard, or from the next non-empty one.
+// noExpTTL (5 minutes). The cache is bounded in entries and in bytes (its
+// estimate, tokenEntry.size, is within about 10% of the heap it holds:
+// TestTokenCacheMemory); when full, an insert evicts an arbitrary entry
+// (preferring an expired one) from its own shard, or from the next non-empty
+// one.
+//
+// An entry does not keep the token. A token is identified by a 128-bit
+// AES-GMAC tag under a key drawn at random for each cache (tokenID): the
+// token itself (about 780 bytes for an RS256 token with a 250-byte payload)
+// was more than a third of an entry's memory, and the 1 KiB-per-token target
+// cannot be met while keeping it beside the decoded claims. GMAC, not
+// SHA-256, because it costs about 0.2 µs for such a token where SHA-256
+// costs about 0.55 µs, over the whole 0.5 µs budget of a hit. Its security
+// as a token identity: GHASH is almost-XOR-universal, so two different
+// tokens of at most L blocks of 16 bytes get the same tag with probability
+// at most (L+1)/2^128 over the key (at most about 2^-118 for a 16 KiB
+// token); the key never leaves the process and tags are never exposed, so
+// an attacker who wants a forged token to hit a cached verdict can only
+// guess, one request at a time. Where GCM is refused (GODEBUG=fips140=only)
+// the tag is the first 128 bits of SHA-256 instead: correct, slower.
 
 const tokenShards = 64
 
+// tokenID identifies a token in the cache (see above).
+type tokenID [16]byte
+
+// tokenIDs computes token identities. It is safe for concurrent use.
+type tokenIDs struct {
+	gmac  cipher.AEAD // nil: SHA-256
+	nonce [12]byte
+	// tags holds *tokenID scratch buffers for Seal: a buffer on the stack
+	// would escape through the interface call and cost an allocation per
+	// lookup.
+	tags sync.Pool
+}
+
+func newTokenIDs(useGMAC bool) *tokenIDs {
+	t := &tokenIDs{tags: sync.Pool{New: func() any { return new(tokenID) }}}
+	if !useGMAC {
+		return t
+	}
+	var key [16]byte
+	rand.Read(key[:]) // never fails (crypto/rand)
+	blk, err := aes.NewCipher(key[:])
+	if err != nil {
+		return t
+	}
+	if t.gmac, err = cipher.NewGCM(blk); err != nil {
+		t.gmac = nil // FIPS 140-only mode refuses GCM with a chosen nonce
+	}
+	return t
+}
+
+// of returns token's identity.
+func (t *tokenIDs) of(token string) (id tokenID) {
+	if t.gmac == nil {
+		sum := sha256.Sum256(readOnlyBytes(token))
+		copy(id[:], sum[:])
+		return id
+	}
+	buf := t.tags.Get().(*tokenID)
+	// The same nonce for every token is sound here: the tag is used as a
+	// MAC under a secret key and never disclosed, and nothing is encrypted.
+	copy(id[:], t.gmac.Seal(buf[:0], t.nonce[:], nil, readOnlyBytes(token)))
+	t.tags.Put(buf)
+	return id
+}
+
 type tokenCache struct {
-	seed       maphash.Seed
+	ids        *tokenIDs
 	maxEntries int64
 	maxBytes   int64
 	entries    atomic.Int64
@@ -38,28 +106,37 @@ type tokenCache struct {
 
 type tokenShard struct {
 	mu     sync.RWMutex
-	m      map[uint64]*tokenEntry // by maphash of the token; entry.token confirms
+	m      map[uint64]*tokenEntry // by the first 8 bytes of the tokenID; entry.id confirms
 	hits   atomic.Uint64
 	misses atomic.Uint64
 	_      [64]byte // keep shards' counters on distinct cache lines
 }
 
+// tokenEntry is one cached verdict. Its Result is a compact copy of the one
+// the verify call built (compactInto): one allocation for the entry and the
+// Result, one for the claims, one for the strings that are not shared.
 type tokenEntry struct {
-	token    string
-	res      *Result
+	id       tokenID
 	is       *issuer
 	key      *cache.Key
 	deadline time.Time // the entry is dead at or after it
 	size     int64
+	box      resultBox
 }
 
-// tokenEntryOverhead approximates an entry's fixed memory: the entry, the
-// Result, and the map slot.
-const tokenEntryOverhead = 512
+// Per-entry memory besides the claims and the entry's own strings: the
+// entry with its Result, and a map slot (8-byte key, 8-byte pointer, at a
+// load of 7/8, with the table's growth slack).
+const (
+	tokenEntryBytes = int64(unsafe.Sizeof(tokenEntry{}))
+	tokenSlotBytes  = 32
+	// extractedItemBytes approximates a Result.Extracted map entry's overhead.
+	extractedItemBytes = 48
+)
 
-func newTokenCache(o TokenCacheOptions) *tokenCache {
+func newTokenCache(o TokenCacheOptions, useGMAC bool) *tokenCache {
 	c := &tokenCache{
-		seed:       maphash.MakeSeed(),
+		ids:        newTokenIDs(useGMAC),
 		maxEntries: int64(o.MaxEntries),
 		maxBytes:   o.MaxBytes,
 	}
@@ -69,24 +146,28 @@ func newTokenCache(o TokenCacheOptions) *tokenCache {
 	return c
 }
 
-// get returns the cached verdict for token if it is still valid at now.
-func (c *tokenCache) get(token string, now time.Time) *Result {
-	h := maphash.String(c.seed, token)
+func (id *tokenID) slot() uint64 { return binary.LittleEndian.Uint64(id[:8]) }
+
+// get returns the cached verdict for token if it is still valid at now, and
+// the token's identity (for put, on a miss).
+func (c *tokenCache) get(token string, now time.Time) (*Result, tokenID) {
+	id := c.ids.of(token)
+	h := id.slot()
 	sh := &c.shards[h%tokenShards]
 	sh.mu.RLock()
 	e := sh.m[h]
 	sh.mu.RUnlock()
-	if e == nil || e.token != token {
+	if e == nil || e.id != id {
 		sh.misses.Add(1)
-		return nil
+		return nil, id
 	}
 	if !e.valid(now) {
 		sh.misses.Add(1)
 		c.remove(sh, h, e)
-		return nil
+		return nil, id
 	}
 	sh.hits.Add(1)
-	return e.res
+	return &e.box.Result, id
 }
 
 // valid re-checks a cached verdict at now.
@@ -94,7 +175,7 @@ func (e *tokenEntry) valid(now time.Time) bool {
 	if !now.Before(e.deadline) {
 		return false
 	}
-	r, is := e.res, e.is
+	r, is := &e.box.Result, e.is
 	if !r.ExpiresAt.IsZero() && !now.Add(-is.leeway).Before(r.ExpiresAt) {
 		return false
 	}
@@ -124,51 +205,157 @@ func (c *tokenCache) remove(sh *tokenShard, h uint64, e *tokenEntry) {
 	sh.mu.Unlock()
 }
 
-// put caches a successful verdict.
-func (c *tokenCache) put(token string, res *Result, is *issuer, key *cache.Key, now time.Time) {
+// put caches a successful verdict for the token identified by id, and
+// returns the Result to hand out: the cached copy, or res when it is not
+// cached.
+func (c *tokenCache) put(id tokenID, res *Result, is *issuer, key *cache.Key, now time.Time) *Result {
 	var deadline time.Time
 	if res.ExpiresAt.IsZero() {
 		deadline = now.Add(noExpTTL)
 	} else {
 		deadline = res.ExpiresAt
 		if !now.Before(deadline) { // accepted within the leeway: not worth keeping
-			return
+			return res
 		}
 	}
-	size := int64(tokenEntryOverhead + len(token) + len(res.Header) + 2*len(res.Claims))
+	size := tokenEntryBytes + tokenSlotBytes + int64(len(res.Claims)) + int64(ownedStringBytes(res, is))
+	if len(res.Audience) > 1 {
+		size += int64(len(res.Audience)) * 16 // the slice of an audience array
+	}
+	if !headerShared(res) {
+		size += 2 * int64(len(res.Header)) // its raw bytes and the string its members are cut from
+	}
 	for k, val := range res.Extracted {
-		size += int64(len(k) + len(val) + 32)
+		size += int64(len(k) + len(val) + extractedItemBytes)
 	}
 	if size > c.maxBytes {
-		return
+		return res
 	}
-	h := maphash.String(c.seed, token)
+	h := id.slot()
 	idx := int(h % tokenShards)
 
 	// Reserve room first, evicting (one shard lock at a time) when full.
 	if c.entries.Add(1) > c.maxEntries && !c.evictOne(idx, now) {
 		c.entries.Add(-1)
-		return
+		return res
 	}
 	for tries := 0; c.bytes.Add(size) > c.maxBytes; tries++ {
 		c.bytes.Add(-size)
 		if tries == 16 || !c.evictOne(idx, now) {
 			c.entries.Add(-1)
-			return
+			return res
 		}
 	}
 
-	e := &tokenEntry{token: strings.Clone(token), res: res, is: is, key: key, deadline: deadline, size: size}
+	e := &tokenEntry{id: id, is: is, key: key, deadline: deadline, size: size}
+	compactInto(&e.box, res, is)
 	sh := &c.shards[idx]
 	sh.mu.Lock()
 	if old := sh.m[h]; old != nil {
 		// The same token verified twice concurrently, or (vanishingly rare)
-		// a hash collision: replace the old entry.
+		// two tokens whose identities share 64 bits: replace the old entry.
 		c.entries.Add(-1)
 		c.bytes.Add(-old.size)
 	}
 	sh.m[h] = e
 	sh.mu.Unlock()
+	return &e.box.Result
+}
+
+// headerShared reports whether res's header came from the verifier's header
+// cache, where every token with the same header segment shares it: its
+// memory is then not the entry's.
+func headerShared(res *Result) bool {
+	return base64.RawURLEncoding.EncodedLen(len(res.Header)) <= headerCacheMaxSeg
+}
+
+// ownedStringBytes is the size of the one string compactInto makes for an
+// entry: the values not shared with the issuer's configuration, the header
+// or the key.
+func ownedStringBytes(res *Result, is *issuer) int {
+	n := len(res.Subject) + len(res.ID)
+	if res.Issuer != is.cfg.Issuer {
+		n += len(res.Issuer)
+	}
+	if !configuredAudience(res, is) {
+		for _, a := range res.Audience {
+			n += len(a)
+		}
+	}
+	return n
+}
+
+// configuredAudience reports whether res has a single audience that is one
+// of the issuer's configured audiences (the common case: then the entry
+// shares the configuration's string).
+func configuredAudience(res *Result, is *issuer) bool {
+	return len(res.Audience) == 1 && slices.Contains(is.cfg.Audiences, res.Audience[0])
+}
+
+// compactInto copies res into box so that the copy shares no memory with
+// the verify call's buffers, which hold the signature beside the claims and
+// a second copy of the claims that the claim strings are cut from: kept,
+// they more than doubled an entry's memory. The claims are copied at their
+// exact size; the issuer and a configured audience are the configuration's
+// strings; the subject, the jti, and any other issuer or audience share one
+// allocation; header values and the thumbprint are already shared (header
+// cache, key).
+func compactInto(box *resultBox, res *Result, is *issuer) {
+	r := &box.Result
+	*r = *res
+	r.Claims = slices.Clone(res.Claims)
+
+	type span struct{ i, j int }
+	var b strings.Builder
+	b.Grow(ownedStringBytes(res, is))
+	add := func(s string) span {
+		i := b.Len()
+		b.WriteString(s)
+		return span{i, b.Len()}
+	}
+	sub, jti := add(res.Subject), add(res.ID)
+	iss := span{-1, -1}
+	if res.Issuer != is.cfg.Issuer {
+		iss = add(res.Issuer)
+	}
+	shared := configuredAudience(res, is)
+	var aud1 span
+	var auds []span
+	switch {
+	case shared:
+	case len(res.Audience) == 1:
+		aud1 = add(res.Audience[0])
+	default:
+		for _, a := range res.Audience {
+			auds = append(auds, add(a))
+		}
+	}
+
+	all := b.String()
+	r.Subject, r.ID = all[sub.i:sub.j], all[jti.i:jti.j]
+	r.Issuer = is.cfg.Issuer
+	if iss.i >= 0 {
+		r.Issuer = all[iss.i:iss.j]
+	}
+	switch {
+	case shared:
+		i := slices.Index(is.cfg.Audiences, res.Audience[0])
+		r.Audience = is.cfg.Audiences[i : i+1 : i+1]
+	case len(res.Audience) == 1:
+		box.aud[0] = all[aud1.i:aud1.j]
+		r.Audience = box.aud[:]
+	case res.Audience != nil:
+		r.Audience = make([]string, len(auds))
+		for i, a := range auds {
+			r.Audience[i] = all[a.i:a.j]
+		}
+	}
+	if res.Extracted != nil {
+		r.Extracted = make(map[string]string, len(res.Extracted))
+		for k, val := range res.Extracted {
+			r.Extracted[k] = strings.Clone(val)
+		}
+	}
 }
 
 // evictOne removes one entry, from shard start or the next non-empty one,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -39,8 +40,8 @@ func TestTokenCacheHit(t *testing.T) {
 	if first != second {
 		t.Errorf("Verify() again returned a new Result, want the cached one")
 	}
-	if s := v.CacheStats(); s.Hits != 1 || s.Misses != 1 || s.Entries != 1 || s.Bytes <= int64(len(tok)) {
-		t.Errorf("CacheStats() = %+v, want 1 hit, 1 miss, 1 entry, > %d bytes", s, len(tok))
+	if s := v.CacheStats(); s.Hits != 1 || s.Misses != 1 || s.Entries != 1 || s.Bytes <= int64(len(first.Claims)) {
+		t.Errorf("CacheStats() = %+v, want 1 hit, 1 miss, 1 entry, > %d bytes", s, len(first.Claims))
 	}
 	// A token that differs in one byte is a different token.
 	if _, err := v.Verify(context.Background(), tok[:len(tok)-2]+"AA"); !errors.Is(err, verify.ErrBadSignature) && !errors.Is(err, verify.ErrMalformed) {
@@ -236,5 +237,61 @@ func TestTokenCacheConcurrent(t *testing.T) {
 	s := v.CacheStats()
 	if s.Entries > 8 || s.Hits+s.Misses != 8*200 {
 		t.Errorf("CacheStats() = %+v, want ≤ 8 entries and %d lookups", s, 8*200)
+	}
+}
+
+// TestTokenCacheResultMatchesUncached: the Result a cache hit hands out (a
+// compact copy, sharing strings with the configuration) equals the one an
+// uncached verify builds, and the miss that filled the cache handed out the
+// same cached Result.
+func TestTokenCacheResultMatchesUncached(t *testing.T) {
+	const tmpl = "https://login.example.com/{tenantid}/v2.0"
+	const tid = "9188040d-6c67-4c5b-b112-36a304b66dad"
+	withAud := verify.Issuer{Issuer: issA, Audiences: []string{"api://other", aud}}
+	noAud := verify.Issuer{Issuer: issA}
+	tests := []struct {
+		name  string
+		is    verify.Issuer
+		extra map[string]any
+	}{
+		{"configured-audience", withAud, nil},
+		{"audience-not-configured", noAud, map[string]any{"aud": "api://anything"}},
+		{"audience-array", withAud, map[string]any{"aud": []string{"api://x", aud, "api://y"}}},
+		{"empty-audience-array", noAud, map[string]any{"aud": []string{}}},
+		{"no-audience", noAud, map[string]any{"aud": nil}},
+		{"no-sub-no-jti", withAud, map[string]any{"sub": nil}},
+		{"escaped-strings", withAud, map[string]any{"sub": "al\u00efce\n", "jti": "j\"1"}},
+		{"nbf-and-jti", withAud, map[string]any{"nbf": t0.Unix(), "jti": "id-1"}},
+		{"skip-issuer-check", verify.Issuer{SkipIssuerCheck: true}, map[string]any{"iss": issB}},
+		{"tenant-template", verify.Issuer{Issuer: tmpl}, map[string]any{"iss": "https://login.example.com/" + tid + "/v2.0", "tid": tid}},
+		{"extracted-claims", verify.Issuer{Issuer: issA, ExtractClaims: []string{"sub", "scp", "roles"}},
+			map[string]any{"scp": "a b", "roles": []string{"x", "y"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := tt.is
+			is.Keys = allKeys(t)
+			cached := newVerifier(t, verify.Options{Issuers: []verify.Issuer{is}, TokenCache: verify.TokenCacheOptions{MaxEntries: 10}})
+			plain := newVerifier(t, verify.Options{Issuers: []verify.Issuer{is}})
+			tok := mint("ES256", kidFor("ES256"), tt.extra)
+			want, err := plain.Verify(context.Background(), tok)
+			if err != nil {
+				t.Fatalf("Verify(uncached) = %v, want nil", err)
+			}
+			first, err := cached.Verify(context.Background(), tok)
+			if err != nil {
+				t.Fatalf("Verify(miss) = %v, want nil", err)
+			}
+			hit, err := cached.Verify(context.Background(), tok)
+			if err != nil {
+				t.Fatalf("Verify(hit) = %v, want nil", err)
+			}
+			if s := cached.CacheStats(); s.Hits != 1 || first != hit {
+				t.Fatalf("CacheStats() = %+v, same Result %v; want 1 hit and the cached Result twice", s, first == hit)
+			}
+			if !reflect.DeepEqual(hit, want) {
+				t.Errorf("Verify(hit) = %+v, want %+v", hit, want)
+			}
+		})
 	}
 }

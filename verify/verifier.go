@@ -89,7 +89,7 @@ func New(opts Options) (*Verifier, error) {
 		if opts.TokenCache.MaxBytes == 0 {
 			opts.TokenCache.MaxBytes = max(int64(opts.TokenCache.MaxEntries)*1024, 1<<20)
 		}
-		v.tokens = newTokenCache(opts.TokenCache)
+		v.tokens = newTokenCache(opts.TokenCache, true)
 	}
 	v.opts = opts
 	return v, nil
@@ -101,19 +101,19 @@ func New(opts Options) (*Verifier, error) {
 // unknown kid, while the issuer's Refresher refreshes (bounded by ctx).
 func (v *Verifier) Verify(ctx context.Context, token string) (*Result, error) {
 	now := v.now()
-	if v.tokens != nil && len(token) <= v.maxTokenBytes {
-		if r := v.tokens.get(token, now); r != nil {
-			return r, nil
-		}
+	if v.tokens == nil || len(token) > v.maxTokenBytes {
+		res, _, _, err := v.verify(ctx, token, now, nil)
+		return res, err
+	}
+	r, id := v.tokens.get(token, now)
+	if r != nil {
+		return r, nil
 	}
 	res, is, key, err := v.verify(ctx, token, now, nil)
 	if err != nil {
 		return nil, err
 	}
-	if v.tokens != nil {
-		v.tokens.put(token, res, is, key, now)
-	}
-	return res, nil
+	return v.tokens.put(id, res, is, key, now), nil
 }
 
 // Explain runs the same checks as Verify and also returns each check in order

@@ -20,7 +20,8 @@ var (
 	// ErrStatus reports an HTTP answer other than 200 (or 304 to a
 	// conditional request).
 	ErrStatus = errors.New("jwks: unexpected HTTP status")
-	// ErrTooLarge reports a body or file larger than MaxBytes.
+	// ErrTooLarge reports a body or file larger than MaxBytes, or a fetched
+	// key set with more than MaxKeys keys.
 	ErrTooLarge = errors.New("jwks: document too large")
 	// ErrMalformed reports a JWKS or discovery document that cannot be read
 	// at all (not JSON, not an object, no "keys" array, nested too deep).

@@ -503,9 +503,16 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 		f.publish(cur.WithTimes(now, until))
 		f.log.Debug("jwks unchanged", "keys", cur.Len())
 	default:
-		keys, skipped, err := Parse(resp.body, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: cur})
+		keys, skipped, extra, err := parse(resp.body, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: cur})
 		if err != nil {
 			return 0, err
+		}
+		if extra > 0 {
+			// A set cut at MaxKeys would drop whichever keys come last —
+			// perhaps the one in use — and reject valid tokens at once.
+			// Refuse it whole, like a body over MaxBytes: the last good
+			// set keeps serving and the failure shows.
+			return 0, fmt.Errorf("%w: more than %d keys (%d beyond the limit)", ErrTooLarge, f.opts.MaxKeys, extra)
 		}
 		set := cache.NewSet(keys, skipped, now, until)
 		f.reportSkipped(set.Skipped())

@@ -79,7 +79,9 @@ type Options struct {
 
 	// MaxBytes bounds a JWKS or discovery body. Zero means 1 MiB.
 	MaxBytes int64
-	// MaxKeys bounds the keys read from one JWKS. Zero means 100.
+	// MaxKeys bounds the keys read from one JWKS. A fetched JWKS with more
+	// keys is refused whole ([ErrTooLarge]; the last good set stays); a
+	// file's keys beyond it are skipped and reported. Zero means 100.
 	MaxKeys int
 
 	// StateDir, if set, is where the last good JWKS is persisted and loaded

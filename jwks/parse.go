@@ -70,13 +70,20 @@ type ParseOptions struct {
 // with an invalid exponent, and keys whose x5c/x5t does not match. Parse is
 // safe for concurrent use and does no I/O (an x5u is never followed).
 func Parse(data []byte, opts ParseOptions) ([]*cache.Key, []cache.Skipped, error) {
+	keys, skipped, _, err := parse(data, opts)
+	return keys, skipped, err
+}
+
+// parse is Parse, also returning how many keys lay beyond MaxKeys (not
+// read, and reported as one skipped entry).
+func parse(data []byte, opts ParseOptions) (_ []*cache.Key, _ []cache.Skipped, extra int, _ error) {
 	maxKeys := opts.MaxKeys
 	if maxKeys <= 0 {
 		maxKeys = DefaultMaxKeys
 	}
 	raws, extra, err := decodeKeys(data, maxKeys)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	keys := make([]*cache.Key, 0, len(raws))
 	var skipped []cache.Skipped
@@ -94,7 +101,7 @@ func Parse(data []byte, opts ParseOptions) ([]*cache.Key, []cache.Skipped, error
 			Reason: fmt.Sprintf("%d more keys beyond the limit of %d were not read", extra, maxKeys),
 		})
 	}
-	return keys, skipped, nil
+	return keys, skipped, extra, nil
 }
 
 // decodeKeys splits {"keys":[…]} into at most maxKeys raw key objects and

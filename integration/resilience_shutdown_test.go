@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/internal/testkeys"
+)
+
+// shutdownOutcome counts what the load of TestResilienceShutdownUnderLoad
+// got.
+type shutdownOutcome struct {
+	ok       atomic.Int64 // answered correctly by the instance under test
+	rerouted atomic.Int64 // refused at connection level after SIGTERM, answered correctly by the peer
+	failed   atomic.Int64
+	mu       sync.Mutex
+	failures []string
+}
+
+func (o *shutdownOutcome) fail(format string) {
+	o.failed.Add(1)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.failures) < 10 {
+		o.failures = append(o.failures, format)
+	}
+}
+
+// TestResilienceShutdownUnderLoad sends SIGTERM to the real binary in the
+// middle of a 2-second load — forward-auth GETs on keep-alive connections
+// and verify POSTs on fresh connections, like a proxy's — with one request
+// in flight that waits on a slow unknown-kid refresh at the IdP. The
+// instance must finish every request it accepted (the slow one included),
+// refuse new connections, and exit 0. The load balancer of this model sends
+// a request that was refused at connection level (no response byte) to a
+// peer instance; no request may fail in any other way.
+func TestResilienceShutdownUnderLoad(t *testing.T) {
+	t.Parallel()
+	key := rhKey{testkeys.EC256A, "down-a", "ES256"}
+	newKey := rhKey{testkeys.EC256B, "down-b", "ES256"}
+	idp := newFakeIdP(t, "max-age=3600", key.jwk())
+	r := rhRefresh{minInterval: time.Second, maxInterval: time.Hour, defaultTTL: time.Hour,
+		unknownKid: time.Second, staleFor: time.Hour, fetchTimeout: 5 * time.Second}
+	cfg := rhConfig(idp.Issuer, "jwks_url: "+idp.JWKSURL, r, "")
+	victim := startJWKSVerify(t, cfg)
+	peer := startJWKSVerify(t, cfg)
+
+	tokens := make([]string, 64)
+	for i := range tokens {
+		tokens[i] = key.mint(idp.Issuer)
+	}
+	var out shutdownOutcome
+	var terminated atomic.Bool
+	keepAlive := &http.Transport{MaxIdleConnsPerHost: 16}
+	fresh := &http.Transport{DisableKeepAlives: true}
+	t.Cleanup(keepAlive.CloseIdleConnections)
+
+	// do sends one request to addr; it reports whether an answer started.
+	do := func(tr *http.Transport, addr string, i int) (status int, body []byte, answered bool, err error) {
+		tok := tokens[i%len(tokens)]
+		var req *http.Request
+		if tr == keepAlive {
+			req, _ = http.NewRequest(http.MethodGet, "http://"+addr+"/v1/authz/orders", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+		} else {
+			b, _ := json.Marshal(map[string]string{"token": tok})
+			req, _ = http.NewRequest(http.MethodPost, "http://"+addr+"/v1/verify", bytes.NewReader(b))
+		}
+		var gotByte atomic.Bool
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotFirstResponseByte: func() { gotByte.Store(true) }})
+		resp, err := (&http.Client{Transport: tr}).Do(req.WithContext(ctx))
+		if err != nil {
+			return 0, nil, gotByte.Load(), err
+		}
+		defer resp.Body.Close()
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		return resp.StatusCode, body, true, err
+	}
+	correct := func(tr *http.Transport, status int, body []byte) bool {
+		if tr == keepAlive {
+			return status == 200
+		}
+		return status == 200 && bytes.HasPrefix(body, []byte(`{"valid":true`))
+	}
+
+	const loadFor = 2 * time.Second
+	start := time.Now()
+	var wg sync.WaitGroup
+	for w := range 6 {
+		tr := keepAlive
+		if w >= 4 {
+			tr = fresh
+		}
+		wg.Go(func() {
+			for i := w; time.Since(start) < loadFor; i += 6 {
+				status, body, answered, err := do(tr, victim.HTTP, i)
+				switch {
+				case err == nil && correct(tr, status, body):
+					out.ok.Add(1)
+				case err != nil && !answered && terminated.Load():
+					// Refused at connection level by the stopping instance:
+					// the load balancer tries the peer.
+					status, body, _, err = do(tr, peer.HTTP, i)
+					if err != nil || !correct(tr, status, body) {
+						out.fail("peer: " + describe(status, body, err))
+					} else {
+						out.rerouted.Add(1)
+					}
+				default:
+					out.fail(describe(status, body, err))
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+
+	// Halfway: a request that waits on a slow unknown-kid refresh, then
+	// SIGTERM while it is in flight.
+	time.Sleep(loadFor / 2)
+	idp.SetKeys(key.jwk(), newKey.jwk())
+	idp.Next(behaviour{kind: serveOK, delay: 700 * time.Millisecond})
+	slow := make(chan error, 1)
+	var slowTook time.Duration
+	go func() {
+		t0 := time.Now()
+		v, err := rhVerify(httpClient(), "http://"+victim.HTTP, newKey.mint(idp.Issuer))
+		slowTook = time.Since(t0)
+		if err == nil && !v.Valid {
+			err = errors.New("verdict " + v.String())
+		}
+		slow <- err
+	}()
+	if _, ok := rhWaitFor(2*time.Second, func() bool { return idp.CountSince(idpJWKSPath, start) > 0 }); !ok {
+		t.Fatal("the slow request never reached the IdP")
+	}
+	sigterm := time.Now()
+	terminated.Store(true)
+	if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	if err := <-slow; err != nil {
+		t.Errorf("the request in flight at SIGTERM: %v, want valid", err)
+	}
+	select {
+	case <-victim.done:
+	case <-time.After(stopTimeout):
+		t.Fatalf("still running %v after SIGTERM", stopTimeout)
+	}
+	exited := time.Now()
+	if victim.err != nil {
+		t.Errorf("exit after SIGTERM: %v, want status 0", victim.err)
+	}
+	for _, want := range []string{`"msg":"shutting down"`, `"msg":"stopped"`} {
+		if !bytes.Contains([]byte(victim.Output()), []byte(want)) {
+			t.Errorf("no %s log line", want)
+		}
+	}
+	t.Logf("shutdown under load: %d answered by the instance, %d refused after SIGTERM and answered by the peer, %d failed; the in-flight request took %v; exit %v after SIGTERM",
+		out.ok.Load(), out.rerouted.Load(), out.failed.Load(), slowTook.Round(time.Millisecond), exited.Sub(sigterm).Round(time.Millisecond))
+	if n := out.failed.Load(); n != 0 {
+		t.Errorf("%d requests failed, e.g. %q", n, out.failures)
+	}
+	if out.ok.Load() < 100 {
+		t.Errorf("only %d requests answered before the shutdown, want a real load", out.ok.Load())
+	}
+}
+
+// describe renders a failed request.
+func describe(status int, body []byte, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return http.StatusText(status) + " " + clip(body)
+}

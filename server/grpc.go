@@ -49,14 +49,14 @@ const (
 // RegisterGRPC registers on g the Envoy ext_authz service
 // (envoy.service.auth.v3.Authorization) and the gRPC health service
 // (grpc.health.v1.Health). Health answers SERVING for the overall server ("")
-// and for envoy.service.auth.v3.Authorization while [Server.Ready] holds,
-// NOT_SERVING otherwise; it checks readiness on every call, so it is always
-// current and needs no goroutine.
+// and for envoy.service.auth.v3.Authorization while [Server.Ready] holds and
+// the server is not draining, NOT_SERVING otherwise; it checks readiness on
+// every call, so it is always current and needs no goroutine.
 //
 // Call it before g.Serve. The caller owns g (its options — bound the message
-// size with grpc.MaxRecvMsgSize — and its shutdown). Note that
-// g.GracefulStop waits for open health Watch streams, which end only when
-// their clients go away or g.Stop is called.
+// size with grpc.MaxRecvMsgSize — and its shutdown). g.GracefulStop waits
+// for open health Watch streams; [Server.SetDraining] ends them (after
+// sending NOT_SERVING), so call it before g.GracefulStop.
 func (s *Server) RegisterGRPC(g *grpc.Server) {
 	authv3.RegisterAuthorizationServer(g, newAuthzGRPC(s))
 	healthpb.RegisterHealthServer(g, &healthGRPC{s: s, interval: healthWatchInterval})
@@ -101,6 +101,12 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 			d = s.decide(ctx, endpointGRPC, "")
 		}
 	}
+	return a.respond(d)
+}
+
+// respond turns a decision into Check's answer: OK, DENIED, or the gRPC
+// status UNAVAILABLE when keys are unavailable.
+func (a *authzGRPC) respond(d decision) (*authv3.CheckResponse, error) {
 	switch {
 	case d.allowed():
 		return a.allow(d), nil
@@ -223,15 +229,18 @@ func (h *healthGRPC) servingStatus(service string) (healthpb.HealthCheckResponse
 	if service != "" && service != authorizationService {
 		return healthpb.HealthCheckResponse_SERVICE_UNKNOWN, false
 	}
+	if h.s.Draining() {
+		return healthpb.HealthCheckResponse_NOT_SERVING, true
+	}
 	if ready, _ := h.s.Ready(); ready {
 		return healthpb.HealthCheckResponse_SERVING, true
 	}
 	return healthpb.HealthCheckResponse_NOT_SERVING, true
 }
 
-// Check answers SERVING while every issuer has usable keys, NOT_SERVING
-// otherwise, and NOT_FOUND for a service other than "" and the ext_authz
-// service. It does not block.
+// Check answers SERVING while every issuer has usable keys and the server is
+// not draining, NOT_SERVING otherwise, and NOT_FOUND for a service other than
+// "" and the ext_authz service. It does not block.
 func (h *healthGRPC) Check(_ context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	st, known := h.servingStatus(req.GetService())
 	if !known {
@@ -250,23 +259,38 @@ func (h *healthGRPC) List(context.Context, *healthpb.HealthListRequest) (*health
 }
 
 // Watch sends the current status at once, then each change, re-checking
-// every interval until the client goes away or the server stops. An unknown
-// service is reported as SERVICE_UNKNOWN (the call is kept open, as the
-// protocol asks).
+// every interval until the client goes away, the server stops, or the server
+// drains: then it sends NOT_SERVING (unless already sent) and ends the call
+// with UNAVAILABLE, so that grpc.Server.GracefulStop need not wait for it and
+// the client looks for another server. An unknown service is reported as
+// SERVICE_UNKNOWN (the call is kept open, as the protocol asks, until the
+// server drains).
 func (h *healthGRPC) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	last := healthpb.HealthCheckResponse_ServingStatus(-1)
+	send := func(st healthpb.HealthCheckResponse_ServingStatus) error {
+		if st == last {
+			return nil
+		}
+		last = st
+		return stream.Send(&healthpb.HealthCheckResponse{Status: st})
+	}
 	for {
-		if st, _ := h.servingStatus(req.GetService()); st != last {
-			if err := stream.Send(&healthpb.HealthCheckResponse{Status: st}); err != nil {
-				return err
-			}
-			last = st
+		st, _ := h.servingStatus(req.GetService())
+		if err := send(st); err != nil {
+			return err
 		}
 		select {
 		case <-stream.Context().Done():
 			return status.FromContextError(stream.Context().Err()).Err()
+		case <-h.s.drained:
+			if st != healthpb.HealthCheckResponse_SERVICE_UNKNOWN {
+				if err := send(healthpb.HealthCheckResponse_NOT_SERVING); err != nil {
+					return err
+				}
+			}
+			return status.Error(codes.Unavailable, "server is draining")
 		case <-t.C:
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -97,6 +98,10 @@ type Options struct {
 // Server is the HTTP front end over one [verify.Verifier]. Build it with
 // [New]; serve [Server.Handler]. A Server holds no goroutines and needs no
 // Close; it is safe for concurrent use.
+//
+// A process that is about to stop calls [Server.SetDraining] first, so that
+// readiness (/readyz, gRPC health) turns away load balancers and Envoy while
+// the server still answers every request.
 type Server struct {
 	v       *verify.Verifier
 	log     *slog.Logger
@@ -116,6 +121,11 @@ type Server struct {
 	registry *prometheus.Registry
 	metrics  *metrics // nil for a Middleware's server
 	handler  http.Handler
+
+	drainOnce sync.Once
+	// drained is closed by SetDraining: readiness then says no, and open
+	// gRPC health Watch streams end.
+	drained chan struct{}
 }
 
 // New validates opts, applies defaults, registers the metrics on
@@ -180,7 +190,7 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{v: v, log: log, now: time.Now}
+	s := &Server{v: v, log: log, now: time.Now, drained: make(chan struct{})}
 	var err error
 	if s.sources, err = newTokenSources(sources); err != nil {
 		return nil, err
@@ -215,8 +225,30 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Verifier returns the verifier the server decides with.
 func (s *Server) Verifier() *verify.Verifier { return s.v }
 
+// SetDraining marks the server as shutting down, for good: /readyz answers
+// 503 {"ready":false,"draining":true}, the gRPC health service reports
+// NOT_SERVING, and open health Watch streams receive NOT_SERVING and end
+// (so that grpc.Server.GracefulStop does not wait for them). Every other
+// endpoint keeps answering as before: call it, give load balancers time to
+// notice, then shut the listeners down. It is safe for concurrent use, does
+// not block, and may be called more than once.
+func (s *Server) SetDraining() {
+	s.drainOnce.Do(func() { close(s.drained) })
+}
+
+// Draining reports whether [Server.SetDraining] has been called.
+func (s *Server) Draining() bool {
+	select {
+	case <-s.drained:
+		return true
+	default:
+		return false
+	}
+}
+
 // Ready reports whether every issuer has a usable key set now, and if not,
-// which issuers (their configured strings) have none. It does not block.
+// which issuers (their configured strings) have none. It does not block. It
+// does not look at [Server.Draining]: a draining server may still be Ready.
 func (s *Server) Ready() (bool, []string) {
 	now := s.now()
 	var notReady []string

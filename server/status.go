@@ -19,9 +19,18 @@ func (s *Server) serveHealthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveReadyz is GET /readyz: 200 {"ready":true} only when every issuer has
-// a usable key set, else 503 {"ready":false,"issuers_not_ready":[...]}.
+// a usable key set and the server is not draining; 503
+// {"ready":false,"draining":true} once draining, else 503
+// {"ready":false,"issuers_not_ready":[...]}.
 func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
+		return
+	}
+	if s.Draining() {
+		writeJSON(w, http.StatusServiceUnavailable, struct {
+			Ready    bool `json:"ready"`
+			Draining bool `json:"draining"`
+		}{false, true})
 		return
 	}
 	ok, notReady := s.Ready()

@@ -28,6 +28,7 @@ var errConfig = errors.New("configuration error")
 const (
 	defaultListen             = "127.0.0.1:8080"
 	defaultShutdownTimeout    = 15 * time.Second
+	defaultShutdownDelay      = 0
 	defaultFetchTimeout       = 10 * time.Second
 	defaultMinInterval        = time.Minute
 	defaultMaxInterval        = 24 * time.Hour
@@ -55,6 +56,9 @@ const (
 	minIntrospectionSecret = 16
 	// minInterval is the smallest value any interval accepts (SPEC: down to 1s).
 	minInterval = time.Second
+	// maxShutdownDelay bounds shutdown_delay: long enough for any load
+	// balancer's health check to notice, short enough not to stall a deploy.
+	maxShutdownDelay = time.Minute
 )
 
 // algorithms are the JWS algorithms jwksverify verifies, with the minimum HMAC
@@ -111,6 +115,7 @@ type fileConfig struct {
 	Listen          *string           `yaml:"listen"`
 	GRPCListen      *string           `yaml:"grpc_listen"`
 	ShutdownTimeout Duration          `yaml:"shutdown_timeout"`
+	ShutdownDelay   Duration          `yaml:"shutdown_delay"`
 	Issuers         []fileIssuer      `yaml:"issuers"`
 	TokenCache      fileTokenCache    `yaml:"token_cache"`
 	TokenSources    []fileTokenSource `yaml:"token_sources"`
@@ -195,6 +200,7 @@ type config struct {
 	Listen          string
 	GRPCListen      string // "" = off
 	ShutdownTimeout time.Duration
+	ShutdownDelay   time.Duration // reported not ready before the drain starts
 	Issuers         []issuerConfig
 	TokenCacheMax   int
 	TokenCacheBytes int64 // 0 = the verifier's default
@@ -482,6 +488,7 @@ func (fc *fileConfig) resolve(ov overrides, lookupEnv func(string) (string, bool
 	c := &config{
 		Listen:          defaultListen,
 		ShutdownTimeout: fc.ShutdownTimeout.or(defaultShutdownTimeout),
+		ShutdownDelay:   fc.ShutdownDelay.or(defaultShutdownDelay),
 		TokenCacheMax:   derefOr(fc.TokenCache.MaxEntries, defaultTokenCacheEntries),
 		TokenCacheBytes: derefOr(fc.TokenCache.MaxBytes, 0),
 		StripAuth:       fc.ForwardAuth.StripAuthorization,
@@ -524,6 +531,9 @@ func (fc *fileConfig) resolve(ov overrides, lookupEnv func(string) (string, bool
 	}
 	if err := between(c.ShutdownTimeout, time.Second, 10*time.Minute); err != nil {
 		return nil, fmt.Errorf("shutdown_timeout: %w", err)
+	}
+	if err := between(c.ShutdownDelay, 0, maxShutdownDelay); err != nil {
+		return nil, fmt.Errorf("shutdown_delay: %w", err)
 	}
 	if len(fc.Issuers) == 0 {
 		return nil, errors.New("issuers: at least one issuer is required")

@@ -92,8 +92,9 @@ var commandUsage = map[string]string{
 	"serve": `Usage: jwksverify serve --config FILE [--listen ADDR] [--grpc-listen ADDR] [--log-level LEVEL]
        jwksverify serve --demo [--listen ADDR]
 
-Runs the service until SIGINT or SIGTERM, then drains in-flight requests
-(shutdown_timeout) and exits 0. --demo runs an embedded demo issuer on
+Runs the service until SIGINT or SIGTERM, then reports not ready
+(shutdown_delay), drains in-flight requests (shutdown_timeout) and exits 0.
+--demo runs an embedded demo issuer on
 loopback and prints a ready-to-paste curl line with a fresh token.
 
 Environment: JWKSVERIFY_CONFIG, JWKSVERIFY_LISTEN, JWKSVERIFY_GRPC_LISTEN,

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -314,9 +313,8 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 		}
 	}
 
-	var draining atomic.Bool
 	httpSrv := &http.Server{
-		Handler:           drainAware(svc.server.Handler(), &draining),
+		Handler:           svc.server.Handler(),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -369,10 +367,20 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 	var drainErr error
 	g.Go(func() error {
 		<-gctx.Done()
-		// Not ready first, so that load balancers stop sending; then stop
-		// accepting and drain what is in flight, within shutdown_timeout.
-		draining.Store(true)
-		logger.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
+		// Tell load balancers and Envoy first: /readyz answers 503 draining,
+		// gRPC health NOT_SERVING (open Watch streams end), and HTTP
+		// responses close their connections, so that pooled clients
+		// reconnect to a ready instance; every request is still served.
+		// After shutdown_delay (on a signal only: a failed server has
+		// nothing to wait for), stop accepting and drain what is in flight,
+		// within shutdown_timeout.
+		svc.server.SetDraining()
+		httpSrv.SetKeepAlivesEnabled(false)
+		logger.Info("shutting down", "delay", cfg.ShutdownDelay.String(), "timeout", cfg.ShutdownTimeout.String())
+		if ctx.Err() != nil && cfg.ShutdownDelay > 0 {
+			delay := time.NewTimer(cfg.ShutdownDelay)
+			<-delay.C // a second signal ends the process at once (main)
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 		defer cancel()
 		var wg sync.WaitGroup
@@ -412,21 +420,6 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 		logger.Info("stopped")
 	}
 	return code
-}
-
-// drainAware answers /readyz with 503 once draining is set, so that load
-// balancers stop routing here while in-flight requests finish.
-func drainAware(h http.Handler, draining *atomic.Bool) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/readyz" && draining.Load() {
-			w.Header().Set("Content-Type", "application/json; charset=utf-8")
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"ready":false,"reason":"shutting down"}` + "\n"))
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // dialable turns a listen address into one a local client can dial

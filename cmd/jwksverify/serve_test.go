@@ -21,6 +21,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
@@ -278,22 +280,32 @@ func TestServePortTaken(t *testing.T) {
 	}
 }
 
-// TestServeGRPC runs the service with grpc_listen and calls Envoy's
-// Authorization/Check on it.
+// TestServeGRPC runs the service with grpc_listen, calls Envoy's
+// Authorization/Check on it, and stops it with SIGTERM while a gRPC health
+// Watch stream is open: the stream gets NOT_SERVING and ends, readiness says
+// draining for shutdown_delay while requests are still answered, and the
+// process exits 0 well within shutdown_timeout.
 func TestServeGRPC(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "jwks.json", testJWKS())
-	cfg := writeFile(t, dir, "cfg.yaml", []byte(`
+	const (
+		shutdownDelay   = 2 * time.Second
+		shutdownTimeout = 10 * time.Second
+	)
+	cfg := writeFile(t, dir, "cfg.yaml", []byte(fmt.Sprintf(`
 listen: 127.0.0.1:0
+shutdown_delay: %s
+shutdown_timeout: %s
 issuers: [{issuer: "https://a.test/", jwks_file: jwks.json, claims_to_headers: {sub: X-Auth-Subject}}]
-`))
+`, shutdownDelay, shutdownTimeout)))
 	p := startBin(t, nil, nil, "serve", "--config", cfg, "--grpc-listen", "127.0.0.1:0")
 	line := p.waitLog(t, "listening")
 	addr, _ := line["grpc"].(string)
 	if !strings.HasPrefix(addr, "127.0.0.1:") {
 		t.Fatalf("listening grpc = %q, want 127.0.0.1:<port> (line %v)", addr, line)
 	}
-	waitReadyz(t, "http://"+line["http"].(string))
+	base := "http://" + line["http"].(string)
+	waitReadyz(t, base)
 
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -328,12 +340,61 @@ issuers: [{issuer: "https://a.test/", jwks_file: jwks.json, claims_to_headers: {
 			}
 		})
 	}
-	conn.Close()
 
+	// A health Watch stream stays open across SIGTERM, as Envoy's or a
+	// gRPC client's health checking keeps one.
+	wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer wcancel()
+	watch, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("Watch Recv() = %v, %v; want SERVING", resp.GetStatus(), err)
+	}
+
+	signalled := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if code := p.wait(t, 20*time.Second); code != 0 {
+	if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("Watch Recv() after SIGTERM = %v, %v; want NOT_SERVING", resp.GetStatus(), err)
+	}
+	if _, err := watch.Recv(); status.Code(err) != codes.Unavailable {
+		t.Errorf("Watch after SIGTERM: %v, want the stream ended with Unavailable", err)
+	}
+
+	// Within shutdown_delay: not ready, yet still answering, and closing
+	// HTTP connections so that pooled clients go elsewhere.
+	resp, err := http.Get(base + "/readyz")
+	if err != nil {
+		t.Fatalf("GET /readyz during shutdown_delay: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || strings.TrimSpace(string(body)) != `{"ready":false,"draining":true}` || !resp.Close {
+		t.Errorf("GET /readyz during shutdown_delay = %d %s (Connection: close %v); want 503 {\"ready\":false,\"draining\":true}, closed",
+			resp.StatusCode, body, resp.Close)
+	}
+	if got := postVerify(t, http.DefaultClient, base+"/v1/verify", tokenBody(tests[0].token)); got["valid"] != true {
+		t.Errorf("POST /v1/verify during shutdown_delay = %v, want valid", got)
+	}
+	check, err := client.Check(t.Context(), &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+			Method: "GET", Path: "/orders", Headers: map[string]string{"authorization": "Bearer " + tests[0].token},
+		}},
+	}})
+	if err != nil || codes.Code(check.GetStatus().GetCode()) != codes.OK {
+		t.Errorf("ext_authz Check() during shutdown_delay = %v, %v; want OK", check.GetStatus(), err)
+	}
+
+	// The gRPC connection stays open: GracefulStop must not wait for it.
+	code := p.wait(t, shutdownDelay+shutdownTimeout+5*time.Second)
+	took := time.Since(signalled)
+	if code != 0 {
 		t.Errorf("exit %d after SIGTERM, want 0; stderr:\n%s", code, p.stderr.String())
+	}
+	if took < shutdownDelay || took > shutdownDelay+shutdownTimeout/2 {
+		t.Errorf("exited %s after SIGTERM, want after shutdown_delay %s and well within shutdown_timeout %s", took, shutdownDelay, shutdownTimeout)
 	}
 }

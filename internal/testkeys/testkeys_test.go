@@ -5,7 +5,10 @@ import (
 	"testing"
 
 	"github.com/golang-jwt/jwt/v5"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMintVerifiesWithGolangJWT(t *testing.T) {
 	for _, alg := range Algorithms {

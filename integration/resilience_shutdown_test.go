@@ -40,18 +40,39 @@ func (o *shutdownOutcome) fail(format string) {
 // middle of a 2-second load — forward-auth GETs on keep-alive connections
 // and verify POSTs on fresh connections, like a proxy's — with one request
 // in flight that waits on a slow unknown-kid refresh at the IdP. The
-// instance must finish every request it accepted (the slow one included),
-// refuse new connections, and exit 0. The load balancer of this model sends
-// a request that was refused at connection level (no response byte) to a
-// peer instance; no request may fail in any other way.
+// instance must finish every request it accepted (the slow one included)
+// and exit 0; no request may fail.
+//
+//   - shutdown_delay 0s (the default): the instance stops accepting at
+//     once. The load balancer of this model sends a request refused at
+//     connection level (no response byte) to a peer instance.
+//   - shutdown_delay 2s, longer than the rest of the load: /readyz turns 503
+//     draining at SIGTERM, the instance keeps accepting, and answers every
+//     request itself — none needs the peer.
 func TestResilienceShutdownUnderLoad(t *testing.T) {
 	t.Parallel()
+	var wg sync.WaitGroup
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+	}{
+		{"no-delay", 0},
+		{"shutdown-delay-2s", 2 * time.Second},
+	} {
+		wg.Go(func() {
+			t.Run(tc.name, func(t *testing.T) { testShutdown(t, tc.delay) })
+		})
+	}
+	wg.Wait()
+}
+
+func testShutdown(t *testing.T, delay time.Duration) {
 	key := rhKey{testkeys.EC256A, "down-a", "ES256"}
 	newKey := rhKey{testkeys.EC256B, "down-b", "ES256"}
 	idp := newFakeIdP(t, "max-age=3600", key.jwk())
 	r := rhRefresh{minInterval: time.Second, maxInterval: time.Hour, defaultTTL: time.Hour,
 		unknownKid: time.Second, staleFor: time.Hour, fetchTimeout: 5 * time.Second}
-	cfg := rhConfig(idp.Issuer, "jwks_url: "+idp.JWKSURL, r, "")
+	cfg := rhConfig(idp.Issuer, "jwks_url: "+idp.JWKSURL, r, "shutdown_delay: "+delay.String()+"\n")
 	victim := startJWKSVerify(t, cfg)
 	peer := startJWKSVerify(t, cfg)
 
@@ -150,6 +171,26 @@ func TestResilienceShutdownUnderLoad(t *testing.T) {
 	if err := victim.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	if delay > 0 {
+		// During shutdown_delay: still serving, but not ready.
+		// A keep-alive client, to see that the answer closes its connection.
+		c := rhClient(t)
+		var status int
+		var body []byte
+		var closes bool
+		if _, ok := rhWaitFor(delay/2, func() bool {
+			resp, err := c.Get("http://" + victim.HTTP + "/readyz")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			body, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+			status, closes = resp.StatusCode, resp.Close
+			return status == 503 && bytes.Contains(body, []byte(`"draining":true`))
+		}); !ok || !closes {
+			t.Errorf("readyz during shutdown_delay = %d %q (Connection: close %v), want 503 draining, closing the connection", status, clip(body), closes)
+		}
+	}
 	wg.Wait()
 	if err := <-slow; err != nil {
 		t.Errorf("the request in flight at SIGTERM: %v, want valid", err)
@@ -168,10 +209,13 @@ func TestResilienceShutdownUnderLoad(t *testing.T) {
 			t.Errorf("no %s log line", want)
 		}
 	}
-	t.Logf("shutdown under load: %d answered by the instance, %d refused after SIGTERM and answered by the peer, %d failed; the in-flight request took %v; exit %v after SIGTERM",
-		out.ok.Load(), out.rerouted.Load(), out.failed.Load(), slowTook.Round(time.Millisecond), exited.Sub(sigterm).Round(time.Millisecond))
+	t.Logf("shutdown under load (shutdown_delay %v): %d answered by the instance, %d refused after SIGTERM and answered by the peer, %d failed; the in-flight request took %v; exit %v after SIGTERM",
+		delay, out.ok.Load(), out.rerouted.Load(), out.failed.Load(), slowTook.Round(time.Millisecond), exited.Sub(sigterm).Round(time.Millisecond))
 	if n := out.failed.Load(); n != 0 {
 		t.Errorf("%d requests failed, e.g. %q", n, out.failures)
+	}
+	if delay > 0 && out.rerouted.Load() != 0 {
+		t.Errorf("%d requests refused during shutdown_delay %v, want every request answered by the instance", out.rerouted.Load(), delay)
 	}
 	if out.ok.Load() < 100 {
 		t.Errorf("only %d requests answered before the shutdown, want a real load", out.ok.Load())

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
@@ -319,6 +320,39 @@ func TestGRPCCheckKeysUnavailable(t *testing.T) {
 	}
 	if msg := status.Convert(err).Message(); msg != "keys_unavailable" {
 		t.Errorf("Check() error message = %q, want keys_unavailable", msg)
+	}
+}
+
+// TestGRPCCheckGolden stores Check's answers as protojson (Envoy's field
+// names) for docs/API.md: allow, deny, a request without a token, and the
+// UNAVAILABLE error.
+func TestGRPCCheckGolden(t *testing.T) {
+	tok := tokens()
+	tests := []struct {
+		name string
+		req  *authv3.CheckRequest
+	}{
+		{"grpc-check-valid", envoyRequest("GET", "/orders/42", bearer(tok["valid"]))},
+		{"grpc-check-expired", envoyRequest("GET", "/orders/42", bearer(tok["expired"]))},
+		{"grpc-check-no-token", envoyRequest("GET", "/orders/42", nil)},
+		{"grpc-check-keys-unavailable", envoyRequest("GET", "/orders/42", bearer(tok["keys-unavailable"]))},
+	}
+	g := startGRPC(t, newEnv(t, envConfig{}))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := g.authz.Check(t.Context(), tc.req)
+			var doc []byte
+			if err != nil {
+				st := status.Convert(err)
+				doc, err = json.Marshal(map[string]any{"error": map[string]string{"code": st.Code().String(), "message": st.Message()}})
+			} else {
+				doc, err = protojson.MarshalOptions{UseProtoNames: true}.Marshal(resp)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkGoldenJSON(t, tc.name, doc)
+		})
 	}
 }
 

@@ -258,6 +258,27 @@ func checkGolden(t *testing.T, name string, w *httptest.ResponseRecorder) {
 	if err != nil {
 		t.Fatalf("MarshalIndent() = %v", err)
 	}
+	writeOrCompareGolden(t, name, got)
+}
+
+// checkGoldenJSON compares the JSON document doc (any formatting) with
+// testdata/golden/name.json, or rewrites it with -update.
+func checkGoldenJSON(t *testing.T, name string, doc []byte) {
+	t.Helper()
+	var compact, got bytes.Buffer
+	if err := json.Compact(&compact, doc); err != nil {
+		t.Fatalf("golden %s: %v", name, err)
+	}
+	if err := json.Indent(&got, compact.Bytes(), "", "  "); err != nil {
+		t.Fatalf("golden %s: %v", name, err)
+	}
+	writeOrCompareGolden(t, name, got.Bytes())
+}
+
+// writeOrCompareGolden compares got with testdata/golden/name.json, or
+// rewrites the file with -update.
+func writeOrCompareGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
 	got = append(got, '\n')
 	path := filepath.Join("testdata", "golden", name+".json")
 	if *update {

@@ -86,9 +86,6 @@ func (s *Server) matchClient(id, secret string, withID bool) bool {
 // rather than a verdict (an inactive answer would tell a resource server
 // that a good token is bad). Responses are never cached.
 func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
-	if !allowMethods(w, r, http.MethodPost) {
-		return
-	}
 	if !s.authenticateClient(r) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="jwksverify"`)
 		writeError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed")

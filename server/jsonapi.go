@@ -30,9 +30,6 @@ func (s *Server) tooLarge(ctx context.Context, endpoint string) decision {
 // 413 for a token (or body) too large, 503 when keys are unavailable, 400
 // for a request that is not {"token": string}. Unknown members are ignored.
 func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
-	if !allowMethods(w, r, http.MethodPost) {
-		return
-	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		s.writeReadError(w, r, endpointVerify, err)
@@ -88,9 +85,6 @@ func verifyStatus(d decision) int {
 // whatever the verdicts (an unavailable issuer shows in its items). More
 // than MaxBatch tokens is 400.
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
-	if !allowMethods(w, r, http.MethodPost) {
-		return
-	}
 	body, err := s.readBody(w, r)
 	if err != nil {
 		s.writeReadError(w, r, endpointBatch, err)

@@ -9,25 +9,50 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// route is one endpoint served through the mux.
+type route struct {
+	// path is the mux pattern: an exact path.
+	path string
+	// methods are the methods the endpoint answers; any other gets 405
+	// with an Allow header.
+	methods []string
+	serve   http.HandlerFunc
+}
+
+// authzPath is forward-auth's path: it and every path below it, any method
+// (see isAuthzPath).
+const authzPath = "/v1/authz"
+
+// routeTable lists every endpoint of the mux, with its methods: the one
+// place routes are declared (docs/API.md is tested against it).
+func (s *Server) routeTable() []route {
+	get := []string{http.MethodGet, http.MethodHead}
+	post := []string{http.MethodPost}
+	return []route{
+		{"/v1/verify", post, s.serveVerify},
+		{"/v1/verify/batch", post, s.serveBatch},
+		{"/introspect", post, s.serveIntrospect},
+		{"/healthz", get, s.serveHealthz},
+		{"/readyz", get, s.serveReadyz},
+		{"/v1/issuers", get, s.serveIssuers},
+		{"/metrics", get, promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}).ServeHTTP},
+	}
+}
+
 // routes builds the handler of every endpoint. Forward-auth is dispatched
 // before the mux: its paths are whatever the proxy appends (Envoy adds the
 // original path), which must not be cleaned or redirected, and it is the hot
 // path.
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/verify", s.serveVerify)
-	mux.HandleFunc("/v1/verify/batch", s.serveBatch)
-	mux.HandleFunc("/introspect", s.serveIntrospect)
-	mux.HandleFunc("/healthz", s.serveHealthz)
-	mux.HandleFunc("/readyz", s.serveReadyz)
-	mux.HandleFunc("/v1/issuers", s.serveIssuers)
-	metrics := promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry})
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
-		if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
-			return
-		}
-		metrics.ServeHTTP(w, r)
-	})
+	for _, rt := range s.routeTable() {
+		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
+			if !allowMethods(w, r, rt.methods...) {
+				return
+			}
+			rt.serve(w, r)
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})
@@ -42,7 +67,7 @@ func (s *Server) routes() http.Handler {
 
 // isAuthzPath reports whether path is /v1/authz or below it.
 func isAuthzPath(path string) bool {
-	rest, ok := strings.CutPrefix(path, "/v1/authz")
+	rest, ok := strings.CutPrefix(path, authzPath)
 	return ok && (rest == "" || rest[0] == '/')
 }
 

@@ -9,9 +9,6 @@ import (
 
 // serveHealthz is GET /healthz: the process is alive.
 func (s *Server) serveHealthz(w http.ResponseWriter, r *http.Request) {
-	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
-		return
-	}
 	writeJSON(w, http.StatusOK, struct {
 		Status  string `json:"status"`
 		Version string `json:"version"`
@@ -23,9 +20,6 @@ func (s *Server) serveHealthz(w http.ResponseWriter, r *http.Request) {
 // {"ready":false,"draining":true} once draining, else 503
 // {"ready":false,"issuers_not_ready":[...]}.
 func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
-	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
-		return
-	}
 	if s.Draining() {
 		writeJSON(w, http.StatusServiceUnavailable, struct {
 			Ready    bool `json:"ready"`
@@ -109,9 +103,6 @@ type statsView struct {
 // serveIssuers is GET /v1/issuers: each issuer's keys, skipped keys, fetch
 // times, last error, staleness and counters, in configured order.
 func (s *Server) serveIssuers(w http.ResponseWriter, r *http.Request) {
-	if !allowMethods(w, r, http.MethodGet, http.MethodHead) {
-		return
-	}
 	now := s.now()
 	out := issuersView{Issuers: make([]issuerView, 0, len(s.issuers.list))}
 	for _, is := range s.issuers.list {

@@ -61,13 +61,33 @@ const (
 	serveRedirectTLS                      // 302 to the untrusted https twin
 )
 
-var behaviourNames = map[behaviourKind]string{
-	serveOK: "ok", serveStatus: "status", serveHang: "hang", serveClose: "close",
-	serveTruncated: "truncated", serveInvalidJSON: "invalid-json", serveEmptySet: "empty-set",
-	serveHuge: "huge", serveManyKeys: "many-keys", serveDrip: "drip", serveRedirectTLS: "redirect-tls",
+func (k behaviourKind) String() string {
+	switch k {
+	case serveOK:
+		return "ok"
+	case serveStatus:
+		return "status"
+	case serveHang:
+		return "hang"
+	case serveClose:
+		return "close"
+	case serveTruncated:
+		return "truncated"
+	case serveInvalidJSON:
+		return "invalid-json"
+	case serveEmptySet:
+		return "empty-set"
+	case serveHuge:
+		return "huge"
+	case serveManyKeys:
+		return "many-keys"
+	case serveDrip:
+		return "drip"
+	case serveRedirectTLS:
+		return "redirect-tls"
+	}
+	return "unknown"
 }
-
-func (k behaviourKind) String() string { return behaviourNames[k] }
 
 // behaviour scripts one answer.
 type behaviour struct {
@@ -118,6 +138,9 @@ type fakeIdP struct {
 	hits         []idpHit
 	tlsConns     []time.Time // connections the https twin accepted
 	hugeWritten  int64       // bytes of the last huge body that the client took
+
+	padOnce sync.Once
+	pad     [][]byte // the many-keys padding
 }
 
 // newFakeIdP starts a fake IdP publishing keys with Cache-Control
@@ -152,7 +175,7 @@ func newFakeIdP(t *testing.T, cacheControl string, keys ...testkeys.JWK) *fakeId
 	}
 	p.tls.StartTLS()
 	p.serve(ln)
-	t.Cleanup(p.stop)
+	t.Cleanup(func() { p.stop(t) })
 	return p
 }
 
@@ -191,7 +214,7 @@ func (p *fakeIdP) leave() {
 }
 
 // stop ends everything the IdP runs and waits for it.
-func (p *fakeIdP) stop() {
+func (p *fakeIdP) stop(t *testing.T) {
 	p.mu.Lock()
 	p.stopped = true
 	srv := p.srv
@@ -212,7 +235,8 @@ func (p *fakeIdP) stop() {
 			return
 		}
 		if time.Now().After(deadline) {
-			panic(fmt.Sprintf("fake IdP: %d handlers still running after %v", active, idpStopDeadline))
+			t.Errorf("fake IdP: %d handlers still running %v after stop", active, idpStopDeadline)
+			return
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
@@ -472,7 +496,7 @@ func (p *fakeIdP) serveJWKS(w http.ResponseWriter, r *http.Request) {
 		p.writeHuge(w, doc)
 	case serveManyKeys:
 		h.Status = http.StatusOK
-		_, _ = w.Write(manyKeysDocument(p.currentKeys()))
+		_, _ = w.Write(manyKeysDocument(p.manyKeysPadding(), p.currentKeys()))
 	case serveDrip:
 		hdr.Set("Content-Length", strconv.Itoa(len(doc)))
 		h.Status = http.StatusOK
@@ -539,25 +563,24 @@ func (p *fakeIdP) HugeWritten() int64 {
 	return p.hugeWritten
 }
 
-// manyKeysPad holds idpManyKeys small Ed25519 keys with distinct kids,
-// built once.
-var manyKeysPad struct {
-	once sync.Once
-	keys [][]byte
-}
-
-// manyKeysDocument returns a JWKS of idpManyKeys keys: padding keys first
-// and the published keys last, so that the key-count bound (not the byte
-// bound) is what a verifier meets.
-func manyKeysDocument(keys []testkeys.JWK) []byte {
-	manyKeysPad.once.Do(func() {
+// manyKeysPadding returns idpManyKeys small Ed25519 keys with distinct
+// kids, built once per IdP.
+func (p *fakeIdP) manyKeysPadding() [][]byte {
+	p.padOnce.Do(func() {
 		var k struct{ X string }
 		_ = json.Unmarshal(testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.Ed25519B)}), &k)
 		for i := range idpManyKeys {
-			manyKeysPad.keys = append(manyKeysPad.keys, []byte(`{"kty":"OKP","crv":"Ed25519","kid":"j`+strconv.Itoa(i)+`","x":"`+k.X+`"}`))
+			p.pad = append(p.pad, []byte(`{"kty":"OKP","crv":"Ed25519","kid":"j`+strconv.Itoa(i)+`","x":"`+k.X+`"}`))
 		}
 	})
-	parts := slices.Clone(manyKeysPad.keys[:max(idpManyKeys-len(keys), 0)])
+	return p.pad
+}
+
+// manyKeysDocument returns a JWKS of idpManyKeys keys: padding keys first
+// and keys last, so that the key-count bound (not the byte bound) is what a
+// verifier meets.
+func manyKeysDocument(pad [][]byte, keys []testkeys.JWK) []byte {
+	parts := slices.Clone(pad[:max(idpManyKeys-len(keys), 0)])
 	for _, k := range keys {
 		parts = append(parts, testkeys.JWKJSON(k))
 	}
@@ -568,11 +591,11 @@ func manyKeysDocument(keys []testkeys.JWK) []byte {
 	return b.Bytes()
 }
 
-// checkManyKeysDocument verifies the document's shape once: 10 000 keys,
-// under the default 1 MiB byte bound.
-func checkManyKeysDocument(t *testing.T, keys []testkeys.JWK) {
+// CheckManyKeys verifies the shape of the many-keys document for keys:
+// 10 000 keys, under the default 1 MiB byte bound.
+func (p *fakeIdP) CheckManyKeys(t *testing.T, keys []testkeys.JWK) {
 	t.Helper()
-	doc := manyKeysDocument(keys)
+	doc := manyKeysDocument(p.manyKeysPadding(), keys)
 	var parsed struct {
 		Keys []json.RawMessage `json:"keys"`
 	}

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -43,20 +44,19 @@ func (k rhKey) jwk() testkeys.JWK {
 	return testkeys.JWK{Key: testkeys.Public(k.name), Kid: k.kid, Alg: k.alg, Use: "sig"}
 }
 
-// rhJTI makes every minted token distinct (no verified-token cache hit).
-var rhJTI atomic.Uint64
-
 // mint returns a token of issuer signed by k, valid for an hour, with a
-// fresh jti.
+// random jti: every token is distinct (no verified-token cache hit).
 func (k rhKey) mint(issuer string) string {
 	now := time.Now()
+	var jti [12]byte
+	_, _ = rand.Read(jti[:])
 	return testkeys.Mint(k.alg, testkeys.Private(k.name), map[string]any{"kid": k.kid}, map[string]any{
 		"iss": issuer,
 		"sub": "resilience",
 		"aud": rhAudience,
 		"iat": now.Unix(),
 		"exp": now.Add(time.Hour).Unix(),
-		"jti": strconv.FormatUint(rhJTI.Add(1), 10),
+		"jti": hex.EncodeToString(jti[:]),
 	})
 }
 

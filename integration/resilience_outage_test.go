@@ -72,7 +72,6 @@ func minAttempts(elapsed, minInterval, cost time.Duration) int {
 func TestResilienceOutage(t *testing.T) {
 	t.Parallel()
 	key := rhKey{testkeys.EC256A, "out-a", "ES256"}
-	checkManyKeysDocument(t, []testkeys.JWK{key.jwk()})
 	steady := func(b behaviour) func(*testing.T, *fakeIdP) {
 		return func(_ *testing.T, p *fakeIdP) { p.SetBehaviour(b) }
 	}
@@ -99,7 +98,10 @@ func TestResilienceOutage(t *testing.T) {
 		{name: "invalid-json", fault: steady(behaviour{kind: serveInvalidJSON}), wantErr: []string{"malformed"}},
 		{name: "empty-key-set", fault: steady(behaviour{kind: serveEmptySet}), wantErr: []string{"no usable keys"}},
 		{name: "body-10mib", fault: steady(behaviour{kind: serveHuge}), wantErr: []string{"too large"}},
-		{name: "keys-10000", fault: steady(behaviour{kind: serveManyKeys}), wantErr: []string{"keys"}},
+		{name: "keys-10000", fault: func(t *testing.T, p *fakeIdP) {
+			p.CheckManyKeys(t, []testkeys.JWK{key.jwk()}) // 10 000 keys under 1 MiB: the key count is what is refused
+			p.SetBehaviour(behaviour{kind: serveManyKeys})
+		}, wantErr: []string{"more than 100 keys"}},
 		{name: "slow-drip", fault: steady(behaviour{kind: serveDrip}), cost: outageRefresh.fetchTimeout, wantErr: []string{"deadline", "timeout"}},
 	}
 	// The cases wait on wall-clock time, not on the CPU: they run all at

@@ -549,7 +549,7 @@ func (f *Fetcher) failed(st *fetchState, now time.Time, err error, retry time.Du
 	if !logIt {
 		return
 	}
-	attrs := []any{"err", st.lastErr, "failures", st.failures, "retry_in", retry}
+	attrs := []any{"err", st.lastErr, "failures", st.failures, "retry_in", retry.Round(time.Millisecond).String()}
 	if set := f.keys.Load(); set != nil {
 		attrs = append(attrs, "usable", set.Usable(now), "usable_until", set.UsableUntil)
 	}

@@ -146,7 +146,9 @@ func (o *output) Write(p []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.buf = append(o.buf, p...)
-	if len(o.buf) > o.max {
+	// Trim only past twice the bound, so heavy logging costs amortized O(1)
+	// per byte instead of a max-sized copy on every write.
+	if len(o.buf) > 2*o.max {
 		o.buf = append(o.buf[:0], o.buf[len(o.buf)-o.max:]...)
 	}
 	return len(p), nil
@@ -156,7 +158,7 @@ func (o *output) Write(p []byte) (int, error) {
 func (o *output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return string(o.buf)
+	return string(o.buf[max(0, len(o.buf)-o.max):])
 }
 
 // process is a running child process started by [startProcess].

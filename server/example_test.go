@@ -1,14 +1,19 @@
 package server_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -76,4 +81,76 @@ func ExampleServer_Handler() {
 	srv.Handler().ServeHTTP(w, r)
 	fmt.Println(w.Code, w.Header().Get("X-Auth-Subject"))
 	// Output: 200 alice
+}
+
+// Example wires the library as the service does: a background JWKS fetcher
+// per issuer, a verifier over its keys, and the middleware in front of a
+// handler. It is compiled, not run: it would fetch keys over the network.
+// docs/API.md shows this code.
+func Example() {
+	ctx := context.Background()
+	fetcher, err := jwks.New(jwks.Options{Issuer: "https://idp.example.com/", Discovery: true})
+	if err != nil {
+		panic(err) // invalid options; New does no I/O
+	}
+	defer fetcher.Close() // stops the background refresh
+	v, err := verify.New(verify.Options{
+		Issuers: []verify.Issuer{{
+			Issuer:    "https://idp.example.com/",
+			Keys:      fetcher.Keys(),
+			Refresher: fetcher, // an unknown kid triggers one bounded refresh
+			Audiences: []string{"api://orders"},
+		}},
+		TokenCache: verify.TokenCacheOptions{MaxEntries: 10000},
+	})
+	if err != nil {
+		panic(err)
+	}
+	// Optional: wait for the first key set (until then: keys_unavailable).
+	if err := fetcher.Ready(ctx); err != nil {
+		panic(err)
+	}
+
+	// One token by hand.
+	token := "eyJhbGciOiJSUzI1NiIsImtpZCI6InJzYS1hIn0..." // a bearer token
+	res, err := v.Verify(ctx, token)
+	switch {
+	case err == nil:
+		fmt.Println("subject", res.Subject, "claims", string(res.Claims))
+	case errors.Is(err, verify.ErrUnavailable):
+		fmt.Println("could not decide (503):", err) // keys_unavailable
+	default: // errors.Is(err, verify.ErrRejected)
+		fmt.Println("rejected (401):", verify.Class(err)) // expired, bad_signature, ...
+	}
+
+	// Or in front of a handler: 401 and 503 are answered for you.
+	protect := server.Middleware(v, server.MiddlewareOptions{})
+	mux := http.NewServeMux()
+	mux.Handle("/orders", protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res, _ := server.ResultFromContext(r.Context())
+		fmt.Fprintln(w, "orders of", res.Subject)
+	})))
+}
+
+// ExampleServer_SetDraining embeds the whole service and stops it the way
+// cmd/jwksverify does: readiness off first, then the listeners.
+func ExampleServer_SetDraining() {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	srv, err := server.New(server.Options{Verifier: exampleVerifier(now), Now: func() time.Time { return now }})
+	if err != nil {
+		panic(err)
+	}
+	httpSrv := &http.Server{Handler: srv.Handler()}
+	grpcSrv := grpc.NewServer()
+	srv.RegisterGRPC(grpcSrv) // ext_authz and grpc.health.v1
+	// ... httpSrv.Serve(ln) and grpcSrv.Serve(gln) until a signal, then:
+
+	srv.SetDraining() // /readyz 503, gRPC health NOT_SERVING, Watch streams end
+	w := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	fmt.Print(w.Code, " ", w.Body)
+	// ... wait for load balancers (shutdown_delay), then:
+	_ = httpSrv.Shutdown(context.Background())
+	grpcSrv.GracefulStop()
+	// Output: 503 {"ready":false,"draining":true}
 }

@@ -118,7 +118,7 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 	}
 	d := s.decide(r.Context(), endpointIntrospect, toks[0])
 	switch {
-	case d.status == http.StatusServiceUnavailable:
+	case introspectStatus(d) == http.StatusServiceUnavailable:
 		writeError(w, http.StatusServiceUnavailable, d.class, safeMessage(d.err, d.class, toks[0]))
 	case d.allowed():
 		if body, ok := activeBody(d.res.Claims); ok {
@@ -129,6 +129,15 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeRaw(w, http.StatusOK, []byte(`{"active":false}`+"\n"))
 	}
+}
+
+// introspectStatus maps a decision to the status of /introspect: every
+// verdict, valid or not, is 200; keys unavailable is 503.
+func introspectStatus(d decision) int {
+	if d.status == http.StatusServiceUnavailable {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusOK
 }
 
 // activeBody builds {"active":true, claims..., "token_type"} from the

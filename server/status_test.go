@@ -110,7 +110,11 @@ func TestIssuers(t *testing.T) {
 	checkGolden(t, "issuers", w)
 }
 
-func TestMetrics(t *testing.T) {
+// metricsTraffic gives a token-caching env fetch counters, 90s of key age
+// and a few decided tokens, then scrapes /metrics. docs/API.md shows lines
+// of this scrape.
+func metricsTraffic(t *testing.T) *httptest.ResponseRecorder {
+	t.Helper()
 	e := newEnv(t, envConfig{tokenCache: 100})
 	toks := tokens()
 	e.keysA.SetStatus(cache.Status{Stats: cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4}})
@@ -120,8 +124,11 @@ func TestMetrics(t *testing.T) {
 	}
 	do(e.handler, authzRequest(http.MethodGet, "/v1/authz", toks["valid"]))
 	do(e.handler, authzRequest(http.MethodGet, "/v1/authz", ""))
+	return get(e.handler, "/metrics")
+}
 
-	w := get(e.handler, "/metrics")
+func TestMetrics(t *testing.T) {
+	w := metricsTraffic(t)
 	if w.Code != http.StatusOK {
 		t.Fatalf("status = %d, want 200", w.Code)
 	}

@@ -1,0 +1,499 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/textproto"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// The tests of this file keep docs/API.md true: every route, gRPC method,
+// metric, error class and /v1/issuers field of the code is documented; the
+// class table's statuses are the code's; the examples are the golden
+// responses; the Go snippets are compiled examples.
+
+const apiDoc = "../docs/API.md"
+
+func readAPIDoc(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(apiDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// headings returns the level-3 headings of doc.
+func headings(doc string) []string {
+	var out []string
+	for line := range strings.Lines(doc) {
+		if strings.HasPrefix(line, "### ") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+// TestAPIDocRoutes checks that each route the server registers has a
+// heading naming its path and methods, and that the route table is what the
+// handler serves: each listed method is answered (not 404 or 405), another
+// method gets 405 with the listed Allow, and forward-auth takes any method
+// below /v1/authz.
+func TestAPIDocRoutes(t *testing.T) {
+	doc := readAPIDoc(t)
+	e := newEnv(t, envConfig{})
+	hs := headings(doc)
+	find := func(path string) string {
+		for _, h := range hs {
+			if strings.Contains(h, "`"+path+"`") {
+				return h
+			}
+		}
+		return ""
+	}
+	routes := e.srv.routeTable()
+	if len(routes) < 7 {
+		t.Fatalf("routeTable() has %d routes, want every endpoint", len(routes))
+	}
+	for _, rt := range routes {
+		t.Run(strings.Trim(strings.ReplaceAll(rt.path, "/", "-"), "-"), func(t *testing.T) {
+			h := find(rt.path)
+			if h == "" {
+				t.Fatalf("docs/API.md has no ### heading naming `%s`", rt.path)
+			}
+			for _, m := range rt.methods {
+				if !regexp.MustCompile(`\b` + m + `\b`).MatchString(h) {
+					t.Errorf("heading %q does not name method %s", h, m)
+				}
+			}
+			for _, m := range rt.methods {
+				w := do(e.handler, httptest.NewRequest(m, rt.path, strings.NewReader("{}")))
+				if w.Code == http.StatusNotFound || w.Code == http.StatusMethodNotAllowed {
+					t.Errorf("%s %s = %d, want the endpoint to answer", m, rt.path, w.Code)
+				}
+			}
+			w := do(e.handler, httptest.NewRequest(http.MethodPatch, rt.path, nil))
+			if want := strings.Join(rt.methods, ", "); w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != want {
+				t.Errorf("PATCH %s = %d Allow %q, want 405 Allow %q", rt.path, w.Code, w.Header().Get("Allow"), want)
+			}
+		})
+	}
+	t.Run("authz", func(t *testing.T) {
+		h := find(authzPath)
+		if h == "" || !strings.Contains(h, "`"+authzPath+"/*`") || !strings.Contains(h, "any method") {
+			t.Errorf("docs/API.md heading for forward-auth = %q, want one naming `%s`, `%s/*` and \"any method\"", h, authzPath, authzPath)
+		}
+		for _, target := range []string{authzPath, authzPath + "/orders/42?x=1"} {
+			if w := do(e.handler, authzRequest(http.MethodPatch, target, "")); w.Code != http.StatusUnauthorized {
+				t.Errorf("PATCH %s without a token = %d, want 401 (forward-auth, any method)", target, w.Code)
+			}
+		}
+	})
+	if w := get(e.handler, "/v1/undocumented"); w.Code != http.StatusNotFound {
+		t.Errorf("GET /v1/undocumented = %d, want 404: a route outside routeTable", w.Code)
+	}
+}
+
+// TestAPIDocGRPC checks that each gRPC method RegisterGRPC registers is
+// documented as `service/method`.
+func TestAPIDocGRPC(t *testing.T) {
+	doc := readAPIDoc(t)
+	e := newEnv(t, envConfig{})
+	g := grpc.NewServer()
+	defer g.Stop()
+	e.srv.RegisterGRPC(g)
+	n := 0
+	for svc, info := range g.GetServiceInfo() {
+		for _, m := range info.Methods {
+			n++
+			if name := svc + "/" + m.Name; !strings.Contains(doc, "`"+name+"`") {
+				t.Errorf("docs/API.md does not document the gRPC method `%s`", name)
+			}
+		}
+	}
+	if n < 4 {
+		t.Errorf("RegisterGRPC registered %d methods, want Check and the three of health", n)
+	}
+}
+
+// TestAPIDocMetrics checks that each metric family of the registry (gathered
+// after New) has a table row with its type and labels, that the standard
+// families are mentioned, and that the sample scrape in the doc is a real
+// one.
+func TestAPIDocMetrics(t *testing.T) {
+	doc := readAPIDoc(t)
+	e := newEnv(t, envConfig{tokenCache: 100})
+	own := gatherNames(t, e.reg)
+	e2 := newEnv(t, envConfig{})
+	srv, err := New(Options{Verifier: e2.v}) // the default registry, as jwksverify serve has
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := gatherNames(t, srv.registry)
+
+	n := 0
+	for name, mf := range own {
+		if !strings.HasPrefix(name, namespace+"_") {
+			continue
+		}
+		n++
+		row := tableRow(doc, "`"+name+"`")
+		if row == "" {
+			t.Errorf("docs/API.md has no table row for the metric `%s`", name)
+			continue
+		}
+		if typ := strings.ToLower(mf.GetType().String()); !strings.Contains(row, "| "+typ+" |") {
+			t.Errorf("metric %s: row %q does not give its type %s", name, row, typ)
+		}
+		for _, l := range labelNames(mf) {
+			if !strings.Contains(row, "`"+l+"`") {
+				t.Errorf("metric %s: row %q does not name its label `%s`", name, row, l)
+			}
+		}
+	}
+	if n < 19 {
+		t.Errorf("found %d jwksverify metrics, want all of them (at least 19)", n)
+	}
+	for name := range all {
+		prefix, _, _ := strings.Cut(name, "_")
+		switch {
+		case strings.HasPrefix(name, namespace+"_"):
+		case prefix == "go" || prefix == "process":
+			if !strings.Contains(doc, "`"+prefix+"_*`") {
+				t.Errorf("docs/API.md does not mention `%s_*` (%s)", prefix, name)
+			}
+		default:
+			if !strings.Contains(doc, "`"+name+"`") {
+				t.Errorf("docs/API.md does not mention the metric `%s`", name)
+			}
+		}
+	}
+
+	sample := fencedAfter(t, doc, "<!-- metrics-sample -->")
+	scrape := metricsTraffic(t).Body.String()
+	lines := 0
+	for line := range strings.Lines(sample) {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		lines++
+		if !strings.Contains("\n"+scrape, "\n"+line+"\n") {
+			t.Errorf("the sample scrape in docs/API.md has a line /metrics does not serve: %s", line)
+		}
+	}
+	if lines < 5 {
+		t.Errorf("the sample scrape has %d lines, want a real excerpt", lines)
+	}
+}
+
+func gatherNames(t *testing.T, g prometheus.Gatherer) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]*dto.MetricFamily, len(mfs))
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+func labelNames(mf *dto.MetricFamily) []string {
+	var out []string
+	for _, m := range mf.GetMetric() {
+		for _, lp := range m.GetLabel() {
+			if !slices.Contains(out, lp.GetName()) {
+				out = append(out, lp.GetName())
+			}
+		}
+	}
+	return out
+}
+
+// tableRow returns the line of doc that starts a table row with first, or "".
+func tableRow(doc, first string) string {
+	for line := range strings.Lines(doc) {
+		if strings.HasPrefix(line, "| "+first+" |") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+// fencedAfter returns the content of the first fenced block after marker.
+func fencedAfter(t *testing.T, doc, marker string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(doc, marker)
+	if !ok {
+		t.Fatalf("docs/API.md has no %s", marker)
+	}
+	m := regexp.MustCompile("(?s)^\\s*```[a-z]*\n(.*?)```").FindStringSubmatch(rest)
+	if m == nil {
+		t.Fatalf("docs/API.md: no fenced block right after %s", marker)
+	}
+	return m[1]
+}
+
+// classSentinels are the library's class errors.
+var classSentinels = []error{
+	verify.ErrMalformed, verify.ErrTokenTooLarge, verify.ErrAlgNotAllowed, verify.ErrUnknownIssuer,
+	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
+	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
+	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable,
+}
+
+// TestAPIDocErrorClasses checks that each class has a row in the class
+// table, and that the statuses the row gives for each endpoint are the ones
+// the code answers a token of that class with.
+func TestAPIDocErrorClasses(t *testing.T) {
+	doc := readAPIDoc(t)
+	e := newEnv(t, envConfig{})
+	grpcAuthz := newAuthzGRPC(e.srv)
+	byClass := map[string]error{}
+	for _, s := range classSentinels {
+		byClass[verify.Class(s)] = s
+	}
+	httpStatus := regexp.MustCompile(`\b[1-5][0-9]{2}\b`)
+	for _, class := range verify.Classes {
+		t.Run(strings.ReplaceAll(class, "_", "-"), func(t *testing.T) {
+			sentinel, ok := byClass[class]
+			if !ok {
+				t.Fatalf("no sentinel of class %s in classSentinels: add it, and document the class", class)
+			}
+			row := tableRow(doc, "`"+class+"`")
+			if row == "" {
+				t.Fatalf("docs/API.md has no class table row for `%s`", class)
+			}
+			cells := strings.Split(strings.Trim(row, "| "), " | ")
+			if len(cells) != 7 {
+				t.Fatalf("row %q has %d cells, want 7 (class, meaning, 5 endpoints)", row, len(cells))
+			}
+			d := e.srv.reject(context.Background(), endpointVerify, time.Now(), "", fmt.Errorf("%w: doc", sentinel), false)
+			if d.class != class {
+				t.Fatalf("reject(%s).class = %q", class, d.class)
+			}
+			resp, err := grpcAuthz.respond(d)
+			grpcWant := "DENIED"
+			switch {
+			case status.Code(err) == codes.Unavailable:
+				grpcWant = "UNAVAILABLE"
+			case err != nil || resp.GetDeniedResponse() == nil:
+				t.Fatalf("respond(%s) = %v, %v; want a denial or UNAVAILABLE", class, resp, err)
+			}
+			want := []struct {
+				column string
+				status int
+			}{
+				{"/v1/verify", verifyStatus(d)},
+				{"/v1/verify/batch", http.StatusOK}, // serveBatch: 200 whatever the verdicts
+				{"/introspect", introspectStatus(d)},
+				{"/v1/authz", d.status}, // writeDenial writes d.status
+			}
+			for i, w := range want {
+				cell := cells[2+i]
+				if got := httpStatus.FindString(cell); got != strconv.Itoa(w.status) {
+					t.Errorf("%s on %s: docs/API.md says %q, the code answers %d", class, w.column, cell, w.status)
+				}
+			}
+			if cell := cells[6]; !strings.HasPrefix(cell, grpcWant) {
+				t.Errorf("%s on gRPC Check: docs/API.md says %q, the code answers %s", class, cell, grpcWant)
+			}
+		})
+	}
+}
+
+// TestAPIDocIssuerFields checks that every member of /v1/issuers is named
+// in docs/API.md.
+func TestAPIDocIssuerFields(t *testing.T) {
+	doc := readAPIDoc(t)
+	var names []string
+	for _, typ := range []reflect.Type{
+		reflect.TypeFor[issuersView](), reflect.TypeFor[issuerView](), reflect.TypeFor[keyView](),
+		reflect.TypeFor[statsView](), reflect.TypeFor[cache.Skipped](),
+	} {
+		for f := range typ.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		if !strings.Contains(doc, "`"+name+"`") {
+			t.Errorf("docs/API.md does not describe the /v1/issuers field `%s`", name)
+		}
+	}
+}
+
+// goldenExample matches a response example: the marker naming the golden
+// file, then a fenced block.
+var goldenExample = regexp.MustCompile("(?s)<!-- golden: ([a-z0-9-]+) -->\n```[a-z]*\n(.*?)```")
+
+// TestAPIDocExamples checks that each response example of docs/API.md is
+// the stored golden response it names: an HTTP response (status line,
+// headers, JSON body) or a gRPC answer (JSON).
+func TestAPIDocExamples(t *testing.T) {
+	doc := readAPIDoc(t)
+	examples := goldenExample.FindAllStringSubmatch(doc, -1)
+	if len(examples) < 25 {
+		t.Fatalf("docs/API.md has %d golden examples, want every endpoint's", len(examples))
+	}
+	for _, ex := range examples {
+		name, block := ex[1], ex[2]
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("testdata", "golden", name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.HasPrefix(block, "HTTP/") {
+				if !jsonEqual(t, []byte(block), raw) {
+					t.Errorf("docs/API.md example %s differs from the golden file:\n%s", name, block)
+				}
+				return
+			}
+			var want golden
+			if err := json.Unmarshal(raw, &want); err != nil {
+				t.Fatal(err)
+			}
+			code, headers, body := parseHTTPExample(t, block)
+			if code != want.Status {
+				t.Errorf("status %d, golden %d", code, want.Status)
+			}
+			wantHeaders := map[string]string{}
+			for k, v := range want.Headers {
+				wantHeaders[textproto.CanonicalMIMEHeaderKey(k)] = v
+			}
+			if !equalMaps(headers, wantHeaders) {
+				t.Errorf("headers %v, golden %v", headers, wantHeaders)
+			}
+			if string(want.Body) == `""` {
+				if strings.TrimSpace(body) != "" {
+					t.Errorf("body %q, golden: none", body)
+				}
+			} else if !jsonEqual(t, []byte(body), want.Body) {
+				t.Errorf("body differs from the golden file:\n%s\ngolden:\n%s", body, want.Body)
+			}
+		})
+	}
+}
+
+// parseHTTPExample reads "HTTP/1.1 NNN Text", header lines, a blank line
+// and a body.
+func parseHTTPExample(t *testing.T, block string) (int, map[string]string, string) {
+	t.Helper()
+	sc := bufio.NewScanner(strings.NewReader(block))
+	sc.Scan()
+	f := strings.Fields(sc.Text())
+	if len(f) < 2 {
+		t.Fatalf("status line %q", sc.Text())
+	}
+	code, err := strconv.Atoi(f[1])
+	if err != nil {
+		t.Fatalf("status line %q: %v", sc.Text(), err)
+	}
+	headers := map[string]string{}
+	for sc.Scan() && sc.Text() != "" {
+		k, v, ok := strings.Cut(sc.Text(), ": ")
+		if !ok {
+			t.Fatalf("header line %q", sc.Text())
+		}
+		headers[textproto.CanonicalMIMEHeaderKey(k)] = v
+	}
+	var body strings.Builder
+	for sc.Scan() {
+		body.WriteString(sc.Text() + "\n")
+	}
+	return code, headers, body.String()
+}
+
+// jsonEqual reports whether a and b are the same JSON value, number
+// literals compared as written.
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	decode := func(data []byte) any {
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatalf("not JSON: %v\n%s", err, data)
+		}
+		return v
+	}
+	return reflect.DeepEqual(decode(a), decode(b))
+}
+
+// TestAPIDocGoSnippets checks that each Go block of docs/API.md is code of
+// a compiled example (example_test.go), line for line.
+func TestAPIDocGoSnippets(t *testing.T) {
+	doc := readAPIDoc(t)
+	src, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	norm := func(s string) []string {
+		var out []string
+		for line := range strings.Lines(s) {
+			if line = strings.TrimSpace(line); line != "" {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	code := norm(string(src))
+	blocks := regexp.MustCompile("(?s)```go\n(.*?)```").FindAllStringSubmatch(doc, -1)
+	if len(blocks) == 0 {
+		t.Fatal("docs/API.md has no Go example")
+	}
+	for i, b := range blocks {
+		lines := norm(b[1])
+		if !containsRun(code, lines) {
+			t.Errorf("docs/API.md Go block %d is not the code of an example in example_test.go:\n%s", i, b[1])
+		}
+	}
+}
+
+// containsRun reports whether want occurs in have as consecutive lines.
+func containsRun(have, want []string) bool {
+	for i := 0; i+len(want) <= len(have); i++ {
+		if slices.Equal(have[i:i+len(want)], want) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestAPIDocCoversGoldenEndpoints checks that every endpoint has at least
+// one example response.
+func TestAPIDocCoversGoldenEndpoints(t *testing.T) {
+	doc := readAPIDoc(t)
+	var names []string
+	for _, ex := range goldenExample.FindAllStringSubmatch(doc, -1) {
+		names = append(names, ex[1])
+	}
+	for _, prefix := range []string{"verify-", "batch-", "introspect-", "authz-", "healthz", "readyz-", "issuers", "not-found", "grpc-check-"} {
+		if !slices.ContainsFunc(names, func(n string) bool { return strings.HasPrefix(n, prefix) }) {
+			t.Errorf("docs/API.md has no example %s*", prefix)
+		}
+	}
+}

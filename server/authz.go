@@ -147,7 +147,7 @@ func (s *Server) reject(ctx context.Context, endpoint string, start time.Time, t
 	if s.metrics != nil {
 		s.metrics.observe(endpoint, label, d.class, start)
 	}
-	if s.log.Enabled(ctx, level) {
+	if s.log.Enabled(ctx, level) && s.logRate.allow(ctx, s.log, level) {
 		s.log.LogAttrs(ctx, level, "token rejected",
 			slog.String("endpoint", endpoint),
 			slog.String("issuer", label),

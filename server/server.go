@@ -93,6 +93,11 @@ type Options struct {
 	Now func() time.Time
 	// Version is reported by /healthz. Empty means "dev".
 	Version string
+	// RejectionLogRate bounds the "token rejected" log lines written per
+	// second; lines past it are counted and summarized in one line per
+	// second. Zero means [DefaultRejectionLogRate] (20); negative means no
+	// limit. Metrics count every rejection regardless.
+	RejectionLogRate int
 }
 
 // Server is the HTTP front end over one [verify.Verifier]. Build it with
@@ -105,6 +110,7 @@ type Options struct {
 type Server struct {
 	v       *verify.Verifier
 	log     *slog.Logger
+	logRate *logLimiter // nil: every rejection is logged
 	now     func() time.Time
 	version string
 
@@ -145,6 +151,7 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.logRate = newLogLimiter(opts.RejectionLogRate, s.now)
 	s.version = opts.Version
 	if s.version == "" {
 		s.version = "dev"

@@ -44,6 +44,7 @@ const (
 	defaultMaxBatch           = 100
 	defaultLogLevel           = "info"
 	defaultLogFormat          = "json"
+	defaultLogRejections      = 20
 
 	// maxConfigBytes bounds the configuration file.
 	maxConfigBytes = 1 << 20
@@ -170,8 +171,9 @@ type fileForwardAuth struct {
 }
 
 type fileLog struct {
-	Level  string `yaml:"level"`
-	Format string `yaml:"format"`
+	Level               string `yaml:"level"`
+	Format              string `yaml:"format"`
+	RejectionsPerSecond *int   `yaml:"rejections_per_second"`
 }
 
 type fileIntrospection struct {
@@ -209,6 +211,7 @@ type config struct {
 	StateDir        string
 	LogLevel        string
 	LogFormat       string
+	LogRejections   int // "token rejected" lines per second; 0 = no limit
 	Introspection   []introspectionClient
 	MaxTokenBytes   int
 	MaxBodyBytes    int64
@@ -495,6 +498,7 @@ func (fc *fileConfig) resolve(ov overrides, lookupEnv func(string) (string, bool
 		StateDir:        fc.StateDir,
 		LogLevel:        orDefault(fc.Log.Level, defaultLogLevel),
 		LogFormat:       orDefault(fc.Log.Format, defaultLogFormat),
+		LogRejections:   defaultLogRejections,
 		MaxTokenBytes:   derefOr(fc.Limits.MaxTokenBytes, defaultMaxTokenBytes),
 		MaxBodyBytes:    derefOr(fc.Limits.MaxBodyBytes, defaultMaxBodyBytes),
 		MaxJWKSBytes:    derefOr(fc.Limits.MaxJWKSBytes, defaultMaxJWKSBytes),
@@ -596,6 +600,12 @@ func (fc *fileConfig) resolve(ov overrides, lookupEnv func(string) (string, bool
 	case "json", "text":
 	default:
 		return nil, fmt.Errorf("log.format: %q is not one of json, text", c.LogFormat)
+	}
+	if r := fc.Log.RejectionsPerSecond; r != nil {
+		if *r < 0 || *r > 100000 {
+			return nil, fmt.Errorf("log.rejections_per_second: %d is out of bounds [0, 100000] (0 = no limit)", *r)
+		}
+		c.LogRejections = *r
 	}
 
 	ids := map[string]bool{}

@@ -158,11 +158,22 @@ func newService(cfg *config, logger *slog.Logger) (_ *service, err error) {
 		MaxBatch:             cfg.MaxBatch,
 		Logger:               logger,
 		Version:              moduleVersion(),
+		RejectionLogRate:     rejectionLogRate(cfg.LogRejections),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// rejectionLogRate maps log.rejections_per_second to
+// server.Options.RejectionLogRate, where zero means the default: an explicit
+// 0 ("no limit") becomes negative.
+func rejectionLogRate(perSecond int) int {
+	if perSecond == 0 {
+		return -1
+	}
+	return perSecond
 }
 
 // leewayOption maps the configured leeway to verify.Issuer.Leeway, where

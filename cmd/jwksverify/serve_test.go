@@ -141,8 +141,12 @@ issuers:
 				req.Header.Set("Authorization", "Bearer "+tok)
 				resp, err := client.Do(req)
 				if err != nil {
-					if errors.Is(err, syscall.ECONNREFUSED) {
-						refused.Add(1) // the listener is closed: never accepted
+					var opErr *net.OpError
+					if errors.Is(err, syscall.ECONNREFUSED) || (errors.As(err, &opErr) && opErr.Op == "dial") {
+						// The listener is closed, or closed with this connection
+						// still in its accept queue (the kernel resets it): the
+						// request was never sent, never accepted.
+						refused.Add(1)
 					} else {
 						mu.Lock()
 						failures = append(failures, err.Error())

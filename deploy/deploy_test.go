@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -374,7 +375,9 @@ func loadKubernetes(t *testing.T) k8sObjects {
 // so this checks what the manifests depend on rather than every key;
 // integration/e2e_kubernetes_test.go runs the binary with the same file.
 type configMapConfig struct {
-	Listen     string `yaml:"listen"`
+	ShutdownDelay   string `yaml:"shutdown_delay"`
+	ShutdownTimeout string `yaml:"shutdown_timeout"`
+	Listen          string `yaml:"listen"`
 	GRPCListen string `yaml:"grpc_listen"`
 	StateDir   string `yaml:"state_dir"`
 	Issuers    []struct {
@@ -415,6 +418,33 @@ func configMapClaimHeaders(t *testing.T) []string {
 		t.Fatal("ConfigMap maps no claims to headers")
 	}
 	return hs
+}
+
+// TestKubernetesGracePeriod checks that the pod's termination grace period
+// covers the service's shutdown: reporting draining for shutdown_delay, then
+// draining for up to shutdown_timeout. A shorter period gets the process
+// SIGKILLed with requests in flight.
+func TestKubernetesGracePeriod(t *testing.T) {
+	k := loadKubernetes(t)
+	c := parseConfigMap(t, k.configMap)
+	dur := func(s, def string) time.Duration {
+		if s == "" {
+			s = def
+		}
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("ConfigMap duration %q: %v", s, err)
+		}
+		return d
+	}
+	need := dur(c.ShutdownDelay, "0s") + dur(c.ShutdownTimeout, "15s")
+	gp := k.deployment.Spec.Template.Spec.TerminationGracePeriodSeconds
+	if gp == nil {
+		t.Fatalf("terminationGracePeriodSeconds unset (Kubernetes default 30s), want it stated and ≥ %v", need)
+	}
+	if got := time.Duration(*gp) * time.Second; got <= need {
+		t.Errorf("terminationGracePeriodSeconds = %v, want more than shutdown_delay + shutdown_timeout = %v", got, need)
+	}
 }
 
 func portOf(t *testing.T, addr string) int {

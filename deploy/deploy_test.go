@@ -378,9 +378,9 @@ type configMapConfig struct {
 	ShutdownDelay   string `yaml:"shutdown_delay"`
 	ShutdownTimeout string `yaml:"shutdown_timeout"`
 	Listen          string `yaml:"listen"`
-	GRPCListen string `yaml:"grpc_listen"`
-	StateDir   string `yaml:"state_dir"`
-	Issuers    []struct {
+	GRPCListen      string `yaml:"grpc_listen"`
+	StateDir        string `yaml:"state_dir"`
+	Issuers         []struct {
 		Issuer          string            `yaml:"issuer"`
 		Discovery       bool              `yaml:"discovery"`
 		JWKSURL         string            `yaml:"jwks_url"`

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"crypto/fips140"
 	"testing"
 	"time"
 
@@ -20,7 +21,8 @@ func TestTokenIDs(t *testing.T) {
 		useGMAC  bool
 		wantGMAC bool
 	}{
-		{"gmac", true, true},
+		// GODEBUG=fips140=only refuses GCM with a chosen nonce: SHA-256.
+		{"gmac", true, !fips140.Enforced()},
 		{"sha256", false, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,7 +43,7 @@ func TestTokenIDs(t *testing.T) {
 	}
 	// Each cache draws its own GMAC key.
 	one, two := newTokenIDs(true), newTokenIDs(true)
-	if one.of(tok) == two.of(tok) {
+	if one.gmac != nil && one.of(tok) == two.of(tok) {
 		t.Errorf("two caches give a token the same identity; want a random key per cache")
 	}
 }

@@ -426,7 +426,11 @@ func writeMemory(w *bytes.Buffer, res *results, hr *httpres.Report) {
 		if ample != nil {
 			total, _ = ample.median("entries-held")
 		}
-		fmt.Fprintf(w, "With only `max_entries` set (the cache's byte budget left at its default of 1 KiB per entry), the same %.0f tokens leave **%.0f entries** in the cache: the cache's own size estimate for these tokens is above 1 KiB, so the byte budget, not `max_entries`, bounds it.\n\n", total, held)
+		if held < total {
+			fmt.Fprintf(w, "With only `max_entries` set (the cache's byte budget left at its default of 1 KiB per entry), the same %.0f tokens leave **%.0f entries** in the cache: the cache's own size estimate for these tokens is above 1 KiB, so the byte budget, not `max_entries`, bounds it.\n\n", total, held)
+		} else {
+			fmt.Fprintf(w, "With only `max_entries` set (the cache's byte budget left at its default of 1 KiB per entry), all %.0f tokens stay cached: the default byte budget does not cut `max_entries` short for tokens of this size.\n\n", held)
+		}
 	}
 	if hr != nil && hr.Memory != nil {
 		m := hr.Memory

@@ -430,7 +430,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 		return nil, tr.fail("key", fmt.Errorf("%w: kid %s belongs to issuer %s, token iss %s", ErrWrongIssuer, quote(h.kid), quote(key.Issuer), quote(cl.iss)))
 	}
 	if tr != nil {
-		d := fmt.Sprintf("kid %s: %s %s, thumbprint %s", quote(h.kid), key.Kty, key.Crv, key.Thumbprint)
+		d := fmt.Sprintf("kid %s: %s, thumbprint %s", quote(h.kid), strings.TrimSpace(key.Kty+" "+key.Crv), key.Thumbprint)
 		if refreshed {
 			d += " (found after a refresh)"
 		}

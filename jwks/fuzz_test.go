@@ -1,9 +1,12 @@
 package jwks
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
 )
@@ -52,6 +55,67 @@ func FuzzParse(f *testing.F) {
 			if len(s.Reason) == 0 || len(s.Kid) > maxReported+len("…") {
 				t.Fatalf("Parse() skipped entry %+v: empty reason or unbounded kid", s)
 			}
+		}
+	})
+}
+
+// FuzzParseDiscovery feeds arbitrary discovery documents to parseDiscovery:
+// it must never panic, and it may return a jwks_uri only when the document's
+// issuer is exactly the configured one and the URI passes the URL rule.
+// Seeds: the real Google and Entra documents.
+func FuzzParseDiscovery(f *testing.F) {
+	seeds, err := filepath.Glob("../testdata/idp-jwks/*.openid-configuration.json")
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no discovery seeds: %v", err)
+	}
+	for _, p := range seeds {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "https://accounts.google.com")
+	}
+	f.Add([]byte(`{"issuer":"https://idp.example.com","jwks_uri":"https://idp.example.com/keys"}`), "https://idp.example.com")
+	f.Add([]byte(`{"issuer":"https://idp.example.com","jwks_uri":"http://evil.example/keys"}`), "https://idp.example.com")
+	f.Fuzz(func(t *testing.T, body []byte, issuer string) {
+		uri, err := parseDiscovery(body, issuer, false)
+		if err != nil {
+			if uri != "" {
+				t.Fatalf("parseDiscovery() = %q with error %v, want no URI", uri, err)
+			}
+			return
+		}
+		// Members are matched exactly, as parseDiscovery does (a struct
+		// would match "ISSUER" too).
+		var doc map[string]json.RawMessage
+		var got string
+		if jerr := json.Unmarshal(body, &doc); jerr != nil || json.Unmarshal(doc["issuer"], &got) != nil || got != issuer {
+			t.Fatalf("parseDiscovery() accepted a document whose issuer is not %q", issuer)
+		}
+		if _, perr := parseURL(uri, false); perr != nil {
+			t.Fatalf("parseDiscovery() = %q, which the URL rule refuses: %v", uri, perr)
+		}
+	})
+}
+
+// FuzzCacheLifetime feeds arbitrary caching headers to cacheLifetime: it must
+// never panic and always return a lifetime within [0, maxCacheAge].
+func FuzzCacheLifetime(f *testing.F) {
+	f.Add("max-age=300", "", "", "")
+	f.Add("public, max-age=\"86400\", must-revalidate", "12", "", "")
+	f.Add("no-cache", "", "", "")
+	f.Add("", "", "Wed, 21 Oct 2015 07:28:00 GMT", "Wed, 21 Oct 2015 07:00:00 GMT")
+	f.Add("max-age=99999999999999999999", "-5", "garbage", "")
+	f.Fuzz(func(t *testing.T, cc, age, expires, date string) {
+		h := http.Header{}
+		for k, v := range map[string]string{"Cache-Control": cc, "Age": age, "Expires": expires, "Date": date} {
+			if v != "" {
+				h.Set(k, v)
+			}
+		}
+		d, _ := cacheLifetime(h, time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+		if d < 0 || d > maxCacheAge {
+			t.Fatalf("cacheLifetime(%q, age %q, expires %q, date %q) = %v, want within [0, %v]", cc, age, expires, date, d, maxCacheAge)
 		}
 	})
 }

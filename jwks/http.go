@@ -189,27 +189,35 @@ func (f *Fetcher) discover(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("discovery: %w", err)
 	}
-	if err := checkDepth(resp.body, maxJSONDepth); err != nil {
+	return parseDiscovery(resp.body, f.opts.Issuer, f.opts.InsecureAllowHTTP)
+}
+
+// parseDiscovery reads an OIDC discovery document (untrusted input): it must
+// be a JSON object whose "issuer" equals issuer exactly (RFC 8414 §3.3, OIDC
+// Discovery §4) and whose "jwks_uri" passes the URL rule. It returns the
+// jwks_uri.
+func parseDiscovery(body []byte, issuer string, insecure bool) (string, error) {
+	if err := checkDepth(body, maxJSONDepth); err != nil {
 		return "", fmt.Errorf("discovery: %w", err)
 	}
 	// A map, not a struct: encoding/json matches struct fields
 	// case-insensitively, and the members must be matched exactly.
 	var doc map[string]json.RawMessage
-	if err := json.Unmarshal(resp.body, &doc); err != nil || doc == nil {
+	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
 		return "", fmt.Errorf("discovery: %w: not a JSON object", ErrMalformed)
 	}
-	issuer, ok := stringMember(doc, "issuer")
+	got, ok := stringMember(doc, "issuer")
 	if _, present := doc["issuer"]; !ok || !present {
 		return "", fmt.Errorf("discovery: %w: no issuer string", ErrMalformed)
 	}
-	if issuer != f.opts.Issuer {
-		return "", fmt.Errorf("%w: document says %q, configured %q", ErrIssuerMismatch, clip(issuer), f.opts.Issuer)
+	if got != issuer {
+		return "", fmt.Errorf("%w: document says %q, configured %q", ErrIssuerMismatch, clip(got), issuer)
 	}
 	jwksURI, ok := stringMember(doc, "jwks_uri")
 	if !ok || jwksURI == "" {
 		return "", fmt.Errorf("discovery: %w: no jwks_uri string", ErrMalformed)
 	}
-	if _, err := parseURL(jwksURI, f.opts.InsecureAllowHTTP); err != nil {
+	if _, err := parseURL(jwksURI, insecure); err != nil {
 		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
 	}
 	return jwksURI, nil

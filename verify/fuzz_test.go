@@ -88,16 +88,18 @@ func FuzzVerifyJSON(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var std struct {
-			Iss string `json:"iss"`
-			Sub string `json:"sub"`
-			Exp float64
-		}
+		// Claim names are case-sensitive (RFC 7519 §4): decode into a map,
+		// not a struct, whose fields encoding/json matches case-insensitively
+		// ("suB" would count as "sub").
+		var std map[string]json.RawMessage
 		if err := json.Unmarshal(res.Claims, &std); err != nil {
 			t.Fatalf("encoding/json rejects claims the verifier accepted: %v", err)
 		}
-		if std.Iss != res.Issuer || std.Sub != res.Subject {
-			t.Fatalf("Verify() iss %q sub %q, encoding/json says %q %q", res.Issuer, res.Subject, std.Iss, std.Sub)
+		var iss, sub string
+		_ = json.Unmarshal(std["iss"], &iss)
+		_ = json.Unmarshal(std["sub"], &sub)
+		if iss != res.Issuer || sub != res.Subject {
+			t.Fatalf("Verify() iss %q sub %q, encoding/json says %q %q", res.Issuer, res.Subject, iss, sub)
 		}
 	})
 }

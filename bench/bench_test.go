@@ -11,17 +11,18 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/bench/internal/fixture"
+	"github.com/jwksverify/jwksverify/bench/internal/impls"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
 // Implementation names, as they appear in benchmark names (impl=…).
 const (
-	implJwksverify = "jwksverify"
-	implCached     = "jwksverify-cached"
-	implBaseline   = "golang-jwt+keyfunc"
-	implJWX        = "jwx"
-	implGoJOSE     = "go-jose"
-	implFloor      = "floor"
+	implJwksverify = impls.Jwksverify
+	implCached     = impls.Cached
+	implBaseline   = impls.Baseline
+	implJWX        = impls.JWX
+	implGoJOSE     = impls.GoJOSE
+	implFloor      = impls.Floor
 )
 
 // cacheEntries sizes the verified-token cache of the cached implementation.

@@ -8,16 +8,17 @@ import (
 	"strings"
 
 	"github.com/jwksverify/jwksverify/bench/internal/httpres"
+	"github.com/jwksverify/jwksverify/bench/internal/impls"
 )
 
 // Implementation names, as in the benchmark names.
 const (
-	implJwksverify = "jwksverify"
-	implCached     = "jwksverify-cached"
-	implBaseline   = "golang-jwt+keyfunc"
-	implJWX        = "jwx"
-	implGoJOSE     = "go-jose"
-	implFloor      = "floor"
+	implJwksverify = impls.Jwksverify
+	implCached     = impls.Cached
+	implBaseline   = impls.Baseline
+	implJWX        = impls.JWX
+	implGoJOSE     = impls.GoJOSE
+	implFloor      = impls.Floor
 )
 
 var implOrder = []string{implJwksverify, implCached, implBaseline, implJWX, implGoJOSE, implFloor}

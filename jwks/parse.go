@@ -200,11 +200,46 @@ func checkDepth(data []byte, maxDepth int) error {
 	return nil
 }
 
+// collidingMember reports the first top-level member name of the JSON object
+// raw that repeats, comparing names ignoring case. raw is known to be an
+// object (it unmarshalled into a map).
+func collidingMember(raw json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // '{'
+		return "", false
+	}
+	seen := make(map[string]bool, 8)
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		name, _ := t.(string)
+		folded := strings.ToLower(name)
+		if seen[folded] {
+			return name, true
+		}
+		seen[folded] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
+}
+
 // parseKey parses the i-th key of a set, or says why it is skipped.
 func parseKey(i int, raw json.RawMessage, opts ParseOptions) (*cache.Key, *cache.Skipped) {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
 		return nil, &cache.Skipped{Index: i, Reason: "not a JSON object"}
+	}
+	if name, dup := collidingMember(raw); dup {
+		// The policy checks here read members by exact name, jwkset's
+		// decoder matches names ignoring case, and duplicates resolve
+		// differently across parsers: a key whose member names collide could
+		// pass one reading and be decoded by another. Refuse it.
+		return nil, &cache.Skipped{Index: i, Reason: clip(fmt.Sprintf("member %q appears twice (names compared ignoring case)", name))}
 	}
 	kid, kidOK := stringMember(members, "kid")
 	kty, ktyOK := stringMember(members, "kty")

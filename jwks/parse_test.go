@@ -51,6 +51,18 @@ func TestParse(t *testing.T) {
 			wantKids: []string{"p384", "p521", "rsa3072"},
 		},
 		{
+			name:        "case-colliding-member-skipped",
+			data:        doc(json.RawMessage(`{"KTY":"EC",`+string(testkeys.JWKJSON(keyA))[1:]), testkeys.JWKJSON(keyB)),
+			wantKids:    []string{"b"},
+			wantSkipped: []string{`appears twice`},
+		},
+		{
+			name:        "duplicate-member-skipped",
+			data:        doc(json.RawMessage(`{"use":"enc",`+string(jwkWith(keyA, map[string]any{"use": "sig"}))[1:]), testkeys.JWKJSON(keyB)),
+			wantKids:    []string{"b"},
+			wantSkipped: []string{`"use" appears twice`},
+		},
+		{
 			name:        "enc-key-skipped",
 			data:        doc(testkeys.JWKJSON(keyA), jwkWith(keyB, map[string]any{"use": "enc", "alg": nil})),
 			wantKids:    []string{"a"},

@@ -228,7 +228,7 @@ func (s *service) keySource(ic issuerConfig) (verify.Issuer, error) {
 	if secret == nil {
 		return verify.Issuer{Keys: f.Keys(), Refresher: f}, nil
 	}
-	m := &mergedSource{f: f, secret: secret, out: &cache.Keys{}}
+	m := &mergedSource{f: f, secret: secret, out: &cache.Keys{}, missFor: ic.UnknownKidIntvl}
 	m.sync()
 	s.merges = append(s.merges, m)
 	return verify.Issuer{Keys: m.out, Refresher: m}, nil
@@ -241,6 +241,10 @@ type mergedSource struct {
 	f      *jwks.Fetcher
 	secret *cache.Key
 	out    *cache.Keys
+	// missFor is how long a kid a refresh proved absent is remembered in
+	// out (the issuer's unknown_kid_interval), so the verifier answers
+	// unknown_kid at once instead of asking again.
+	missFor time.Duration
 
 	mu   sync.Mutex
 	last *cache.Set
@@ -270,7 +274,15 @@ func (m *mergedSource) sync() {
 // merged at once so the verifier sees the result.
 func (m *mergedSource) RefreshUnknownKid(ctx context.Context, kid string) error {
 	err := m.f.RefreshUnknownKid(ctx, kid)
+	if errors.Is(err, jwks.ErrSuppressed) {
+		return err // nothing was fetched; the periodic merge picks up others' refreshes
+	}
 	m.sync()
+	if err == nil {
+		if _, ok := m.out.Load().Lookup(kid); !ok {
+			m.out.RememberMissing(kid, time.Now().Add(m.missFor))
+		}
+	}
 	return err
 }
 

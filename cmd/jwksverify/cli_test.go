@@ -404,3 +404,26 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version = %d %q, want 0 and \"jwksverify <version> go1.x\"", r.code, r.stdout)
 	}
 }
+
+// TestVerifyConfigNeedsNoServerSecrets: `verify --config` checks a token
+// against the production config without the introspection clients' secrets,
+// which only `serve` uses.
+func TestVerifyConfigNeedsNoServerSecrets(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "jwks.json", testJWKS())
+	cfg := writeFile(t, dir, "cfg.yaml", []byte(`
+issuers:
+  - issuer: https://local.test/
+    jwks_file: jwks.json
+introspection:
+  clients: [{id: gateway, secret_env: JWKSVERIFY_TEST_UNSET_SECRET}]
+`))
+	r := runApp(t, nil, "", "verify", "--config", cfg, mintRS256(claimsAt("https://local.test/", "api", time.Now())))
+	if r.code != 0 {
+		t.Fatalf("verify --config exit %d, want 0\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	r = runApp(t, nil, "", "serve", "--config", cfg)
+	if r.code != 2 || !strings.Contains(r.stderr, "JWKSVERIFY_TEST_UNSET_SECRET is not set") {
+		t.Errorf("serve --config exit %d, stderr %q; want 2 naming the unset secret", r.code, r.stderr)
+	}
+}

@@ -254,6 +254,10 @@ type overrides struct {
 	// set records which were given (so that an explicit empty grpc-listen
 	// can turn gRPC off).
 	ListenSet, GRPCListenSet, LogLevelSet bool
+	// NoServerSecrets skips reading the introspection clients' secrets from
+	// the environment: `verify --config` checks tokens against the issuers
+	// and never serves /introspect.
+	NoServerSecrets bool
 }
 
 // envOverrides reads JWKSVERIFY_LISTEN, JWKSVERIFY_GRPC_LISTEN and
@@ -623,6 +627,9 @@ func (fc *fileConfig) resolve(ov overrides, lookupEnv func(string) (string, bool
 		ids[cl.ID] = true
 		if cl.SecretEnv == "" {
 			return nil, fmt.Errorf("%s.secret_env: empty; name the environment variable holding the client's secret", p)
+		}
+		if ov.NoServerSecrets {
+			continue
 		}
 		secret, ok := lookupEnv(cl.SecretEnv)
 		if !ok || secret == "" {

@@ -121,7 +121,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	maxToken := defaultMaxTokenBytes
 	var cfg *config
 	if f.config != "" {
-		c, err := loadConfigFile(f.config, overrides{}, a.lookupEnv)
+		c, err := loadConfigFile(f.config, overrides{NoServerSecrets: true}, a.lookupEnv)
 		if err != nil {
 			return exitUsage, err
 		}

@@ -90,8 +90,10 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		s.writeReadError(w, r, endpointBatch, err)
 		return
 	}
+	// *string items: a null item is a bad request, as a null token is on
+	// /v1/verify (encoding/json would decode it into "" for a []string).
 	var req struct {
-		Tokens *[]string `json:"tokens"`
+		Tokens *[]*string `json:"tokens"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"tokens": [string, ...]}`)
@@ -101,7 +103,14 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "tokens" array`)
 		return
 	}
-	tokens := *req.Tokens
+	tokens := make([]string, len(*req.Tokens))
+	for i, t := range *req.Tokens {
+		if t == nil {
+			writeError(w, http.StatusBadRequest, "bad_request", "tokens["+strconv.Itoa(i)+"] is null, not a string")
+			return
+		}
+		tokens[i] = *t
+	}
 	if len(tokens) > s.maxBatch {
 		writeError(w, http.StatusBadRequest, "bad_request", "a batch holds at most "+strconv.Itoa(s.maxBatch)+" tokens")
 		return

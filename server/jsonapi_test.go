@@ -155,6 +155,7 @@ func TestBatch(t *testing.T) {
 		{name: "empty-list", body: `{"tokens":[]}`, wantStatus: http.StatusOK},
 		{name: "missing-tokens", body: `{"token":"abc"}`, wantStatus: http.StatusBadRequest},
 		{name: "tokens-not-strings", body: `{"tokens":[1,2]}`, wantStatus: http.StatusBadRequest},
+		{name: "token-null", body: `{"tokens":["a",null]}`, wantStatus: http.StatusBadRequest},
 		{name: "body-too-large", body: `{"tokens":["` + strings.Repeat("a", 70000) + `"]}`, wantStatus: http.StatusRequestEntityTooLarge},
 	}
 	for _, tt := range tests {

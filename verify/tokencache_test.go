@@ -67,17 +67,19 @@ func TestTokenCacheRechecksTime(t *testing.T) {
 	exp := t0.Add(time.Hour)
 	nbf := t0.Add(10 * time.Second)
 	tests := []struct {
-		name    string
-		extra   map[string]any
-		later   time.Time
-		wantErr error
+		name     string
+		extra    map[string]any
+		later    time.Time
+		wantErr  error
+		wantHits int // -1: not asserted (rejections)
 	}{
-		{"still-valid", nil, t0.Add(30 * time.Minute), nil},
-		{"expired-at-exp", nil, exp, nil}, // within leeway: verified afresh
-		{"expired-past-leeway", nil, exp.Add(30 * time.Second), verify.ErrExpired},
-		{"clock-back-before-nbf", map[string]any{"nbf": nbf.Unix()}, nbf.Add(-31 * time.Second), verify.ErrNotYetValid},
-		{"clock-back-within-nbf-leeway", map[string]any{"nbf": nbf.Unix()}, nbf.Add(-30 * time.Second), nil},
-		{"no-exp-short-ttl", map[string]any{"exp": nil}, t0.Add(6 * time.Minute), nil},
+		{"still-valid", nil, t0.Add(30 * time.Minute), nil, 1},
+		{"expired-at-exp", nil, exp, nil, 0}, // within leeway: verified afresh
+		{"expired-past-leeway", nil, exp.Add(30 * time.Second), verify.ErrExpired, -1},
+		{"clock-back-before-nbf", map[string]any{"nbf": nbf.Unix()}, nbf.Add(-31 * time.Second), verify.ErrNotYetValid, -1},
+		{"clock-back-within-nbf-leeway", map[string]any{"nbf": nbf.Unix()}, nbf.Add(-30 * time.Second), nil, 1},
+		{"no-exp-within-ttl", map[string]any{"exp": nil}, t0.Add(5*time.Minute + 59*time.Second), nil, 1},
+		{"no-exp-short-ttl", map[string]any{"exp": nil}, t0.Add(6*time.Minute + time.Second), nil, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +98,9 @@ func TestTokenCacheRechecksTime(t *testing.T) {
 			_, err := v.Verify(context.Background(), tok)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("Verify() later = %v, want %v", err, tt.wantErr)
+			}
+			if s := v.CacheStats(); tt.wantHits >= 0 && s.Hits != uint64(tt.wantHits) {
+				t.Errorf("CacheStats().Hits = %d, want %d (%+v)", s.Hits, tt.wantHits, s)
 			}
 		})
 	}

@@ -30,6 +30,8 @@ const (
 	RSA2048B = "rsa2048-b"
 	RSA2048C = "rsa2048-c"
 	RSA3072  = "rsa3072"
+	RSA4096  = "rsa4096"
+	RSA2049  = "rsa2049-odd"  // odd bit length: the PSS encoding is one byte shorter than the modulus
 	RSA1024  = "rsa1024-weak" // too weak: must be refused
 	EC256A   = "ec256-a"
 	EC256B   = "ec256-b"

@@ -1,0 +1,5 @@
+//go:build !goexperiment.boringcrypto
+
+package rsaverify
+
+func boringEnabled() bool { return false }

@@ -1,0 +1,5 @@
+//go:build !goexperiment.boringcrypto
+
+package rsaverify_test
+
+const boringBuild = false

@@ -22,10 +22,18 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
 // MinRSABits is the smallest RSA modulus accepted for a signing key (RFC 7518 §3.3).
 const MinRSABits = 2048
+
+// MaxRSABits is the largest RSA modulus accepted, as crypto/tls accepts in
+// certificates: every key is prepared when it enters a set (and every
+// verify exponentiates), in time that grows with the square of the size,
+// so a bound keeps a hostile JWKS from costing seconds per key.
+const MaxRSABits = 8192
 
 // Key is one pre-parsed verification key. A Key is immutable once built by
 // [NewKey]; it is safe for concurrent use.
@@ -57,7 +65,19 @@ type Key struct {
 	// (Microsoft Entra), or "". When set, the verifier requires the token's
 	// iss to match it (after {tenantid} substitution).
 	Issuer string
+
+	// prepared is Public made ready for repeated verification by NewKey,
+	// or nil; see Prepared.
+	prepared any
 }
+
+// Prepared returns the key's material in the form package verify checks
+// signatures with, computed once by [NewKey]: for RSA keys, the modulus with
+// its Montgomery constants (see internal/rsaverify), so that no verification
+// rebuilds them. It returns nil for other keys, for keys not built by
+// NewKey, and in FIPS 140-3 mode or BoringCrypto builds, where the verifier
+// uses crypto/rsa. Its type is internal to this module.
+func (k *Key) Prepared() any { return k.prepared }
 
 // KeyMeta carries the JWK members that describe a key besides its material.
 type KeyMeta struct {
@@ -92,12 +112,22 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		if k.Size < MinRSABits {
 			return nil, fmt.Errorf("%w: RSA key of %d bits (minimum %d)", ErrWeakKey, k.Size, MinRSABits)
 		}
+		if k.Size > MaxRSABits {
+			return nil, fmt.Errorf("%w: RSA key of %d bits (maximum %d)", ErrUnsupportedKey, k.Size, MaxRSABits)
+		}
 		// crypto/rsa verifies only with an odd public exponent in [3, 2^31-1]
 		// and an odd modulus; refuse others here, whatever the key's source.
-		if p.E < 3 || p.E&1 == 0 || p.N.Bit(0) == 0 {
+		if p.E < 3 || p.E&1 == 0 || p.E > 1<<31-1 || p.N.Bit(0) == 0 {
 			return nil, fmt.Errorf("%w: RSA key with exponent %d or an even modulus", ErrUnsupportedKey, p.E)
 		}
 		members = map[string]string{"e": b64(big.NewInt(int64(p.E)).Bytes()), "kty": "RSA", "n": b64(p.N.Bytes())}
+		if rsaverify.Enabled() {
+			pk, err := rsaverify.NewPublicKey(p)
+			if err != nil { // not after the checks above; refuse rather than fall back
+				return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
+			}
+			k.prepared = pk
+		}
 	case *ecdsa.PublicKey:
 		if p == nil || p.Curve == nil {
 			return nil, fmt.Errorf("%w: nil EC key", ErrUnsupportedKey)

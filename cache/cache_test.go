@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -42,6 +43,13 @@ func TestNewKey(t *testing.T) {
 	}
 	evenE := *rsaPub
 	evenE.E = 65536
+	bigE := *rsaPub
+	bigE.E = 1<<31 + 1
+	// Moduli of a given size (odd, not real keys: NewKey checks only the form).
+	modulus := func(bits int) *rsa.PublicKey {
+		n := new(big.Int).Lsh(big.NewInt(1), uint(bits-1))
+		return &rsa.PublicKey{N: n.SetBit(n, 0, 1), E: 65537}
+	}
 	tests := []struct {
 		name     string
 		pub      any
@@ -54,7 +62,11 @@ func TestNewKey(t *testing.T) {
 		{name: "rsa-2048", pub: rsaPub, wantKty: "RSA", wantSize: 2048},
 		{name: "rsa-3072", pub: testkeys.Public(testkeys.RSA3072), wantKty: "RSA", wantSize: 3072},
 		{name: "rsa-1024-refused", pub: testkeys.Public(testkeys.RSA1024), wantErr: cache.ErrWeakKey},
+		{name: "rsa-4096", pub: testkeys.Public(testkeys.RSA4096), wantKty: "RSA", wantSize: 4096},
+		{name: "rsa-8192", pub: modulus(8192), wantKty: "RSA", wantSize: 8192},
+		{name: "rsa-8193-refused", pub: modulus(8193), wantErr: cache.ErrUnsupportedKey},
 		{name: "rsa-even-exponent-refused", pub: &evenE, wantErr: cache.ErrUnsupportedKey},
+		{name: "rsa-exponent-over-2^31-refused", pub: &bigE, wantErr: cache.ErrUnsupportedKey},
 		{name: "ec-p256", pub: testkeys.Public(testkeys.EC256A), wantKty: "EC", wantCrv: "P-256", wantSize: 256},
 		{name: "ec-p384", pub: testkeys.Public(testkeys.EC384), wantKty: "EC", wantCrv: "P-384", wantSize: 384},
 		{name: "ec-p521", pub: testkeys.Public(testkeys.EC521), wantKty: "EC", wantCrv: "P-521", wantSize: 521},
@@ -82,6 +94,11 @@ func TestNewKey(t *testing.T) {
 			}
 			if len(k.Thumbprint) != 43 {
 				t.Errorf("NewKey().Thumbprint = %q, want 43 base64url characters", k.Thumbprint)
+			}
+			// RSA keys are prepared for verification once, here (unless
+			// crypto/rsa must do the work: FIPS mode, BoringCrypto).
+			if wantPrepared := tt.wantKty == "RSA" && rsaverify.Enabled(); (k.Prepared() != nil) != wantPrepared {
+				t.Errorf("NewKey().Prepared() = %T, want prepared %v", k.Prepared(), wantPrepared)
 			}
 		})
 	}

@@ -182,12 +182,12 @@ func BenchmarkECDSAStep(b *testing.B) {
 		tok := mint(alg, kidFor(alg), nil)
 		dot := strings.LastIndexByte(tok, '.')
 		signing, sig := tok[:dot], segment(b, tok, 2)
-		pub := keyFor(b, alg, "").Public
+		key := keyFor(b, alg, "")
 		b.Run("alg="+alg+"/impl=golang-jwt", func(b *testing.B) {
 			m := jwt.GetSigningMethod(alg)
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := m.Verify(signing, sig, pub); err != nil {
+				if err := m.Verify(signing, sig, key.Public); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -195,7 +195,39 @@ func BenchmarkECDSAStep(b *testing.B) {
 		b.Run("alg="+alg+"/impl=verifyES", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if !verify.VerifySignature(alg, signing, sig, pub) {
+				if !verify.VerifySignature(alg, signing, sig, key) {
+					b.Fatal("signature does not verify")
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRSAStep compares the signature step of RS* and PS* tokens:
+// golang-jwt's signing method (crypto/rsa, which prepares the key on every
+// call) against verifyRS with the key prepared once by cache.NewKey (rsa.go).
+func BenchmarkRSAStep(b *testing.B) {
+	for _, c := range []benchCase{{"RS256-2048", "RS256", testkeys.RSA2048A}, {"RS256-3072", "RS256", testkeys.RSA3072}, {"PS256-2048", "PS256", testkeys.RSA2048A}} {
+		tok := c.token()
+		dot := strings.LastIndexByte(tok, '.')
+		signing, sig := tok[:dot], segment(b, tok, 2)
+		key := c.key(b, "")
+		if key.Prepared() == nil {
+			b.Fatal("cache.NewKey did not prepare the RSA key")
+		}
+		b.Run("alg="+c.name+"/impl=golang-jwt", func(b *testing.B) {
+			m := jwt.GetSigningMethod(c.alg)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.Verify(signing, sig, key.Public); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("alg="+c.name+"/impl=verifyRS", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if !verify.VerifySignature(c.alg, signing, sig, key) {
 					b.Fatal("signature does not verify")
 				}
 			}

@@ -57,22 +57,27 @@ func verifyES(es *esSpec, signing string, sig []byte, pub *ecdsa.PublicKey) bool
 		return false
 	}
 	var sum [sha512.Size]byte
-	var digest []byte
+	digest := oneShotDigest(es.hash, signing, &sum)
+	return digest != nil && ecdsa.VerifyASN1(pub, digest, der)
+}
+
+// oneShotDigest hashes signing with the one-shot SHA-2 function of h into
+// sum and returns it, or nil for another hash. Unlike a hash.Hash, the
+// one-shot functions keep their state on the stack and allocate nothing.
+func oneShotDigest(h crypto.Hash, signing string, sum *[sha512.Size]byte) []byte {
 	in := readOnlyBytes(signing)
-	switch es.hash {
+	switch h {
 	case crypto.SHA256:
 		s := sha256.Sum256(in)
-		digest = append(sum[:0], s[:]...)
+		return append(sum[:0], s[:]...)
 	case crypto.SHA384:
 		s := sha512.Sum384(in)
-		digest = append(sum[:0], s[:]...)
+		return append(sum[:0], s[:]...)
 	case crypto.SHA512:
 		s := sha512.Sum512(in)
-		digest = append(sum[:0], s[:]...)
-	default:
-		return false
+		return append(sum[:0], s[:]...)
 	}
-	return ecdsa.VerifyASN1(pub, digest, der)
+	return nil
 }
 
 // appendDERSig appends to dst the DER encoding of the ECDSA-Sig-Value

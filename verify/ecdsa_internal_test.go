@@ -12,6 +12,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -203,13 +204,13 @@ func TestVerifyESAgreesWithGolangJWT(t *testing.T) {
 					if tc.sig == nil && tc.name != "empty" {
 						continue // r + n or s + n does not fit the fixed width
 					}
-					got := spec.verify(signing, tc.sig, pub)
+					got := spec.verify(signing, tc.sig, &cache.Key{Public: pub})
 					jwtOK := spec.method.Verify(signing, tc.sig, pub) == nil
 					if got != tc.want || jwtOK != tc.want {
 						t.Errorf("token %d %s: verify() = %v, golang-jwt = %v, want %v", i, tc.name, got, jwtOK, tc.want)
 					}
 				}
-				if spec.verify(signing+"x", sig, pub) {
+				if spec.verify(signing+"x", sig, &cache.Key{Public: pub}) {
 					t.Errorf("token %d: verify(altered signing input) = true, want false", i)
 				}
 			}
@@ -238,7 +239,7 @@ func TestVerifyESWrongKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if spec.verify(tok[:dot], sig, tt.pub) {
+			if spec.verify(tok[:dot], sig, &cache.Key{Public: tt.pub}) {
 				t.Errorf("verify() = true, want false")
 			}
 		})

@@ -7,7 +7,8 @@ import "github.com/jwksverify/jwksverify/cache"
 func SetAttemptHook(v *Verifier, f func(*cache.Key)) { v.onAttempt = f }
 
 // VerifySignature runs the verifier's signature step for alg: verifyES for
-// ES*, golang-jwt's signing method otherwise.
-func VerifySignature(alg, signing string, sig []byte, pub any) bool {
-	return lookupAlg(alg).verify(signing, sig, pub)
+// ES*, verifyRS for RS* and PS* with a prepared key, golang-jwt's signing
+// method otherwise.
+func VerifySignature(alg, signing string, sig []byte, key *cache.Key) bool {
+	return lookupAlg(alg).verify(signing, sig, key)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
 // tenantPlaceholder is the Microsoft Entra multi-tenant issuer placeholder.
@@ -28,23 +29,24 @@ type algSpec struct {
 	kty    string  // required JWK kty
 	crv    string  // required curve for EC and OKP, else ""
 	es     *esSpec // ES* only: verified by verifyES, not by method
+	rs     *rsSpec // RS* and PS* only: verified by verifyRS when the key is prepared
 }
 
 // algs lists the supported algorithms; index i has bit 1<<i.
 var algs = [...]algSpec{
-	{"HS256", 1 << 0, jwt.SigningMethodHS256, "oct", "", nil},
-	{"HS384", 1 << 1, jwt.SigningMethodHS384, "oct", "", nil},
-	{"HS512", 1 << 2, jwt.SigningMethodHS512, "oct", "", nil},
-	{"RS256", 1 << 3, jwt.SigningMethodRS256, "RSA", "", nil},
-	{"RS384", 1 << 4, jwt.SigningMethodRS384, "RSA", "", nil},
-	{"RS512", 1 << 5, jwt.SigningMethodRS512, "RSA", "", nil},
-	{"PS256", 1 << 6, jwt.SigningMethodPS256, "RSA", "", nil},
-	{"PS384", 1 << 7, jwt.SigningMethodPS384, "RSA", "", nil},
-	{"PS512", 1 << 8, jwt.SigningMethodPS512, "RSA", "", nil},
-	{"ES256", 1 << 9, jwt.SigningMethodES256, "EC", "P-256", &esSpec{crypto.SHA256, 32}},
-	{"ES384", 1 << 10, jwt.SigningMethodES384, "EC", "P-384", &esSpec{crypto.SHA384, 48}},
-	{"ES512", 1 << 11, jwt.SigningMethodES512, "EC", "P-521", &esSpec{crypto.SHA512, 66}},
-	{"EdDSA", 1 << 12, jwt.SigningMethodEdDSA, "OKP", "Ed25519", nil},
+	{"HS256", 1 << 0, jwt.SigningMethodHS256, "oct", "", nil, nil},
+	{"HS384", 1 << 1, jwt.SigningMethodHS384, "oct", "", nil, nil},
+	{"HS512", 1 << 2, jwt.SigningMethodHS512, "oct", "", nil, nil},
+	{"RS256", 1 << 3, jwt.SigningMethodRS256, "RSA", "", nil, &rsSpec{crypto.SHA256, false}},
+	{"RS384", 1 << 4, jwt.SigningMethodRS384, "RSA", "", nil, &rsSpec{crypto.SHA384, false}},
+	{"RS512", 1 << 5, jwt.SigningMethodRS512, "RSA", "", nil, &rsSpec{crypto.SHA512, false}},
+	{"PS256", 1 << 6, jwt.SigningMethodPS256, "RSA", "", nil, &rsSpec{crypto.SHA256, true}},
+	{"PS384", 1 << 7, jwt.SigningMethodPS384, "RSA", "", nil, &rsSpec{crypto.SHA384, true}},
+	{"PS512", 1 << 8, jwt.SigningMethodPS512, "RSA", "", nil, &rsSpec{crypto.SHA512, true}},
+	{"ES256", 1 << 9, jwt.SigningMethodES256, "EC", "P-256", &esSpec{crypto.SHA256, 32}, nil},
+	{"ES384", 1 << 10, jwt.SigningMethodES384, "EC", "P-384", &esSpec{crypto.SHA384, 48}, nil},
+	{"ES512", 1 << 11, jwt.SigningMethodES512, "EC", "P-521", &esSpec{crypto.SHA512, 66}, nil},
+	{"EdDSA", 1 << 12, jwt.SigningMethodEdDSA, "OKP", "Ed25519", nil, nil},
 }
 
 const (
@@ -62,15 +64,21 @@ func lookupAlg(name string) *algSpec {
 	return nil
 }
 
-// verify reports whether sig is a valid signature of signing under pub.
-// ES* use verifyES (ecdsa.go explains why); every other algorithm uses
-// golang-jwt's signing method.
-func (a *algSpec) verify(signing string, sig []byte, pub any) bool {
+// verify reports whether sig is a valid signature of signing under key.
+// ES* use verifyES (ecdsa.go explains why); RS* and PS* use verifyRS when
+// the key has a prepared form (rsa.go explains why); every other algorithm,
+// and RSA keys without one, use golang-jwt's signing method.
+func (a *algSpec) verify(signing string, sig []byte, key *cache.Key) bool {
 	if a.es != nil {
-		k, ok := pub.(*ecdsa.PublicKey)
+		k, ok := key.Public.(*ecdsa.PublicKey)
 		return ok && verifyES(a.es, signing, sig, k)
 	}
-	return a.method.Verify(signing, sig, pub) == nil
+	if a.rs != nil {
+		if k, ok := key.Prepared().(*rsaverify.PublicKey); ok {
+			return verifyRS(a.rs, signing, sig, k)
+		}
+	}
+	return a.method.Verify(signing, sig, key.Public) == nil
 }
 
 // fits reports why key cannot verify a token signed with alg, or "" when it

@@ -439,7 +439,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 	if v.onAttempt != nil {
 		v.onAttempt(key)
 	}
-	if !spec.verify(signing, sig, key.Public) {
+	if !spec.verify(signing, sig, key) {
 		return nil, tr.fail("signature", fmt.Errorf("%w: %s with kid %s", ErrBadSignature, spec.name, quote(h.kid)))
 	}
 	if tr != nil {
@@ -472,7 +472,7 @@ func (v *Verifier) checkKidless(is *issuer, spec *algSpec, cl *claims, set *cach
 		if v.onAttempt != nil {
 			v.onAttempt(key)
 		}
-		if spec.verify(signing, sig, key.Public) {
+		if spec.verify(signing, sig, key) {
 			if tr != nil {
 				tr.add("signature", true, fmt.Sprintf("%s verified by key %d tried (thumbprint %s)", spec.name, tried, key.Thumbprint))
 			}

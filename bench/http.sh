@@ -6,13 +6,16 @@
 # tokens. Then the RSS of the binary with 10 issuers and a full 100 000-entry
 # token cache. Writes http-latest.json and regenerates docs/BENCHMARKS.md.
 #
-#   DURATION   wrk -d of each of the 24 runs (default 10s; ~5 min in all)
+#   DURATION   wrk -d of each run (default 6s)
+#   ROUNDS     runs of each of the 24 configurations, taken in turns (default 3;
+#              the report keeps each one's median; ~9 min in all)
 #   ALGS       algorithms (default RS256,ES256,HS256)
 #   POOL       distinct tokens of the pool runs (default 10000)
 set -euo pipefail
 cd "$(dirname "$0")"
 
-DURATION=${DURATION:-10s}
+DURATION=${DURATION:-6s}
+ROUNDS=${ROUNDS:-3}
 ALGS=${ALGS:-RS256,ES256,HS256}
 POOL=${POOL:-10000}
 
@@ -30,7 +33,7 @@ commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 if ! git diff --quiet HEAD -- .. 2>/dev/null; then commit="$commit-dirty"; fi
 
 "$bin/httpbench" run -bin "$bin/jwksverify" -out http-latest.json \
-  -d "$DURATION" -c 32 -t 1 -algs "$ALGS" -pool "$POOL" -server-cpus 0 -client-cpus 1 \
+  -d "$DURATION" -rounds "$ROUNDS" -c 32 -t 1 -algs "$ALGS" -pool "$POOL" -server-cpus 0 -client-cpus 1 \
   -commit "$commit" -go "$(go env GOVERSION)" \
   -cpu "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 

@@ -32,6 +32,7 @@ type runOpts struct {
 	algs                    []string
 	pool                    int
 	duration                string
+	rounds                  int
 	conns, threads          int
 	serverCPUs, clientCPUs  string
 	memIssuers, memEntries  int
@@ -48,7 +49,8 @@ func runAll(args []string) error {
 	fs.StringVar(&o.workDir, "dir", "", "work directory for configs, tokens, scripts and logs (default: a new temp dir)")
 	fs.StringVar(&algs, "algs", "RS256,ES256,HS256", "algorithms, comma-separated")
 	fs.IntVar(&o.pool, "pool", 10000, "distinct tokens in the pool runs")
-	fs.StringVar(&o.duration, "d", "10s", "wrk -d of each run")
+	fs.StringVar(&o.duration, "d", "6s", "wrk -d of each run")
+	fs.IntVar(&o.rounds, "rounds", 3, "runs of each configuration, taken in turns; the report keeps their median")
 	fs.IntVar(&o.conns, "c", 32, "wrk -c")
 	fs.IntVar(&o.threads, "t", 1, "wrk -t")
 	fs.StringVar(&o.serverCPUs, "server-cpus", "0", "taskset CPU list of the servers")
@@ -64,6 +66,9 @@ func runAll(args []string) error {
 	o.algs = strings.Split(algs, ",")
 	if _, err := time.ParseDuration(o.duration); err != nil {
 		return fmt.Errorf("-d: %w", err)
+	}
+	if o.rounds < 1 {
+		return fmt.Errorf("-rounds: %d, want at least 1", o.rounds)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -92,6 +97,7 @@ func runAll(args []string) error {
 		ServerCPUs:  o.serverCPUs,
 		ClientCPUs:  o.clientCPUs,
 		Duration:    o.duration,
+		Rounds:      o.rounds,
 		Connections: o.conns,
 		Threads:     o.threads,
 		PoolSize:    o.pool,
@@ -228,19 +234,31 @@ func loadRuns(ctx context.Context, o runOpts, self, alg string) ([]httpres.Run, 
 	if err != nil {
 		return nil, err
 	}
+	servers := []string{httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerNoCache, httpres.ServerBaseline}
 	var out []httpres.Run
 	for _, tokens := range []string{httpres.TokensRepeated, httpres.TokensPool} {
-		for _, server := range []string{httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerNoCache, httpres.ServerBaseline} {
-			if err := ctx.Err(); err != nil {
-				return nil, err
+		// The servers take turns, round after round, so that a busy moment
+		// of the shared machine lands on one round of each, not on one server.
+		rounds := make(map[string][]httpres.Run, len(servers))
+		for round := 1; round <= o.rounds; round++ {
+			for _, server := range servers {
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				r, err := oneRun(ctx, o, self, f, tokens, server)
+				if err != nil {
+					return nil, fmt.Errorf("%s %s: %w", tokens, server, err)
+				}
+				fmt.Fprintf(os.Stderr, "%-6s %-8s %-20s round %d  %9.0f req/s  p50 %.2f ms  p99 %.2f ms  non-2xx %d\n",
+					alg, tokens, server, round, r.RPS, r.P50Ms, r.P99Ms, r.Non2xx)
+				rounds[server] = append(rounds[server], *r)
 			}
-			r, err := oneRun(ctx, o, self, f, tokens, server)
-			if err != nil {
-				return nil, fmt.Errorf("%s %s: %w", tokens, server, err)
-			}
-			fmt.Fprintf(os.Stderr, "%-6s %-8s %-20s %9.0f req/s  p50 %.2f ms  p99 %.2f ms  non-2xx %d\n",
-				alg, tokens, server, r.RPS, r.P50Ms, r.P99Ms, r.Non2xx)
-			out = append(out, *r)
+		}
+		for _, server := range servers {
+			m := httpres.Median(rounds[server])
+			fmt.Fprintf(os.Stderr, "%-6s %-8s %-20s median   %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (%.0f–%.0f req/s)\n",
+				alg, tokens, server, m.RPS, m.P50Ms, m.P99Ms, m.RPSMin, m.RPSMax)
+			out = append(out, m)
 		}
 	}
 	return out, nil

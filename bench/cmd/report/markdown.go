@@ -88,7 +88,7 @@ func ratio(a, b float64) string {
 func delta(res *results, alg, keys string) (d, u float64, paired, ok bool) {
 	if p := res.find("OverFloor", "alg", alg, "keys", keys); p != nil {
 		if v, ok := p.median("ns-over-floor"); ok {
-			return v, p.spread("ns-over-floor") * math.Abs(v), true, true
+			return v, math.Abs(p.spread("ns-over-floor") * v), true, true
 		}
 	}
 	d, u, ok = medianDelta(res, alg, keys)
@@ -151,8 +151,8 @@ func writeMarkdown(w *bytes.Buffer, res *results, stat, notes []byte, hr *httpre
 	row("-benchtime", cfg["benchtime"])
 	fmt.Fprintf(w, "\n")
 	fmt.Fprintf(w, "**Read the numbers with care.** They come from one run on a shared 2-core machine while other engineers were building and testing on it, so absolute times are noisy (the ± columns show half the range of the %d repetitions; benchstat's confidence intervals are in the appendix). Ratios between implementations measured in the same run are more reliable than the absolute times. Times are medians; µs per verified token; allocations per token.\n\n", count)
-	fmt.Fprintf(w, "Rerun everything (about 7 minutes for the benchmarks on 2 idle cores, about 5 for HTTP):\n\n")
-	fmt.Fprintf(w, "```sh\ncd bench\n./run.sh                 # COUNT=6 BENCHTIME=400ms by default; writes results-latest.txt and this file\n./http.sh                # DURATION=10s by default; needs wrk and taskset; writes http-latest.json and this file\n```\n\n")
+	fmt.Fprintf(w, "Rerun everything (about 7 minutes for the benchmarks on 2 idle cores, about 9 for HTTP):\n\n")
+	fmt.Fprintf(w, "```sh\ncd bench\n./run.sh                 # COUNT=6 BENCHTIME=400ms by default; writes results-latest.txt and this file\n./http.sh                # DURATION=6s ROUNDS=3 by default; needs wrk and taskset; writes http-latest.json and this file\n```\n\n")
 	fmt.Fprintf(w, "Or one benchmark: `cd bench && go test -run '^$' -bench 'Verify/alg=ES256/' -count 6 . | ~/go/bin/benchstat -col /impl -`.\n\n")
 
 	writeTargets(w, res, algs, hr)
@@ -254,8 +254,12 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 			continue
 		}
 		a := j.allocs()
-		fmt.Fprintf(w, "| uncached %s ≤ %d allocations | %.0f (the floor alone: %.0f; %.0f above it) | %s |\n",
-			alg, targetAllocs, a, f.allocs(), a-f.allocs(), verdict(a <= targetAllocs))
+		rel := fmt.Sprintf("%.0f above it", a-f.allocs())
+		if a < f.allocs() {
+			rel = fmt.Sprintf("%.0f fewer", f.allocs()-a)
+		}
+		fmt.Fprintf(w, "| uncached %s ≤ %d allocations | %.0f (the floor alone: %.0f; %s) | %s |\n",
+			alg, targetAllocs, a, f.allocs(), rel, verdict(a <= targetAllocs))
 	}
 	var worstNS, worstAllocs float64
 	var worstAlg string
@@ -461,9 +465,12 @@ func writeHTTP(w *bytes.Buffer, hr *httpres.Report) {
 	}
 	fmt.Fprintf(w, "bench/http.sh builds the real binary (`jwksverify serve`), a bare net/http handler (answers 200 when an `Authorization: Bearer` header is present) and a golang-jwt + keyfunc forward-auth handler (jwt.Parse with keyfunc over the issuer's JWKS, the same claim checks). Each server runs alone, pinned to CPU %s (`taskset`, so GOMAXPROCS=1); wrk runs on CPU %s: `wrk -t%d -c%d -d%s --latency`, `GET /v1/authz` with `Authorization: Bearer <token>`. `repeated`: one token on every request. `pool`: %d distinct tokens cycled by a Lua script. `jwksverify` is the binary with its token cache on (the default), `jwksverify-nocache` with `token_cache: {max_entries: 0}`.\n\n",
 		hr.ServerCPUs, hr.ClientCPUs, hr.Threads, hr.Connections, hr.Duration, hr.PoolSize)
+	if hr.Rounds > 1 {
+		fmt.Fprintf(w, "Each configuration ran %d times, the four servers taking turns round after round; the table shows the median of the rounds (req/s and each percentile) and the range of their req/s.\n\n", hr.Rounds)
+	}
 	fmt.Fprintf(w, "Machine: %s, %d cores, %s; commit %s; %s; load average at start %s.\n\n", hr.CPU, hr.NProc, hr.Go, hr.Commit, hr.Date, hr.LoadAvg)
-	fmt.Fprintf(w, "| alg | tokens | server | req/s | ÷ bare | ÷ golang-jwt + keyfunc | p50 ms | p90 ms | p99 ms | non-2xx | socket errors |\n")
-	fmt.Fprintf(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(w, "| alg | tokens | server | req/s | req/s range | ÷ bare | ÷ golang-jwt + keyfunc | p50 ms | p90 ms | p99 ms | non-2xx | socket errors |\n")
+	fmt.Fprintf(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range hr.Runs {
 		bare, base := hr.Find(r.Alg, r.Tokens, httpres.ServerBare), hr.Find(r.Alg, r.Tokens, httpres.ServerBaseline)
 		rb, rk := "—", "—"
@@ -473,8 +480,12 @@ func writeHTTP(w *bytes.Buffer, hr *httpres.Report) {
 		if base != nil && base.RPS > 0 {
 			rk = fmt.Sprintf("%.2f×", r.RPS/base.RPS)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %s | %s | %.2f | %.2f | %.2f | %d | %d |\n",
-			r.Alg, r.Tokens, r.Server, r.RPS, rb, rk, r.P50Ms, r.P90Ms, r.P99Ms, r.Non2xx, r.SocketErrors)
+		rng := "—"
+		if r.Rounds > 1 {
+			rng = fmt.Sprintf("%.0f–%.0f", r.RPSMin, r.RPSMax)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %s | %s | %s | %.2f | %.2f | %.2f | %d | %d |\n",
+			r.Alg, r.Tokens, r.Server, r.RPS, rng, rb, rk, r.P50Ms, r.P90Ms, r.P99Ms, r.Non2xx, r.SocketErrors)
 	}
 	fmt.Fprintf(w, "\nThe `pool` runs of the cached binary show the cache warming: the pool is smaller than the number of requests, so after the first pass every token is a hit. The bare handler bounds what any handler can reach on one core with this client. wrk keeps %d requests in flight (closed loop), so a run's mean latency is about %d ÷ its req/s (Little's law): the latencies of the uncached runs follow from their throughput, and the p99 target is judged on the repeated-token runs.\n\n", hr.Connections, hr.Connections)
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 )
 
 // Server names of [Run.Server].
@@ -40,9 +41,12 @@ type Report struct {
 	ServerCPUs string `json:"server_cpus"`
 	ClientCPUs string `json:"client_cpus"`
 	// Duration, Connections and Threads are wrk's -d, -c and -t.
-	Duration    string `json:"duration"`
-	Connections int    `json:"connections"`
-	Threads     int    `json:"threads"`
+	Duration string `json:"duration"`
+	// Rounds is how many times each configuration ran, alternately with the
+	// others; each [Run] is their [Median].
+	Rounds      int `json:"rounds,omitempty"`
+	Connections int `json:"connections"`
+	Threads     int `json:"threads"`
 	// PoolSize is the number of distinct tokens of the pool runs.
 	PoolSize int `json:"pool_size"`
 	// Runs are the load runs, in the order they ran.
@@ -68,6 +72,44 @@ type Run struct {
 	Non2xx int64 `json:"non_2xx"`
 	// SocketErrors counts wrk's connect, read, write and timeout errors.
 	SocketErrors int64 `json:"socket_errors"`
+	// Rounds is how many wrk runs [Median] combined into this one (0 or 1:
+	// a single run), and RPSMin and RPSMax the range of their req/s.
+	Rounds int     `json:"rounds,omitempty"`
+	RPSMin float64 `json:"rps_min,omitempty"`
+	RPSMax float64 `json:"rps_max,omitempty"`
+}
+
+// Median combines rounds of the same configuration (alg, tokens, server),
+// run alternately with the other servers: req/s and each latency percentile
+// are the medians of the rounds (the upper median for an even count),
+// Requests, Non2xx and SocketErrors the sums, and RPSMin/RPSMax the range.
+// A single busy moment on a shared machine then moves one round, not the
+// result. It panics when rounds is empty.
+func Median(rounds []Run) Run {
+	med := func(get func(Run) float64) float64 {
+		v := make([]float64, len(rounds))
+		for i, r := range rounds {
+			v[i] = get(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	out := rounds[0]
+	out.RPS = med(func(r Run) float64 { return r.RPS })
+	out.P50Ms = med(func(r Run) float64 { return r.P50Ms })
+	out.P90Ms = med(func(r Run) float64 { return r.P90Ms })
+	out.P99Ms = med(func(r Run) float64 { return r.P99Ms })
+	out.Requests, out.Non2xx, out.SocketErrors = 0, 0, 0
+	out.RPSMin, out.RPSMax = rounds[0].RPS, rounds[0].RPS
+	for _, r := range rounds {
+		out.Requests += r.Requests
+		out.Non2xx += r.Non2xx
+		out.SocketErrors += r.SocketErrors
+		out.RPSMin = min(out.RPSMin, r.RPS)
+		out.RPSMax = max(out.RPSMax, r.RPS)
+	}
+	out.Rounds = len(rounds)
+	return out
 }
 
 // Memory is the resident memory of the real binary serving Issuers issuers

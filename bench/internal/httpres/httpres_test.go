@@ -1,0 +1,44 @@
+package httpres_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/jwksverify/jwksverify/bench/internal/httpres"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestMedian(t *testing.T) {
+	run := func(rps, p99 float64, reqs int64) httpres.Run {
+		return httpres.Run{Alg: "RS256", Tokens: "pool", Server: "bare", RPS: rps, P50Ms: p99 / 3, P90Ms: p99 / 2, P99Ms: p99, Requests: reqs, Non2xx: 1}
+	}
+	tests := []struct {
+		name     string
+		rounds   []httpres.Run
+		wantRPS  float64
+		wantP99  float64
+		wantReqs int64
+		wantMin  float64
+		wantMax  float64
+	}{
+		{"one", []httpres.Run{run(100, 3, 10)}, 100, 3, 10, 100, 100},
+		{"three-outlier-low", []httpres.Run{run(100, 1, 10), run(40, 9, 4), run(110, 2, 11)}, 100, 2, 25, 40, 110},
+		{"two-upper-median", []httpres.Run{run(100, 1, 10), run(120, 2, 12)}, 120, 2, 22, 100, 120},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := httpres.Median(tt.rounds)
+			if got.RPS != tt.wantRPS || got.P99Ms != tt.wantP99 || got.Requests != tt.wantReqs {
+				t.Errorf("Median() = rps %v p99 %v requests %d, want %v %v %d", got.RPS, got.P99Ms, got.Requests, tt.wantRPS, tt.wantP99, tt.wantReqs)
+			}
+			if got.RPSMin != tt.wantMin || got.RPSMax != tt.wantMax || got.Rounds != len(tt.rounds) {
+				t.Errorf("Median() range %v–%v rounds %d, want %v–%v %d", got.RPSMin, got.RPSMax, got.Rounds, tt.wantMin, tt.wantMax, len(tt.rounds))
+			}
+			if got.Non2xx != int64(len(tt.rounds)) || got.Alg != "RS256" || got.Server != "bare" {
+				t.Errorf("Median() = %+v, want the rounds' sums and labels", got)
+			}
+		})
+	}
+}

@@ -97,7 +97,7 @@ func (s *Server) decide(ctx context.Context, endpoint, token string) decision {
 	if err != nil {
 		return s.reject(ctx, endpoint, start, token, err, false)
 	}
-	is := s.issuers.lookup(res.Issuer)
+	is := s.issuers.byName(res.ConfiguredIssuer)
 	if s.metrics != nil {
 		s.metrics.observe(endpoint, is.label(), classValid, start)
 	}
@@ -356,22 +356,25 @@ func (is *issuerInfo) label() string {
 	return is.name
 }
 
-// issuerIndex maps a token's iss to its configured issuer.
+// issuerIndex maps a verified token's configured issuer name, or a rejected
+// token's iss (for its metric label), to its configured issuer.
 type issuerIndex struct {
 	list      []*issuerInfo // configured order
+	named     map[string]*issuerInfo
 	exact     map[string]*issuerInfo
 	templated []*issuerInfo
 	any       *issuerInfo // the sole issuer with SkipIssuerCheck
 }
 
 func newIssuerIndex(issuers []verify.Issuer) (issuerIndex, error) {
-	x := issuerIndex{exact: make(map[string]*issuerInfo, len(issuers))}
+	x := issuerIndex{named: make(map[string]*issuerInfo, len(issuers)), exact: make(map[string]*issuerInfo, len(issuers))}
 	for _, vi := range issuers {
 		if vi.Keys == nil {
 			return x, fmt.Errorf("%w: issuer %q has no Keys", ErrInvalidOptions, vi.Issuer)
 		}
 		is := &issuerInfo{name: vi.Issuer, keys: vi.Keys}
 		x.list = append(x.list, is)
+		x.named[vi.Issuer] = is
 		switch pre, suf, ok := strings.Cut(vi.Issuer, "{tenantid}"); {
 		case vi.SkipIssuerCheck:
 			x.any = is
@@ -385,8 +388,10 @@ func newIssuerIndex(issuers []verify.Issuer) (issuerIndex, error) {
 	return x, nil
 }
 
-// lookup returns the configured issuer that iss belongs to, or nil. It does
-// not allocate.
+// lookup returns the configured issuer that iss belongs to by its shape, or
+// nil. It does not allocate. It labels rejected tokens; a verified token's
+// issuer is the verifier's routing (Result.ConfiguredIssuer, byName), which
+// also weighs the tid claim.
 func (x *issuerIndex) lookup(iss string) *issuerInfo {
 	if x.any != nil {
 		return x.any
@@ -405,14 +410,7 @@ func (x *issuerIndex) lookup(iss string) *issuerInfo {
 }
 
 // byName returns the issuer configured as name, or nil.
-func (x *issuerIndex) byName(name string) *issuerInfo {
-	for _, is := range x.list {
-		if is.name == name {
-			return is
-		}
-	}
-	return nil
-}
+func (x *issuerIndex) byName(name string) *issuerInfo { return x.named[name] }
 
 // setClaimHeaders validates the claims_to_headers configuration against the
 // configured issuers and the claims the verifier extracts.

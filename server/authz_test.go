@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/verify"
@@ -279,5 +282,59 @@ func TestIssuerLabelIsBounded(t *testing.T) {
 		if got := idx.lookup(tt.iss).label(); got != tt.want {
 			t.Errorf("lookup(%q).label() = %q, want %q", tt.iss, got, tt.want)
 		}
+	}
+}
+
+// TestAuthzClaimHeadersFollowVerifierRouting: of two {tenantid} templates
+// that both fit a token's iss, the verifier picks the one whose tenant is the
+// token's tid, and the claim headers (and metric label) are that issuer's —
+// not those of the first template the iss fits.
+func TestAuthzClaimHeadersFollowVerifierRouting(t *testing.T) {
+	const wide, narrow = "https://login.example.com/{tenantid}/v2.0", "https://login.example.com/t-{tenantid}/v2.0"
+	keys := &cache.Keys{}
+	keys.Store(keySet(t, epoch))
+	clock := newClock()
+	v, err := verify.New(verify.Options{
+		Issuers: []verify.Issuer{{Issuer: wide, Keys: keys, ExtractClaims: []string{"sub"}}, {Issuer: narrow, Keys: keys, ExtractClaims: []string{"sub"}}},
+		Now:     clock.Now,
+	})
+	if err != nil {
+		t.Fatalf("verify.New() = %v", err)
+	}
+	srv, err := New(Options{
+		Verifier: v,
+		ClaimsToHeaders: map[string]map[string]string{
+			wide:   {"sub": "X-Wide-Subject"},
+			narrow: {"sub": "X-Narrow-Subject"},
+		},
+		Registry: prometheus.NewRegistry(),
+		Logger:   slog.New(slog.DiscardHandler),
+		Now:      clock.Now,
+	})
+	if err != nil {
+		t.Fatalf("New() = %v", err)
+	}
+	tests := []struct {
+		name, tid, wantHeader, otherHeader string
+	}{
+		{"narrow", "abc", "X-Narrow-Subject", "X-Wide-Subject"},
+		{"wide", "t-abc", "X-Wide-Subject", "X-Narrow-Subject"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := mint(claims(map[string]any{"iss": "https://login.example.com/t-abc/v2.0", "tid": tt.tid, "aud": nil}))
+			r := httptest.NewRequest(http.MethodGet, "/v1/authz", nil)
+			r.Header.Set("Authorization", "Bearer "+tok)
+			w := do(srv.Handler(), r)
+			if w.Code != http.StatusOK {
+				t.Fatalf("status = %d, want 200 (body %s)", w.Code, w.Body)
+			}
+			if got := w.Header().Get(tt.wantHeader); got != "alice" {
+				t.Errorf("%s = %q, want alice", tt.wantHeader, got)
+			}
+			if got := w.Header().Get(tt.otherHeader); got != "" {
+				t.Errorf("%s = %q, want none (the other issuer's header)", tt.otherHeader, got)
+			}
+		})
 	}
 }

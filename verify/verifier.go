@@ -303,16 +303,17 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 
 	// One allocation holds the Result and a single-string audience.
 	box := &resultBox{Result: Result{
-		Issuer:     cl.iss,
-		Kid:        h.kid,
-		Alg:        h.alg,
-		Type:       h.typ,
-		Header:     h.raw,
-		Claims:     payload,
-		Subject:    cl.sub,
-		Audience:   cl.aud,
-		ID:         cl.jti,
-		Thumbprint: key.Thumbprint,
+		Issuer:           cl.iss,
+		ConfiguredIssuer: is.cfg.Issuer,
+		Kid:              h.kid,
+		Alg:              h.alg,
+		Type:             h.typ,
+		Header:           h.raw,
+		Claims:           payload,
+		Subject:          cl.sub,
+		Audience:         cl.aud,
+		ID:               cl.jti,
+		Thumbprint:       key.Thumbprint,
 	}}
 	res := &box.Result
 	if cl.audOne {

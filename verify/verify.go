@@ -125,6 +125,11 @@ type TokenCacheOptions struct {
 type Result struct {
 	// Issuer is the token's iss claim (for SkipIssuerCheck, whatever it was).
 	Issuer string
+	// ConfiguredIssuer is the [Issuer.Issuer] of the configured issuer
+	// whose keys verified the token: Issuer itself for an exact issuer, the
+	// template for a {tenantid} one. Callers that keep per-issuer settings
+	// look them up by this name rather than by routing Issuer again.
+	ConfiguredIssuer string
 	// Kid, Alg and Type are the token's header values ("" when absent).
 	Kid, Alg, Type string
 	// Header is the decoded JOSE header, exactly as in the token.

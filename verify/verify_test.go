@@ -312,8 +312,41 @@ func TestTenantTemplate(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("Verify() = %v, want %v", err, tt.wantErr)
 			}
-			if err == nil && res.Issuer != iss {
-				t.Errorf("Issuer = %q, want %q", res.Issuer, iss)
+			if err == nil && (res.Issuer != iss || res.ConfiguredIssuer != tmpl) {
+				t.Errorf("Issuer, ConfiguredIssuer = %q, %q, want %q, %q", res.Issuer, res.ConfiguredIssuer, iss, tmpl)
+			}
+		})
+	}
+}
+
+// TestConfiguredIssuer: the Result names the configured issuer that verified
+// the token — the token's iss for an exact issuer, the configured name under
+// SkipIssuerCheck, and, of two {tenantid} templates that both fit an iss, the
+// one whose tenant equals the token's tid.
+func TestConfiguredIssuer(t *testing.T) {
+	keys := allKeys(t)
+	const wide, narrow = "https://login.example.com/{tenantid}/v2.0", "https://login.example.com/t-{tenantid}/v2.0"
+	templates := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{Issuer: wide, Keys: keys}, {Issuer: narrow, Keys: keys}, {Issuer: issA, Keys: keys}}})
+	skip := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{Issuer: issB, SkipIssuerCheck: true, Keys: keys}}})
+	tests := []struct {
+		name  string
+		v     *verify.Verifier
+		extra map[string]any
+		want  string
+	}{
+		{"exact", templates, nil, issA},
+		{"wide-template", templates, map[string]any{"aud": nil, "iss": "https://login.example.com/t-abc/v2.0", "tid": "t-abc"}, wide},
+		{"narrow-template", templates, map[string]any{"aud": nil, "iss": "https://login.example.com/t-abc/v2.0", "tid": "abc"}, narrow},
+		{"skip-issuer-check", skip, map[string]any{"iss": "https://anyone.example.com/"}, issB},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := tt.v.Verify(context.Background(), mint("ES256", kidFor("ES256"), tt.extra))
+			if err != nil {
+				t.Fatalf("Verify() = %v, want nil", err)
+			}
+			if res.ConfiguredIssuer != tt.want {
+				t.Errorf("ConfiguredIssuer = %q, want %q", res.ConfiguredIssuer, tt.want)
 			}
 		})
 	}

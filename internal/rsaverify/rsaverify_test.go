@@ -7,9 +7,13 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -24,10 +28,37 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // keyNames are the RSA test keys: every size the verifier meets, the odd bit
 // length that shortens the PSS encoding, and 1024 bits, the smallest that
 // crypto/rsa (and so rsaverify) verifies with.
-var keyNames = []string{testkeys.RSA1024, testkeys.RSA2048A, testkeys.RSA2049, testkeys.RSA3072, testkeys.RSA4096}
+var keyNames = []string{testkeys.RSA1024, testkeys.RSA2048A, oddKey, testkeys.RSA3072, testkeys.RSA4096}
 
+// oddKey is a 2049-bit key, in this package's testdata: its modulus is one
+// bit into a byte, so the PSS encoding is one byte shorter than the modulus
+// and the modulus's 33 limbs hold 264 bytes, 7 more than a signature's 257
+// (testkeys.RSA2049 is, despite its name, a 2048-bit key).
+const oddKey = "testdata/rsa2049.pem"
+
+// private returns the named testkeys key, or the key in the file name
+// when it starts with testdata/.
 func private(t testing.TB, name string) *rsa.PrivateKey {
 	t.Helper()
+	if strings.HasPrefix(name, "testdata/") {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk, _ := pem.Decode(b)
+		if blk == nil {
+			t.Fatalf("%s: no PEM block", name)
+		}
+		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		rk, ok := k.(*rsa.PrivateKey)
+		if !ok {
+			t.Fatalf("%s is %T, want *rsa.PrivateKey", name, k)
+		}
+		return rk
+	}
 	k, ok := testkeys.Private(name).(*rsa.PrivateKey)
 	if !ok {
 		t.Fatalf("testkeys.Private(%q) is %T, want *rsa.PrivateKey", name, testkeys.Private(name))
@@ -195,6 +226,19 @@ func TestVerifyAgreesWithCryptoRSA(t *testing.T) {
 	}
 }
 
+// TestKeySizes checks that the test keys have the sizes the tests rely on,
+// above all that oddKey's modulus is 1 mod 8 bits long.
+func TestKeySizes(t *testing.T) {
+	want := map[string]int{testkeys.RSA1024: 1024, testkeys.RSA2048A: 2048, oddKey: 2049, testkeys.RSA3072: 3072, testkeys.RSA4096: 4096}
+	for _, name := range keyNames {
+		t.Run(name, func(t *testing.T) {
+			if got := private(t, name).N.BitLen(); got != want[name] {
+				t.Fatalf("%s has %d bits, want %d", name, got, want[name])
+			}
+		})
+	}
+}
+
 // TestVerifyOtherKey checks that a signature does not verify under another
 // key of the same size.
 func TestVerifyOtherKey(t *testing.T) {
@@ -299,7 +343,7 @@ func TestConcurrentUse(t *testing.T) {
 // signatures and digests, for both schemes, under a 2048-bit and the
 // odd-length 2049-bit key.
 func FuzzVerify(f *testing.F) {
-	keys := []*rsa.PrivateKey{private(f, testkeys.RSA2048A), private(f, testkeys.RSA2049)}
+	keys := []*rsa.PrivateKey{private(f, testkeys.RSA2048A), private(f, oddKey)}
 	pubs := []*rsaverify.PublicKey{prepared(f, &keys[0].PublicKey), prepared(f, &keys[1].PublicKey)}
 	d := digest(crypto.SHA256, []byte("m"))
 	for ki, k := range keys {
@@ -385,7 +429,7 @@ func rawOpen(pub *rsa.PublicKey, sig []byte) []byte {
 // each one exactly when crypto/rsa does (the unbroken controls pass both).
 func TestCraftedEncodings(t *testing.T) {
 	d := digest(crypto.SHA256, []byte("m"))
-	for _, name := range []string{testkeys.RSA2048A, testkeys.RSA2049} {
+	for _, name := range []string{testkeys.RSA2048A, oddKey} {
 		priv := private(t, name)
 		pub := prepared(t, &priv.PublicKey)
 		k := priv.Size()
@@ -423,11 +467,24 @@ func TestCraftedEncodings(t *testing.T) {
 
 		// PSS: open a real signature and flip one part of its encoding.
 		// Flipping a bit of maskedDB flips the same bit of DB.
-		sig := sign(t, priv, "pss", crypto.SHA256, d, 32)
-		em := rawOpen(&priv.PublicKey, sig)
 		off := 0
 		if priv.N.BitLen()%8 == 1 { // EM is one byte shorter than the modulus
 			off = 1
+		}
+		// The salt is random: sign until the crafted encodings that raise
+		// EM's leading bits (pss-top-bit, pss-nonzero-extra-byte) are still
+		// below N, so that each breaks one rule of the decoding alone.
+		below := func(em []byte, edit func(em []byte)) bool {
+			e := append([]byte(nil), em...)
+			edit(e)
+			return new(big.Int).SetBytes(e).Cmp(priv.N) < 0
+		}
+		var em []byte
+		for range 64 {
+			em = rawOpen(&priv.PublicKey, sign(t, priv, "pss", crypto.SHA256, d, 32))
+			if below(em, func(e []byte) { e[off] ^= 0x80 }) && below(em, func(e []byte) { e[0] = 0x01 }) {
+				break
+			}
 		}
 		emLen := k - off
 		hLen, sLen := 32, 32
@@ -443,7 +500,10 @@ func TestCraftedEncodings(t *testing.T) {
 		cases = append(cases,
 			crafted{"pss-control", pss(nil), 1, true},
 			crafted{"pss-trailer", pss(func(e []byte) { e[emLen-1] = 0xbd }), 1, false},
-			crafted{"pss-top-bit", pss(func(e []byte) { e[0] = 0x80 }), 1, false}, // below N for these keys
+			// With 8·emLen−emBits = 1 (2048 bits) the bit is zero and step 9
+			// would clear it again: only step 6 refuses it. With 0 (2049
+			// bits), it is DB's first bit, in PS.
+			crafted{"pss-top-bit", pss(func(e []byte) { e[0] ^= 0x80 }), 1, false},
 			crafted{"pss-padding-nonzero", pss(func(e []byte) { e[psLen-1] ^= 0x04 }), 1, false},
 			crafted{"pss-separator-cleared", pss(func(e []byte) { e[psLen] ^= 0x01 }), 1, false},
 			crafted{"pss-separator-moved", pss(func(e []byte) { e[psLen] ^= 0x01; e[psLen+1] ^= 0x01 }), 1, false},
@@ -472,6 +532,29 @@ func TestCraftedEncodings(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestShortDigestEncoded signs a PKCS #1 v1.5 encoding of a digest one byte
+// short and checks that the signature does not verify that short digest:
+// the digest length is checked, not only the encoding compared.
+func TestShortDigestEncoded(t *testing.T) {
+	priv := private(t, testkeys.RSA2048A)
+	pub := prepared(t, &priv.PublicKey)
+	k := priv.Size()
+	short := digest(crypto.SHA256, []byte("m"))[:31]
+	prefix := []byte{0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05, 0x00, 0x04, 0x20}
+	em := bytesOf(0xff, k)
+	em[0], em[1] = 0, 1
+	em[k-len(prefix)-len(short)-1] = 0
+	copy(em[k-len(prefix)-len(short):], prefix)
+	copy(em[k-len(short):], short)
+	sig := rawSign(priv, em)
+	if err := pub.VerifyPKCS1v15(crypto.SHA256, short, sig); !errors.Is(err, rsaverify.ErrVerification) {
+		t.Errorf("VerifyPKCS1v15(31-byte digest) = %v, want ErrVerification", err)
+	}
+	if rsa.VerifyPKCS1v15(&priv.PublicKey, crypto.SHA256, short, sig) == nil {
+		t.Errorf("crypto/rsa accepts it; the test is wrong")
 	}
 }
 

@@ -7,13 +7,9 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
-	"os"
-	"strings"
 	"sync"
 	"testing"
 
@@ -30,35 +26,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // crypto/rsa (and so rsaverify) verifies with.
 var keyNames = []string{testkeys.RSA1024, testkeys.RSA2048A, oddKey, testkeys.RSA3072, testkeys.RSA4096}
 
-// oddKey is a 2049-bit key, in this package's testdata: its modulus is one
-// bit into a byte, so the PSS encoding is one byte shorter than the modulus
-// and the modulus's 33 limbs hold 264 bytes, 7 more than a signature's 257
-// (testkeys.RSA2049 is, despite its name, a 2048-bit key).
-const oddKey = "testdata/rsa2049.pem"
+// oddKey is a 2049-bit key: its modulus is one bit into a byte, so the PSS
+// encoding is one byte shorter than the modulus and the modulus's 33 limbs
+// hold 264 bytes, 7 more than a signature's 257.
+const oddKey = testkeys.RSA2049
 
-// private returns the named testkeys key, or the key in the file name
-// when it starts with testdata/.
 func private(t testing.TB, name string) *rsa.PrivateKey {
 	t.Helper()
-	if strings.HasPrefix(name, "testdata/") {
-		b, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		blk, _ := pem.Decode(b)
-		if blk == nil {
-			t.Fatalf("%s: no PEM block", name)
-		}
-		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		rk, ok := k.(*rsa.PrivateKey)
-		if !ok {
-			t.Fatalf("%s is %T, want *rsa.PrivateKey", name, k)
-		}
-		return rk
-	}
 	k, ok := testkeys.Private(name).(*rsa.PrivateKey)
 	if !ok {
 		t.Fatalf("testkeys.Private(%q) is %T, want *rsa.PrivateKey", name, testkeys.Private(name))

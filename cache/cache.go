@@ -108,6 +108,10 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		if p == nil || p.N == nil {
 			return nil, fmt.Errorf("%w: nil RSA key", ErrUnsupportedKey)
 		}
+		// A copy: the thumbprint and the prepared form describe this key
+		// whatever the caller later does with theirs.
+		p = &rsa.PublicKey{N: new(big.Int).Set(p.N), E: p.E}
+		pub = p
 		k.Kty, k.Size = "RSA", p.N.BitLen()
 		if k.Size < MinRSABits {
 			return nil, fmt.Errorf("%w: RSA key of %d bits (minimum %d)", ErrWeakKey, k.Size, MinRSABits)
@@ -148,12 +152,19 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
 		}
+		// A copy, parsed back from the encoding (which checks the point is
+		// on the curve): the key is the verifier's whatever the caller later
+		// does with theirs.
+		if pub, err = ecdsa.ParseUncompressedPublicKey(p.Curve, raw); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
+		}
 		members = map[string]string{"crv": k.Crv, "kty": "EC", "x": b64(raw[1 : 1+size]), "y": b64(raw[1+size:])}
 	case ed25519.PublicKey:
 		if len(p) != ed25519.PublicKeySize {
 			return nil, fmt.Errorf("%w: Ed25519 key of %d bytes", ErrUnsupportedKey, len(p))
 		}
 		k.Kty, k.Crv, k.Size = "OKP", "Ed25519", 256
+		pub = slices.Clone(p)
 		members = map[string]string{"crv": "Ed25519", "kty": "OKP", "x": b64(p)}
 	case []byte:
 		if !meta.Local {

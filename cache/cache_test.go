@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -321,4 +322,54 @@ func (fixedReader) Read(p []byte) (int, error) {
 		p[i] = byte(i*7 + 1)
 	}
 	return len(p), nil
+}
+
+// TestNewKeyCopiesMaterial: a Key keeps its own copy of the public key, so a
+// caller changing theirs afterwards changes neither the key the verifier
+// uses nor its thumbprint.
+func TestNewKeyCopiesMaterial(t *testing.T) {
+	rsaOrig := testkeys.Public(testkeys.RSA2048A).(*rsa.PublicKey)
+	ecOrig := testkeys.Public(testkeys.EC256A).(*ecdsa.PublicKey)
+	edOrig := testkeys.Public(testkeys.Ed25519A).(ed25519.PublicKey)
+	tests := []struct {
+		name   string
+		pub    func() any  // a fresh copy of the caller's key
+		mutate func(p any) // what the caller does afterwards
+		equal  func(a, b any) bool
+	}{
+		{"rsa", func() any { return &rsa.PublicKey{N: new(big.Int).Set(rsaOrig.N), E: rsaOrig.E} },
+			func(p any) { p.(*rsa.PublicKey).N.SetInt64(35); p.(*rsa.PublicKey).E = 3 },
+			func(a, b any) bool { return a.(*rsa.PublicKey).Equal(b) }},
+		{"ec", func() any {
+			raw, _ := ecOrig.Bytes()
+			k, _ := ecdsa.ParseUncompressedPublicKey(ecOrig.Curve, raw)
+			return k
+		},
+			//lint:ignore SA1019 changing the raw coordinate is the misuse NewKey must not be exposed to
+			func(p any) { p.(*ecdsa.PublicKey).X.SetInt64(1) },
+			func(a, b any) bool { return a.(*ecdsa.PublicKey).Equal(b) }},
+		{"ed25519", func() any { return slices.Clone(edOrig) },
+			func(p any) { p.(ed25519.PublicKey)[0] ^= 0xff },
+			func(a, b any) bool { return a.(ed25519.PublicKey).Equal(b) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := cache.NewKey(tt.pub(), cache.KeyMeta{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			callers := tt.pub()
+			k, err := cache.NewKey(callers, cache.KeyMeta{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.mutate(callers)
+			if !tt.equal(k.Public, want.Public) {
+				t.Errorf("Public changed with the caller's key")
+			}
+			if k.Thumbprint != want.Thumbprint {
+				t.Errorf("Thumbprint = %q, want %q", k.Thumbprint, want.Thumbprint)
+			}
+		})
+	}
 }

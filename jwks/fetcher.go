@@ -446,6 +446,7 @@ func (f *Fetcher) attempt(ctx context.Context) error {
 	status := f.statusLocked()
 	f.mu.Unlock()
 	f.keys.SetStatus(status)
+	f.markReady()
 	return err
 }
 
@@ -633,10 +634,13 @@ func sameFile(a, b os.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-// publish stores set and marks the fetcher ready once a set is usable.
-func (f *Fetcher) publish(set *cache.Set) {
-	f.keys.Store(set)
-	if set.Usable(f.opts.Now()) {
+// publish stores set. The caller publishes the status next and then calls
+// markReady, so that whoever Ready releases sees the set and its status.
+func (f *Fetcher) publish(set *cache.Set) { f.keys.Store(set) }
+
+// markReady releases Ready's waiters once the published set is usable.
+func (f *Fetcher) markReady() {
+	if f.keys.Load().Usable(f.opts.Now()) {
 		f.readyOne.Do(func() { close(f.ready) })
 	}
 }
@@ -728,6 +732,7 @@ func (f *Fetcher) loadState() {
 	f.st.body, f.st.bodyHash = s.JWKS, sha256.Sum256(s.JWKS)
 	f.st.lastSuccess = at
 	f.keys.SetStatus(f.statusLocked())
+	f.markReady()
 	f.log.Info("jwks state loaded", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
 }
 

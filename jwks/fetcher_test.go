@@ -1,7 +1,6 @@
 package jwks
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -22,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/internal/testlog"
 )
 
 func TestNewOptions(t *testing.T) {
@@ -931,7 +931,7 @@ func TestFetcherLogs(t *testing.T) {
 	body := doc(json.RawMessage(`{"kty":"oct","kid":"h","k":"`+secret+`"}`), testkeys.JWKJSON(keyA),
 		testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.RSA1024), Kid: "weak"}))
 	ks := newKeyServer(t, body)
-	var buf syncBuffer
+	var buf testlog.Buffer
 	clk := newFakeClock()
 	u, _ := url.Parse(ks.URL())
 	u.User = url.UserPassword("user", "hunter2")
@@ -951,21 +951,4 @@ func TestFetcherLogs(t *testing.T) {
 			t.Errorf("logs or status contain secret material %q", leak)
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

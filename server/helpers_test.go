@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/internal/testlog"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -86,7 +86,7 @@ type env struct {
 	v       *verify.Verifier
 	srv     *Server
 	reg     *prometheus.Registry
-	logs    *bytes.Buffer
+	logs    *testlog.Buffer
 	handler http.Handler
 }
 
@@ -102,7 +102,7 @@ type envConfig struct {
 
 func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Helper()
-	e := &env{clock: newClock(), keysA: &cache.Keys{}, keysD: &cache.Keys{}, logs: &bytes.Buffer{}}
+	e := &env{clock: newClock(), keysA: &cache.Keys{}, keysD: &cache.Keys{}, logs: &testlog.Buffer{}}
 	if !cfg.emptyKeys {
 		e.keysA.Store(keySet(t, epoch))
 	}
@@ -140,7 +140,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		MaxBatch:     cfg.maxBatch,
 		MaxBodyBytes: cfg.maxBody,
 		Registry:     e.reg,
-		Logger:       slog.New(slog.NewJSONHandler(syncWriter{w: e.logs, mu: &sync.Mutex{}}, nil)),
+		Logger:       slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Now:          e.clock.Now,
 		Version:      "1.2.3-test",
 	})
@@ -149,18 +149,6 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	}
 	e.handler = e.srv.Handler()
 	return e
-}
-
-// syncWriter serializes writes to a buffer shared by concurrent handlers.
-type syncWriter struct {
-	w  io.Writer
-	mu *sync.Mutex
-}
-
-func (s syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
 }
 
 // claims returns the claims of a valid issuerA token, with overrides (a nil

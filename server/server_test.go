@@ -1,14 +1,13 @@
 package server
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/jwksverify/jwksverify/internal/testlog"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -99,12 +98,12 @@ func TestRejectionLog(t *testing.T) {
 }
 
 func TestIntrospectionSecretNeverLogged(t *testing.T) {
-	var buf bytes.Buffer
+	var buf testlog.Buffer
 	e := newEnv(t, envConfig{})
 	srv, err := New(Options{
 		Verifier:             e.v,
 		IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: "s3cr3t-value"}},
-		Logger:               slog.New(slog.NewTextHandler(syncWriter{w: &buf, mu: &sync.Mutex{}}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Logger:               slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)

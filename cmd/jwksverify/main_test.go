@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/internal/testlog"
 )
 
 // The jwksverify binary, built once on first use (so that fuzz workers,
@@ -114,24 +115,7 @@ type process struct {
 	cmd    *exec.Cmd
 	lines  chan string // stderr, line by line
 	done   chan error
-	stderr *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) add(s string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b.WriteString(s + "\n")
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	stderr *testlog.Buffer
 }
 
 // startBin starts the binary and returns at once. The process is killed at
@@ -151,7 +135,7 @@ func startBin(t *testing.T, env []string, stdout io.Writer, args ...string) *pro
 		t.Fatal(err)
 	}
 	p := &process{cmd: cmd, lines: make(chan string, 1024), done: make(chan error, 1),
-		stderr: &lockedBuffer{}}
+		stderr: &testlog.Buffer{}}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -159,7 +143,7 @@ func startBin(t *testing.T, env []string, stdout io.Writer, args ...string) *pro
 		sc := bufio.NewScanner(errPipe)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			p.stderr.add(sc.Text())
+			fmt.Fprintln(p.stderr, sc.Text())
 			select {
 			case p.lines <- sc.Text():
 			default: // nobody is reading: keep the record in stderr only

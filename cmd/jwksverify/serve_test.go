@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,25 +24,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/internal/testlog"
 )
-
-// syncBuffer is an io.Writer safe for a process's copy goroutine and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // postVerify sends {"token": tok} to base/v1/verify and decodes the answer.
 func postVerify(t *testing.T, client *http.Client, url, body string) map[string]any {
@@ -207,7 +189,7 @@ var (
 // TestServeDemo runs `serve --demo`, parses the printed curl lines and runs
 // them with net/http.
 func TestServeDemo(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	p := startBin(t, nil, &out, "serve", "--demo", "--listen", "127.0.0.1:0")
 	deadline := time.Now().Add(30 * time.Second)
 	for !curlAuthz.MatchString(out.String()) {

@@ -15,16 +15,6 @@ import (
 	"github.com/jwksverify/jwksverify/verify"
 )
 
-// Implementation names, as they appear in benchmark names (impl=…).
-const (
-	implJwksverify = impls.Jwksverify
-	implCached     = impls.Cached
-	implBaseline   = impls.Baseline
-	implJWX        = impls.JWX
-	implGoJOSE     = impls.GoJOSE
-	implFloor      = impls.Floor
-)
-
 // cacheEntries sizes the verified-token cache of the cached implementation.
 const cacheEntries = 1024
 
@@ -73,12 +63,12 @@ func peers(b testing.TB, c fixture.Case, is Issuer, token string, direct bool) [
 	if err != nil {
 		b.Fatalf("verify.New() = %v", err)
 	}
-	out := []impl{{implJwksverify, uncached}, {implCached, cached}}
+	out := []impl{{impls.Jwksverify, uncached}, {impls.Cached, cached}}
 	if direct {
 		out = append(out,
-			impl{implBaseline, GolangJWTDirect(c.Alg, c.Public)},
-			impl{implJWX, must(JWXDirect(c.Alg, c.Public))},
-			impl{implGoJOSE, GoJOSE(c.Alg, is.Name, c.Public)},
+			impl{impls.Baseline, GolangJWTDirect(c.Alg, c.Public)},
+			impl{impls.JWX, must(JWXDirect(c.Alg, c.Public))},
+			impl{impls.GoJOSE, GoJOSE(c.Alg, is.Name, c.Public)},
 		)
 	} else {
 		set, err := GoJOSEKeySet(is)
@@ -86,12 +76,12 @@ func peers(b testing.TB, c fixture.Case, is Issuer, token string, direct bool) [
 			b.Fatal(err)
 		}
 		out = append(out,
-			impl{implBaseline, must(GolangJWTKeyfunc(c.Alg, is))},
-			impl{implJWX, must(JWXKeySet(is))},
-			impl{implGoJOSE, GoJOSE(c.Alg, is.Name, set)},
+			impl{impls.Baseline, must(GolangJWTKeyfunc(c.Alg, is))},
+			impl{impls.JWX, must(JWXKeySet(is))},
+			impl{impls.GoJOSE, GoJOSE(c.Alg, is.Name, set)},
 		)
 	}
-	return append(out, impl{implFloor, must(Floor(c.Alg, c.Public, token))})
+	return append(out, impl{impls.Floor, must(Floor(c.Alg, c.Public, token))})
 }
 
 // BenchmarkVerify verifies the same token through every implementation, for
@@ -205,7 +195,7 @@ func BenchmarkScaleKeys(b *testing.B) {
 		}
 		is := issuer(fixture.Issuer, c, decoys)
 		for _, p := range peers(b, c, is, token, false) {
-			if p.name == implFloor {
+			if p.name == impls.Floor {
 				continue
 			}
 			b.Run(fmt.Sprintf("keys=%d/impl=%s", n, p.name), func(b *testing.B) {
@@ -240,7 +230,7 @@ func BenchmarkScaleIssuers(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		for _, p := range []impl{{implJwksverify, uncached}, {implCached, cached}, {implBaseline, baseline}} {
+		for _, p := range []impl{{impls.Jwksverify, uncached}, {impls.Cached, cached}, {impls.Baseline, baseline}} {
 			b.Run(fmt.Sprintf("issuers=%d/impl=%s", n, p.name), func(b *testing.B) {
 				run(b, p.verify, token)
 			})
@@ -303,7 +293,7 @@ func BenchmarkTokenCache(b *testing.B) {
 		name     string
 		maxBytes int64
 	}{{"ample", n * 8 << 10}, {"default", 0}} {
-		b.Run(fmt.Sprintf("entries=%d/budget=%s/impl=%s", n, budget.name, implCached), func(b *testing.B) {
+		b.Run(fmt.Sprintf("entries=%d/budget=%s/impl=%s", n, budget.name, impls.Cached), func(b *testing.B) {
 			f, v, err := Jwksverify(c.Alg, issuers, verify.TokenCacheOptions{MaxEntries: n, MaxBytes: budget.maxBytes})
 			if err != nil {
 				b.Fatalf("verify.New() = %v", err)

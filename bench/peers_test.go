@@ -8,6 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jwksverify/jwksverify/bench/internal/fixture"
+	"github.com/jwksverify/jwksverify/bench/internal/impls"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -65,7 +66,7 @@ func TestPeers(t *testing.T) {
 					}
 					t.Run(name, func(t *testing.T) {
 						err := p.verify(token)
-						want := tt.wantValid || (p.name == implFloor && !tt.sigOnly)
+						want := tt.wantValid || (p.name == impls.Floor && !tt.sigOnly)
 						if (err == nil) != want {
 							t.Errorf("verify() = %v, want valid %v", err, want)
 						}

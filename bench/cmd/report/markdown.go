@@ -11,17 +11,7 @@ import (
 	"github.com/jwksverify/jwksverify/bench/internal/impls"
 )
 
-// Implementation names, as in the benchmark names.
-const (
-	implJwksverify = impls.Jwksverify
-	implCached     = impls.Cached
-	implBaseline   = impls.Baseline
-	implJWX        = impls.JWX
-	implGoJOSE     = impls.GoJOSE
-	implFloor      = impls.Floor
-)
-
-var implOrder = []string{implJwksverify, implCached, implBaseline, implJWX, implGoJOSE, implFloor}
+var implOrder = []string{impls.Jwksverify, impls.Cached, impls.Baseline, impls.JWX, impls.GoJOSE, impls.Floor}
 
 // Targets (SPEC "Performance targets").
 const (
@@ -98,8 +88,8 @@ func delta(res *results, alg, keys string) (d, u float64, paired, ok bool) {
 // medianDelta is the difference of BenchmarkVerify's medians of jwksverify
 // and the floor, with the two half-ranges added in quadrature.
 func medianDelta(res *results, alg, keys string) (d, u float64, ok bool) {
-	j := res.find("Verify", "alg", alg, "impl", implJwksverify, "keys", keys)
-	f := res.find("Verify", "alg", alg, "impl", implFloor, "keys", keys)
+	j := res.find("Verify", "alg", alg, "impl", impls.Jwksverify, "keys", keys)
+	f := res.find("Verify", "alg", alg, "impl", impls.Floor, "keys", keys)
 	if j == nil || f == nil {
 		return 0, 0, false
 	}
@@ -170,19 +160,19 @@ func writeMarkdown(w *bytes.Buffer, res *results, stat, notes []byte, hr *httpre
 	fmt.Fprintf(w, "|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, alg := range algs {
 		get := func(impl string) *bench { return res.find("Verify", "alg", alg, "impl", impl, "keys", keysForTargets) }
-		j, base := get(implJwksverify), get(implBaseline)
+		j, base := get(impls.Jwksverify), get(impls.Baseline)
 		d, _, _, _ := delta(res, alg, keysForTargets)
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", alg,
-			us(get(implFloor).ns()), us(j.ns()), signedUS(d), us(get(implCached).ns()),
-			us(base.ns()), us(get(implJWX).ns()), us(get(implGoJOSE).ns()), ratio(j.ns(), base.ns()))
+			us(get(impls.Floor).ns()), us(j.ns()), signedUS(d), us(get(impls.Cached).ns()),
+			us(base.ns()), us(get(impls.JWX).ns()), us(get(impls.GoJOSE).ns()), ratio(j.ns(), base.ns()))
 	}
 	fmt.Fprintf(w, "\nAllocations per verify (same runs):\n\n")
 	fmt.Fprintf(w, "| alg | floor | jwksverify | cached | golang-jwt + keyfunc | jwx | go-jose |\n|---|--:|--:|--:|--:|--:|--:|\n")
 	for _, alg := range algs {
 		get := func(impl string) *bench { return res.find("Verify", "alg", alg, "impl", impl, "keys", keysForTargets) }
 		fmt.Fprintf(w, "| %s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", alg,
-			get(implFloor).allocs(), get(implJwksverify).allocs(), get(implCached).allocs(),
-			get(implBaseline).allocs(), get(implJWX).allocs(), get(implGoJOSE).allocs())
+			get(impls.Floor).allocs(), get(impls.Jwksverify).allocs(), get(impls.Cached).allocs(),
+			get(impls.Baseline).allocs(), get(impls.JWX).allocs(), get(impls.GoJOSE).allocs())
 	}
 	fmt.Fprintf(w, "\n")
 
@@ -217,7 +207,7 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 		if !symmetric(alg) {
 			continue
 		}
-		j, b := find(alg, implJwksverify), find(alg, implBaseline)
+		j, b := find(alg, impls.Jwksverify), find(alg, impls.Baseline)
 		if j == nil || b == nil || b.ns() == 0 {
 			continue
 		}
@@ -249,7 +239,7 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 			alg, targetDeltaUS, signedUS(d), us(u), how, deltaVerdict(d, u))
 	}
 	for _, alg := range algs {
-		j, f := find(alg, implJwksverify), find(alg, implFloor)
+		j, f := find(alg, impls.Jwksverify), find(alg, impls.Floor)
 		if j == nil {
 			continue
 		}
@@ -264,7 +254,7 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 	var worstNS, worstAllocs float64
 	var worstAlg string
 	for _, alg := range algs {
-		c := find(alg, implCached)
+		c := find(alg, impls.Cached)
 		if c == nil {
 			continue
 		}
@@ -284,7 +274,7 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 		ns := []float64{}
 		var parts []string
 		for _, n := range res.values(s.top, s.param) {
-			b := res.find(s.top, s.param, n, "impl", implCached)
+			b := res.find(s.top, s.param, n, "impl", impls.Cached)
 			if b == nil {
 				continue
 			}
@@ -354,8 +344,8 @@ func writeDetail(w *bytes.Buffer, res *results, algs []string) {
 		fmt.Fprintf(w, "| impl | keys | µs/op | ± | B/op | allocs/op | × floor | over floor (µs) | × golang-jwt + keyfunc |\n")
 		fmt.Fprintf(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 		for _, keys := range res.values("Verify", "keys") {
-			floor := res.find("Verify", "alg", alg, "impl", implFloor, "keys", keys)
-			base := res.find("Verify", "alg", alg, "impl", implBaseline, "keys", keys)
+			floor := res.find("Verify", "alg", alg, "impl", impls.Floor, "keys", keys)
+			base := res.find("Verify", "alg", alg, "impl", impls.Baseline, "keys", keys)
 			for _, impl := range implOrder {
 				b := res.find("Verify", "alg", alg, "impl", impl, "keys", keys)
 				if b == nil {
@@ -363,7 +353,7 @@ func writeDetail(w *bytes.Buffer, res *results, algs []string) {
 				}
 				bop, _ := b.median("B/op")
 				over := "—"
-				if impl != implFloor && floor != nil {
+				if impl != impls.Floor && floor != nil {
 					over = signedUS(b.ns() - floor.ns())
 				}
 				fmt.Fprintf(w, "| %s | %s | %s | %.0f%% | %.0f | %.0f | %s | %s | %s |\n", impl, keys, us(b.ns()),

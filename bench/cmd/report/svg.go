@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"html"
 	"math"
+
+	"github.com/jwksverify/jwksverify/bench/internal/impls"
 )
 
 var implColor = map[string]string{
-	implJwksverify: "#1f77b4",
-	implCached:     "#9ecae1",
-	implBaseline:   "#ff7f0e",
-	implJWX:        "#2ca02c",
-	implGoJOSE:     "#9467bd",
-	implFloor:      "#7f7f7f",
+	impls.Jwksverify: "#1f77b4",
+	impls.Cached:     "#9ecae1",
+	impls.Baseline:   "#ff7f0e",
+	impls.JWX:        "#2ca02c",
+	impls.GoJOSE:     "#9467bd",
+	impls.Floor:      "#7f7f7f",
 }
 
 // chartSVG draws a grouped bar chart of BenchmarkVerify (keys=jwks3): one
@@ -89,7 +91,7 @@ func chartSVG(res *results) []byte {
 	for _, impl := range implOrder {
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="12" height="12" fill="%s"/>`+"\n", lx, ly-10, implColor[impl])
 		label := impl
-		if impl == implBaseline {
+		if impl == impls.Baseline {
 			label = "golang-jwt + keyfunc (baseline)"
 		}
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f">%s</text>`+"\n", lx+17, ly, html.EscapeString(label))

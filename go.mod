@@ -3,6 +3,7 @@ module github.com/jwksverify/jwksverify
 go 1.26.8
 
 require (
+	filippo.io/nistec v0.0.4
 	github.com/MicahParks/jwkset v0.11.4
 	github.com/MicahParks/keyfunc/v3 v3.9.2
 	github.com/envoyproxy/go-control-plane/envoy v1.40.0

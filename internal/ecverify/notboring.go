@@ -1,0 +1,5 @@
+//go:build !goexperiment.boringcrypto
+
+package ecverify
+
+func boringEnabled() bool { return false }

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/ecverify"
 	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
@@ -72,11 +73,13 @@ type Key struct {
 }
 
 // Prepared returns the key's material in the form package verify checks
-// signatures with, computed once by [NewKey]: for RSA keys, the modulus with
-// its Montgomery constants (see internal/rsaverify), so that no verification
-// rebuilds them. It returns nil for other keys, for keys not built by
+// signatures with, computed once: for RSA keys, the modulus with its
+// Montgomery constants (see internal/rsaverify), built by [NewKey]; for EC
+// keys, the point with a table of its multiples (see internal/ecverify),
+// built by the key's first verification. No later verification rebuilds
+// them. It returns nil for Ed25519 and oct keys, for keys not built by
 // NewKey, and in FIPS 140-3 mode or BoringCrypto builds, where the verifier
-// uses crypto/rsa. Its type is internal to this module.
+// uses crypto/rsa and crypto/ecdsa. Its type is internal to this module.
 func (k *Key) Prepared() any { return k.prepared }
 
 // KeyMeta carries the JWK members that describe a key besides its material.
@@ -155,8 +158,17 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		// A copy, parsed back from the encoding (which checks the point is
 		// on the curve): the key is the verifier's whatever the caller later
 		// does with theirs.
-		if pub, err = ecdsa.ParseUncompressedPublicKey(p.Curve, raw); err != nil {
+		ec, err := ecdsa.ParseUncompressedPublicKey(p.Curve, raw)
+		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
+		}
+		pub = ec
+		if ecverify.Enabled() {
+			pk, err := ecverify.NewPublicKey(ec)
+			if err != nil { // not after the checks above; refuse rather than fall back
+				return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
+			}
+			k.prepared = pk
 		}
 		members = map[string]string{"crv": k.Crv, "kty": "EC", "x": b64(raw[1 : 1+size]), "y": b64(raw[1+size:])}
 	case ed25519.PublicKey:

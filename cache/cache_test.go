@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/ecverify"
 	"github.com/jwksverify/jwksverify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
@@ -96,9 +97,11 @@ func TestNewKey(t *testing.T) {
 			if len(k.Thumbprint) != 43 {
 				t.Errorf("NewKey().Thumbprint = %q, want 43 base64url characters", k.Thumbprint)
 			}
-			// RSA keys are prepared for verification once, here (unless
-			// crypto/rsa must do the work: FIPS mode, BoringCrypto).
-			if wantPrepared := tt.wantKty == "RSA" && rsaverify.Enabled(); (k.Prepared() != nil) != wantPrepared {
+			// RSA and EC keys are prepared for verification once, here
+			// (unless crypto/rsa and crypto/ecdsa must do the work: FIPS
+			// mode, BoringCrypto).
+			wantPrepared := tt.wantKty == "RSA" && rsaverify.Enabled() || tt.wantKty == "EC" && ecverify.Enabled()
+			if (k.Prepared() != nil) != wantPrepared {
 				t.Errorf("NewKey().Prepared() = %T, want prepared %v", k.Prepared(), wantPrepared)
 			}
 		})

@@ -176,13 +176,19 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 // BenchmarkECDSAStep compares the signature step of ES* tokens: golang-jwt's
-// SigningMethodECDSA.Verify against verifyES, which replaces it (ecdsa.go).
+// SigningMethodECDSA.Verify against verifyES (crypto/ecdsa, for keys
+// without a prepared form) and verifyESPrepared (internal/ecverify, for keys
+// from cache.NewKey), which replace it (ecdsa.go).
 func BenchmarkECDSAStep(b *testing.B) {
 	for _, alg := range []string{"ES256", "ES384", "ES512"} {
 		tok := mint(alg, kidFor(alg), nil)
 		dot := strings.LastIndexByte(tok, '.')
 		signing, sig := tok[:dot], segment(b, tok, 2)
 		key := keyFor(b, alg, "")
+		if key.Prepared() == nil {
+			b.Fatal("cache.NewKey did not prepare the EC key")
+		}
+		plain := &cache.Key{Kty: key.Kty, Crv: key.Crv, Public: key.Public}
 		b.Run("alg="+alg+"/impl=golang-jwt", func(b *testing.B) {
 			m := jwt.GetSigningMethod(alg)
 			b.ReportAllocs()
@@ -193,6 +199,14 @@ func BenchmarkECDSAStep(b *testing.B) {
 			}
 		})
 		b.Run("alg="+alg+"/impl=verifyES", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if !verify.VerifySignature(alg, signing, sig, plain) {
+					b.Fatal("signature does not verify")
+				}
+			}
+		})
+		b.Run("alg="+alg+"/impl=verifyESPrepared", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if !verify.VerifySignature(alg, signing, sig, key) {

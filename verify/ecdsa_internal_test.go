@@ -13,6 +13,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/ecverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -144,15 +145,24 @@ func FuzzAppendDERSig(f *testing.F) {
 }
 
 // TestVerifyESAgreesWithGolangJWT: every ES token golang-jwt mints verifies,
-// and every tampered signature fails, with verifyES exactly as with
-// golang-jwt's SigningMethodECDSA.Verify (the step verifyES replaces), and a
-// high-s signature (n - s, as valid as s in ECDSA) is accepted by both.
+// and every tampered signature fails, with verifyESPrepared (a key from
+// cache.NewKey) and verifyES (a key without a prepared form) exactly as with
+// golang-jwt's SigningMethodECDSA.Verify (the step both replace), and a
+// high-s signature (n - s, as valid as s in ECDSA) is accepted by all three.
 func TestVerifyESAgreesWithGolangJWT(t *testing.T) {
 	for _, alg := range []string{"ES256", "ES384", "ES512"} {
 		t.Run(alg, func(t *testing.T) {
 			spec := lookupAlg(alg)
 			priv := testkeys.SigningKey(alg).(*ecdsa.PrivateKey)
 			pub := &priv.PublicKey
+			prepared, err := cache.NewKey(pub, cache.KeyMeta{})
+			if err != nil {
+				t.Fatalf("NewKey() = %v", err)
+			}
+			if _, ok := prepared.Prepared().(*ecverify.PublicKey); ok != ecverify.Enabled() {
+				t.Fatalf("Prepared() is %T, want an *ecverify.PublicKey exactly when ecverify.Enabled() (%v)", prepared.Prepared(), ecverify.Enabled())
+			}
+			plain := &cache.Key{Public: pub}
 			n := priv.Curve.Params().N
 			size := spec.es.size
 			// fill is v in size bytes, or nil (a case to skip) when v does not fit.
@@ -204,13 +214,14 @@ func TestVerifyESAgreesWithGolangJWT(t *testing.T) {
 					if tc.sig == nil && tc.name != "empty" {
 						continue // r + n or s + n does not fit the fixed width
 					}
-					got := spec.verify(signing, tc.sig, &cache.Key{Public: pub})
+					got := spec.verify(signing, tc.sig, prepared)
+					unprepared := spec.verify(signing, tc.sig, plain)
 					jwtOK := spec.method.Verify(signing, tc.sig, pub) == nil
-					if got != tc.want || jwtOK != tc.want {
-						t.Errorf("token %d %s: verify() = %v, golang-jwt = %v, want %v", i, tc.name, got, jwtOK, tc.want)
+					if got != tc.want || unprepared != tc.want || jwtOK != tc.want {
+						t.Errorf("token %d %s: verify(prepared) = %v, verify(unprepared) = %v, golang-jwt = %v, want %v", i, tc.name, got, unprepared, jwtOK, tc.want)
 					}
 				}
-				if spec.verify(signing+"x", sig, &cache.Key{Public: pub}) {
+				if spec.verify(signing+"x", sig, prepared) || spec.verify(signing+"x", sig, plain) {
 					t.Errorf("token %d: verify(altered signing input) = true, want false", i)
 				}
 			}
@@ -241,6 +252,18 @@ func TestVerifyESWrongKey(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if spec.verify(tok[:dot], sig, &cache.Key{Public: tt.pub}) {
 				t.Errorf("verify() = true, want false")
+			}
+			// The same key prepared (the policy's curve check comes first in
+			// the verifier; this is the signature step's own defence).
+			if tt.pub == nil {
+				return
+			}
+			k, err := cache.NewKey(tt.pub, cache.KeyMeta{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if spec.verify(tok[:dot], sig, k) {
+				t.Errorf("verify(prepared %s %s) = true, want false", k.Kty, k.Crv)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/ecverify"
 	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
@@ -65,11 +66,15 @@ func lookupAlg(name string) *algSpec {
 }
 
 // verify reports whether sig is a valid signature of signing under key.
-// ES* use verifyES (ecdsa.go explains why); RS* and PS* use verifyRS when
-// the key has a prepared form (rsa.go explains why); every other algorithm,
-// and RSA keys without one, use golang-jwt's signing method.
+// ES* use verifyESPrepared when the key has a prepared form and verifyES
+// otherwise (ecdsa.go explains why); RS* and PS* use verifyRS when the key
+// has a prepared form (rsa.go explains why); every other algorithm, and RSA
+// keys without one, use golang-jwt's signing method.
 func (a *algSpec) verify(signing string, sig []byte, key *cache.Key) bool {
 	if a.es != nil {
+		if k, ok := key.Prepared().(*ecverify.PublicKey); ok {
+			return verifyESPrepared(a.es, signing, sig, k)
+		}
 		k, ok := key.Public.(*ecdsa.PublicKey)
 		return ok && verifyES(a.es, signing, sig, k)
 	}

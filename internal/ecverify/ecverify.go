@@ -35,8 +35,9 @@
 //
 // The differential tests (random keys and digests, valid signatures and
 // their mutations, and crafted signatures whose R is the point at infinity
-// or whose two halves are the same point), TestMulQ (edge scalars against
-// nistec's ScalarMult) and FuzzVerify hold the package to crypto/ecdsa's
+// or whose two halves are the same point, and keys built for a chosen R
+// with x(R) ≥ n), TestMulQ (edge scalars against nistec's ScalarMult),
+// FuzzVerify and FuzzVerifySigned hold the package to crypto/ecdsa's
 // verdicts.
 //
 // Use crypto/ecdsa instead when the FIPS 140-3 module must do the work
@@ -72,7 +73,7 @@ type point[P any] interface {
 // curve describes a curve and the shape of its key tables.
 //
 // A scalar k < 2^bits is recoded into digits signed digits d_i in
-// [−2^(w−1), 2^(w−1)] with k = Σ d_i·2^(w·i). The digits are taken in rows of
+// [−2^(w−1)+1, 2^(w−1)] with k = Σ d_i·2^(w·i). The digits are taken in rows of
 // m consecutive digits: row a of a key's table holds j·2^(w·m·a)·Q for
 // j = 1 … 2^(w−1), and k·Q is computed Horner-style over the m digit
 // positions of a row: w·(m−1) doublings, one addition per non-zero digit.
@@ -101,6 +102,9 @@ func newCurve[P point[P]](name string, newPoint func() P, params *elliptic.Curve
 	}
 	c.digits = (c.bits + 1 + w - 1) / w
 	c.rows = (c.digits + m - 1) / m
+	if c.digits > maxDigits || c.size > maxSize || w < 2 || w > 7 || m < 1 {
+		panic("ecverify: curve shape exceeds the scratch arrays")
+	}
 	c.infinity = newPoint()
 	c.scratch.New = func() any {
 		return &scratch[P]{p1: newPoint(), acc: newPoint(), neg: newPoint()}
@@ -178,7 +182,7 @@ func newKey[P point[P]](c *curve[P], raw []byte) (*PublicKey, error) {
 // longer than the order. r or s of another length, zero, or not below the
 // order fail.
 func (k *PublicKey) Verify(digest, r, s []byte) bool {
-	if len(r) != k.size || len(s) != k.size {
+	if k == nil || k.v == nil || len(r) != k.size || len(s) != k.size {
 		return false
 	}
 	return k.v.verify(digest, r, s)

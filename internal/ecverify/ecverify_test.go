@@ -80,14 +80,11 @@ func check(t *testing.T, pub *ecdsa.PublicKey, k *ecverify.PublicKey, what strin
 func TestDifferential(t *testing.T) {
 	for _, c := range curves {
 		t.Run(c.name, func(t *testing.T) {
-			keys := []*ecdsa.PrivateKey{private(t, c.key)}
-			for range 2 {
-				k, err := ecdsa.GenerateKey(c.curve, rand.Reader)
-				if err != nil {
-					t.Fatal(err)
-				}
-				keys = append(keys, k)
+			fresh, err := ecdsa.GenerateKey(c.curve, rand.Reader)
+			if err != nil {
+				t.Fatal(err)
 			}
+			keys := []*ecdsa.PrivateKey{private(t, c.key), fresh}
 			n := c.curve.Params().N
 			for ki, priv := range keys {
 				pub := prepared(t, &priv.PublicKey)
@@ -430,6 +427,18 @@ func BenchmarkFirstUse(b *testing.B) {
 				if !prepared(b, &priv.PublicKey).Verify(digest[:], r, s) {
 					b.Fatal("does not verify")
 				}
+			}
+		})
+	}
+}
+
+func TestZeroPublicKey(t *testing.T) {
+	var zero ecverify.PublicKey
+	var nilKey *ecverify.PublicKey
+	for name, k := range map[string]*ecverify.PublicKey{"zero": &zero, "nil": nilKey} {
+		t.Run(name, func(t *testing.T) {
+			if k.Verify(nil, nil, nil) {
+				t.Error("Verify() = true on a key NewPublicKey did not build")
 			}
 		})
 	}

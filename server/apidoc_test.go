@@ -277,7 +277,7 @@ func TestAPIDocErrorClasses(t *testing.T) {
 		byClass[verify.Class(s)] = s
 	}
 	httpStatus := regexp.MustCompile(`\b[1-5][0-9]{2}\b`)
-	for _, class := range verify.Classes {
+	for _, class := range verify.Classes() {
 		t.Run(strings.ReplaceAll(class, "_", "-"), func(t *testing.T) {
 			sentinel, ok := byClass[class]
 			if !ok {

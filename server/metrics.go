@@ -52,7 +52,7 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 		labels = append(labels, is.name)
 	}
 	for _, iss := range labels {
-		for _, c := range append([]string{classValid}, verify.Classes...) {
+		for _, c := range append([]string{classValid}, verify.Classes()...) {
 			m.outcomes[outcomeKey{iss, c}] = outcomes.WithLabelValues(iss, c)
 		}
 	}

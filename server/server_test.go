@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/jwksverify/jwksverify/internal/testlog"
-	"github.com/jwksverify/jwksverify/verify"
 )
 
 func TestNewRejectsInvalidOptions(t *testing.T) {
@@ -117,5 +116,3 @@ func TestIntrospectionSecretNeverLogged(t *testing.T) {
 		t.Errorf("log %q lacks the rejection", buf.String())
 	}
 }
-
-var _ = verify.Classes

@@ -1,6 +1,9 @@
 package verify
 
-import "errors"
+import (
+	"errors"
+	"slices"
+)
 
 // The two error families. Every error returned by [Verifier.Verify] matches
 // exactly one of them with errors.Is: a verdict (the token is rejected,
@@ -33,8 +36,11 @@ var (
 	ErrKeysUnavailable error = &classError{"keys_unavailable", ErrUnavailable}
 )
 
-// Classes lists every class word, in SPEC order.
-var Classes = []string{
+// Classes returns every class word, in SPEC order. The slice is the
+// caller's to keep or change.
+func Classes() []string { return slices.Clone(classes) }
+
+var classes = []string{
 	"malformed", "token_too_large", "alg_not_allowed", "unknown_issuer", "unknown_kid",
 	"bad_signature", "expired", "not_yet_valid", "wrong_issuer", "wrong_audience",
 	"missing_claim", "wrong_type", "unsupported_crit", "keys_unavailable",

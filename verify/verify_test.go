@@ -125,7 +125,7 @@ func TestEveryErrorClass(t *testing.T) {
 			seen[verify.Class(err)] = true
 		})
 	}
-	for _, c := range verify.Classes {
+	for _, c := range verify.Classes() {
 		if !seen[c] {
 			t.Errorf("no test produced class %q", c)
 		}

@@ -10,29 +10,31 @@ import (
 	"github.com/jwksverify/jwksverify/internal/ecverify"
 )
 
-// ES256/384/512 verification: the one step in which the verifier does not
-// use golang-jwt's signing method.
+// ES256/384/512 verification: a step in which the verifier does not use
+// golang-jwt's signing method.
 //
 // golang-jwt's SigningMethodECDSA.Verify turns the raw r||s signature into two
 // big.Ints, hashes with a fresh hash.Hash (and a copy of the signing string),
 // and calls ecdsa.Verify, which turns the big.Ints back into bytes and
 // re-encodes them as ASN.1 with a cryptobyte.Builder before calling
-// ecdsa.VerifyASN1. verifyES hashes with the one-shot SHA-2 functions and
-// builds the DER signature directly from the raw bytes, then calls
-// ecdsa.VerifyASN1: the same primitive on the same inputs, 13 allocations
-// fewer per token. Without it an ES384/ES512 verify took 34 allocations
-// (the target is at most 25).
+// ecdsa.VerifyASN1. Both replacements hash with the one-shot SHA-2 functions:
 //
-// BenchmarkECDSAStep (bench_test.go), go1.26 amd64, the 2-core shared
-// development machine, -count 6, benchstat -col /impl:
+//   - verifyESPrepared, for keys from cache.NewKey, verifies with
+//     internal/ecverify, which keeps a table of the key's multiples instead of
+//     multiplying the key from scratch on every call as crypto/ecdsa does:
+//     half the time of an ES256 verify, a third of an ES384 or ES512 one.
+//   - verifyES, for keys without a prepared form (FIPS 140-3 mode,
+//     BoringCrypto builds, keys built as struct literals), builds the DER
+//     signature directly from the raw bytes and calls ecdsa.VerifyASN1: the
+//     same primitive on the same inputs, 13 allocations fewer per token.
 //
-//	        golang-jwt               verifyES
-//	ES256   75.1µs  1584 B  24 allocs   79.3µs (~, p=0.065)  720 B  11 allocs
-//	ES384    688µs  2040 B  31 allocs    876µs (~, p=0.485)  952 B  18 allocs
-//	ES512   2.57ms  2648 B  31 allocs   2.55ms (~, p=0.589) 1368 B  18 allocs
+// BenchmarkECDSAStep (bench_test.go), go1.26.8 amd64, the 2-core shared
+// development machine, -count 6, benchstat -col /impl (medians):
 //
-// The time saved (about a microsecond) is within the machine's noise; the
-// allocations (and the garbage they make under load) are what it removes.
+//	        golang-jwt              verifyES                     verifyESPrepared
+//	ES256   74.3µs 1584 B 24 allocs  70.1µs (−6%)  720 B 11 allocs   38.3µs (−48%)  728 B 14 allocs
+//	ES384    610µs 2040 B 31 allocs   614µs (~)    952 B 18 allocs    215µs (−65%) 1048 B 16 allocs
+//	ES512   3.06ms 2648 B 31 allocs  3.10ms (~)   1368 B 18 allocs    977µs (−68%) 1242 B 16 allocs
 
 // esSpec is what verifyES needs of an ES* algorithm.
 type esSpec struct {
@@ -64,10 +66,8 @@ func verifyES(es *esSpec, signing string, sig []byte, pub *ecdsa.PublicKey) bool
 }
 
 // verifyESPrepared is verifyES with a prepared key: the same checks with
-// internal/ecverify, whose table of the key's multiples halves an ES256
-// verify and cuts ES384 and ES512 by two thirds. BenchmarkECDSAStep
-// measures it against verifyES and golang-jwt; ecverify's differential
-// tests and fuzz target hold it to crypto/ecdsa's verdicts.
+// internal/ecverify, whose differential tests and fuzz targets hold it to
+// crypto/ecdsa's verdicts.
 func verifyESPrepared(es *esSpec, signing string, sig []byte, k *ecverify.PublicKey) bool {
 	if len(sig) != 2*es.size {
 		return false

@@ -205,8 +205,9 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 	if s.issuers, err = newIssuerIndex(v.Issuers()); err != nil {
 		return nil, err
 	}
-	s.denials = make(map[string]denial, len(verify.Classes()))
-	for _, c := range verify.Classes() {
+	classes := verify.Classes()
+	s.denials = make(map[string]denial, len(classes))
+	for _, c := range classes {
 		s.denials[c] = newDenial(c, false)
 	}
 	s.noTokenDeny = newDenial("malformed", true)

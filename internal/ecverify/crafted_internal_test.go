@@ -125,7 +125,7 @@ func keyFor[P point[P]](t *testing.T, c *curve[P], ec elliptic.Curve, R P, r, s,
 		t.Fatal(err)
 	}
 	tp.Add(tp, R)
-	q, err := c.newPoint().ScalarMult(tp, new(big.Int).ModInverse(u2, n).FillBytes(make([]byte, c.size)))
+	q, err := scalarMult(c.newPoint(), tp, new(big.Int).ModInverse(u2, n).FillBytes(make([]byte, c.size)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,6 @@ type point[P any] interface {
 	Negate(P) P
 	IsInfinity() int
 	ScalarBaseMult([]byte) (P, error)
-	ScalarMult(P, []byte) (P, error) // for the tests
 	BytesX() ([]byte, error)
 }
 

@@ -95,8 +95,13 @@ func (a *algSpec) fits(k *cache.Key) string {
 	if a.crv != "" && k.Crv != a.crv {
 		return "curve " + k.Crv + " does not fit " + a.name
 	}
-	if a.kty == "oct" && !k.Local {
-		return "symmetric key not from local configuration"
+	if a.kty == "oct" {
+		if !k.Local {
+			return "symmetric key not from local configuration"
+		}
+		if min := a.minHMACBytes(); k.Size < 8*min {
+			return fmt.Sprintf("secret of %d bytes is shorter than the %d %s needs (RFC 7518 §3.2)", k.Size/8, min, a.name)
+		}
 	}
 	if k.Alg != "" && k.Alg != a.name {
 		return "key is for " + k.Alg + ", not " + a.name
@@ -189,11 +194,10 @@ func compile(cfg Issuer) (*issuer, error) {
 		}
 	} else {
 		for _, name := range cfg.Algorithms {
-			a := lookupAlg(name)
-			if a == nil {
-				return nil, fmt.Errorf("verify: issuer %q: unsupported algorithm %q", cfg.Issuer, name)
+			if err := CheckAlgorithm(name); err != nil {
+				return nil, fmt.Errorf("verify: issuer %q: %w", cfg.Issuer, err)
 			}
-			is.algs |= a.bit
+			is.algs |= lookupAlg(name).bit
 		}
 		cfg.Algorithms = slices.Clone(cfg.Algorithms)
 	}

@@ -26,9 +26,13 @@ const (
 	maxCacheAge = 10 * 365 * 24 * time.Hour
 )
 
-// checkURL applies the transport rule to u: https; http only for loopback
-// hosts (127.0.0.0/8, ::1, localhost) unless insecure.
+// checkURL applies the transport rule to u ([CheckURL]): https; http only
+// for loopback hosts (127.0.0.0/8, ::1, localhost) unless insecure; no user
+// info.
 func checkURL(u *url.URL, insecure bool) error {
+	if u.User != nil {
+		return fmt.Errorf("%w: %s: credentials in the URL are refused", ErrInsecureURL, redact(u))
+	}
 	switch u.Scheme {
 	case "https":
 	case "http":

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -44,9 +45,10 @@ type Fetcher struct {
 	opts      Options // defaults applied
 	keys      *cache.Keys
 	client    *http.Client
-	transport *http.Transport // owned (closed by Close), or nil for a caller's client
-	source    string          // cache.Status.Source
-	statePath string          // "" when nothing is persisted
+	transport *http.Transport     // owned (closed by Close), or nil for a caller's client
+	source    string              // cache.Status.Source
+	staticKid map[string]struct{} // the kids of StaticKeys: a source's key with one is skipped
+	statePath string              // "" when nothing is persisted
 	log       *slog.Logger
 
 	ctx      context.Context // the fetcher's lifetime; flights run under it
@@ -56,6 +58,7 @@ type Fetcher struct {
 	kick     chan struct{} // a flight completed: re-arm the refresh timer
 	ready    chan struct{} // closed when a usable set is first published
 	readyOne sync.Once
+	sourced  atomic.Bool // a set holding the source's keys has been published
 	sf       singleflight.Group
 	stats    counters
 
@@ -97,11 +100,19 @@ type fetchState struct {
 // New validates opts, loads the persisted set if StateDir holds one, and
 // starts the background refresh loop, whose first fetch starts at once.
 // The caller must Close the Fetcher. New does no network I/O itself; use
-// [Fetcher.Ready] to wait for a first usable set.
+// [Fetcher.Ready] to wait for a first usable set. With StaticKeys and no
+// source, New publishes them, is ready at once and starts no goroutine.
 func New(opts Options) (*Fetcher, error) {
 	f, err := build(opts)
 	if err != nil {
 		return nil, err
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if !f.hasSource() {
+		f.publishStatic()
+		f.readyOne.Do(func() { close(f.ready) })
+		close(f.loopDone) // no loop: nothing to refresh
+		return f, nil
 	}
 	if f.opts.StateDir != "" && f.opts.File == "" {
 		if err := os.MkdirAll(f.opts.StateDir, 0o700); err != nil {
@@ -111,9 +122,29 @@ func New(opts Options) (*Fetcher, error) {
 		f.statePath = statePath(f.opts.StateDir, f.opts.Issuer, f.source)
 		f.loadState()
 	}
-	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if len(f.opts.StaticKeys) > 0 && !f.sourced.Load() {
+		// The static keys verify while the source is still unreachable.
+		f.publishStatic()
+	}
 	go f.loop()
 	return f, nil
+}
+
+// hasSource reports whether a URL, discovery or a file is configured.
+func (f *Fetcher) hasSource() bool {
+	return f.opts.URL != "" || f.opts.Discovery || f.opts.File != ""
+}
+
+// publishStatic publishes StaticKeys alone, never stale, with a status that
+// says so; it releases no Ready waiter (see markReady).
+func (f *Fetcher) publishStatic() {
+	now := f.opts.Now()
+	f.keys.Store(cache.NewSet(f.opts.StaticKeys, nil, now, time.Time{}))
+	status := cache.Status{Source: f.source, Stats: f.Stats()}
+	if !f.hasSource() {
+		status.LastAttempt, status.LastSuccess = now, now
+	}
+	f.keys.SetStatus(status)
 }
 
 // build applies defaults and prepares a Fetcher without starting anything.
@@ -129,16 +160,26 @@ func build(opts Options) (*Fetcher, error) {
 		kick:     make(chan struct{}, 1),
 		ready:    make(chan struct{}),
 	}
+	for _, k := range o.StaticKeys {
+		if k.Kid != "" {
+			if f.staticKid == nil {
+				f.staticKid = make(map[string]struct{}, len(o.StaticKeys))
+			}
+			f.staticKid[k.Kid] = struct{}{}
+		}
+	}
 	switch {
 	case o.File != "":
 		f.source = "file:" + o.File
 	case o.Discovery:
 		f.source = "discovery:" + o.Issuer
-	default:
+	case o.URL != "":
 		f.source = redactString(o.URL)
 		f.st.jwksURL = o.URL
+	default:
+		f.source = "static"
 	}
-	if o.File == "" {
+	if o.URL != "" || o.Discovery {
 		f.client, f.transport = newClient(o)
 	}
 	f.log = o.Logger.With("source", f.source)
@@ -159,9 +200,23 @@ func (o Options) withDefaults() (Options, error) {
 			sources++
 		}
 	}
-	if sources != 1 {
-		return invalid("exactly one of URL, Discovery and File must be set")
+	switch {
+	case sources > 1:
+		return invalid("at most one of URL, Discovery and File may be set")
+	case sources == 0 && len(o.StaticKeys) == 0:
+		return invalid("one of URL, Discovery, File or StaticKeys must be set")
 	}
+	kids := make(map[string]bool, len(o.StaticKeys))
+	for i, k := range o.StaticKeys {
+		switch {
+		case k == nil:
+			return invalid("StaticKeys[%d] is nil", i)
+		case k.Kid != "" && kids[k.Kid]:
+			return invalid("StaticKeys[%d]: kid %q is held by another static key", i, clip(k.Kid))
+		}
+		kids[k.Kid] = true
+	}
+	o.StaticKeys = slices.Clone(o.StaticKeys)
 	if o.URL != "" {
 		if _, err := parseURL(o.URL, o.InsecureAllowHTTP); err != nil {
 			return invalid("URL: %w", err)
@@ -309,6 +364,10 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 	if f.closed {
 		f.mu.Unlock()
 		return ErrClosed
+	}
+	if !f.hasSource() {
+		f.mu.Unlock()
+		return fmt.Errorf("%w: static keys only, no source to refresh", ErrSuppressed)
 	}
 	now := f.opts.Now()
 	fl := f.cur
@@ -504,7 +563,7 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 		f.publish(cur.WithTimes(now, until))
 		f.log.Debug("jwks unchanged", "keys", cur.Len())
 	default:
-		keys, skipped, extra, err := parse(resp.body, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: cur})
+		keys, skipped, extra, err := parse(resp.body, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: cur, static: f.staticKid})
 		if err != nil {
 			return 0, err
 		}
@@ -515,9 +574,9 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 			// set keeps serving and the failure shows.
 			return 0, fmt.Errorf("%w: more than %d keys (%d beyond the limit)", ErrTooLarge, f.opts.MaxKeys, extra)
 		}
-		set := cache.NewSet(keys, skipped, now, until)
+		set := f.newSet(keys, skipped, now, until)
 		f.reportSkipped(set.Skipped())
-		if set.Len() == 0 {
+		if len(keys) == 0 {
 			return 0, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
 		}
 		f.publish(set)
@@ -593,15 +652,15 @@ func (f *Fetcher) loadFile(now time.Time) (os.FileInfo, error) {
 	if err != nil {
 		return fi, err
 	}
-	keys, skipped, err := Parse(data, ParseOptions{Local: true, MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load()})
+	keys, skipped, _, err := parse(data, ParseOptions{Local: true, MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load(), static: f.staticKid})
 	if err != nil {
 		return fi, err
 	}
 	// Keys from a local file never go stale: the file is the source of truth
 	// and is not subject to an IdP outage.
-	set := cache.NewSet(keys, skipped, now, time.Time{})
+	set := f.newSet(keys, skipped, now, time.Time{})
 	f.reportSkipped(set.Skipped())
-	if set.Len() == 0 {
+	if len(keys) == 0 {
 		return fi, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
 	}
 	f.publish(set)
@@ -634,13 +693,28 @@ func sameFile(a, b os.FileInfo) bool {
 	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
 }
 
-// publish stores set. The caller publishes the status next and then calls
-// markReady, so that whoever Ready releases sees the set and its status.
-func (f *Fetcher) publish(set *cache.Set) { f.keys.Store(set) }
+// newSet builds a set to publish from the source's keys: StaticKeys first,
+// then keys (from which parse has left out those whose kid a static key
+// holds).
+func (f *Fetcher) newSet(keys []*cache.Key, skipped []cache.Skipped, fetchedAt, usableUntil time.Time) *cache.Set {
+	if len(f.opts.StaticKeys) > 0 {
+		keys = append(slices.Clone(f.opts.StaticKeys), keys...)
+	}
+	return cache.NewSet(keys, skipped, fetchedAt, usableUntil)
+}
 
-// markReady releases Ready's waiters once the published set is usable.
+// publish stores set, which holds the source's keys. The caller publishes
+// the status next and then calls markReady, so that whoever Ready releases
+// sees the set and its status.
+func (f *Fetcher) publish(set *cache.Set) {
+	f.keys.Store(set)
+	f.sourced.Store(true)
+}
+
+// markReady releases Ready's waiters once a published set of the source's
+// keys is usable (StaticKeys published alone at start do not count).
 func (f *Fetcher) markReady() {
-	if f.keys.Load().Usable(f.opts.Now()) {
+	if f.sourced.Load() && f.keys.Load().Usable(f.opts.Now()) {
 		f.readyOne.Do(func() { close(f.ready) })
 	}
 }
@@ -717,7 +791,7 @@ func (f *Fetcher) loadState() {
 		f.log.Info("jwks state ignored: another issuer or source", "path", f.statePath)
 		return
 	}
-	keys, skipped, err := Parse(s.JWKS, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load()})
+	keys, skipped, _, err := parse(s.JWKS, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load(), static: f.staticKid})
 	if err != nil || len(keys) == 0 {
 		f.log.Warn("jwks state not loaded: no usable keys", "path", f.statePath)
 		return
@@ -726,7 +800,7 @@ func (f *Fetcher) loadState() {
 	if now := f.opts.Now(); at.After(now) {
 		at = now // a time in the future must not extend the staleness
 	}
-	set := cache.NewSet(keys, skipped, at, at.Add(f.opts.StaleFor))
+	set := f.newSet(keys, skipped, at, at.Add(f.opts.StaleFor))
 	f.publish(set)
 	f.st.etag, f.st.lastModified = validator(s.ETag), validator(s.LastModified)
 	f.st.body, f.st.bodyHash = s.JWKS, sha256.Sum256(s.JWKS)
@@ -752,15 +826,20 @@ func (f *Fetcher) saveState(st *fetchState, now time.Time) {
 
 // Fetch reads the key set once from opts' source, without starting a
 // background loop, persisting or loading state (for the CLI). The set
-// includes the skipped keys. When no key is usable it returns the set (so
-// the skipped keys can be reported) together with an error wrapping
-// [ErrNoKeys]. Remote sets are usable for StaleFor; file sets never go stale.
+// includes the skipped keys and StaticKeys, merged as [New] merges them
+// (with no source, the static keys alone). When the source yields no usable
+// key it returns the set (so the skipped keys can be reported) together
+// with an error wrapping [ErrNoKeys]. Remote sets are usable for StaleFor;
+// file and static sets never go stale.
 func Fetch(ctx context.Context, opts Options) (*cache.Set, error) {
 	f, err := build(opts)
 	if err != nil {
 		return nil, err
 	}
 	defer f.closeIdle()
+	if !f.hasSource() {
+		return f.newSet(nil, nil, f.opts.Now(), time.Time{}), nil
+	}
 	var data []byte
 	local := f.opts.File != ""
 	if local {
@@ -779,7 +858,7 @@ func Fetch(ctx context.Context, opts Options) (*cache.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, skipped, err := Parse(data, ParseOptions{Local: local, MaxKeys: f.opts.MaxKeys})
+	keys, skipped, _, err := parse(data, ParseOptions{Local: local, MaxKeys: f.opts.MaxKeys, static: f.staticKid})
 	if err != nil {
 		return nil, err
 	}
@@ -788,8 +867,8 @@ func Fetch(ctx context.Context, opts Options) (*cache.Set, error) {
 	if !local {
 		until = now.Add(f.opts.StaleFor)
 	}
-	set := cache.NewSet(keys, skipped, now, until)
-	if set.Len() == 0 {
+	set := f.newSet(keys, skipped, now, until)
+	if len(keys) == 0 {
 		return set, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
 	}
 	return set, nil

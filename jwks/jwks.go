@@ -34,8 +34,8 @@ const (
 	MinAnyInterval = time.Second
 )
 
-// Options configure a [Fetcher]. Exactly one of URL, Discovery and File is
-// the source.
+// Options configure a [Fetcher]. At most one of URL, Discovery and File is
+// the source; with none, StaticKeys are the whole set.
 type Options struct {
 	// Issuer is the issuer identifier. Required with Discovery; used in
 	// logs, status and the state file name otherwise.
@@ -51,6 +51,23 @@ type Options struct {
 	// FilePollInterval is how often File is checked for a change (its size,
 	// modification time or identity). Zero means 1s.
 	FilePollInterval time.Duration
+	// StaticKeys are keys from local configuration (an HMAC secret, a PEM
+	// key), merged into every set the fetcher publishes: the static keys
+	// first, then the source's. Nil means none. New refuses a nil key and two
+	// static keys with the same non-empty kid. A key of the source whose kid
+	// a static key holds is left out of the set and reported as skipped: the
+	// operator's configuration wins over what a source publishes.
+	//
+	// With no URL, Discovery or File, the fetcher publishes the static keys
+	// alone (never stale), is ready at once, fetches nothing and starts no
+	// goroutine. With a source, the static keys alone are published at start
+	// (unless StateDir holds a set), so they verify while the source is
+	// still unreachable; once the source's first set is published, the
+	// merged set shares the source set's staleness. A fetch that yields no
+	// usable key of its own fails with [ErrNoKeys] even when static keys are
+	// configured: the last good set stays. The keys are shared, not copied;
+	// a [cache.Key] is immutable.
+	StaticKeys []*cache.Key
 
 	// Keys receives the parsed sets. Nil means New allocates one; get it with
 	// [Fetcher.Keys].

@@ -28,8 +28,8 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState) error {
 	var resp response
 	if err == nil {
 		etag, lastModified := st.etag, st.lastModified
-		if f.keys.Load() == nil {
-			etag, lastModified = "", "" // a 304 needs a set to extend
+		if !f.sourced.Load() {
+			etag, lastModified = "", "" // a 304 needs a set of the source's to extend
 		}
 		resp, err = f.get(ctx, st.jwksURL, acceptJWKS, etag, lastModified)
 	}
@@ -57,7 +57,7 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 	cur := f.keys.Load()
 	until := now.Add(f.opts.StaleFor)
 	switch {
-	case resp.notModified && cur == nil:
+	case resp.notModified && !f.sourced.Load(): // StaticKeys alone are not the source's set
 		return 0, fmt.Errorf("%w: 304 Not Modified without a set to keep", ErrStatus)
 	case resp.notModified:
 		f.stats.notModified.Add(1)

@@ -49,7 +49,7 @@ type Fetcher struct {
 	readyOne sync.Once
 	sourced  atomic.Bool // a set holding the source's keys has been published
 	sf       singleflight.Group
-	stats    counters
+	stats    *cache.Counters // the live counters of keys
 
 	mu          sync.Mutex
 	closed      bool
@@ -64,11 +64,6 @@ type flight struct {
 	key  string
 	fn   func() (any, error)
 	kids map[string]struct{} // unknown kids asked for during the flight
-}
-
-// counters back [cache.FetchStats].
-type counters struct {
-	fetches, notModified, errors, keysSkipped, unknownKid, suppressed atomic.Uint64
 }
 
 // New validates opts, loads the persisted set if StateDir holds one, and
@@ -118,6 +113,7 @@ func build(opts Options) (*Fetcher, error) {
 	f := &Fetcher{
 		opts:     o,
 		keys:     o.Keys,
+		stats:    o.Keys.Counters(),
 		loopDone: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		ready:    make(chan struct{}),
@@ -181,17 +177,9 @@ func (f *Fetcher) closeIdle() {
 	}
 }
 
-// Stats returns the fetcher's counters. It does not block.
-func (f *Fetcher) Stats() cache.FetchStats {
-	return cache.FetchStats{
-		Fetches:             f.stats.fetches.Load(),
-		NotModified:         f.stats.notModified.Load(),
-		Errors:              f.stats.errors.Load(),
-		KeysSkipped:         f.stats.keysSkipped.Load(),
-		UnknownKidRefreshes: f.stats.unknownKid.Load(),
-		SuppressedRefreshes: f.stats.suppressed.Load(),
-	}
-}
+// Stats returns the fetcher's counters: the live counters of its
+// [cache.Keys], which Keys().Status().Stats also reads. It does not block.
+func (f *Fetcher) Stats() cache.FetchStats { return f.stats.Load() }
 
 // Ready blocks until a first usable set is published (a fetch, a file load,
 // or a persisted set still within its staleness) or ctx is done. It returns
@@ -245,15 +233,15 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 		// Join: the fetch in progress is as fresh as a new one would be.
 	case f.keys.RecentlyMissing(kid, now):
 		f.mu.Unlock()
-		f.stats.suppressed.Add(1)
+		f.stats.SuppressedRefreshes.Add(1)
 		return fmt.Errorf("%w: kid was absent from a refresh moments ago", ErrSuppressed)
 	case !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval:
 		f.mu.Unlock()
-		f.stats.suppressed.Add(1)
+		f.stats.SuppressedRefreshes.Add(1)
 		return fmt.Errorf("%w: one unknown-kid refresh per %v", ErrSuppressed, f.opts.UnknownKidInterval)
 	default:
 		f.lastUnknown = now
-		f.stats.unknownKid.Add(1)
+		f.stats.UnknownKidRefreshes.Add(1)
 		fl = f.startLocked()
 	}
 	if len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {

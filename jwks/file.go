@@ -39,7 +39,7 @@ func (f *Fetcher) attemptFile(st *fetchState) error {
 // loadFile reads and publishes the key file. It returns the FileInfo of what
 // it read, for change detection, even when the content is refused.
 func (f *Fetcher) loadFile(now time.Time) (os.FileInfo, error) {
-	f.stats.fetches.Add(1)
+	f.stats.Fetches.Add(1)
 	data, fi, err := readFile(f.opts.File, f.opts.MaxBytes)
 	if err != nil {
 		return fi, err

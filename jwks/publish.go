@@ -31,7 +31,7 @@ type fetchState struct {
 func (f *Fetcher) publishStatic() {
 	now := f.opts.Now()
 	f.keys.Store(cache.NewSet(f.opts.StaticKeys, nil, now, time.Time{}))
-	status := cache.Status{Source: f.source, Stats: f.Stats()}
+	status := cache.Status{Source: f.source}
 	if !f.hasSource() {
 		status.LastAttempt, status.LastSuccess = now, now
 	}
@@ -41,7 +41,7 @@ func (f *Fetcher) publishStatic() {
 // failed records a failed attempt. Logging can be left to the caller when
 // the failure repeats a known one (an unchanged bad file).
 func (f *Fetcher) failed(st *fetchState, now time.Time, err error, retry time.Duration, logIt bool) {
-	f.stats.errors.Add(1)
+	f.stats.Errors.Add(1)
 	st.failures++
 	st.lastErr = err.Error()
 	st.nextAt = now.Add(retry)
@@ -85,7 +85,7 @@ func (f *Fetcher) reportSkipped(skipped []cache.Skipped) {
 	if len(skipped) == 0 {
 		return
 	}
-	f.stats.keysSkipped.Add(uint64(len(skipped)))
+	f.stats.KeysSkipped.Add(uint64(len(skipped)))
 	for i, s := range skipped {
 		if i == maxSkippedLogged {
 			f.log.Warn("jwks keys skipped", "more", len(skipped)-i)
@@ -104,6 +104,5 @@ func (f *Fetcher) statusLocked() cache.Status {
 		NextRefresh:         f.st.nextAt,
 		LastError:           f.st.lastErr,
 		ConsecutiveFailures: f.st.failures,
-		Stats:               f.Stats(),
 	}
 }

@@ -60,7 +60,7 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 	case resp.notModified && !f.sourced.Load(): // StaticKeys alone are not the source's set
 		return 0, fmt.Errorf("%w: 304 Not Modified without a set to keep", ErrStatus)
 	case resp.notModified:
-		f.stats.notModified.Add(1)
+		f.stats.NotModified.Add(1)
 		f.publish(cur.WithTimes(now, until))
 		f.log.Debug("jwks not modified", "keys", cur.Len())
 	case cur != nil && st.body != nil && sha256.Sum256(resp.body) == st.bodyHash:

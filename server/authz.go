@@ -428,8 +428,8 @@ func (x *issuerIndex) setClaimHeaders(cfg map[string]map[string]string, issuers 
 		}
 		seen := make(map[string]string, len(m))
 		for claim, header := range m {
-			if !validClaimHeader(header) {
-				return fmt.Errorf("%w: issuer %q: claim %q cannot be sent as header %q", ErrInvalidOptions, name, claim, header)
+			if err := CheckClaimHeader(header); err != nil {
+				return fmt.Errorf("%w: issuer %q: claim %q: %w", ErrInvalidOptions, name, claim, err)
 			}
 			if !slices.Contains(extracted, claim) {
 				return fmt.Errorf("%w: issuer %q: claim %q is not extracted by the verifier (ExtractClaims)", ErrInvalidOptions, name, claim)

@@ -11,13 +11,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/textproto"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"golang.org/x/net/http/httpguts"
 
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -274,20 +272,8 @@ func newTokenSources(in []TokenSource) ([]tokenSource, error) {
 	}
 	out := make([]tokenSource, 0, len(in))
 	for i, ts := range in {
-		n := 0
-		for _, f := range []string{ts.Header, ts.Cookie, ts.Query} {
-			if f != "" {
-				n++
-			}
-		}
-		if n != 1 {
-			return nil, fmt.Errorf("%w: token source %d must set exactly one of header, cookie and query", ErrInvalidOptions, i)
-		}
-		if ts.Prefix != "" && ts.Header == "" {
-			return nil, fmt.Errorf("%w: token source %d: prefix applies to a header only", ErrInvalidOptions, i)
-		}
-		if ts.Header != "" && !httpguts.ValidHeaderFieldName(ts.Header) {
-			return nil, fmt.Errorf("%w: token source %d: invalid header name %q", ErrInvalidOptions, i, ts.Header)
+		if err := CheckTokenSource(ts); err != nil {
+			return nil, fmt.Errorf("%w: token source %d: %w", ErrInvalidOptions, i, err)
 		}
 		out = append(out, tokenSource{
 			header: textproto.CanonicalMIMEHeaderKey(ts.Header),
@@ -297,20 +283,4 @@ func newTokenSources(in []TokenSource) ([]tokenSource, error) {
 		})
 	}
 	return out, nil
-}
-
-// validClaimHeader reports whether name may carry a claim: a valid field
-// name that does not change how the response itself is framed or read.
-func validClaimHeader(name string) bool {
-	if !httpguts.ValidHeaderFieldName(name) {
-		return false
-	}
-	c := textproto.CanonicalMIMEHeaderKey(name)
-	switch c {
-	case "Connection", "Content-Encoding", "Content-Length", "Content-Type", "Host",
-		"Keep-Alive", "Set-Cookie", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
-		"Www-Authenticate", "X-Envoy-Auth-Headers-To-Remove":
-		return false
-	}
-	return !strings.HasPrefix(c, "Proxy-")
 }

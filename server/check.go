@@ -1,0 +1,63 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/textproto"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+)
+
+// This file holds the rules on what configuration may name, exported for
+// configuration loaders: [New] and [Middleware] apply the same functions.
+
+// CheckClaimHeader reports whether name may carry a claim value on an allowed
+// forward-auth response (Options.ClaimsToHeaders): nil for a valid field name
+// that the proxy may copy to the upstream request. It refuses the headers
+// that frame or route the response (Connection, Content-*, Host, Keep-Alive,
+// Te, Trailer, Transfer-Encoding, Upgrade), that carry credentials or
+// sessions (Authorization, Cookie, Set-Cookie, WWW-Authenticate, Proxy-*),
+// that proxies trust as facts about the client or the original request
+// (Forwarded, X-Forwarded-*, X-Real-Ip, X-Original-*), and Envoy's own
+// (X-Envoy-*): a claim must never become any of them. The message has no
+// package prefix, for the caller to prefix with where the name came from.
+func CheckClaimHeader(name string) error {
+	if !httpguts.ValidHeaderFieldName(name) {
+		return fmt.Errorf("%q is not a valid HTTP header name", name)
+	}
+	c := textproto.CanonicalMIMEHeaderKey(name)
+	reserved := strings.HasPrefix(c, "Content-") || strings.HasPrefix(c, "Proxy-") ||
+		strings.HasPrefix(c, "X-Forwarded-") || strings.HasPrefix(c, "X-Original-") || strings.HasPrefix(c, "X-Envoy-")
+	switch c {
+	case "Authorization", "Connection", "Cookie", "Forwarded", "Host", "Keep-Alive", "Set-Cookie", "Te",
+		"Trailer", "Transfer-Encoding", "Upgrade", "Www-Authenticate", "X-Real-Ip":
+		reserved = true
+	}
+	if reserved {
+		return fmt.Errorf("%q is a header the proxy must not take from an auth response", name)
+	}
+	return nil
+}
+
+// CheckTokenSource reports whether ts names one place for a token: exactly
+// one of Header, Cookie and Query, Prefix only with Header, and a valid
+// header name. The message has no package prefix, for the caller to prefix
+// with where the source came from.
+func CheckTokenSource(ts TokenSource) error {
+	n := 0
+	for _, f := range []string{ts.Header, ts.Cookie, ts.Query} {
+		if f != "" {
+			n++
+		}
+	}
+	switch {
+	case n != 1:
+		return errors.New("exactly one of header, cookie, query is required")
+	case ts.Prefix != "" && ts.Header == "":
+		return errors.New("prefix goes only with header")
+	case ts.Header != "" && !httpguts.ValidHeaderFieldName(ts.Header):
+		return fmt.Errorf("header: %q is not a valid HTTP header name", ts.Header)
+	}
+	return nil
+}

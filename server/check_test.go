@@ -1,0 +1,85 @@
+package server
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestCheckClaimHeader lists what a claim may never become, and checks that
+// New refuses exactly what CheckClaimHeader refuses.
+func TestCheckClaimHeader(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	tests := []struct {
+		header string
+		ok     bool
+	}{
+		{"X-Auth-Subject", true},
+		{"x-auth-scope", true},
+		{"X-Forwarded", true}, // not a prefix match of X-Forwarded-
+		{"Content-Length", false},
+		{"content-encoding", false},
+		{"Content-Type", false},
+		{"Connection", false},
+		{"Host", false},
+		{"Keep-Alive", false},
+		{"TE", false},
+		{"Trailer", false},
+		{"Transfer-Encoding", false},
+		{"Upgrade", false},
+		{"Authorization", false},
+		{"authorization", false},
+		{"Cookie", false},
+		{"Set-Cookie", false},
+		{"WWW-Authenticate", false},
+		{"Proxy-Authorization", false},
+		{"Proxy-Connection", false},
+		{"Forwarded", false},
+		{"X-Forwarded-For", false},
+		{"x-forwarded-proto", false},
+		{"X-Real-IP", false},
+		{"X-Original-URI", false},
+		{"X-Envoy-Auth-Headers-To-Remove", false},
+		{"x-envoy-original-path", false},
+		{"X Bad", false},
+		{"X-Sub\r\n", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.header, func(t *testing.T) {
+			if err := CheckClaimHeader(tt.header); (err == nil) != tt.ok {
+				t.Errorf("CheckClaimHeader(%q) = %v, want ok %v", tt.header, err, tt.ok)
+			}
+			_, err := New(Options{Verifier: e.v, ClaimsToHeaders: map[string]map[string]string{issuerA: {"sub": tt.header}}})
+			if (err == nil) != tt.ok || (err != nil && !errors.Is(err, ErrInvalidOptions)) {
+				t.Errorf("New(ClaimsToHeaders: {sub: %q}) = %v, want ok %v", tt.header, err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestCheckTokenSource(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	tests := []struct {
+		name string
+		ts   TokenSource
+		ok   bool
+	}{
+		{"header-with-prefix", TokenSource{Header: "Authorization", Prefix: "Bearer "}, true},
+		{"cookie", TokenSource{Cookie: "session"}, true},
+		{"query", TokenSource{Query: "access_token"}, true},
+		{"none", TokenSource{Prefix: "Bearer "}, false},
+		{"two", TokenSource{Header: "X-Token", Cookie: "tok"}, false},
+		{"prefix-on-query", TokenSource{Query: "t", Prefix: "Bearer "}, false},
+		{"bad-header", TokenSource{Header: "X Token"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := CheckTokenSource(tt.ts); (err == nil) != tt.ok {
+				t.Errorf("CheckTokenSource(%+v) = %v, want ok %v", tt.ts, err, tt.ok)
+			}
+			if _, err := New(Options{Verifier: e.v, TokenSources: []TokenSource{tt.ts}}); (err == nil) != tt.ok {
+				t.Errorf("New(TokenSources: [%+v]) = %v, want ok %v", tt.ts, err, tt.ok)
+			}
+		})
+	}
+}

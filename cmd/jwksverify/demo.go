@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 )
 
 // The demo issuer's token policy.
@@ -76,9 +78,9 @@ func startDemoIssuer(logger *slog.Logger) (*demoIssuer, error) {
 	mux.HandleFunc("POST /token", d.serveToken)
 	d.srv = &http.Server{
 		Handler:           mux,
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
@@ -206,38 +208,33 @@ func randomID(n int) string {
 }
 
 // demoConfig is the configuration of `serve --demo`: one issuer, the demo
-// issuer, through the real discovery path; the SPEC defaults elsewhere.
-func demoConfig(issuerURL string, ov overrides, lookupEnv func(string) (string, bool)) (*config, error) {
-	fc := &fileConfig{
-		Issuers: []fileIssuer{{
-			Issuer:          issuerURL,
-			Discovery:       true,
-			Audiences:       []string{demoAudience},
-			Algorithms:      []string{"RS256", "ES256"},
-			ClaimsToHeaders: map[string]string{"sub": "X-Auth-Subject", "scope": "X-Auth-Scope"},
-		}},
-		Log: fileLog{Format: "text"},
-	}
-	return fc.resolve(ov, lookupEnv)
-}
+// issuer, through the real discovery path; the defaults elsewhere.
+const demoConfig = `
+issuers:
+  - issuer: %q
+    discovery: true
+    audiences: [%q]
+    algorithms: [RS256, ES256]
+    claims_to_headers: {sub: X-Auth-Subject, scope: X-Auth-Scope}
+log: {format: text}
+`
 
 // serveDemo runs the service against an embedded demo issuer and, once
 // ready, prints a ready-to-paste curl line and a short tour on stdout.
-func (a *app) serveDemo(ctx context.Context, ov overrides) int {
-	bootLog := newLogger(a.stderr, "info", "text")
+func (a *app) serveDemo(ctx context.Context, ov config.Overrides) int {
+	bootLog := newLogger(a.stderr, slog.LevelInfo, "text")
 	d, err := startDemoIssuer(bootLog)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve --demo: %v\n", err)
 		return exitFailure
 	}
 	defer d.Close()
-	cfg, err := demoConfig(d.url, ov, a.lookupEnv)
+	plan, err := config.Parse([]byte(fmt.Sprintf(demoConfig, d.url, demoAudience)), "", ov, a.lookupEnv)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve --demo: %v\n", err)
 		return exitUsage
 	}
-	logger := newLogger(a.stderr, cfg.LogLevel, cfg.LogFormat)
-	return a.runService(ctx, cfg, logger, func(ctx context.Context, base string) error {
+	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), func(ctx context.Context, base string) error {
 		tok, err := d.mint("", "", "")
 		if err != nil {
 			return fmt.Errorf("demo: mint: %w", err)

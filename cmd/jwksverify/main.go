@@ -239,19 +239,8 @@ func (s *stringList) Set(v string) error {
 }
 
 // newLogger builds the process logger: JSON or text on w, at level.
-func newLogger(w io.Writer, level, format string) *slog.Logger {
-	var l slog.Level
-	switch level {
-	case "debug":
-		l = slog.LevelDebug
-	case "warn":
-		l = slog.LevelWarn
-	case "error":
-		l = slog.LevelError
-	default:
-		l = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: l}
+func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
 	if format == "text" {
 		return slog.New(slog.NewTextHandler(w, opts))
 	}

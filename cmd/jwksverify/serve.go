@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,41 +15,38 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
-	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
-// HTTP server limits of the service (slowloris, oversized headers).
 const (
-	readHeaderTimeout = 5 * time.Second
-	readTimeout       = 10 * time.Second
-	writeTimeout      = 10 * time.Second
-	idleTimeout       = 120 * time.Second
-	maxHeaderBytes    = 64 << 10
-	// mergeInterval is how often a jwks_file + secret_file issuer folds the
-	// file's latest set into its published set.
-	mergeInterval = time.Second
+	// maxHeaderBytes bounds a request's headers.
+	maxHeaderBytes = 64 << 10
+	// drainGrace is how long, from the signal on, connections that were idle
+	// when it came stay open: a client that sends its next request on one
+	// meanwhile is answered, with Connection: close like every answer from
+	// the signal on, instead of racing a close. The drain starts after
+	// shutdown_delay, and never before drainGrace.
+	drainGrace = time.Second
 )
 
 func (a *app) serve(ctx context.Context, args []string) int {
 	fs := a.newFlagSet("serve")
 	configPath := fs.String("config", "", "configuration `file` (also JWKSVERIFY_CONFIG)")
 	demo := fs.Bool("demo", false, "run with an embedded demo issuer on loopback and print a ready curl line")
-	var fl overrides
-	fs.Func("listen", "HTTP listen `address` host:port (also JWKSVERIFY_LISTEN)", func(v string) error {
-		fl.Listen, fl.ListenSet = v, true
-		return nil
-	})
-	fs.Func("grpc-listen", "Envoy ext_authz gRPC listen `address`; empty = off (also JWKSVERIFY_GRPC_LISTEN)", func(v string) error {
-		fl.GRPCListen, fl.GRPCListenSet = v, true
-		return nil
-	})
-	fs.Func("log-level", "log `level`: debug, info, warn, error (also JWKSVERIFY_LOG_LEVEL)", func(v string) error {
-		fl.LogLevel, fl.LogLevelSet = v, true
-		return nil
-	})
+	var ov config.Overrides
+	for _, f := range []struct {
+		name, usage string
+		v           **string
+	}{
+		{"listen", "HTTP listen `address` host:port (also JWKSVERIFY_LISTEN)", &ov.Listen},
+		{"grpc-listen", "Envoy ext_authz gRPC listen `address`; empty = off (also JWKSVERIFY_GRPC_LISTEN)", &ov.GRPCListen},
+		{"log-level", "log `level`: debug, info, warn, error (also JWKSVERIFY_LOG_LEVEL)", &ov.LogLevel},
+	} {
+		fs.Func(f.name, f.usage, func(s string) error { *f.v = &s; return nil })
+	}
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -58,301 +56,150 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	if *configPath == "" && !*demo {
-		if v, ok := a.lookupEnv("JWKSVERIFY_CONFIG"); ok {
-			*configPath = v
-		}
+		*configPath, _ = a.lookupEnv("JWKSVERIFY_CONFIG")
 	}
-	ov := envOverrides(a.lookupEnv, fl)
 	switch {
 	case *demo && *configPath != "":
 		fmt.Fprintln(a.stderr, "jwksverify serve: --demo runs its own configuration; drop --config")
 		return exitUsage
-	case !*demo && *configPath == "":
+	case *demo:
+		return a.serveDemo(ctx, ov)
+	case *configPath == "":
 		fmt.Fprint(a.stderr, "jwksverify serve: --config FILE (or JWKSVERIFY_CONFIG) is required; try --demo for a zero-setup run\n\n", commandUsage["serve"])
 		return exitUsage
 	}
-
-	if *demo {
-		return a.serveDemo(ctx, ov)
-	}
-	cfg, err := loadConfigFile(*configPath, ov, a.lookupEnv)
+	plan, err := config.Load(*configPath, ov, a.lookupEnv)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
 		return exitUsage
 	}
-	logger := newLogger(a.stderr, cfg.LogLevel, cfg.LogFormat)
-	return a.runService(ctx, cfg, logger, nil)
+	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), nil)
 }
 
-// service is the wired-up service: key sources, verifier and server.
+// service is a plan at work: one fetcher per issuer, the verifier and the
+// server.
 type service struct {
-	cfg      *config
-	log      *slog.Logger
-	verifier *verify.Verifier
-	server   *server.Server
+	plan     *config.Plan
 	fetchers []*jwks.Fetcher
-	merges   []*mergedSource
+	server   *server.Server
 }
 
-// close stops every fetcher and waits for them.
-func (s *service) close() {
-	for _, f := range s.fetchers {
-		if err := f.Close(); err != nil {
-			s.log.Warn("closing key fetcher", "err", err)
-		}
-	}
-}
-
-// newService builds one key source per issuer, the verifier and the server.
-// Errors are configuration errors. On error nothing is left running.
-func newService(cfg *config, logger *slog.Logger) (_ *service, err error) {
-	s := &service{cfg: cfg, log: logger}
+// newService starts one fetcher per issuer and builds the verifier and the
+// server. Its errors are configuration errors; on error nothing is left
+// running.
+func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) {
+	s := &service{plan: plan}
 	defer func() {
 		if err != nil {
-			s.close()
+			s.close(logger)
 		}
 	}()
-	var issuers []verify.Issuer
-	claimHeaders := map[string]map[string]string{}
-	for i, ic := range cfg.Issuers {
-		is, err := s.keySource(ic)
+	vo := plan.Verify
+	for i, is := range plan.Issuers {
+		is.JWKS.Logger = logger
+		f, err := jwks.New(is.JWKS)
 		if err != nil {
-			return nil, fmt.Errorf("issuers[%d] (%s): %w", i, ic.Issuer, err)
+			return nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
 		}
-		is.Issuer = ic.Issuer
-		is.Audiences = ic.Audiences
-		is.Algorithms = ic.Algorithms
-		is.AllowHMAC = ic.Secret != nil || ic.JWKSFile != ""
-		is.Leeway = leewayOption(ic.Leeway)
-		is.RequiredClaims = ic.RequiredClaims
-		is.Type = ic.Type
-		is.ExtractClaims = sortedKeys(ic.ClaimsToHeaders)
-		if len(ic.ClaimsToHeaders) > 0 {
-			claimHeaders[ic.Issuer] = ic.ClaimsToHeaders
-		}
-		issuers = append(issuers, is)
+		s.fetchers = append(s.fetchers, f)
+		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
+		vo.Issuers = append(vo.Issuers, is.Verify)
 	}
-	s.verifier, err = verify.New(verify.Options{
-		Issuers:       issuers,
-		MaxTokenBytes: cfg.MaxTokenBytes,
-		TokenCache:    verify.TokenCacheOptions{MaxEntries: cfg.TokenCacheMax, MaxBytes: cfg.TokenCacheBytes},
-	})
+	v, err := verify.New(vo)
 	if err != nil {
 		return nil, err
 	}
-	var sources []server.TokenSource
-	for _, ts := range cfg.TokenSources {
-		sources = append(sources, server.TokenSource(ts))
-	}
-	var clients []server.IntrospectionClient
-	for _, c := range cfg.Introspection {
-		clients = append(clients, server.IntrospectionClient{ID: c.ID, Secret: c.Secret})
-	}
-	s.server, err = server.New(server.Options{
-		Verifier:             s.verifier,
-		TokenSources:         sources,
-		ClaimsToHeaders:      claimHeaders,
-		StripAuthorization:   cfg.StripAuth,
-		IntrospectionClients: clients,
-		MaxBodyBytes:         cfg.MaxBodyBytes,
-		MaxBatch:             cfg.MaxBatch,
-		Logger:               logger,
-		Version:              moduleVersion(),
-		RejectionLogRate:     rejectionLogRate(cfg.LogRejections),
-	})
-	if err != nil {
+	so := plan.Server
+	so.Verifier, so.Logger, so.Version = v, logger, moduleVersion()
+	if s.server, err = server.New(so); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// rejectionLogRate maps log.rejections_per_second to
-// server.Options.RejectionLogRate, where zero means the default: an explicit
-// 0 ("no limit") becomes negative.
-func rejectionLogRate(perSecond int) int {
-	if perSecond == 0 {
-		return -1
-	}
-	return perSecond
-}
-
-// leewayOption maps the configured leeway to verify.Issuer.Leeway, where
-// zero means the default: an explicit 0s becomes "no leeway".
-func leewayOption(d time.Duration) time.Duration {
-	if d == 0 {
-		return -1
-	}
-	return d
-}
-
-// keySource returns an Issuer with Keys (and Refresher) set for ic: a
-// fetcher for discovery, a URL or a file; a static set for a secret; both,
-// merged, for a file with a secret.
-func (s *service) keySource(ic issuerConfig) (verify.Issuer, error) {
-	var secret *cache.Key
-	if ic.Secret != nil {
-		k, err := cache.NewKey(ic.Secret, cache.KeyMeta{Kid: ic.SecretKid, Local: true, Use: "sig"})
-		if err != nil {
-			return verify.Issuer{}, fmt.Errorf("secret_file: %w", err)
+// close stops every fetcher and waits for them.
+func (s *service) close(logger *slog.Logger) {
+	for _, f := range s.fetchers {
+		if err := f.Close(); err != nil {
+			logger.Warn("closing key fetcher", "err", err)
 		}
-		secret = k
 	}
-	if !ic.Discovery && ic.JWKSURL == "" && ic.JWKSFile == "" {
-		keys := &cache.Keys{}
-		now := time.Now()
-		keys.Store(cache.NewSet([]*cache.Key{secret}, nil, now, time.Time{}))
-		keys.SetStatus(cache.Status{Source: "secret_file:" + ic.SecretFile, LastAttempt: now, LastSuccess: now})
-		return verify.Issuer{Keys: keys}, nil
-	}
-	f, err := jwks.New(jwks.Options{
-		Issuer:             ic.Issuer,
-		URL:                ic.JWKSURL,
-		Discovery:          ic.Discovery,
-		File:               ic.JWKSFile,
-		FetchTimeout:       ic.FetchTimeout,
-		MinInterval:        ic.MinInterval,
-		MaxInterval:        ic.MaxInterval,
-		DefaultTTL:         ic.DefaultTTL,
-		UnknownKidInterval: ic.UnknownKidIntvl,
-		StaleFor:           ic.StaleFor,
-		MaxBytes:           s.cfg.MaxJWKSBytes,
-		MaxKeys:            s.cfg.MaxKeys,
-		StateDir:           s.cfg.StateDir,
-		InsecureAllowHTTP:  ic.AllowInsecureHTTP,
-		Logger:             s.log,
+}
+
+// handler is the server's handler with the service's own rules: from the
+// signal on every answer closes its connection, so that pooled clients
+// reconnect to a ready instance; a request with a body (a batch may hold
+// tokens of every issuer) waits for unknown-kid refreshes at most
+// plan.HTTP.Wait in total, so that it is answered before the server's
+// timeouts close its connection.
+func (s *service) handler() http.Handler {
+	h := s.server.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.server.Draining() {
+			w.Header().Set("Connection", "close")
+		}
+		if r.Body != http.NoBody {
+			ctx, cancel := context.WithTimeout(r.Context(), s.plan.HTTP.Wait)
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		h.ServeHTTP(w, r)
 	})
-	if err != nil {
-		return verify.Issuer{}, err
-	}
-	s.fetchers = append(s.fetchers, f)
-	if secret == nil {
-		return verify.Issuer{Keys: f.Keys(), Refresher: f}, nil
-	}
-	m := &mergedSource{f: f, secret: secret, out: &cache.Keys{}, missFor: ic.UnknownKidIntvl}
-	m.sync()
-	s.merges = append(s.merges, m)
-	return verify.Issuer{Keys: m.out, Refresher: m}, nil
-}
-
-// mergedSource publishes a jwks_file's keys together with a secret_file's
-// secret: the fetcher publishes the file's sets into its own cache.Keys, and
-// the merge folds each new one, with the secret, into the issuer's.
-type mergedSource struct {
-	f      *jwks.Fetcher
-	secret *cache.Key
-	out    *cache.Keys
-	// missFor is how long a kid a refresh proved absent is remembered in
-	// out (the issuer's unknown_kid_interval), so the verifier answers
-	// unknown_kid at once instead of asking again.
-	missFor time.Duration
-
-	mu   sync.Mutex
-	last *cache.Set
-	init bool
-}
-
-// sync publishes the fetcher's current set plus the secret, if it changed.
-func (m *mergedSource) sync() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur := m.f.Keys().Load()
-	m.out.SetStatus(m.f.Keys().Status())
-	if m.init && cur == m.last {
-		return
-	}
-	m.init, m.last = true, cur
-	if cur == nil {
-		// The file has not loaded (yet): the secret alone verifies HS* tokens.
-		m.out.Store(cache.NewSet([]*cache.Key{m.secret}, nil, time.Now(), time.Time{}))
-		return
-	}
-	keys := append([]*cache.Key{m.secret}, cur.Keys()...)
-	m.out.Store(cache.NewSet(keys, cur.Skipped(), cur.FetchedAt, cur.UsableUntil))
-}
-
-// RefreshUnknownKid implements verify.Refresher: the file is re-read, then
-// merged at once so the verifier sees the result.
-func (m *mergedSource) RefreshUnknownKid(ctx context.Context, kid string) error {
-	err := m.f.RefreshUnknownKid(ctx, kid)
-	if errors.Is(err, jwks.ErrSuppressed) {
-		return err // nothing was fetched; the periodic merge picks up others' refreshes
-	}
-	m.sync()
-	if err == nil {
-		if _, ok := m.out.Load().Lookup(kid); !ok {
-			m.out.RememberMissing(kid, time.Now().Add(m.missFor))
-		}
-	}
-	return err
-}
-
-// run merges every mergeInterval until ctx is done.
-func (m *mergedSource) run(ctx context.Context) error {
-	t := time.NewTicker(mergeInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			m.sync()
-		}
-	}
 }
 
 // listen opens addr, with a message that says what to do when it is taken.
 func listen(addr, what, flagName string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, fmt.Errorf("%s address %s is already in use (another jwksverify running?); choose another with %s", what, addr, flagName)
+	}
 	if err != nil {
-		if errors.Is(err, syscall.EADDRINUSE) {
-			return nil, fmt.Errorf("%s address %s is already in use (another jwksverify running?); choose another with %s", what, addr, flagName)
-		}
 		return nil, fmt.Errorf("%s listen on %s: %w", what, addr, err)
 	}
 	return ln, nil
 }
 
-// runService wires cfg, serves until ctx is done, drains and shuts down.
+// runService wires plan, serves until ctx is done, drains and shuts down.
 // onReady, if set, runs once the service answers /readyz with 200.
-func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, onReady func(ctx context.Context, base string) error) int {
-	svc, err := newService(cfg, logger)
+func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Logger, onReady func(ctx context.Context, base string) error) int {
+	svc, err := newService(plan, logger)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
 		return exitUsage
 	}
-	defer svc.close()
+	defer svc.close(logger)
 
-	ln, err := listen(cfg.Listen, "HTTP", "--listen")
+	ln, err := listen(plan.Listen, "HTTP", "--listen")
 	if err != nil {
 		logger.Error("cannot listen", "err", err)
 		return exitFailure
 	}
 	var gln net.Listener
-	if cfg.GRPCListen != "" {
-		if gln, err = listen(cfg.GRPCListen, "gRPC", "--grpc-listen"); err != nil {
+	if plan.GRPCListen != "" {
+		if gln, err = listen(plan.GRPCListen, "gRPC", "--grpc-listen"); err != nil {
 			ln.Close()
 			logger.Error("cannot listen", "err", err)
 			return exitFailure
 		}
 	}
-
+	t := plan.HTTP
 	httpSrv := &http.Server{
-		Handler:           svc.server.Handler(),
-		ReadHeaderTimeout: readHeaderTimeout,
-		ReadTimeout:       readTimeout,
-		WriteTimeout:      writeTimeout,
-		IdleTimeout:       idleTimeout,
+		Handler:           svc.handler(),
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Write,
+		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
+	fresh := &freshConns{conns: map[net.Conn]bool{}}
+	httpSrv.ConnState = fresh.track
+	httpSrv.RegisterOnShutdown(fresh.close)
 	var grpcSrv *grpc.Server
-	if gln != nil {
-		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(cfg.MaxBodyBytes)))
-		svc.server.RegisterGRPC(grpcSrv)
-	}
-
 	attrs := []any{"http", ln.Addr().String()}
 	if gln != nil {
+		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(cmp.Or(plan.Server.MaxBodyBytes, server.DefaultMaxBodyBytes))))
+		svc.server.RegisterGRPC(grpcSrv)
 		attrs = append(attrs, "grpc", gln.Addr().String())
 	}
 	logger.Info("listening", attrs...)
@@ -372,15 +219,12 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 			return nil
 		})
 	}
-	for _, m := range svc.merges {
-		g.Go(func() error { return m.run(gctx) })
-	}
 	if onReady != nil {
 		base := "http://" + dialable(ln.Addr().String())
 		g.Go(func() error {
 			if err := waitReady(gctx, base); err != nil {
 				if gctx.Err() != nil {
-					return nil
+					return nil // stopping: not a failure of its own
 				}
 				return err
 			}
@@ -390,48 +234,11 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 	var drainErr error
 	g.Go(func() error {
 		<-gctx.Done()
-		// Tell load balancers and Envoy first: /readyz answers 503 draining,
-		// gRPC health NOT_SERVING (open Watch streams end), and HTTP
-		// responses close their connections, so that pooled clients
-		// reconnect to a ready instance; every request is still served.
-		// After shutdown_delay (on a signal only: a failed server has
-		// nothing to wait for), stop accepting and drain what is in flight,
-		// within shutdown_timeout.
-		svc.server.SetDraining()
-		httpSrv.SetKeepAlivesEnabled(false)
-		logger.Info("shutting down", "delay", cfg.ShutdownDelay.String(), "timeout", cfg.ShutdownTimeout.String())
-		if ctx.Err() != nil && cfg.ShutdownDelay > 0 {
-			delay := time.NewTimer(cfg.ShutdownDelay)
-			<-delay.C // a second signal ends the process at once (main)
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
-		defer cancel()
-		var wg sync.WaitGroup
-		if grpcSrv != nil {
-			wg.Go(func() {
-				done := make(chan struct{})
-				go func() { grpcSrv.GracefulStop(); close(done) }()
-				select {
-				case <-done:
-				case <-sctx.Done():
-					grpcSrv.Stop()
-					<-done
-				}
-			})
-		}
-		if err := httpSrv.Shutdown(sctx); err != nil {
-			drainErr = fmt.Errorf("draining HTTP requests: %w", err)
-			httpSrv.Close()
-		}
-		wg.Wait()
-		if sctx.Err() != nil && drainErr == nil {
-			drainErr = errors.New("draining gRPC calls: shutdown_timeout passed")
-		}
+		drainErr = svc.drain(ctx.Err() != nil, httpSrv, grpcSrv, logger)
 		return nil
 	})
-	err = g.Wait()
 	code := exitOK
-	if err != nil {
+	if err := g.Wait(); err != nil {
 		logger.Error("service failed", "err", err)
 		code = exitFailure
 	}
@@ -443,6 +250,66 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 		logger.Info("stopped")
 	}
 	return code
+}
+
+// drain stops the servers. First it tells load balancers and Envoy:
+// /readyz answers 503 draining, gRPC health NOT_SERVING (open Watch streams
+// end), and every HTTP answer closes its connection; every request is still
+// served. After shutdown_delay, and at least drainGrace (on a signal only: a
+// failed server has nothing to wait for), it stops accepting, closes the idle
+// connections and lets what is in flight finish within shutdown_timeout.
+func (s *service) drain(signalled bool, httpSrv *http.Server, grpcSrv *grpc.Server, logger *slog.Logger) error {
+	s.server.SetDraining()
+	logger.Info("shutting down", "delay", s.plan.ShutdownDelay.String(), "timeout", s.plan.ShutdownTimeout.String())
+	if signalled {
+		time.Sleep(max(s.plan.ShutdownDelay, drainGrace)) // a second signal ends the process at once (main)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.plan.ShutdownTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	if grpcSrv != nil {
+		wg.Go(func() {
+			stop := context.AfterFunc(sctx, grpcSrv.Stop)
+			defer stop()
+			grpcSrv.GracefulStop()
+		})
+	}
+	var err error
+	if err = httpSrv.Shutdown(sctx); err != nil {
+		httpSrv.Close()
+		err = fmt.Errorf("draining HTTP requests: %w", err)
+	}
+	wg.Wait()
+	if sctx.Err() != nil && err == nil {
+		err = errors.New("draining gRPC calls: shutdown_timeout passed")
+	}
+	return err
+}
+
+// freshConns are the HTTP connections that have not sent a request yet. The
+// drain closes them with the idle ones: net/http's Shutdown would wait up to
+// 5s for each (clients open connections they may never use).
+type freshConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func (f *freshConns) track(c net.Conn, st http.ConnState) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if st == http.StateNew {
+		f.conns[c] = true
+	} else {
+		delete(f.conns, c)
+	}
+}
+
+func (f *freshConns) close() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for c := range f.conns {
+		c.Close()
+	}
 }
 
 // dialable turns a listen address into one a local client can dial

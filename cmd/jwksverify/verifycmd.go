@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/x509"
 	"encoding/base64"
@@ -11,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,22 +19,13 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
 // maxPEMBytes bounds a --pem file.
 const maxPEMBytes = 1 << 20
-
-// usageError is a usage or configuration error of the CLI: exit 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
-
-func usagef(format string, args ...any) error {
-	return usageError{fmt.Errorf(format, args...)}
-}
 
 // verifyFlags are the flags of `jwksverify verify`.
 type verifyFlags struct {
@@ -64,8 +55,7 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	if err != nil {
 		return flagExit(err)
 	}
-	logger := newLogger(a.stderr, "warn", "text")
-	code, err := a.runVerify(ctx, f, pos, logger)
+	code, err := a.runVerify(ctx, f, pos, newLogger(a.stderr, slog.LevelWarn, "text"))
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify verify: %v\n", err)
 	}
@@ -88,20 +78,16 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		return exitUsage, errors.New("want exactly one of --config, --jwks, --discovery, --secret-file, --pem")
 	}
 	var leeway time.Duration
-	leewaySet := f.leeway != ""
-	if leewaySet {
+	if f.leeway != "" {
 		d, err := time.ParseDuration(f.leeway)
 		if err != nil || d < 0 || d > 10*time.Minute {
 			return exitUsage, fmt.Errorf("--leeway %q: want a duration in [0s, 10m] such as 30s", f.leeway)
 		}
-		leeway = d
+		leeway = cmp.Or(d, -1) // verify: zero is the default, negative none
 	}
 	for _, alg := range f.algs {
-		if strings.EqualFold(alg, "none") {
-			return exitUsage, errors.New(`--alg none: "none" is never accepted`)
-		}
-		if _, ok := algorithms[alg]; !ok {
-			return exitUsage, fmt.Errorf("--alg %q: unknown algorithm (known: %s)", alg, strings.Join(knownAlgorithms(), ", "))
+		if err := verify.CheckAlgorithm(alg); err != nil {
+			return exitUsage, fmt.Errorf("--alg: %w", err)
 		}
 	}
 	for _, aud := range f.audiences {
@@ -118,52 +104,57 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		now = func() time.Time { return t }
 	}
 
-	maxToken := defaultMaxTokenBytes
-	var cfg *config
+	vo := verify.Options{MaxTokenBytes: verify.DefaultMaxTokenBytes}
+	var plan *config.Plan
 	if f.config != "" {
-		c, err := loadConfigFile(f.config, overrides{NoServerSecrets: true}, a.lookupEnv)
-		if err != nil {
+		var err error
+		if plan, err = config.Load(f.config, config.Overrides{NoServerSecrets: true}, a.lookupEnv); err != nil {
 			return exitUsage, err
 		}
-		cfg, maxToken = c, c.MaxTokenBytes
+		vo = plan.Verify
+		vo.MaxTokenBytes, vo.TokenCache = cmp.Or(vo.MaxTokenBytes, verify.DefaultMaxTokenBytes), verify.TokenCacheOptions{}
 	}
-	token, err := a.readToken(pos[0], maxToken)
-	if err != nil {
-		var tooLarge errTokenTooLarge
-		if errors.As(err, &tooLarge) {
-			return a.writeVerdict(nil, "", fmt.Errorf("%w: %w", verify.ErrTokenTooLarge, err)), nil
-		}
+	token, err := a.readToken(pos[0], vo.MaxTokenBytes)
+	if tooLarge := (errTokenTooLarge{}); errors.As(err, &tooLarge) {
+		return a.writeVerdict(nil, "", fmt.Errorf("%w: %w", verify.ErrTokenTooLarge, err)), nil
+	} else if err != nil {
 		return exitUsage, err
 	}
 
-	var issuers []verify.Issuer
-	if cfg != nil {
-		issuers, err = a.configIssuers(ctx, cfg, f, peekIssuer(token), leeway, leewaySet, logger)
-	} else {
-		var is verify.Issuer
-		is, err = a.flagIssuer(ctx, f, token, logger)
-		if err == nil {
-			is.Issuer = f.issuer
-			is.SkipIssuerCheck = f.issuer == ""
-			is.Audiences = f.audiences
-			if len(f.algs) > 0 {
-				is.Algorithms = f.algs
+	var issuers []config.Issuer
+	if plan != nil {
+		for _, is := range plan.Issuers {
+			if f.issuer == "" || is.Verify.Issuer == f.issuer {
+				issuers = append(issuers, is)
 			}
-			if leewaySet {
-				is.Leeway = leewayOption(leeway)
-			}
-			issuers = []verify.Issuer{is}
 		}
-	}
-	if err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
+		if len(issuers) == 0 {
+			return exitUsage, fmt.Errorf("--issuer %q is not configured in %s", f.issuer, f.config)
+		}
+	} else {
+		is, err := flagIssuer(f, peekKid(token))
+		if err != nil {
 			return exitUsage, err
 		}
-		// The keys could not be fetched: no verdict is possible.
-		return a.writeVerdict(nil, token, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)), nil
+		issuers = []config.Issuer{is}
 	}
-	v, err := verify.New(verify.Options{Issuers: issuers, MaxTokenBytes: maxToken, Now: now})
+	for i := range issuers { // --audience, --alg and --leeway replace each issuer's own
+		v := &issuers[i].Verify
+		if len(f.audiences) > 0 {
+			v.Audiences = f.audiences
+		}
+		if len(f.algs) > 0 {
+			v.Algorithms = f.algs
+		}
+		if leeway != 0 {
+			v.Leeway = leeway
+		}
+	}
+	if vo.Issuers, err = readKeys(ctx, issuers, peekIssuer(token), logger); err != nil {
+		return exitUsage, err
+	}
+	vo.Now = now
+	v, err := verify.New(vo)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -174,6 +165,80 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	}
 	res, err := v.Verify(ctx, token)
 	return a.writeVerdict(res, token, err), nil
+}
+
+// flagIssuer is the one issuer of --jwks, --discovery, --secret-file or
+// --pem. The one key of --secret-file or --pem is named kid, the token's,
+// so that the verifier selects it.
+func flagIssuer(f verifyFlags, kid string) (config.Issuer, error) {
+	is := config.Issuer{Verify: verify.Issuer{Issuer: f.issuer, SkipIssuerCheck: f.issuer == ""}}
+	is.JWKS.Issuer = f.issuer
+	switch {
+	case f.discovery != "":
+		is.JWKS.Issuer, is.JWKS.Discovery = f.discovery, true
+	case isURL(f.jwks):
+		is.JWKS.URL = f.jwks
+	case f.jwks != "":
+		is.JWKS.File, is.Verify.AllowHMAC = f.jwks, true
+	case f.secretFile != "":
+		secret, err := config.ReadSecret(f.secretFile)
+		if err != nil {
+			return is, fmt.Errorf("--secret-file: %w", err)
+		}
+		for _, alg := range f.algs {
+			if err := config.CheckSecretAlgorithm(alg, secret); err != nil {
+				return is, fmt.Errorf("--alg: %w", err)
+			}
+		}
+		k, err := cache.NewKey(secret, cache.KeyMeta{Kid: kid, Local: true})
+		if err != nil {
+			return is, fmt.Errorf("--secret-file: %w", err)
+		}
+		is.JWKS.StaticKeys = []*cache.Key{k}
+		is.Verify.AllowHMAC, is.Verify.Algorithms = true, config.SecretAlgorithms(secret)
+	default:
+		k, err := readPEMKey(f.pem, kid)
+		if err != nil {
+			return is, fmt.Errorf("--pem %s: %w", f.pem, err)
+		}
+		is.JWKS.StaticKeys = []*cache.Key{k}
+	}
+	return is, nil
+}
+
+// readKeys reads once, concurrently, the keys of each issuer the token may
+// route to (equal to its unverified iss, templates, or all without iss; the
+// verifier routes the token again: this only saves fetches), and returns the
+// issuers ready for the verifier. Their sets never go stale, so that --now
+// may lie anywhere. A local source that cannot be read is a usage error; a
+// remote one leaves its issuer without keys (keys_unavailable).
+func readKeys(ctx context.Context, issuers []config.Issuer, tokenIss string, logger *slog.Logger) ([]verify.Issuer, error) {
+	out := make([]verify.Issuer, len(issuers))
+	errs := make([]error, len(issuers))
+	var wg sync.WaitGroup
+	for i, is := range issuers {
+		out[i] = is.Verify
+		out[i].Keys = &cache.Keys{}
+		name := is.Verify.Issuer
+		if len(issuers) > 1 && tokenIss != "" && name != tokenIss && !strings.Contains(name, "{tenantid}") {
+			continue
+		}
+		wg.Go(func() {
+			o := is.JWKS
+			o.Logger, o.StateDir = logger, ""
+			set, err := jwks.Fetch(ctx, o)
+			switch {
+			case err == nil:
+				out[i].Keys.Store(cache.NewSet(set.Keys(), set.Skipped(), set.FetchedAt, time.Time{}))
+			case is.Local():
+				errs[i] = err
+			default:
+				logger.Warn("no keys for issuer", "issuer", name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // parseNow reads --now: RFC 3339 or Unix seconds.
@@ -215,250 +280,38 @@ func (a *app) readToken(arg string, limit int) (string, error) {
 	return tok, nil
 }
 
-// flagIssuer builds the one issuer of --jwks, --discovery, --secret-file
-// or --pem. Local sources that fail are usage errors; a remote fetch that
-// fails is returned as is (no keys: a 503-class outcome).
-func (a *app) flagIssuer(ctx context.Context, f verifyFlags, token string, logger *slog.Logger) (verify.Issuer, error) {
-	keys := &cache.Keys{}
-	switch {
-	case f.jwks != "" && isURL(f.jwks):
-		set, err := fetchOnce(ctx, jwks.Options{Issuer: f.issuer, URL: f.jwks, Logger: logger})
-		if err != nil {
-			return verify.Issuer{}, err
-		}
-		keys.Store(set)
-		return verify.Issuer{Keys: keys}, nil
-	case f.discovery != "":
-		set, err := fetchOnce(ctx, jwks.Options{Issuer: f.discovery, Discovery: true, Logger: logger})
-		if err != nil {
-			return verify.Issuer{}, err
-		}
-		keys.Store(set)
-		return verify.Issuer{Keys: keys}, nil
-	case f.jwks != "":
-		set, err := readJWKSFile(f.jwks, defaultMaxJWKSBytes, defaultMaxKeys)
-		if err != nil {
-			return verify.Issuer{}, usageError{fmt.Errorf("--jwks %s: %w", f.jwks, err)}
-		}
-		keys.Store(set)
-		return verify.Issuer{Keys: keys, AllowHMAC: true}, nil
-	case f.secretFile != "":
-		secret, err := readSecret(f.secretFile)
-		if err != nil {
-			return verify.Issuer{}, usageError{fmt.Errorf("--secret-file: %w", err)}
-		}
-		k, err := cache.NewKey(secret, cache.KeyMeta{Kid: peekKid(token), Local: true})
-		if err != nil {
-			return verify.Issuer{}, usageError{fmt.Errorf("--secret-file: %w", err)}
-		}
-		keys.Store(cache.NewSet([]*cache.Key{k}, nil, time.Now(), time.Time{}))
-		// Only the HS* algorithms the secret is long enough for (RFC 7518 §3.2).
-		var algs []string
-		for _, alg := range []string{"HS256", "HS384", "HS512"} {
-			if len(secret) >= algorithms[alg] {
-				algs = append(algs, alg)
-			}
-		}
-		for _, alg := range f.algs {
-			if minKey := algorithms[alg]; strings.HasPrefix(alg, "HS") && len(secret) < minKey {
-				return verify.Issuer{}, usagef("--alg %s needs a secret of at least %d bytes (RFC 7518 §3.2); %s holds %d", alg, minKey, f.secretFile, len(secret))
-			}
-		}
-		return verify.Issuer{Keys: keys, AllowHMAC: true, Algorithms: algs}, nil
-	default: // --pem
-		pub, err := readPEMPublicKey(f.pem)
-		if err != nil {
-			return verify.Issuer{}, usageError{fmt.Errorf("--pem %s: %w", f.pem, err)}
-		}
-		k, err := cache.NewKey(pub, cache.KeyMeta{Kid: peekKid(token), Local: true})
-		if err != nil {
-			return verify.Issuer{}, usageError{fmt.Errorf("--pem %s: %w", f.pem, err)}
-		}
-		keys.Store(cache.NewSet([]*cache.Key{k}, nil, time.Now(), time.Time{}))
-		return verify.Issuer{Keys: keys}, nil
-	}
-}
-
-// configIssuers builds the issuers of a configuration file for one
-// verification: every source read once (remote ones concurrently). An issuer
-// whose keys cannot be fetched is kept without keys (keys_unavailable if the
-// token routes to it). --issuer keeps only that issuer; --audience, --alg
-// and --leeway replace each issuer's own.
-//
-// Only the keys of the issuers the token may route to are read: those equal
-// to its (unverified) iss, and templates; all of them when it has no iss.
-// The verifier routes the token again; this only saves fetches.
-func (a *app) configIssuers(ctx context.Context, cfg *config, f verifyFlags, tokenIss string, leeway time.Duration, leewaySet bool, logger *slog.Logger) ([]verify.Issuer, error) {
-	ics := cfg.Issuers
-	if f.issuer != "" {
-		ics = nil
-		for _, ic := range cfg.Issuers {
-			if ic.Issuer == f.issuer {
-				ics = append(ics, ic)
-			}
-		}
-		if len(ics) == 0 {
-			return nil, usagef("--issuer %q is not configured in %s", f.issuer, f.config)
-		}
-	}
-	out := make([]verify.Issuer, len(ics))
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i, ic := range ics {
-		is := verify.Issuer{
-			Issuer:         ic.Issuer,
-			Keys:           &cache.Keys{},
-			Audiences:      ic.Audiences,
-			Algorithms:     ic.Algorithms,
-			AllowHMAC:      ic.Secret != nil || ic.JWKSFile != "",
-			Leeway:         leewayOption(ic.Leeway),
-			RequiredClaims: ic.RequiredClaims,
-			Type:           ic.Type,
-			ExtractClaims:  sortedKeys(ic.ClaimsToHeaders),
-		}
-		if len(f.audiences) > 0 {
-			is.Audiences = f.audiences
-		}
-		if len(f.algs) > 0 {
-			is.Algorithms = f.algs
-		}
-		if leewaySet {
-			is.Leeway = leewayOption(leeway)
-		}
-		out[i] = is
-		if tokenIss != "" && ic.Issuer != tokenIss && !strings.Contains(ic.Issuer, "{tenantid}") {
-			continue
-		}
-		wg.Go(func() {
-			set, err := configSet(ctx, cfg, ic, logger)
-			if err != nil {
-				var ue usageError
-				if errors.As(err, &ue) {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("issuers[%s]: %w", ic.Issuer, err)
-					}
-					mu.Unlock()
-					return
-				}
-				logger.Warn("no keys for issuer", "issuer", ic.Issuer, "err", err)
-				return
-			}
-			is.Keys.Store(set)
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	return out, nil
-}
-
-// configSet reads one configured issuer's keys once.
-func configSet(ctx context.Context, cfg *config, ic issuerConfig, logger *slog.Logger) (*cache.Set, error) {
-	var keys []*cache.Key
-	var skipped []cache.Skipped
-	if ic.Secret != nil {
-		k, err := cache.NewKey(ic.Secret, cache.KeyMeta{Kid: ic.SecretKid, Local: true})
-		if err != nil {
-			return nil, usageError{fmt.Errorf("secret_file: %w", err)}
-		}
-		keys = append(keys, k)
-	}
-	switch {
-	case ic.JWKSFile != "":
-		set, err := readJWKSFile(ic.JWKSFile, cfg.MaxJWKSBytes, cfg.MaxKeys)
-		if err != nil {
-			return nil, usageError{fmt.Errorf("jwks_file: %w", err)}
-		}
-		keys, skipped = append(keys, set.Keys()...), set.Skipped()
-	case ic.Discovery || ic.JWKSURL != "":
-		set, err := fetchOnce(ctx, jwks.Options{
-			Issuer:            ic.Issuer,
-			URL:               ic.JWKSURL,
-			Discovery:         ic.Discovery,
-			FetchTimeout:      ic.FetchTimeout,
-			MaxBytes:          cfg.MaxJWKSBytes,
-			MaxKeys:           cfg.MaxKeys,
-			InsecureAllowHTTP: ic.AllowInsecureHTTP,
-			Logger:            logger,
-		})
-		if err != nil {
-			return nil, err
-		}
-		keys, skipped = set.Keys(), set.Skipped()
-	}
-	return cache.NewSet(keys, skipped, time.Now(), time.Time{}), nil
-}
-
-// fetchOnce fetches a remote key set once and returns it without a
-// staleness bound, so that --now may lie anywhere.
-func fetchOnce(ctx context.Context, opts jwks.Options) (*cache.Set, error) {
-	set, err := jwks.Fetch(ctx, opts)
+// readPEMKey reads the first public key of a PEM file — PUBLIC KEY (PKIX),
+// RSA PUBLIC KEY (PKCS #1) or CERTIFICATE (its subject key) — as a local key
+// named kid.
+func readPEMKey(path, kid string) (*cache.Key, error) {
+	data, err := config.ReadFile(path, maxPEMBytes)
 	if err != nil {
 		return nil, err
 	}
-	return cache.NewSet(set.Keys(), set.Skipped(), set.FetchedAt, time.Time{}), nil
-}
-
-// readJWKSFile reads a local JWKS (its oct keys accepted), bounded.
-func readJWKSFile(path string, maxBytes int64, maxKeys int) (*cache.Set, error) {
-	data, err := readBounded(path, maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	keys, skipped, err := jwks.Parse(data, jwks.ParseOptions{Local: true, MaxKeys: maxKeys})
-	if err != nil {
-		return nil, err
-	}
-	return cache.NewSet(keys, skipped, time.Now(), time.Time{}), nil
-}
-
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return b, nil
-}
-
-// readPEMPublicKey reads the first public key of a PEM file: PUBLIC KEY
-// (PKIX), RSA PUBLIC KEY (PKCS #1) or CERTIFICATE (its subject key).
-func readPEMPublicKey(path string) (any, error) {
-	data, err := readBounded(path, maxPEMBytes)
-	if err != nil {
-		return nil, err
-	}
-	for {
+	var pub any
+	for pub == nil && err == nil {
 		var blk *pem.Block
-		blk, data = pem.Decode(data)
-		if blk == nil {
+		if blk, data = pem.Decode(data); blk == nil {
 			return nil, errors.New("no PEM public key or certificate found")
 		}
 		switch blk.Type {
 		case "PUBLIC KEY":
-			return x509.ParsePKIXPublicKey(blk.Bytes)
+			pub, err = x509.ParsePKIXPublicKey(blk.Bytes)
 		case "RSA PUBLIC KEY":
-			return x509.ParsePKCS1PublicKey(blk.Bytes)
+			pub, err = x509.ParsePKCS1PublicKey(blk.Bytes)
 		case "CERTIFICATE":
-			cert, err := x509.ParseCertificate(blk.Bytes)
-			if err != nil {
-				return nil, err
+			var cert *x509.Certificate
+			if cert, err = x509.ParseCertificate(blk.Bytes); err == nil {
+				pub = cert.PublicKey
 			}
-			return cert.PublicKey, nil
 		case "PRIVATE KEY", "RSA PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY":
 			return nil, fmt.Errorf("holds a %s; give the public key (openssl pkey -pubout) instead", blk.Type)
 		}
 	}
+	if err != nil {
+		return nil, err
+	}
+	return cache.NewKey(pub, cache.KeyMeta{Kid: kid, Local: true})
 }
 
 // peekKid returns the kid of token's header, without verifying anything:
@@ -486,14 +339,12 @@ func peekIssuer(token string) string {
 // untouched when it cannot.
 func peekSegment(token string, i int, v any) {
 	segs := strings.SplitN(token, ".", 3)
-	if len(segs) < 2 || len(segs[i]) > 2*defaultMaxTokenBytes {
+	if len(segs) < 2 || len(segs[i]) > 2*verify.DefaultMaxTokenBytes {
 		return
 	}
-	b, err := base64.RawURLEncoding.DecodeString(segs[i])
-	if err != nil {
-		return
+	if b, err := base64.RawURLEncoding.DecodeString(segs[i]); err == nil {
+		_ = json.Unmarshal(b, v)
 	}
-	_ = json.Unmarshal(b, v)
 }
 
 func isURL(s string) bool {
@@ -526,18 +377,12 @@ func (a *app) writeVerdict(res *verify.Result, token string, err error) int {
 		_ = enc.Encode(validBody{Valid: true, Issuer: res.Issuer, Kid: res.Kid, Alg: res.Alg, Header: res.Header, Claims: res.Claims})
 		return exitOK
 	}
-	if err == nil {
-		err = verify.ErrMalformed
-	}
-	class := verify.Class(err)
-	if class == "" {
-		class = "malformed"
-	}
+	err = cmp.Or(err, verify.ErrMalformed)
 	msg := err.Error()
-	if token != "" && strings.Contains(msg, token) {
+	if token != "" {
 		msg = strings.ReplaceAll(msg, token, "[token]")
 	}
-	_ = enc.Encode(invalidBody{Error: class, Message: msg})
+	_ = enc.Encode(invalidBody{Error: cmp.Or(verify.Class(err), "malformed"), Message: msg})
 	return exitFailure
 }
 
@@ -558,10 +403,5 @@ func (a *app) writeSteps(steps []verify.Step) {
 
 // oneLine keeps a detail on one table row.
 func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r == '\t' {
-			return ' '
-		}
-		return r
-	}, s)
+	return strings.NewReplacer("\n", " ", "\r", " ", "\t", " ").Replace(s)
 }

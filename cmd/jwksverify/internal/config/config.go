@@ -1,0 +1,521 @@
+// Package config turns jwksverify's YAML configuration file into a [Plan]:
+// the options each library takes (jwks.Options and verify.Issuer per issuer,
+// verify.Options, server.Options), the listen addresses and the timeouts.
+// Every command that reads the file (serve, serve --demo, verify --config)
+// uses it.
+//
+// The file is decoded strictly (unknown keys refused, with their path and
+// line). A key that is absent leaves its field zero, so that the library
+// that owns the value applies its own default; the rules a library owns are
+// applied by the functions it exports (verify.CheckAlgorithm,
+// verify.MinHMACBytes, jwks.CheckURL, server.CheckClaimHeader,
+// server.CheckTokenSource), and this package only adds the YAML path to
+// their errors. What the libraries check only in New (jwks intervals
+// against each other, claim headers against each other) is refused when a
+// command builds them.
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// The defaults that belong to the command, not to a library.
+const (
+	defaultListen          = "127.0.0.1:8080"
+	defaultShutdownTimeout = 15 * time.Second
+	defaultTokenCache      = 100000 // verify: zero turns the cache off
+	maxConfigBytes         = 1 << 20
+	// MaxSecretBytes bounds a secret file.
+	MaxSecretBytes = 4096
+	// minIntrospectionSecret is the shortest introspection client secret.
+	minIntrospectionSecret = 16
+)
+
+// logLevels are the values of log.level.
+var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// Plan is what one configuration file asks for. A zero field means the
+// default of the library that takes it. It holds secrets (HMAC keys,
+// introspection client secrets): never log it.
+type Plan struct {
+	// Listen is the HTTP listen address; GRPCListen the gRPC one, "" = off.
+	Listen, GRPCListen string
+	// ShutdownTimeout bounds the drain; ShutdownDelay is how long the
+	// service reports draining before it starts.
+	ShutdownTimeout, ShutdownDelay time.Duration
+	// HTTP are the HTTP server's timeouts, derived from the issuers' waits.
+	HTTP Timeouts
+	// Issuers are the configured issuers, in file order.
+	Issuers []Issuer
+	// Verify configures the verifier. Issuers is nil: a command adds each
+	// Issuer's Verify once its keys exist.
+	Verify verify.Options
+	// Server configures the server. Verifier, Logger and Version are nil
+	// or empty: a command sets them.
+	Server server.Options
+	// LogLevel and LogFormat ("json" or "text") configure the process log.
+	LogLevel  slog.Level
+	LogFormat string
+}
+
+// Issuer is the plan of one configured issuer.
+type Issuer struct {
+	// JWKS configures its key source, the secret_file key in StaticKeys.
+	// Logger is nil: a command sets it.
+	JWKS jwks.Options
+	// Verify is its policy. Keys and Refresher are nil: a command sets them.
+	Verify verify.Issuer
+}
+
+// Local reports whether the issuer's keys come from local configuration
+// only (a file or a secret): reading them is a configuration matter, not a
+// fetch that may fail.
+func (is Issuer) Local() bool { return is.JWKS.URL == "" && !is.JWKS.Discovery }
+
+// Overrides are the values given by flag; nil means not given. Flags win
+// over the environment (JWKSVERIFY_LISTEN, JWKSVERIFY_GRPC_LISTEN,
+// JWKSVERIFY_LOG_LEVEL), the environment over the file.
+type Overrides struct {
+	Listen, GRPCListen, LogLevel *string
+	// NoServerSecrets skips the introspection clients' secrets: `verify
+	// --config` checks tokens and never serves /introspect.
+	NoServerSecrets bool
+}
+
+// errConfig prefixes every error of Load.
+var errConfig = errors.New("configuration error")
+
+// Load reads the file at path (relative paths in it are resolved against its
+// directory) and returns its plan. env looks up the environment. Every error
+// names the file and the field.
+func Load(path string, ov Overrides, env func(string) (string, bool)) (*Plan, error) {
+	data, err := ReadFile(path, maxConfigBytes)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errConfig, err)
+	}
+	p, err := Parse(data, filepath.Dir(path), ov, env)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", errConfig, path, err)
+	}
+	return p, nil
+}
+
+// Parse returns the plan of a configuration document whose relative paths
+// are relative to dir.
+func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool)) (*Plan, error) {
+	f, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	abs := func(p *string) {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	abs(&f.StateDir)
+	for i := range f.Issuers {
+		abs(&f.Issuers[i].JWKSFile)
+		abs(&f.Issuers[i].SecretFile)
+	}
+	return f.plan(ov, env)
+}
+
+// override sets *v from the environment, then from the flag (nil: not
+// given), and returns field for errors, saying where a value came from.
+func override(v *string, field string, flag *string, flagName, envName string, env func(string) (string, bool)) string {
+	s, ok := env(envName)
+	switch {
+	case flag != nil:
+		s = *flag
+	case !ok:
+		return field
+	}
+	*v = s
+	return field + " (from " + flagName + " or " + envName + ")"
+}
+
+func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error) {
+	p := &Plan{
+		Listen:          cmp.Or(deref(f.Listen), defaultListen),
+		GRPCListen:      deref(f.GRPCListen),
+		ShutdownTimeout: orDuration(f.ShutdownTimeout, defaultShutdownTimeout),
+		ShutdownDelay:   orDuration(f.ShutdownDelay, 0),
+		LogFormat:       cmp.Or(f.Log.Format, "json"),
+	}
+	level := cmp.Or(f.Log.Level, "info")
+	listenField := override(&p.Listen, "listen", ov.Listen, "--listen", "JWKSVERIFY_LISTEN", env)
+	grpcField := override(&p.GRPCListen, "grpc_listen", ov.GRPCListen, "--grpc-listen", "JWKSVERIFY_GRPC_LISTEN", env)
+	levelField := override(&level, "log.level", ov.LogLevel, "--log-level", "JWKSVERIFY_LOG_LEVEL", env)
+
+	if err := checkListen(p.Listen); err != nil {
+		return nil, fmt.Errorf("%s: %w", listenField, err)
+	}
+	if p.GRPCListen != "" {
+		if err := checkListen(p.GRPCListen); err != nil {
+			return nil, fmt.Errorf("%s: %w", grpcField, err)
+		}
+		if _, port, _ := net.SplitHostPort(p.GRPCListen); p.GRPCListen == p.Listen && port != "0" {
+			return nil, fmt.Errorf("%s: %q is also the HTTP listen address", grpcField, p.GRPCListen)
+		}
+	}
+	if err := between("shutdown_timeout", p.ShutdownTimeout, time.Second, 10*time.Minute); err != nil {
+		return nil, err
+	}
+	if err := between("shutdown_delay", p.ShutdownDelay, 0, time.Minute); err != nil {
+		return nil, err
+	}
+	var ok bool
+	if p.LogLevel, ok = logLevels[level]; !ok {
+		return nil, fmt.Errorf("%s: %q is not one of debug, info, warn, error", levelField, level)
+	}
+	if p.LogFormat != "json" && p.LogFormat != "text" {
+		return nil, fmt.Errorf("log.format: %q is not one of json, text", p.LogFormat)
+	}
+
+	if len(f.Issuers) == 0 {
+		return nil, errors.New("issuers: at least one issuer is required")
+	}
+	seen := map[string]int{}
+	var waits []time.Duration
+	for i := range f.Issuers {
+		fi := &f.Issuers[i]
+		path := fmt.Sprintf("issuers[%d]", i)
+		if j, dup := seen[fi.Issuer]; dup && fi.Issuer != "" {
+			return nil, fmt.Errorf("%s.issuer: %q is already configured by issuers[%d]", path, fi.Issuer, j)
+		}
+		seen[fi.Issuer] = i
+		is, err := fi.plan(path, f)
+		if err != nil {
+			return nil, err
+		}
+		p.Issuers = append(p.Issuers, is)
+		waits = append(waits, longestWait(is.JWKS))
+		if len(fi.ClaimsToHeaders) > 0 {
+			if p.Server.ClaimsToHeaders == nil {
+				p.Server.ClaimsToHeaders = map[string]map[string]string{}
+			}
+			p.Server.ClaimsToHeaders[fi.Issuer] = fi.ClaimsToHeaders
+		}
+	}
+	p.HTTP = httpTimeouts(waits)
+
+	maxToken := cmp.Or(deref(f.Limits.MaxTokenBytes), verify.DefaultMaxTokenBytes)
+	ints := []struct {
+		path   string
+		v      *int
+		lo, hi int
+		bounds string // "": range [lo, hi]
+	}{
+		{"token_cache.max_entries", f.TokenCache.MaxEntries, 0, 10_000_000, "range [0, 10000000] (0 turns the cache off)"},
+		{"token_cache.max_bytes", f.TokenCache.MaxBytes, 0, 1 << 40, ""},
+		{"log.rejections_per_second", f.Log.RejectionsPerSecond, 0, 100000, "bounds [0, 100000] (0 = no limit)"},
+		{"limits.max_token_bytes", f.Limits.MaxTokenBytes, 64, 1 << 20, ""},
+		{"limits.max_body_bytes", f.Limits.MaxBodyBytes, maxToken, 64 << 20, fmt.Sprintf("range [max_token_bytes (%d), %d]", maxToken, 64<<20)},
+		{"limits.max_jwks_bytes", f.Limits.MaxJWKSBytes, 1024, 64 << 20, ""},
+		{"limits.max_keys", f.Limits.MaxKeys, 1, 10000, ""},
+		{"batch.max_tokens", f.Batch.MaxTokens, 1, 10000, ""},
+	}
+	for _, b := range ints {
+		if b.v != nil && (*b.v < b.lo || *b.v > b.hi) {
+			return nil, fmt.Errorf("%s: %d is out of %s", b.path, *b.v, cmp.Or(b.bounds, fmt.Sprintf("range [%d, %d]", b.lo, b.hi)))
+		}
+	}
+	p.Verify = verify.Options{
+		MaxTokenBytes: deref(f.Limits.MaxTokenBytes),
+		TokenCache:    verify.TokenCacheOptions{MaxEntries: defaultTokenCache, MaxBytes: int64(deref(f.TokenCache.MaxBytes))},
+	}
+	if f.TokenCache.MaxEntries != nil {
+		p.Verify.TokenCache.MaxEntries = *f.TokenCache.MaxEntries
+	}
+	p.Server.StripAuthorization = f.ForwardAuth.StripAuthorization
+	p.Server.MaxBodyBytes = int64(deref(f.Limits.MaxBodyBytes))
+	p.Server.MaxBatch = deref(f.Batch.MaxTokens)
+	if r := f.Log.RejectionsPerSecond; r != nil {
+		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
+	}
+
+	if f.TokenSources != nil && len(f.TokenSources) == 0 {
+		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
+	}
+	for i, ts := range f.TokenSources {
+		if err := server.CheckTokenSource(server.TokenSource(ts)); err != nil {
+			return nil, fmt.Errorf("token_sources[%d]: %w", i, err)
+		}
+		p.Server.TokenSources = append(p.Server.TokenSources, server.TokenSource(ts))
+	}
+
+	if f.StateDir != "" {
+		// Created (0700) by the fetchers when missing; what exists must be
+		// a directory.
+		st, err := os.Stat(f.StateDir)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+		case err != nil:
+			return nil, fmt.Errorf("state_dir: %w", err)
+		case !st.IsDir():
+			return nil, fmt.Errorf("state_dir: %s is not a directory", f.StateDir)
+		}
+	}
+
+	for i, cl := range f.Introspection.Clients {
+		path := fmt.Sprintf("introspection.clients[%d]", i)
+		if cl.SecretEnv == "" {
+			return nil, fmt.Errorf("%s.secret_env: empty; name the environment variable holding the client's secret", path)
+		}
+		if ov.NoServerSecrets {
+			continue
+		}
+		secret, ok := env(cl.SecretEnv)
+		if !ok || secret == "" {
+			return nil, fmt.Errorf("%s.secret_env: environment variable %s is not set", path, cl.SecretEnv)
+		}
+		if len(secret) < minIntrospectionSecret {
+			return nil, fmt.Errorf("%s.secret_env: the secret in %s is shorter than %d bytes", path, cl.SecretEnv, minIntrospectionSecret)
+		}
+		p.Server.IntrospectionClients = append(p.Server.IntrospectionClients, server.IntrospectionClient{ID: cl.ID, Secret: secret})
+	}
+	return p, nil
+}
+
+// plan builds one issuer; path is its place in the file (issuers[0]).
+func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
+	if strings.TrimSpace(fi.Issuer) == "" {
+		return Issuer{}, fmt.Errorf("%s.issuer: empty; set the exact iss value of the tokens", path)
+	}
+	if fi.Issuer != strings.TrimSpace(fi.Issuer) {
+		return Issuer{}, fmt.Errorf("%s.issuer: %q has leading or trailing spaces (iss is matched exactly)", path, fi.Issuer)
+	}
+	// The key source: one of discovery, jwks_url, jwks_file, secret_file;
+	// secret_file may also come with jwks_file (both local).
+	var sources []string
+	for _, s := range []struct {
+		name string
+		set  bool
+	}{{"discovery", fi.Discovery}, {"jwks_url", fi.JWKSURL != ""}, {"jwks_file", fi.JWKSFile != ""}, {"secret_file", fi.SecretFile != ""}} {
+		if s.set {
+			sources = append(sources, s.name)
+		}
+	}
+	if len(sources) != 1 && (len(sources) != 2 || fi.JWKSFile == "" || fi.SecretFile == "") {
+		got := "none is set"
+		if len(sources) > 0 {
+			got = "got " + strings.Join(sources, " and ")
+		}
+		return Issuer{}, fmt.Errorf("%s: exactly one of discovery, jwks_url, jwks_file, secret_file is required (secret_file may also go with jwks_file); %s", path, got)
+	}
+	if fi.Discovery {
+		if strings.Contains(fi.Issuer, "{tenantid}") {
+			return Issuer{}, fmt.Errorf("%s.discovery: the issuer %q is a template; give its JWKS with jwks_url", path, fi.Issuer)
+		}
+		if err := jwks.CheckURL(fi.Issuer, fi.AllowInsecureHTTP); err != nil {
+			return Issuer{}, fmt.Errorf("%s.issuer: with discovery: %w", path, err)
+		}
+	}
+	if fi.JWKSURL != "" {
+		if err := jwks.CheckURL(fi.JWKSURL, fi.AllowInsecureHTTP); err != nil {
+			return Issuer{}, fmt.Errorf("%s.jwks_url: %w", path, err)
+		}
+	}
+	r := fi.Refresh
+	is := Issuer{
+		JWKS: jwks.Options{
+			Issuer: fi.Issuer, URL: fi.JWKSURL, Discovery: fi.Discovery, File: fi.JWKSFile,
+			FetchTimeout: orDuration(r.FetchTimeout, 0), MinInterval: orDuration(r.MinInterval, 0),
+			MaxInterval: orDuration(r.MaxInterval, 0), DefaultTTL: orDuration(r.DefaultTTL, 0),
+			UnknownKidInterval: orDuration(r.UnknownKidInterval, 0), StaleFor: orDuration(r.StaleFor, 0),
+			MaxBytes: int64(deref(f.Limits.MaxJWKSBytes)), MaxKeys: deref(f.Limits.MaxKeys),
+			StateDir: f.StateDir, InsecureAllowHTTP: fi.AllowInsecureHTTP,
+		},
+		Verify: verify.Issuer{
+			Issuer: fi.Issuer, Type: fi.Type, AllowHMAC: fi.JWKSFile != "" || fi.SecretFile != "",
+		},
+	}
+	var secret []byte
+	if fi.SecretFile != "" {
+		var err error
+		if secret, err = ReadSecret(fi.SecretFile); err != nil {
+			return Issuer{}, fmt.Errorf("%s.secret_file: %w", path, err)
+		}
+		k, err := cache.NewKey(secret, cache.KeyMeta{Kid: fi.SecretKid, Local: true, Use: "sig"})
+		if err != nil {
+			return Issuer{}, fmt.Errorf("%s.secret_file: %w", path, err)
+		}
+		is.JWKS.StaticKeys = []*cache.Key{k}
+	} else if fi.SecretKid != "" {
+		return Issuer{}, fmt.Errorf("%s.secret_kid: set without secret_file", path)
+	}
+
+	for i, a := range fi.Audiences {
+		if a == "" {
+			return Issuer{}, fmt.Errorf("%s.audiences[%d]: empty audience", path, i)
+		}
+	}
+	if len(fi.Audiences) > 0 { // an empty list, like an absent one, means no aud check
+		is.Verify.Audiences = fi.Audiences
+	}
+
+	if fi.Algorithms != nil && len(fi.Algorithms) == 0 {
+		return Issuer{}, fmt.Errorf("%s.algorithms: empty list; remove the key for the default", path)
+	}
+	for i, a := range fi.Algorithms {
+		q := fmt.Sprintf("%s.algorithms[%d]", path, i)
+		if err := verify.CheckAlgorithm(a); err != nil {
+			return Issuer{}, fmt.Errorf("%s: %w", q, err)
+		}
+		if verify.MinHMACBytes(a) > 0 && !is.Verify.AllowHMAC {
+			return Issuer{}, fmt.Errorf("%s: %s needs a local key (secret_file or jwks_file); remote key sets never provide HMAC keys", q, a)
+		}
+		if err := CheckSecretAlgorithm(a, secret); err != nil {
+			return Issuer{}, fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	is.Verify.Algorithms = fi.Algorithms
+	if fi.Algorithms == nil && fi.JWKSFile == "" && secret != nil {
+		is.Verify.Algorithms = SecretAlgorithms(secret)
+	}
+
+	if fi.Leeway != nil {
+		d := time.Duration(*fi.Leeway)
+		if err := between(path+".leeway", d, 0, 10*time.Minute); err != nil {
+			return Issuer{}, err
+		}
+		is.Verify.Leeway = cmp.Or(d, -1) // verify: zero is the default, negative none
+	}
+	if fi.RequiredClaims != nil {
+		is.Verify.RequiredClaims = append([]string{}, *fi.RequiredClaims...) // [] requires nothing
+	}
+	for i, c := range is.Verify.RequiredClaims {
+		if c == "" {
+			return Issuer{}, fmt.Errorf("%s.required_claims[%d]: empty claim name", path, i)
+		}
+	}
+	for claim, h := range fi.ClaimsToHeaders {
+		if claim == "" {
+			return Issuer{}, fmt.Errorf("%s.claims_to_headers: empty claim name", path)
+		}
+		if err := server.CheckClaimHeader(h); err != nil {
+			return Issuer{}, fmt.Errorf("%s.claims_to_headers.%s: %w", path, claim, err)
+		}
+		is.Verify.ExtractClaims = append(is.Verify.ExtractClaims, claim)
+	}
+	slices.Sort(is.Verify.ExtractClaims)
+
+	for _, d := range []struct {
+		name string
+		v    *duration
+	}{
+		{"fetch_timeout", r.FetchTimeout}, {"min_interval", r.MinInterval}, {"max_interval", r.MaxInterval},
+		{"default_ttl", r.DefaultTTL}, {"unknown_kid_interval", r.UnknownKidInterval}, {"stale_for", r.StaleFor},
+	} {
+		if d.v != nil && time.Duration(*d.v) < jwks.MinAnyInterval {
+			return Issuer{}, fmt.Errorf("%s.refresh.%s: %s is below the minimum of %s", path, d.name, time.Duration(*d.v), jwks.MinAnyInterval)
+		}
+	}
+	if d := is.JWKS.FetchTimeout; d > 5*time.Minute {
+		return Issuer{}, fmt.Errorf("%s.refresh.fetch_timeout: %s is above the maximum of 5m", path, d)
+	}
+	return is, nil
+}
+
+// SecretAlgorithms returns the HMAC algorithms a secret is long enough for
+// (verify.MinHMACBytes): the allowlist of an issuer whose only key it is.
+func SecretAlgorithms(secret []byte) []string {
+	var out []string
+	for _, a := range verify.Algorithms() {
+		if min := verify.MinHMACBytes(a); min > 0 && len(secret) >= min {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// CheckSecretAlgorithm reports whether secret (nil: none) is long enough
+// for alg (verify.MinHMACBytes).
+func CheckSecretAlgorithm(alg string, secret []byte) error {
+	if min := verify.MinHMACBytes(alg); secret != nil && len(secret) < min {
+		return fmt.Errorf("%s needs a secret of at least %d bytes (RFC 7518 §3.2); the secret holds %d", alg, min, len(secret))
+	}
+	return nil
+}
+
+// ReadSecret reads an HMAC secret file: its raw bytes, at least the shortest
+// HMAC key (verify.MinHMACBytes of HS256, RFC 7518 §3.2) and at most
+// MaxSecretBytes.
+func ReadSecret(path string) ([]byte, error) {
+	b, err := ReadFile(path, MaxSecretBytes)
+	if min := verify.MinHMACBytes("HS256"); err == nil && len(b) < min {
+		return nil, fmt.Errorf("%s holds %d bytes; an HMAC secret must be at least %d bytes (RFC 7518 §3.2: at least the hash size), refusing it", path, len(b), min)
+	}
+	return b, err
+}
+
+// ReadFile reads the file at path, refusing one larger than limit bytes.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, err
+}
+
+// checkListen accepts host:port with a numeric port (0 = any free port).
+func checkListen(addr string) error {
+	if addr == "" {
+		return errors.New("empty address; want host:port such as 127.0.0.1:8080")
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number in [0, 65535]", addr, port)
+	}
+	if strings.ContainsAny(host, " /") {
+		return fmt.Errorf("%q: bad host %q", addr, host)
+	}
+	return nil
+}
+
+func between(field string, d, lo, hi time.Duration) error {
+	if d < lo || d > hi {
+		return fmt.Errorf("%s: %s is out of range [%s, %s]", field, d, lo, hi)
+	}
+	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func orDuration(d *duration, def time.Duration) time.Duration {
+	if d == nil {
+		return def
+	}
+	return time.Duration(*d)
+}

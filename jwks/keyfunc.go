@@ -223,66 +223,44 @@ func (s storage) KeyReplaceAll(context.Context, []jwkset.JWK) error {
 
 func (s storage) KeyWrite(context.Context, jwkset.JWK) error { return errReadOnly("KeyWrite") }
 
-func (s storage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
+// read runs fn on the jwkset form of the current usable set.
+func read[T any](s storage, fn func(*jwkset.MemoryJWKSet) (T, error)) (T, error) {
 	mem, err := s.k.snapshot()
 	if err != nil {
-		return jwkset.JWK{}, err
+		var zero T
+		return zero, err
 	}
-	return mem.KeyRead(ctx, kid)
+	return fn(mem)
+}
+
+func (s storage) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
+	return read(s, func(m *jwkset.MemoryJWKSet) (jwkset.JWK, error) { return m.KeyRead(ctx, kid) })
 }
 
 func (s storage) KeyReadAll(ctx context.Context) ([]jwkset.JWK, error) {
-	mem, err := s.k.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return mem.KeyReadAll(ctx)
+	return read(s, func(m *jwkset.MemoryJWKSet) ([]jwkset.JWK, error) { return m.KeyReadAll(ctx) })
 }
 
 func (s storage) JSON(ctx context.Context) (json.RawMessage, error) {
-	mem, err := s.k.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return mem.JSON(ctx)
+	return read(s, func(m *jwkset.MemoryJWKSet) (json.RawMessage, error) { return m.JSON(ctx) })
 }
 
 func (s storage) JSONPublic(ctx context.Context) (json.RawMessage, error) {
-	mem, err := s.k.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return mem.JSONPublic(ctx)
+	return read(s, func(m *jwkset.MemoryJWKSet) (json.RawMessage, error) { return m.JSONPublic(ctx) })
 }
 
 func (s storage) JSONPrivate(ctx context.Context) (json.RawMessage, error) {
-	mem, err := s.k.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return mem.JSONPrivate(ctx)
+	return read(s, func(m *jwkset.MemoryJWKSet) (json.RawMessage, error) { return m.JSONPrivate(ctx) })
 }
 
-func (s storage) JSONWithOptions(ctx context.Context, m jwkset.JWKMarshalOptions, v jwkset.JWKValidateOptions) (json.RawMessage, error) {
-	mem, err := s.k.snapshot()
-	if err != nil {
-		return nil, err
-	}
-	return mem.JSONWithOptions(ctx, m, v)
+func (s storage) JSONWithOptions(ctx context.Context, mo jwkset.JWKMarshalOptions, vo jwkset.JWKValidateOptions) (json.RawMessage, error) {
+	return read(s, func(m *jwkset.MemoryJWKSet) (json.RawMessage, error) { return m.JSONWithOptions(ctx, mo, vo) })
 }
 
 func (s storage) Marshal(ctx context.Context) (jwkset.JWKSMarshal, error) {
-	mem, err := s.k.snapshot()
-	if err != nil {
-		return jwkset.JWKSMarshal{}, err
-	}
-	return mem.Marshal(ctx)
+	return read(s, func(m *jwkset.MemoryJWKSet) (jwkset.JWKSMarshal, error) { return m.Marshal(ctx) })
 }
 
-func (s storage) MarshalWithOptions(ctx context.Context, m jwkset.JWKMarshalOptions, v jwkset.JWKValidateOptions) (jwkset.JWKSMarshal, error) {
-	mem, err := s.k.snapshot()
-	if err != nil {
-		return jwkset.JWKSMarshal{}, err
-	}
-	return mem.MarshalWithOptions(ctx, m, v)
+func (s storage) MarshalWithOptions(ctx context.Context, mo jwkset.JWKMarshalOptions, vo jwkset.JWKValidateOptions) (jwkset.JWKSMarshal, error) {
+	return read(s, func(m *jwkset.MemoryJWKSet) (jwkset.JWKSMarshal, error) { return m.MarshalWithOptions(ctx, mo, vo) })
 }

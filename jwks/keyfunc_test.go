@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -437,6 +438,14 @@ func TestKeyfuncLocalKeysAndStorage(t *testing.T) {
 		"json":         func(c context.Context) (any, error) { return st.JSON(c) },
 		"json-public":  func(c context.Context) (any, error) { return st.JSONPublic(c) },
 		"json-private": func(c context.Context) (any, error) { return st.JSONPrivate(c) },
+		"json-with-private-options": func(c context.Context) (any, error) {
+			return st.JSONWithOptions(c, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{})
+		},
+		"marshal-with-private-options": func(c context.Context) (any, error) {
+			m, err := st.MarshalWithOptions(c, jwkset.JWKMarshalOptions{Private: true}, jwkset.JWKValidateOptions{})
+			b, _ := json.Marshal(m)
+			return b, err
+		},
 	} {
 		t.Run(name+"-never-shows-the-secret", func(t *testing.T) {
 			out, err := read(ctx)

@@ -35,6 +35,11 @@ var (
 	// fetcher has only StaticKeys and no source to refresh. It is returned
 	// at once, never waited for.
 	ErrSuppressed = errors.New("jwks: refresh suppressed")
+	// ErrRefreshPending reports an unknown-kid refresh that did not complete
+	// within UnknownKidWait of its start: the caller stopped waiting (or,
+	// arriving later, did not wait at all). The refresh goes on in the
+	// background and publishes what it finds.
+	ErrRefreshPending = errors.New("jwks: key refresh still in progress")
 	// ErrClosed reports a call on a closed [Fetcher].
 	ErrClosed = errors.New("jwks: fetcher closed")
 )

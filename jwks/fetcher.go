@@ -61,9 +61,13 @@ type Fetcher struct {
 
 // flight is one fetch in progress, shared by every caller that joins it.
 type flight struct {
-	key  string
-	fn   func() (any, error)
-	kids map[string]struct{} // unknown kids asked for during the flight
+	key   string
+	fn    func() (any, error)
+	start time.Time           // when it started: unknown-kid waits count from it
+	kids  map[string]struct{} // unknown kids asked for during the flight; f.mu
+	// budget reports that the flight holds the unknown-kid budget: an unknown
+	// kid started it, or joined it while the budget was free. f.mu.
+	budget bool
 }
 
 // New validates opts, loads the persisted set if StateDir holds one, and
@@ -203,16 +207,30 @@ func (f *Fetcher) Ready(ctx context.Context) error {
 // RefreshUnknownKid implements verify.Refresher: it refreshes the key set
 // because a token named kid, which the current set does not hold.
 //
-// It never waits for a budget. Under the fetcher's lock it either joins the
-// flight in progress, or returns [ErrSuppressed] at once (the kid was proven
-// absent within UnknownKidInterval, or an unknown-kid refresh already started
-// within UnknownKidInterval), or reserves the budget and starts a flight. The
-// flight runs under the fetcher's lifetime, not ctx: the caller waits for it
-// only as long as ctx allows. It returns nil when a refresh completed (the
-// caller reloads the set; the kid may still be absent) or when the current
-// set already holds kid, and the fetch error when the refresh failed. After
-// a successful flight, the kids asked for during it that are still absent are
-// remembered as missing for UnknownKidInterval.
+// It never waits for a budget, and it waits for a refresh at most
+// UnknownKidWait counted from the moment that refresh started. Under the
+// fetcher's lock it does one of these:
+//   - returns [ErrSuppressed] at once when the kid was proven absent within
+//     UnknownKidInterval, or when the unknown-kid budget (one refresh per
+//     UnknownKidInterval) is spent and the flight in progress, if any, is
+//     not the one that spent it;
+//   - joins the flight in progress (the budget is spent by that flight's
+//     start, if it was not already);
+//   - reserves the budget and starts a flight.
+//
+// A caller that joins waits only for what remains of UnknownKidWait since
+// the flight started; one that arrives after that does not wait at all. In
+// both cases, once the wait is over it gets [ErrRefreshPending]. The flight
+// runs under the fetcher's lifetime, not ctx, bounded by FetchTimeout: it
+// goes on in the background and publishes what it finds. The caller also
+// stops waiting when ctx is done. It returns nil when a refresh completed
+// (the caller reloads the set; the kid may still be absent) or when the
+// current set already holds kid, and the fetch error when the refresh
+// failed. After a successful flight, the kids asked for during it that are
+// still absent are remembered as missing for UnknownKidInterval.
+//
+// The wait is measured with Now and waited on a real timer (NewTimer
+// schedules refreshes only); under testing/synctest both are the bubble's.
 func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 	if _, ok := f.keys.Load().Lookup(kid); ok {
 		return nil // a refresh since the caller looked already brought it
@@ -228,14 +246,24 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 	}
 	now := f.opts.Now()
 	fl := f.cur
+	spent := !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval
 	switch {
-	case fl != nil:
-		// Join: the fetch in progress is as fresh as a new one would be.
 	case f.keys.RecentlyMissing(kid, now):
 		f.mu.Unlock()
 		f.stats.SuppressedRefreshes.Add(1)
 		return fmt.Errorf("%w: kid was absent from a refresh moments ago", ErrSuppressed)
-	case !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval:
+	case fl != nil && fl.budget:
+		// Join: the fetch in progress is the one this interval's budget paid for.
+	case fl != nil && !spent:
+		// Join: the fetch in progress (periodic, a retry) is as fresh as a
+		// new one would be. It spends the budget from its start, so that when
+		// it fails (a hung IdP) the next unknown kid does not start another
+		// one at once.
+		fl.budget, f.lastUnknown = true, fl.start
+	case spent:
+		// A flight started by others after the budget was spent (a retry of
+		// a hung fetch) is not waited for either: a suppressed request never
+		// waits.
 		f.mu.Unlock()
 		f.stats.SuppressedRefreshes.Add(1)
 		return fmt.Errorf("%w: one unknown-kid refresh per %v", ErrSuppressed, f.opts.UnknownKidInterval)
@@ -243,15 +271,26 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 		f.lastUnknown = now
 		f.stats.UnknownKidRefreshes.Add(1)
 		fl = f.startLocked()
+		fl.budget = true
 	}
 	if len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {
 		fl.kids[kid] = struct{}{}
 	}
+	wait := fl.start.Add(f.opts.UnknownKidWait).Sub(now)
+	if wait <= 0 {
+		f.mu.Unlock()
+		return fmt.Errorf("%w: in progress for %v, longer than the %v wait", ErrRefreshPending,
+			now.Sub(fl.start).Round(time.Millisecond), f.opts.UnknownKidWait)
+	}
 	ch := f.sf.DoChan(fl.key, fl.fn)
 	f.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	select {
 	case r := <-ch:
 		return r.Err
+	case <-t.C:
+		return fmt.Errorf("%w: not done within the %v wait", ErrRefreshPending, f.opts.UnknownKidWait)
 	case <-ctx.Done():
 		return fmt.Errorf("jwks: waiting for the key refresh: %w", context.Cause(ctx))
 	}
@@ -261,7 +300,7 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 // f.sf.DoChan(fl.key, fl.fn) before releasing f.mu.
 func (f *Fetcher) startLocked() *flight {
 	f.seq++
-	fl := &flight{key: strconv.FormatUint(f.seq, 10), kids: make(map[string]struct{})}
+	fl := &flight{key: strconv.FormatUint(f.seq, 10), start: f.opts.Now(), kids: make(map[string]struct{})}
 	f.flights.Add(1)
 	fl.fn = func() (any, error) {
 		defer f.flights.Done()

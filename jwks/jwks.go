@@ -28,6 +28,7 @@ const (
 	DefaultMaxInterval        = 24 * time.Hour
 	DefaultTTL                = 15 * time.Minute
 	DefaultUnknownKidInterval = 30 * time.Second
+	DefaultUnknownKidWait     = 500 * time.Millisecond
 	DefaultStaleFor           = 24 * time.Hour
 	DefaultMaxBytes           = 1 << 20
 	DefaultMaxKeys            = 100
@@ -93,6 +94,14 @@ type Options struct {
 	// UnknownKidInterval is the least time between two refreshes triggered by
 	// unknown kids. Zero means 30s.
 	UnknownKidInterval time.Duration
+	// UnknownKidWait is the longest a request waits for an unknown-kid
+	// refresh, counted from the moment that refresh started: a request that
+	// joins it waits only the remainder, one arriving later does not wait,
+	// and past the wait [Fetcher.RefreshUnknownKid] returns
+	// [ErrRefreshPending] while the refresh goes on in the background. Zero
+	// means 500ms, or FetchTimeout when that is shorter; more than
+	// FetchTimeout is refused.
+	UnknownKidWait time.Duration
 	// StaleFor is how long the last good set keeps serving after the last
 	// successful fetch. Zero means 24h.
 	StaleFor time.Duration
@@ -198,6 +207,14 @@ func (o Options) withDefaults() (Options, error) {
 		case *d.p < d.floor:
 			return invalid("%s %v is below %v", d.name, *d.p, d.floor)
 		}
+	}
+	switch {
+	case o.UnknownKidWait < 0:
+		return invalid("negative UnknownKidWait %v", o.UnknownKidWait)
+	case o.UnknownKidWait == 0:
+		o.UnknownKidWait = min(DefaultUnknownKidWait, o.FetchTimeout)
+	case o.UnknownKidWait > o.FetchTimeout:
+		return invalid("UnknownKidWait %v exceeds FetchTimeout %v", o.UnknownKidWait, o.FetchTimeout)
 	}
 	if o.MinInterval > o.MaxInterval {
 		return invalid("MinInterval %v exceeds MaxInterval %v", o.MinInterval, o.MaxInterval)

@@ -36,6 +36,8 @@ func TestBadConfig(t *testing.T) {
 		{name: "secret-missing", yaml: "issuers: [{issuer: a, secret_file: " + dir + "/nope}]", wantField: "issuers[0].secret_file: open"},
 		{name: "interval-below-1s", yaml: disc + "    refresh: {unknown_kid_interval: 500ms}\n", wantField: "issuers[0].refresh.unknown_kid_interval: 500ms is below the minimum of 1s"},
 		{name: "min-above-max", yaml: disc + "    refresh: {min_interval: 2h, max_interval: 1h}\n", wantField: "issuers[0] (https://idp.example.com/): jwks: invalid options: MinInterval 2h0m0s exceeds MaxInterval 1h0m0s"},
+		{name: "unknown-kid-wait-above-fetch-timeout", yaml: disc + "    refresh: {unknown_kid_wait: 3s, fetch_timeout: 2s}\n", wantField: "issuers[0] (https://idp.example.com/): jwks: invalid options: UnknownKidWait 3s exceeds FetchTimeout 2s"},
+		{name: "unknown-kid-wait-negative", yaml: disc + "    refresh: {unknown_kid_wait: -1s}\n", wantField: "issuers[0] (https://idp.example.com/): jwks: invalid options: negative UnknownKidWait -1s"},
 		{name: "not-a-duration", yaml: disc + "    leeway: 30\n", wantField: `issuers[0].leeway: line 4: invalid duration "30"`},
 		{name: "shutdown-delay-too-long", yaml: "shutdown_delay: 61s\n" + disc, wantField: "shutdown_delay: 1m1s is out of range [0s, 1m0s]"},
 		{name: "shutdown-delay-negative", yaml: "shutdown_delay: -1s\n" + disc, wantField: "shutdown_delay: -1s is out of range [0s, 1m0s]"},

@@ -52,6 +52,7 @@ type fileRefresh struct {
 	MaxInterval        *duration `yaml:"max_interval"`
 	DefaultTTL         *duration `yaml:"default_ttl"`
 	UnknownKidInterval *duration `yaml:"unknown_kid_interval"`
+	UnknownKidWait     *duration `yaml:"unknown_kid_wait"`
 	StaleFor           *duration `yaml:"stale_for"`
 	FetchTimeout       *duration `yaml:"fetch_timeout"`
 }

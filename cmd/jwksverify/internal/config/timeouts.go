@@ -57,16 +57,11 @@ func httpTimeouts(waits []time.Duration) Timeouts {
 }
 
 // longestWait is how long a request may wait for an unknown-kid refresh of
-// the issuer o configures: a local source answers at once; a remote one
-// holds the request for the refresh's fetches (discovery, then the JWKS),
-// each bounded by FetchTimeout.
+// the issuer o configures: a local source answers at once, a remote one
+// holds a request at most UnknownKidWait (jwks.Options).
 func longestWait(o jwks.Options) time.Duration {
-	fetch := cmp.Or(o.FetchTimeout, jwks.DefaultFetchTimeout)
-	switch {
-	case o.Discovery:
-		return 2 * fetch
-	case o.URL != "":
-		return fetch
+	if o.URL == "" && !o.Discovery {
+		return 0
 	}
-	return 0
+	return cmp.Or(o.UnknownKidWait, min(jwks.DefaultUnknownKidWait, cmp.Or(o.FetchTimeout, jwks.DefaultFetchTimeout)))
 }

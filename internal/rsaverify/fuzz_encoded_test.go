@@ -117,7 +117,7 @@ func FuzzVerifyEncoded(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ki, scheme, signHash, verifyHash uint8, msg, salt, ops []byte) {
 		k := keys[int(ki)%len(keys)]
 		in := encodedInput{pss: scheme%2 == 1, hs: hashes[int(signHash)%len(hashes)], hv: hashes[int(verifyHash)%len(hashes)], msg: msg, salt: salt, ops: ops}
-		ours, theirs, detail := in.verify(k)
+		detail, ours, theirs := in.verify(k)
 		if ours != nil && !errors.Is(ours, rsaverify.ErrVerification) {
 			t.Fatalf("Verify() = %v, want nil or ErrVerification", ours)
 		}
@@ -137,9 +137,9 @@ type encodedInput struct {
 	msg, salt, ops []byte
 }
 
-// verify builds in's signature under k and returns both verifiers'
-// verdicts, and a description for a failure.
-func (in *encodedInput) verify(k encodedKey) (ours, theirs error, detail string) {
+// verify builds in's signature under k and returns a description for a
+// failure and both verifiers' verdicts.
+func (in *encodedInput) verify(k encodedKey) (detail string, ours, theirs error) {
 	if len(in.ops) > 4*maxOps {
 		in.ops = in.ops[:4*maxOps]
 	}
@@ -192,7 +192,7 @@ func (in *encodedInput) verify(k encodedKey) (ours, theirs error, detail string)
 	}
 	detail = fmt.Sprintf("%d-bit e=%d %s signed %v verified %v, ops %x (em %x, sig %x)",
 		k.priv.N.BitLen(), k.priv.E, sc.name, in.hs, in.hv, in.ops, em, sig)
-	return sc.ours(k.pub, in.hv, vd, sig), sc.stdlib(&k.priv.PublicKey, in.hv, vd, sig), detail
+	return detail, sc.ours(k.pub, in.hv, vd, sig), sc.stdlib(&k.priv.PublicKey, in.hv, vd, sig)
 }
 
 // encodedMutation is a mutation list that must make the signature invalid.
@@ -242,11 +242,11 @@ func TestEncodedMutations(t *testing.T) {
 			t.Run(fmt.Sprintf("key-%d/%s", ki, c.name), func(t *testing.T) {
 				salt := []byte{1, 2, 3, 4, 5, 6, 7}
 				in := encodedInput{pss: c.scheme == 1, hs: crypto.SHA256, hv: crypto.SHA256, msg: []byte("m"), salt: salt}
-				if ours, theirs, detail := in.verify(k); ours != nil || theirs != nil {
+				if detail, ours, theirs := in.verify(k); ours != nil || theirs != nil {
 					t.Fatalf("%s unmutated: rsaverify = %v, crypto/rsa = %v, want both nil", detail, ours, theirs)
 				}
 				in.ops = c.ops
-				ours, theirs, detail := in.verify(k)
+				detail, ours, theirs := in.verify(k)
 				if ours == nil || theirs == nil {
 					t.Fatalf("%s: rsaverify = %v, crypto/rsa = %v, want both to refuse", detail, ours, theirs)
 				}

@@ -56,12 +56,13 @@ func httpTimeouts(waits []time.Duration) Timeouts {
 	}
 }
 
-// longestWait is how long a request may wait for an unknown-kid refresh of
-// the issuer o configures: a local source answers at once, a remote one
-// holds a request at most UnknownKidWait (jwks.Options).
+// longestWait bounds how long a request may wait for an unknown-kid
+// refresh of the issuer o configures: a local source answers at once, a
+// remote one holds a request at most UnknownKidWait (zero: at most
+// jwks.DefaultUnknownKidWait).
 func longestWait(o jwks.Options) time.Duration {
 	if o.URL == "" && !o.Discovery {
 		return 0
 	}
-	return cmp.Or(o.UnknownKidWait, min(jwks.DefaultUnknownKidWait, cmp.Or(o.FetchTimeout, jwks.DefaultFetchTimeout)))
+	return cmp.Or(o.UnknownKidWait, jwks.DefaultUnknownKidWait)
 }

@@ -26,8 +26,8 @@ func TestBadConfig(t *testing.T) {
 		{name: "no-key-source", yaml: "issuers: [{issuer: a}]", wantField: "issuers[0]: exactly one of discovery, jwks_url, jwks_file, secret_file"},
 		{name: "two-key-sources", yaml: disc + "    jwks_url: https://idp.example.com/keys\n", wantField: "issuers[0]: exactly one of discovery, jwks_url, jwks_file, secret_file is required (secret_file may also go with jwks_file); got discovery and jwks_url"},
 		{name: "empty-issuer", yaml: "issuers: [{issuer: '', jwks_file: x.json}]", wantField: "issuers[0].issuer: empty"},
-		{name: "duplicate-issuer", yaml: "issuers: [{issuer: a, jwks_file: x.json}, {issuer: a, jwks_file: y.json}]", wantField: `issuers[1].issuer: "a" is already configured by issuers[0]`},
-		{name: "empty-audience", yaml: disc + "  - issuer: b\n    jwks_file: x.json\n    audiences: [api, '']\n", wantField: "issuers[1].audiences[1]: empty audience"},
+		{name: "duplicate-issuer", yaml: "issuers: [{issuer: a, jwks_file: x.json}, {issuer: a, jwks_file: y.json}]", wantField: `verify: issuer "a" configured twice`},
+		{name: "empty-audience", yaml: disc + "  - issuer: b\n    jwks_file: x.json\n    audiences: [api, '']\n", wantField: `verify: issuer "b": empty audience`},
 		{name: "alg-none", yaml: disc + "    algorithms: [RS256, none]\n", wantField: `issuers[0].algorithms[1]: "none" is never accepted`},
 		{name: "alg-unknown", yaml: disc + "    algorithms: [RS1024]\n", wantField: `issuers[0].algorithms[0]: unknown algorithm "RS1024"`},
 		{name: "hmac-from-remote", yaml: disc + "    algorithms: [HS256]\n", wantField: "issuers[0].algorithms[0]: HS256 needs a local key"},
@@ -59,7 +59,7 @@ func TestBadConfig(t *testing.T) {
 		{name: "token-source-bad-header", yaml: disc + "token_sources: [{header: 'X Token'}]\n", wantField: `token_sources[0]: header: "X Token" is not a valid HTTP header name`},
 		{name: "claim-header-reserved", yaml: disc + "    claims_to_headers: {sub: Content-Length}\n", wantField: "issuers[0].claims_to_headers.sub: \"Content-Length\" is a header"},
 		{name: "limits-out-of-range", yaml: disc + "limits: {max_keys: 0}\n", wantField: "limits.max_keys: 0 is out of range"},
-		{name: "state-dir-is-a-file", yaml: disc + "state_dir: " + good + "\n", wantField: "state_dir: " + good + " is not a directory"},
+		{name: "state-dir-is-a-file", yaml: disc + "state_dir: " + good + "\n", wantField: "issuers[0] (https://idp.example.com/): jwks: invalid options: state_dir: mkdir " + good + ": not a directory"},
 		{name: "two-documents", yaml: disc + "---\nlisten: 127.0.0.1:0\n", wantField: "more than one YAML document"},
 	}
 	for _, tt := range tests {

@@ -95,6 +95,7 @@ func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) 
 		}
 	}()
 	vo := plan.Verify
+	vo.Logger = logger
 	for i, is := range plan.Issuers {
 		is.JWKS.Logger = logger
 		f, err := jwks.New(is.JWKS)
@@ -160,7 +161,7 @@ func listen(addr, what, flagName string) (net.Listener, error) {
 }
 
 // runService wires plan, serves until ctx is done, drains and shuts down.
-// onReady, if set, runs once the service answers /readyz with 200.
+// onReady, if set, runs once every issuer has its first keys.
 func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Logger, onReady func(ctx context.Context, base string) error) int {
 	svc, err := newService(plan, logger)
 	if err != nil {
@@ -220,15 +221,13 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 		})
 	}
 	if onReady != nil {
-		base := "http://" + dialable(ln.Addr().String())
 		g.Go(func() error {
-			if err := waitReady(gctx, base); err != nil {
-				if gctx.Err() != nil {
+			for _, f := range svc.fetchers { // the listener is open: ready with the keys
+				if err := f.Ready(gctx); err != nil {
 					return nil // stopping: not a failure of its own
 				}
-				return err
 			}
-			return onReady(gctx, base)
+			return onReady(gctx, "http://"+dialable(ln.Addr().String()))
 		})
 	}
 	var drainErr error
@@ -326,28 +325,4 @@ func dialable(addr string) string {
 		host = "::1"
 	}
 	return net.JoinHostPort(host, port)
-}
-
-// waitReady polls base/readyz until it answers 200 or ctx is done.
-func waitReady(ctx context.Context, base string) error {
-	client := &http.Client{Timeout: 2 * time.Second}
-	delay := 20 * time.Millisecond
-	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
-		if err != nil {
-			return err
-		}
-		if resp, err := client.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 500*time.Millisecond)
-	}
 }

@@ -121,6 +121,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		return exitUsage, err
 	}
 
+	kid, iss := peek(token)
 	var issuers []config.Issuer
 	if plan != nil {
 		for _, is := range plan.Issuers {
@@ -132,7 +133,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 			return exitUsage, fmt.Errorf("--issuer %q is not configured in %s", f.issuer, f.config)
 		}
 	} else {
-		is, err := flagIssuer(f, peekKid(token))
+		is, err := flagIssuer(f, kid)
 		if err != nil {
 			return exitUsage, err
 		}
@@ -150,7 +151,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 			v.Leeway = leeway
 		}
 	}
-	if vo.Issuers, err = readKeys(ctx, issuers, peekIssuer(token), logger); err != nil {
+	if vo.Issuers, err = readKeys(ctx, issuers, iss, logger); err != nil {
 		return exitUsage, err
 	}
 	vo.Now = now
@@ -314,37 +315,26 @@ func readPEMKey(path, kid string) (*cache.Key, error) {
 	return cache.NewKey(pub, cache.KeyMeta{Kid: kid, Local: true})
 }
 
-// peekKid returns the kid of token's header, without verifying anything:
-// it only names the one key given by --pem or --secret-file after the
-// token's kid, so that the verifier selects it. "" when there is none.
-func peekKid(token string) string {
+// peek returns the kid of token's header and the iss of its claims,
+// without verifying anything: the kid names the one key of --pem or
+// --secret-file after the token's, so that the verifier selects it; the iss
+// chooses which configured issuers' keys are read. "" when absent.
+func peek(token string) (kid, iss string) {
 	var h struct {
 		Kid string `json:"kid"`
 	}
-	peekSegment(token, 0, &h)
-	return h.Kid
-}
-
-// peekIssuer returns the iss claim of token, without verifying anything:
-// it only chooses which configured issuers' keys the CLI reads.
-func peekIssuer(token string) string {
 	var c struct {
 		Iss string `json:"iss"`
 	}
-	peekSegment(token, 1, &c)
-	return c.Iss
-}
-
-// peekSegment decodes the JSON of segment i of token into v, leaving v
-// untouched when it cannot.
-func peekSegment(token string, i int, v any) {
 	segs := strings.SplitN(token, ".", 3)
-	if len(segs) < 2 || len(segs[i]) > 2*verify.DefaultMaxTokenBytes {
-		return
+	for i, v := range []any{&h, &c} {
+		if i < len(segs) && len(segs[i]) <= 2*verify.DefaultMaxTokenBytes {
+			if b, err := base64.RawURLEncoding.DecodeString(segs[i]); err == nil {
+				_ = json.Unmarshal(b, v)
+			}
+		}
 	}
-	if b, err := base64.RawURLEncoding.DecodeString(segs[i]); err == nil {
-		_ = json.Unmarshal(b, v)
-	}
+	return h.Kid, c.Iss
 }
 
 func isURL(s string) bool {

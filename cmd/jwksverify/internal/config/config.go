@@ -1,18 +1,10 @@
 // Package config turns jwksverify's YAML configuration file into a [Plan]:
-// the options each library takes (jwks.Options and verify.Issuer per issuer,
-// verify.Options, server.Options), the listen addresses and the timeouts.
-// Every command that reads the file (serve, serve --demo, verify --config)
-// uses it.
-//
-// The file is decoded strictly (unknown keys refused, with their path and
-// line). A key that is absent leaves its field zero, so that the library
-// that owns the value applies its own default; the rules a library owns are
-// applied by the functions it exports (verify.CheckAlgorithm,
-// verify.MinHMACBytes, jwks.CheckURL, server.CheckClaimHeader,
-// server.CheckTokenSource), and this package only adds the YAML path to
-// their errors. What the libraries check only in New (jwks intervals
-// against each other, claim headers against each other) is refused when a
-// command builds them.
+// the options each library takes, the listen addresses and the timeouts,
+// for every command that reads the file (serve, serve --demo, verify
+// --config). An absent key leaves its field zero, for the library's own
+// default; a library's rule is applied by the function it exports
+// (verify.CheckAlgorithm, jwks.CheckURL, server.CheckClaimHeader, ...) or
+// by its New, and this package only adds the YAML path to the error.
 package config
 
 import (
@@ -20,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -64,8 +55,8 @@ type Plan struct {
 	HTTP Timeouts
 	// Issuers are the configured issuers, in file order.
 	Issuers []Issuer
-	// Verify configures the verifier. Issuers is nil: a command adds each
-	// Issuer's Verify once its keys exist.
+	// Verify configures the verifier. Issuers and Logger are nil: a command
+	// adds each Issuer's Verify once its keys exist, and its logger.
 	Verify verify.Options
 	// Server configures the server. Verifier, Logger and Version are nil
 	// or empty: a command sets them.
@@ -192,16 +183,10 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if len(f.Issuers) == 0 {
 		return nil, errors.New("issuers: at least one issuer is required")
 	}
-	seen := map[string]int{}
 	var waits []time.Duration
 	for i := range f.Issuers {
 		fi := &f.Issuers[i]
-		path := fmt.Sprintf("issuers[%d]", i)
-		if j, dup := seen[fi.Issuer]; dup && fi.Issuer != "" {
-			return nil, fmt.Errorf("%s.issuer: %q is already configured by issuers[%d]", path, fi.Issuer, j)
-		}
-		seen[fi.Issuer] = i
-		is, err := fi.plan(path, f)
+		is, err := fi.plan(fmt.Sprintf("issuers[%d]", i), f)
 		if err != nil {
 			return nil, err
 		}
@@ -238,8 +223,17 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		}
 	}
 	p.Verify = verify.Options{
-		MaxTokenBytes: deref(f.Limits.MaxTokenBytes),
-		TokenCache:    verify.TokenCacheOptions{MaxEntries: defaultTokenCache, MaxBytes: int64(deref(f.TokenCache.MaxBytes))},
+		StandardCrypto: f.Crypto.StandardLibrary,
+		CrossCheckRate: f.Crypto.CrossCheckRate, // verify refuses what is out of its bounds
+		MaxTokenBytes:  deref(f.Limits.MaxTokenBytes),
+		TokenCache:     verify.TokenCacheOptions{MaxEntries: defaultTokenCache, MaxBytes: int64(deref(f.TokenCache.MaxBytes))},
+	}
+	if v, ok := env("JWKSVERIFY_STANDARD_CRYPTO"); ok {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("crypto.standard_library (from JWKSVERIFY_STANDARD_CRYPTO): %q is not a boolean such as 1 or 0", v)
+		}
+		p.Verify.StandardCrypto = p.Verify.StandardCrypto || on
 	}
 	if f.TokenCache.MaxEntries != nil {
 		p.Verify.TokenCache.MaxEntries = *f.TokenCache.MaxEntries
@@ -259,19 +253,6 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 			return nil, fmt.Errorf("token_sources[%d]: %w", i, err)
 		}
 		p.Server.TokenSources = append(p.Server.TokenSources, server.TokenSource(ts))
-	}
-
-	if f.StateDir != "" {
-		// Created (0700) by the fetchers when missing; what exists must be
-		// a directory.
-		st, err := os.Stat(f.StateDir)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-		case err != nil:
-			return nil, fmt.Errorf("state_dir: %w", err)
-		case !st.IsDir():
-			return nil, fmt.Errorf("state_dir: %s is not a directory", f.StateDir)
-		}
 	}
 
 	for i, cl := range f.Introspection.Clients {
@@ -363,11 +344,6 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 		return Issuer{}, fmt.Errorf("%s.secret_kid: set without secret_file", path)
 	}
 
-	for i, a := range fi.Audiences {
-		if a == "" {
-			return Issuer{}, fmt.Errorf("%s.audiences[%d]: empty audience", path, i)
-		}
-	}
 	if len(fi.Audiences) > 0 { // an empty list, like an absent one, means no aud check
 		is.Verify.Audiences = fi.Audiences
 	}
@@ -402,15 +378,7 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 	if fi.RequiredClaims != nil {
 		is.Verify.RequiredClaims = append([]string{}, *fi.RequiredClaims...) // [] requires nothing
 	}
-	for i, c := range is.Verify.RequiredClaims {
-		if c == "" {
-			return Issuer{}, fmt.Errorf("%s.required_claims[%d]: empty claim name", path, i)
-		}
-	}
 	for claim, h := range fi.ClaimsToHeaders {
-		if claim == "" {
-			return Issuer{}, fmt.Errorf("%s.claims_to_headers: empty claim name", path)
-		}
 		if err := server.CheckClaimHeader(h); err != nil {
 			return Issuer{}, fmt.Errorf("%s.claims_to_headers.%s: %w", path, claim, err)
 		}

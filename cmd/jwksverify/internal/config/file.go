@@ -28,6 +28,7 @@ type file struct {
 	Introspection   fileIntrospection `yaml:"introspection"`
 	Limits          fileLimits        `yaml:"limits"`
 	Batch           fileBatch         `yaml:"batch"`
+	Crypto          fileCrypto        `yaml:"crypto"`
 }
 
 type fileIssuer struct {
@@ -97,6 +98,11 @@ type fileLimits struct {
 
 type fileBatch struct {
 	MaxTokens *int `yaml:"max_tokens"`
+}
+
+type fileCrypto struct {
+	StandardLibrary bool    `yaml:"standard_library"`
+	CrossCheckRate  float64 `yaml:"cross_check_rate"`
 }
 
 // duration is a Go duration string in the file ("30s", "1h30m").
@@ -169,6 +175,7 @@ func decode(data []byte) (*file, error) {
 // The messages of yaml.TypeError that decode turns into path messages.
 var (
 	unknownField = regexp.MustCompile("^line ([0-9]+): field (.*) not found in type ")
+	repeatedKey  = regexp.MustCompile(`^line ([0-9]+): mapping key "(.*)" already defined at line ([0-9]+)$`)
 	wrongType    = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.*)$")
 )
 
@@ -177,6 +184,10 @@ func typeError(doc *yaml.Node, msg string) error {
 	if m := unknownField.FindStringSubmatch(msg); m != nil {
 		p, _ := locate(doc, "", func(k, _ *yaml.Node) bool { return k != nil && fmt.Sprint(k.Line) == m[1] && k.Value == m[2] })
 		return fmt.Errorf("%s: line %s: unknown key %q", orTop(p), m[1], m[2])
+	}
+	if m := repeatedKey.FindStringSubmatch(msg); m != nil {
+		p, _ := locate(doc, "", func(k, _ *yaml.Node) bool { return k != nil && fmt.Sprint(k.Line) == m[1] && k.Value == m[2] })
+		return fmt.Errorf("%s: line %s: key %q repeated (first at line %s)", orTop(p), m[1], m[2], m[3])
 	}
 	if m := wrongType.FindStringSubmatch(msg); m != nil {
 		value := strings.TrimSuffix(m[3], "...") // yaml cuts long values to 7 bytes

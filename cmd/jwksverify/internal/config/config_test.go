@@ -1,0 +1,461 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// noEnv is an empty environment.
+func noEnv(string) (string, bool) { return "", false }
+
+const disc = "issuers:\n  - issuer: https://idp.example.com/\n    discovery: true\n"
+
+func parse(t *testing.T, doc string) (*Plan, error) {
+	t.Helper()
+	return Parse([]byte(doc), t.TempDir(), Overrides{}, noEnv)
+}
+
+func mustParse(t *testing.T, doc string) *Plan {
+	t.Helper()
+	p, err := parse(t, doc)
+	if err != nil {
+		t.Fatalf("Parse() = %v", err)
+	}
+	return p
+}
+
+// TestPlanLeavesDefaultsToTheLibraries: an absent key leaves its option
+// zero, so that the library that owns it applies its default; only the
+// command's own defaults are filled in.
+func TestPlanLeavesDefaultsToTheLibraries(t *testing.T) {
+	p := mustParse(t, disc)
+	is := p.Issuers[0]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"listen", p.Listen, "127.0.0.1:8080"},
+		{"grpc_listen", p.GRPCListen, ""},
+		{"shutdown_timeout", p.ShutdownTimeout, 15 * time.Second},
+		{"shutdown_delay", p.ShutdownDelay, time.Duration(0)},
+		{"token_cache.max_entries", p.Verify.TokenCache.MaxEntries, 100000},
+		{"log.format", p.LogFormat, "json"},
+		{"log.level", p.LogLevel.String(), "INFO"},
+		{"jwks", is.JWKS, jwks.Options{Issuer: "https://idp.example.com/", Discovery: true}},
+		{"verify.Issuer", is.Verify, verify.Issuer{Issuer: "https://idp.example.com/"}},
+		{"verify.Options", p.Verify, verify.Options{TokenCache: verify.TokenCacheOptions{MaxEntries: 100000}}},
+		{"server.Options", p.Server, server.Options{}},
+	}
+	for _, c := range checks {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("%s = %+v, want %+v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// TestDocsDefaultsAreTheLibraries reads the default column of CONFIG.md for
+// every key whose default a library owns, and compares it with the
+// library's constant: a second copy of a default cannot drift unnoticed.
+func TestDocsDefaultsAreTheLibraries(t *testing.T) {
+	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := func(d time.Duration) string {
+		s := d.String()
+		s = regexp.MustCompile(`([hm])0s$`).ReplaceAllString(s, "$1")
+		return regexp.MustCompile(`h0m$`).ReplaceAllString(s, "h")
+	}
+	want := map[string]string{
+		"issuers[].refresh.min_interval":         short(jwks.DefaultMinInterval),
+		"issuers[].refresh.max_interval":         short(jwks.DefaultMaxInterval),
+		"issuers[].refresh.default_ttl":          short(jwks.DefaultTTL),
+		"issuers[].refresh.unknown_kid_interval": short(jwks.DefaultUnknownKidInterval),
+		"issuers[].refresh.unknown_kid_wait":     short(jwks.DefaultUnknownKidWait),
+		"issuers[].refresh.stale_for":            short(jwks.DefaultStaleFor),
+		"issuers[].refresh.fetch_timeout":        short(jwks.DefaultFetchTimeout),
+		"issuers[].leeway":                       short(verify.DefaultLeeway),
+		"limits.max_token_bytes":                 strconv.Itoa(verify.DefaultMaxTokenBytes),
+		"limits.max_body_bytes":                  strconv.Itoa(server.DefaultMaxBodyBytes),
+		"limits.max_jwks_bytes":                  strconv.Itoa(jwks.DefaultMaxBytes),
+		"limits.max_keys":                        strconv.Itoa(jwks.DefaultMaxKeys),
+		"batch.max_tokens":                       strconv.Itoa(server.DefaultMaxBatch),
+		"log.rejections_per_second":              strconv.Itoa(server.DefaultRejectionLogRate),
+	}
+	for key, def := range want {
+		m := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(key) + "` \\| [^|]+ \\| `([^`]*)`").FindSubmatch(doc)
+		if m == nil {
+			t.Errorf("CONFIG.md has no row for `%s` with a default", key)
+		} else if string(m[1]) != def {
+			t.Errorf("CONFIG.md says `%s` defaults to %s; the library's default is %s", key, m[1], def)
+		}
+	}
+}
+
+func TestPlanExplicitZeros(t *testing.T) {
+	p := mustParse(t, `
+issuers:
+  - issuer: a
+    jwks_file: x.json
+    leeway: 0s
+    required_claims: []
+    audiences: []
+token_cache: {max_entries: 0}
+log: {rejections_per_second: 0}
+`)
+	v := p.Issuers[0].Verify
+	if v.Leeway >= 0 {
+		t.Errorf("leeway 0s = %v, want negative (verify: no leeway)", v.Leeway)
+	}
+	if v.RequiredClaims == nil || len(v.RequiredClaims) != 0 {
+		t.Errorf("required_claims [] = %#v, want an empty non-nil list", v.RequiredClaims)
+	}
+	if v.Audiences != nil {
+		t.Errorf("audiences [] = %#v, want nil (no aud check)", v.Audiences)
+	}
+	if p.Verify.TokenCache.MaxEntries != 0 {
+		t.Errorf("token_cache.max_entries 0 = %d, want 0 (off)", p.Verify.TokenCache.MaxEntries)
+	}
+	if p.Server.RejectionLogRate >= 0 {
+		t.Errorf("log.rejections_per_second 0 = %d, want negative (server: no limit)", p.Server.RejectionLogRate)
+	}
+}
+
+func TestPlanSecretAlgorithms(t *testing.T) {
+	dir := t.TempDir()
+	s32 := filepath.Join(dir, "s32")
+	s64 := filepath.Join(dir, "s64")
+	os.WriteFile(s32, []byte(strings.Repeat("k", 32)), 0o600)
+	os.WriteFile(s64, []byte(strings.Repeat("k", 64)), 0o600)
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"32-bytes-only-hs256", "issuers: [{issuer: a, secret_file: " + s32 + "}]", []string{"HS256"}},
+		{"64-bytes-all-hs", "issuers: [{issuer: a, secret_file: " + s64 + "}]", []string{"HS256", "HS384", "HS512"}},
+		{"with-jwks-file-the-verifier-default", "issuers: [{issuer: a, secret_file: " + s32 + ", jwks_file: x.json}]", nil},
+		{"explicit", "issuers: [{issuer: a, secret_file: " + s64 + ", algorithms: [HS512]}]", []string{"HS512"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := mustParse(t, tt.yaml).Issuers[0]
+			if got := is.Verify.Algorithms; !slices.Equal(got, tt.want) || !is.Verify.AllowHMAC {
+				t.Errorf("algorithms = %v (AllowHMAC %v), want %v and AllowHMAC", got, is.Verify.AllowHMAC, tt.want)
+			}
+			if len(is.JWKS.StaticKeys) != 1 || !is.JWKS.StaticKeys[0].Local {
+				t.Errorf("StaticKeys = %v, want the secret as one local key", is.JWKS.StaticKeys)
+			}
+		})
+	}
+}
+
+// TestEveryAlgorithmOfVerify: config accepts exactly verify's table, HMAC
+// ones only with a local key.
+func TestEveryAlgorithmOfVerify(t *testing.T) {
+	for _, alg := range append(verify.Algorithms(), "none", "RS1024", "rs256") {
+		t.Run(alg, func(t *testing.T) {
+			_, local := parse(t, "issuers: [{issuer: a, jwks_file: x.json, algorithms: ["+alg+"]}]")
+			_, remote := parse(t, disc+"    algorithms: ["+alg+"]\n")
+			known := verify.CheckAlgorithm(alg) == nil
+			if (local == nil) != known {
+				t.Errorf("jwks_file issuer with %s: %v, want accepted %v", alg, local, known)
+			}
+			if (remote == nil) != (known && verify.MinHMACBytes(alg) == 0) {
+				t.Errorf("discovery issuer with %s: %v", alg, remote)
+			}
+		})
+	}
+}
+
+// TestClaimHeadersAreServers: config refuses exactly the headers
+// server.CheckClaimHeader refuses.
+func TestClaimHeadersAreServers(t *testing.T) {
+	for _, h := range []string{"X-Auth-Subject", "X-User", "Authorization", "Proxy-Authorization", "Cookie",
+		"Set-Cookie", "Content-Encoding", "Content-Length", "Content-Type", "Connection", "Host", "Keep-Alive",
+		"TE", "Trailer", "Transfer-Encoding", "Upgrade", "WWW-Authenticate", "Forwarded", "X-Forwarded-For",
+		"X-Forwarded-Host", "X-Real-IP", "X-Original-URI", "X-Envoy-Auth-Headers-To-Remove", "X-Envoy-Peer"} {
+		t.Run(h, func(t *testing.T) {
+			_, err := parse(t, disc+"    claims_to_headers: {sub: "+h+"}\n")
+			if refused := server.CheckClaimHeader(h) != nil; refused != (err != nil) {
+				t.Errorf("claims_to_headers {sub: %s}: %v; server refuses it: %v", h, err, refused)
+			}
+		})
+	}
+}
+
+// TestURLsAreJWKS: config accepts exactly the URLs jwks.CheckURL accepts.
+func TestURLsAreJWKS(t *testing.T) {
+	for _, u := range []string{"https://idp.example.com/keys", "http://idp.example.com/keys", "http://127.0.0.1:9/keys",
+		"http://LOCALHOST:9/keys", "http://[::1]:9/keys", "https://u:p@idp.example.com/keys", "ftp://idp.example.com/keys", "https:///keys"} {
+		t.Run(u, func(t *testing.T) {
+			_, err := parse(t, "issuers: [{issuer: a, jwks_url: '"+u+"'}]")
+			if want := jwks.CheckURL(u, false); (want == nil) != (err == nil) {
+				t.Errorf("jwks_url %s: %v; jwks.CheckURL: %v", u, err, want)
+			}
+		})
+	}
+}
+
+// TestTokenSourcesAreServers: config accepts exactly the sources
+// server.CheckTokenSource accepts.
+func TestTokenSourcesAreServers(t *testing.T) {
+	for _, ts := range []server.TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Cookie: "s"}, {Query: "t"},
+		{Header: "X-T", Cookie: "c"}, {Query: "t", Prefix: "Bearer "}, {Header: "X T"}, {Prefix: "x"}} {
+		doc := disc + `token_sources: [{header: "` + ts.Header + `", prefix: "` + ts.Prefix + `", cookie: "` + ts.Cookie + `", query: "` + ts.Query + `"}]` + "\n"
+		_, err := parse(t, doc)
+		if want := server.CheckTokenSource(ts); (want == nil) != (err == nil) {
+			t.Errorf("token_sources [%+v]: %v; server.CheckTokenSource: %v", ts, err, want)
+		}
+	}
+}
+
+// TestRefreshFloorIsJWKS: the floor of every refresh duration is
+// jwks.MinAnyInterval.
+func TestRefreshFloorIsJWKS(t *testing.T) {
+	for _, key := range []string{"min_interval", "max_interval", "default_ttl", "unknown_kid_interval", "stale_for", "fetch_timeout"} {
+		below := (jwks.MinAnyInterval - time.Millisecond).String()
+		if _, err := parse(t, disc+"    refresh: {"+key+": "+below+"}\n"); err == nil || !strings.Contains(err.Error(), "refresh."+key) {
+			t.Errorf("refresh.%s: %s = %v, want refused", key, below, err)
+		}
+		if _, err := parse(t, disc+"    refresh: {"+key+": "+jwks.MinAnyInterval.String()+", max_interval: 1s}\n"); err != nil && key != "max_interval" {
+			t.Errorf("refresh.%s: %s = %v, want accepted", key, jwks.MinAnyInterval, err)
+		}
+	}
+}
+
+func TestOverrides(t *testing.T) {
+	const file = "listen: 127.0.0.1:1001\ngrpc_listen: 127.0.0.1:2001\nlog: {level: warn}\n" +
+		"issuers: [{issuer: a, jwks_file: x.json}]\n"
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name                            string
+		env                             map[string]string
+		flags                           Overrides
+		wantListen, wantGRPC, wantLevel string
+		wantStandardCrypto              bool
+	}{
+		{name: "file", wantListen: "127.0.0.1:1001", wantGRPC: "127.0.0.1:2001", wantLevel: "WARN"},
+		{name: "env-over-file",
+			env:        map[string]string{"JWKSVERIFY_LISTEN": "127.0.0.1:1002", "JWKSVERIFY_GRPC_LISTEN": "127.0.0.1:2002", "JWKSVERIFY_LOG_LEVEL": "debug", "JWKSVERIFY_STANDARD_CRYPTO": "1"},
+			wantListen: "127.0.0.1:1002", wantGRPC: "127.0.0.1:2002", wantLevel: "DEBUG", wantStandardCrypto: true},
+		{name: "flag-over-env",
+			env:        map[string]string{"JWKSVERIFY_LISTEN": "127.0.0.1:1002", "JWKSVERIFY_LOG_LEVEL": "debug"},
+			flags:      Overrides{Listen: str("127.0.0.1:1003"), LogLevel: str("error")},
+			wantListen: "127.0.0.1:1003", wantGRPC: "127.0.0.1:2001", wantLevel: "ERROR"},
+		{name: "empty-env-turns-grpc-off", env: map[string]string{"JWKSVERIFY_GRPC_LISTEN": ""},
+			wantListen: "127.0.0.1:1001", wantGRPC: "", wantLevel: "WARN"},
+		{name: "empty-flag-over-env-grpc", env: map[string]string{"JWKSVERIFY_GRPC_LISTEN": "127.0.0.1:2002"},
+			flags:      Overrides{GRPCListen: str("")},
+			wantListen: "127.0.0.1:1001", wantGRPC: "", wantLevel: "WARN"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lookup := func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok }
+			p, err := Parse([]byte(file), "", tt.flags, lookup)
+			if err != nil {
+				t.Fatalf("Parse() = %v", err)
+			}
+			if p.Listen != tt.wantListen || p.GRPCListen != tt.wantGRPC || p.LogLevel.String() != tt.wantLevel || p.Verify.StandardCrypto != tt.wantStandardCrypto {
+				t.Errorf("listen, grpc_listen, log.level, standard crypto = %q, %q, %v, %v; want %q, %q, %s, %v",
+					p.Listen, p.GRPCListen, p.LogLevel, p.Verify.StandardCrypto, tt.wantListen, tt.wantGRPC, tt.wantLevel, tt.wantStandardCrypto)
+			}
+		})
+	}
+}
+
+func TestHTTPTimeouts(t *testing.T) {
+	tests := []struct {
+		name     string
+		waits    []time.Duration
+		wantWait time.Duration
+	}{
+		{"local-issuers-only", []time.Duration{0, 0}, time.Second},
+		{"one-remote", []time.Duration{500 * time.Millisecond}, 1500 * time.Millisecond},
+		{"a-batch-waits-once-per-issuer", []time.Duration{500 * time.Millisecond, 2 * time.Second, 0}, 3500 * time.Millisecond},
+		{"long-wait", []time.Duration{4 * time.Minute}, 4*time.Minute + time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := httpTimeouts(tt.waits)
+			if got.Wait != tt.wantWait {
+				t.Errorf("Wait = %v, want %v", got.Wait, tt.wantWait)
+			}
+			// A request read in readTimeout that waits Wait is still within
+			// Read when net/http would cancel it, and its answer has
+			// writeTimeout left before Write closes the connection.
+			if got.Read < readTimeout+got.Wait || got.Write < got.Read+writeTimeout || got.ReadHeader != readHeaderTimeout || got.Idle != idleTimeout {
+				t.Errorf("httpTimeouts(%v) = %+v: a timeout is shorter than the longest wait allows", tt.waits, got)
+			}
+		})
+	}
+	// The plan derives them from the issuers: fetch_timeout no longer
+	// matters, unknown_kid_wait does.
+	p := mustParse(t, disc+"    refresh: {fetch_timeout: 5m, unknown_kid_wait: 20s}\n  - issuer: b\n    jwks_file: x.json\n")
+	if want := httpTimeouts([]time.Duration{20 * time.Second, 0}); p.HTTP != want {
+		t.Errorf("plan HTTP = %+v, want %+v", p.HTTP, want)
+	}
+	if p := mustParse(t, disc+"    refresh: {fetch_timeout: 5m}\n"); p.HTTP.Wait != jwks.DefaultUnknownKidWait+waitMargin {
+		t.Errorf("plan HTTP.Wait with the default wait = %v, want %v", p.HTTP.Wait, jwks.DefaultUnknownKidWait+waitMargin)
+	}
+}
+
+// configKeys walks the yaml tags of t and returns every key path, with
+// "[]" for list elements.
+func configKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		out = append(out, path)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		switch {
+		case ft.Kind() == reflect.Struct:
+			out = append(out, configKeys(ft, path)...)
+		case ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct:
+			out = append(out, configKeys(ft.Elem(), path+"[]")...)
+		}
+	}
+	return out
+}
+
+func TestDocsCoverEveryKey(t *testing.T) {
+	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := configKeys(reflect.TypeFor[file](), "")
+	if len(keys) < 45 {
+		t.Fatalf("found %d keys by reflection, want the whole tree (≥ 45)", len(keys))
+	}
+	for _, k := range keys {
+		if !strings.Contains(string(doc), "`"+k+"`") {
+			t.Errorf("docs/CONFIG.md does not document `%s`", k)
+		}
+	}
+}
+
+func TestDocsExampleParses(t *testing.T) {
+	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllSubmatch(doc, -1)
+	if len(blocks) == 0 {
+		t.Fatal("docs/CONFIG.md has no yaml example")
+	}
+	for i, b := range blocks {
+		if _, err := decode(b[1]); err != nil {
+			t.Errorf("docs/CONFIG.md yaml block %d: decode() = %v", i, err)
+		}
+	}
+}
+
+func TestExampleConfig(t *testing.T) {
+	env := func(k string) (string, bool) {
+		if k == "INTROSPECT_SECRET" {
+			return "a-long-enough-introspection-secret", true
+		}
+		return "", false
+	}
+	const example = "../../../../testdata/config/example.yaml"
+	p, err := Load(example, Overrides{}, env)
+	if err != nil {
+		t.Fatalf("Load(example.yaml) = %v", err)
+	}
+	if len(p.Issuers) != 3 {
+		t.Fatalf("issuers = %d, want 3", len(p.Issuers))
+	}
+	if want := filepath.Join("..", "..", "..", "..", "testdata", "idp-jwks", "keycloak.jwks.json"); filepath.Clean(p.Issuers[1].JWKS.File) != want {
+		t.Errorf("jwks_file = %q, want %q (relative to the config file)", p.Issuers[1].JWKS.File, want)
+	}
+	hs := p.Issuers[2]
+	if len(hs.JWKS.StaticKeys) != 1 || hs.JWKS.StaticKeys[0].Size != 512 || hs.Verify.Leeway >= 0 || !slices.Equal(hs.Verify.Algorithms, []string{"HS256"}) {
+		t.Errorf("internal-batch: %+v; want a 64-byte static key, no leeway, [HS256]", hs.Verify)
+	}
+	if c := p.Server.IntrospectionClients; len(c) != 1 || c[0].ID != "gateway" {
+		t.Errorf("introspection = %+v, want the gateway client", c)
+	}
+	if _, err := Load(example, Overrides{}, noEnv); err == nil || !strings.Contains(err.Error(), "INTROSPECT_SECRET is not set") {
+		t.Errorf("without INTROSPECT_SECRET: %v, want an error naming it", err)
+	}
+	if _, err := Load(example, Overrides{NoServerSecrets: true}, noEnv); err != nil {
+		t.Errorf("NoServerSecrets without INTROSPECT_SECRET: %v, want nil", err)
+	}
+}
+
+// TestDecodeErrors: strict decoding names the path and line of what it
+// refuses.
+func TestDecodeErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"unknown-top-level-key", "listn: x\n", `listn: line 1: unknown key "listn"`},
+		{"unknown-nested-key", disc + "    refresh: {min_intervall: 5s}\n", `issuers[0].refresh.min_intervall: line 4: unknown key "min_intervall"`},
+		{"wrong-type", disc + "token_cache: {max_entries: lots}\n", `token_cache.max_entries: line 4: want a whole number, got "lots"`},
+		{"long-wrong-value", disc + "token_cache: {max_entries: many-many-entries}\n", `token_cache.max_entries: line 4: want a whole number, got "many-many-entries"`},
+		{"list-expected", disc + "    audiences: api\n", `issuers[0].audiences: line 4: want a list, got "api"`},
+		{"mapping-expected", "limits: 5\n", `limits: line 1: want a mapping, got "5"`},
+		{"bool-expected", disc + "    allow_insecure_http: [x]\n", `issuers[0].allow_insecure_http: line 4: want a boolean (true or false), got a list`},
+		{"repeated-key", disc + "    discovery: false\n", `issuers[0].discovery: line 4: key "discovery" repeated (first at line 3)`},
+		{"bad-duration", disc + "    leeway: 30\n", `issuers[0].leeway: line 4: invalid duration "30"`},
+		{"duration-not-scalar", disc + "    leeway: {a: 1}\n", `issuers[0].leeway: line 4: want a duration such as 30s, got a mapping`},
+		{"alias", "listen: &a x\ngrpc_listen: *a\n", "grpc_listen: line 2: YAML aliases are not supported"},
+		{"two-documents", disc + "---\nlisten: x\n", "more than one YAML document"},
+		{"empty", "", "empty configuration"},
+		{"not-a-mapping", "- a\n", "line 1: the configuration must be a mapping of keys"},
+		{"null-is-absent", "listen: null\n" + disc, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decode([]byte(tt.yaml))
+			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("decode() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzParse: no document makes decoding or planning panic, and what plans
+// has a listen address and issuers.
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile("../../../../testdata/config/example.yaml"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(disc))
+	f.Add([]byte("issuers: [{issuer: a, jwks_file: x, refresh: {min_interval: 1s}}]\ntoken_sources: [{query: t}]\n"))
+	f.Add([]byte("listen: [1, 2]\nissuers: {a: b}\n"))
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := decode(data)
+		if err != nil {
+			return
+		}
+		for i := range fl.Issuers { // no file I/O from fuzzed paths
+			fl.Issuers[i].SecretFile = ""
+		}
+		p, err := fl.plan(Overrides{}, noEnv)
+		if err == nil && (p.Listen == "" || len(p.Issuers) == 0) {
+			t.Fatalf("plan() accepted a configuration without listen or issuers: %+v", p)
+		}
+	})
+}

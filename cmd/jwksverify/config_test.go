@@ -106,4 +106,3 @@ func TestOverridesBinary(t *testing.T) {
 		t.Errorf("exit %d after SIGINT, want 0; stderr:\n%s", code, p.stderr.String())
 	}
 }
-

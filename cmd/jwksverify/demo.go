@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -11,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net"
 	"net/http"
@@ -37,14 +39,18 @@ const (
 // Its keys are generated at start and live only in memory. It exists for
 // `serve --demo` and protects nothing.
 type demoIssuer struct {
-	url    string
-	srv    *http.Server
-	done   chan struct{}
-	rsaKey *rsa.PrivateKey
-	ecKey  *ecdsa.PrivateKey
-	rsaKid string
-	ecKid  string
-	now    func() time.Time
+	url  string
+	srv  *http.Server
+	done chan struct{}
+	keys map[string]demoKey // by alg
+}
+
+// demoKey is one signing key of the demo issuer.
+type demoKey struct {
+	kid    string
+	method jwt.SigningMethod
+	priv   any
+	jwk    map[string]string // the public JWK
 }
 
 // startDemoIssuer generates the keys and starts serving on 127.0.0.1:0. The
@@ -58,21 +64,28 @@ func startDemoIssuer(logger *slog.Logger) (*demoIssuer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: EC key: %w", err)
 	}
+	raw, err := ek.PublicKey.Bytes() // 0x04 || X || Y
+	if err != nil {
+		return nil, fmt.Errorf("demo: EC key: %w", err)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo: listen: %w", err)
 	}
-	d := &demoIssuer{
-		url:    "http://" + ln.Addr().String(),
-		done:   make(chan struct{}),
-		rsaKey: rk,
-		ecKey:  ek,
-		rsaKid: "demo-rs256-" + randomID(6),
-		ecKid:  "demo-es256-" + randomID(6),
-		now:    time.Now,
-	}
+	d := &demoIssuer{url: "http://" + ln.Addr().String(), done: make(chan struct{}), keys: map[string]demoKey{
+		"RS256": {"demo-rs256-" + randomID(6), jwt.SigningMethodRS256, rk, map[string]string{
+			"kty": "RSA", "n": b64url(rk.N.Bytes()), "e": b64url(big.NewInt(int64(rk.E)).Bytes())}},
+		"ES256": {"demo-es256-" + randomID(6), jwt.SigningMethodES256, ek, map[string]string{
+			"kty": "EC", "crv": "P-256", "x": b64url(raw[1:33]), "y": b64url(raw[33:])}},
+	}}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /.well-known/openid-configuration", d.serveDiscovery)
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
+		writeDemoJSON(w, map[string]any{
+			"issuer": d.url, "jwks_uri": d.url + "/jwks.json", "token_endpoint": d.url + "/token",
+			"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
+			"response_types_supported":              []string{"token"}, "subject_types_supported": []string{"public"},
+		})
+	})
 	mux.HandleFunc("GET /jwks.json", d.serveJWKS)
 	mux.HandleFunc("GET /token", d.serveToken)
 	mux.HandleFunc("POST /token", d.serveToken)
@@ -100,34 +113,15 @@ func (d *demoIssuer) Close() error {
 	return err
 }
 
-func (d *demoIssuer) serveDiscovery(w http.ResponseWriter, r *http.Request) {
-	writeDemoJSON(w, map[string]any{
-		"issuer":                                d.url,
-		"jwks_uri":                              d.url + "/jwks.json",
-		"token_endpoint":                        d.url + "/token",
-		"id_token_signing_alg_values_supported": []string{"RS256", "ES256"},
-		"response_types_supported":              []string{"token"},
-		"subject_types_supported":               []string{"public"},
-	})
-}
-
 func (d *demoIssuer) serveJWKS(w http.ResponseWriter, r *http.Request) {
-	raw, err := d.ecKey.PublicKey.Bytes() // 0x04 || X || Y
-	if err != nil {
-		http.Error(w, "demo: EC key", http.StatusInternalServerError)
-		return
+	var keys []map[string]string
+	for alg, k := range d.keys {
+		jwk := maps.Clone(k.jwk)
+		jwk["kid"], jwk["alg"], jwk["use"] = k.kid, alg, "sig"
+		keys = append(keys, jwk)
 	}
 	w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", demoJWKSMaxAge))
-	writeDemoJSON(w, map[string]any{"keys": []map[string]string{
-		{
-			"kty": "RSA", "kid": d.rsaKid, "alg": "RS256", "use": "sig",
-			"n": b64url(d.rsaKey.N.Bytes()), "e": b64url(big.NewInt(int64(d.rsaKey.E)).Bytes()),
-		},
-		{
-			"kty": "EC", "kid": d.ecKid, "alg": "ES256", "use": "sig", "crv": "P-256",
-			"x": b64url(raw[1:33]), "y": b64url(raw[33:]),
-		},
-	}})
+	writeDemoJSON(w, map[string]any{"keys": keys})
 }
 
 // serveToken mints a token: ?sub=...&aud=...&alg=RS256|ES256 (query or form).
@@ -137,59 +131,34 @@ func (d *demoIssuer) serveToken(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
-	sub := r.Form.Get("sub")
-	aud := r.Form.Get("aud")
-	alg := r.Form.Get("alg")
+	sub, aud := r.Form.Get("sub"), r.Form.Get("aud")
 	if len(sub) > demoMaxParam || len(aud) > demoMaxParam {
 		http.Error(w, fmt.Sprintf("sub and aud are limited to %d bytes", demoMaxParam), http.StatusBadRequest)
 		return
 	}
-	tok, err := d.mint(sub, aud, alg)
+	tok, err := d.mint(sub, aud, r.Form.Get("alg"))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeDemoJSON(w, map[string]any{
-		"access_token": tok,
-		"token_type":   "Bearer",
-		"expires_in":   int(demoTokenTTL / time.Second),
-	})
+	writeDemoJSON(w, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(demoTokenTTL / time.Second)})
 }
 
 // mint signs a token for sub and aud ("" = the demo defaults) with alg
 // ("" = RS256), valid for demoTokenTTL.
 func (d *demoIssuer) mint(sub, aud, alg string) (string, error) {
-	if sub == "" {
-		sub = demoSubject
-	}
-	if aud == "" {
-		aud = demoAudience
-	}
-	now := d.now()
-	claims := jwt.MapClaims{
-		"iss":   d.url,
-		"sub":   sub,
-		"aud":   aud,
-		"iat":   now.Unix(),
-		"nbf":   now.Unix(),
-		"exp":   now.Add(demoTokenTTL).Unix(),
-		"jti":   randomID(12),
-		"scope": demoScope,
-	}
-	var t *jwt.Token
-	var key any
-	switch strings.ToUpper(alg) {
-	case "", "RS256":
-		t, key = jwt.NewWithClaims(jwt.SigningMethodRS256, claims), d.rsaKey
-		t.Header["kid"] = d.rsaKid
-	case "ES256":
-		t, key = jwt.NewWithClaims(jwt.SigningMethodES256, claims), d.ecKey
-		t.Header["kid"] = d.ecKid
-	default:
+	k, ok := d.keys[cmp.Or(strings.ToUpper(alg), "RS256")]
+	if !ok {
 		return "", errors.New("alg must be RS256 or ES256")
 	}
-	return t.SignedString(key)
+	now := time.Now()
+	t := jwt.NewWithClaims(k.method, jwt.MapClaims{
+		"iss": d.url, "sub": cmp.Or(sub, demoSubject), "aud": cmp.Or(aud, demoAudience), "scope": demoScope,
+		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(demoTokenTTL).Unix(), "jti": randomID(12),
+	})
+	t.Header["kid"] = k.kid
+	return t.SignedString(k.priv)
 }
 
 func writeDemoJSON(w http.ResponseWriter, v any) {
@@ -247,15 +216,19 @@ func (a *app) serveDemo(ctx context.Context, ov config.Overrides) int {
 // demoTour is what `serve --demo` prints once the service is ready. The first
 // curl line verifies a fresh token; tests parse it.
 func demoTour(base, issuer, tok string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "jwksverify demo is ready. Its issuer %s signs tokens for audience %q, valid for 1h.\n\n", issuer, demoAudience)
-	fmt.Fprintf(&b, "Verify a freshly minted token:\n\n")
-	fmt.Fprintf(&b, "  curl -s -X POST %s/v1/verify -d '{\"token\":\"%s\"}'\n\n", base, tok)
-	fmt.Fprintf(&b, "Forward-auth, as nginx auth_request, Traefik, Caddy or Envoy would call it (200 + X-Auth-Subject):\n\n")
-	fmt.Fprintf(&b, "  curl -si %s/v1/authz -H 'Authorization: Bearer %s'\n\n", base, tok)
-	fmt.Fprintf(&b, "Issuers and key status:   curl -s %s/v1/issuers\n", base)
-	fmt.Fprintf(&b, "Metrics:                  curl -s %s/metrics\n", base)
-	fmt.Fprintf(&b, "Mint more tokens:         curl -s -X POST '%s/token?sub=alice&aud=%s&alg=ES256'\n", issuer, demoAudience)
-	fmt.Fprintf(&b, "Stop with Ctrl-C.\n")
-	return b.String()
+	return fmt.Sprintf(`jwksverify demo is ready. Its issuer %[2]s signs tokens for audience %[4]q, valid for 1h.
+
+Verify a freshly minted token:
+
+  curl -s -X POST %[1]s/v1/verify -d '{"token":"%[3]s"}'
+
+Forward-auth, as nginx auth_request, Traefik, Caddy or Envoy would call it (200 + X-Auth-Subject):
+
+  curl -si %[1]s/v1/authz -H 'Authorization: Bearer %[3]s'
+
+Issuers and key status:   curl -s %[1]s/v1/issuers
+Metrics:                  curl -s %[1]s/metrics
+Mint more tokens:         curl -s -X POST '%[2]s/token?sub=alice&aud=%[4]s&alg=ES256'
+Stop with Ctrl-C.
+`, base, issuer, tok, demoAudience)
 }

@@ -193,7 +193,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	fresh := &freshConns{conns: map[net.Conn]bool{}}
+	fresh := new(freshConns)
 	httpSrv.ConnState = fresh.track
 	httpSrv.RegisterOnShutdown(fresh.close)
 	var grpcSrv *grpc.Server
@@ -288,27 +288,21 @@ func (s *service) drain(signalled bool, httpSrv *http.Server, grpcSrv *grpc.Serv
 // freshConns are the HTTP connections that have not sent a request yet. The
 // drain closes them with the idle ones: net/http's Shutdown would wait up to
 // 5s for each (clients open connections they may never use).
-type freshConns struct {
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-}
+type freshConns struct{ sync.Map }
 
 func (f *freshConns) track(c net.Conn, st http.ConnState) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if st == http.StateNew {
-		f.conns[c] = true
+		f.Store(c, nil)
 	} else {
-		delete(f.conns, c)
+		f.Delete(c)
 	}
 }
 
 func (f *freshConns) close() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for c := range f.conns {
-		c.Close()
-	}
+	f.Range(func(c, _ any) bool {
+		c.(net.Conn).Close()
+		return true
+	})
 }
 
 // dialable turns a listen address into one a local client can dial

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -111,7 +112,7 @@ type duration time.Duration
 // UnmarshalYAML reads a Go duration string.
 func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
-		return &nodeError{n.Line, n.Column, "want a duration such as 30s, got a " + kindName(n.Kind)}
+		return &nodeError{n.Line, n.Column, "want a duration such as 30s, got a " + kindNames[n.Kind]}
 	}
 	v, err := time.ParseDuration(n.Value)
 	if err != nil {
@@ -195,7 +196,7 @@ func typeError(doc *yaml.Node, msg string) error {
 			return fmt.Sprint(v.Line) == m[1] && v.ShortTag() == m[2] && strings.HasPrefix(v.Value, value)
 		})
 		if n != nil {
-			got := "a " + kindName(n.Kind)
+			got := "a " + kindNames[n.Kind]
 			if n.Kind == yaml.ScalarNode {
 				got = fmt.Sprintf("%q", n.Value)
 			}
@@ -254,21 +255,7 @@ func locate(n *yaml.Node, path string, match func(key, value *yaml.Node) bool) (
 	return "", nil
 }
 
-func kindName(k yaml.Kind) string {
-	switch k {
-	case yaml.MappingNode:
-		return "mapping"
-	case yaml.SequenceNode:
-		return "list"
-	case yaml.AliasNode:
-		return "alias"
-	}
-	return "scalar"
-}
+// kindNames name the kinds of YAML nodes.
+var kindNames = map[yaml.Kind]string{yaml.MappingNode: "mapping", yaml.SequenceNode: "list", yaml.ScalarNode: "scalar", yaml.AliasNode: "alias"}
 
-func orTop(path string) string {
-	if path == "" {
-		return "(top level)"
-	}
-	return path
-}
+func orTop(path string) string { return cmp.Or(path, "(top level)") }

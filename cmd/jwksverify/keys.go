@@ -145,7 +145,7 @@ func (a *app) writeKeysTable(rep keysReport) {
 			kty += "/" + k.Crv
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			orDash(k.Kid), kty, orDash(k.Alg), orDash(k.Use), k.Size, k.Thumbprint, oneLine(problems))
+			cmp.Or(k.Kid, "-"), kty, cmp.Or(k.Alg, "-"), cmp.Or(k.Use, "-"), k.Size, k.Thumbprint, oneLine(problems))
 	}
 	_ = tw.Flush()
 	if len(rep.Skipped) > 0 {
@@ -153,16 +153,9 @@ func (a *app) writeKeysTable(rep keysReport) {
 		tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "INDEX\tKID\tKTY\tREASON")
 		for _, s := range rep.Skipped {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.Index, orDash(s.Kid), orDash(s.Kty), oneLine(s.Reason))
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", s.Index, cmp.Or(s.Kid, "-"), cmp.Or(s.Kty, "-"), oneLine(s.Reason))
 		}
 		_ = tw.Flush()
 	}
 	fmt.Fprintf(a.stdout, "\n%s: %d keys, %d usable, %d skipped\n", rep.Source, len(rep.Keys), rep.Usable, len(rep.Skipped))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -249,11 +249,11 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
 	}
 	for i, ts := range f.TokenSources {
-		if err := server.CheckTokenSource(server.TokenSource(ts)); err != nil {
+		if err := server.CheckTokenSource(ts); err != nil {
 			return nil, fmt.Errorf("token_sources[%d]: %w", i, err)
 		}
-		p.Server.TokenSources = append(p.Server.TokenSources, server.TokenSource(ts))
 	}
+	p.Server.TokenSources = f.TokenSources
 
 	for i, cl := range f.Introspection.Clients {
 		path := fmt.Sprintf("introspection.clients[%d]", i)

@@ -11,25 +11,27 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/jwksverify/jwksverify/server"
 )
 
 // file is the YAML document exactly as written. Pointers tell an absent key
 // (the default of the library that owns the value) from an explicit zero.
 type file struct {
-	Listen          *string           `yaml:"listen"`
-	GRPCListen      *string           `yaml:"grpc_listen"`
-	ShutdownTimeout *duration         `yaml:"shutdown_timeout"`
-	ShutdownDelay   *duration         `yaml:"shutdown_delay"`
-	Issuers         []fileIssuer      `yaml:"issuers"`
-	TokenCache      fileTokenCache    `yaml:"token_cache"`
-	TokenSources    []fileTokenSource `yaml:"token_sources"`
-	ForwardAuth     fileForwardAuth   `yaml:"forward_auth"`
-	StateDir        string            `yaml:"state_dir"`
-	Log             fileLog           `yaml:"log"`
-	Introspection   fileIntrospection `yaml:"introspection"`
-	Limits          fileLimits        `yaml:"limits"`
-	Batch           fileBatch         `yaml:"batch"`
-	Crypto          fileCrypto        `yaml:"crypto"`
+	Listen          *string              `yaml:"listen"`
+	GRPCListen      *string              `yaml:"grpc_listen"`
+	ShutdownTimeout *duration            `yaml:"shutdown_timeout"`
+	ShutdownDelay   *duration            `yaml:"shutdown_delay"`
+	Issuers         []fileIssuer         `yaml:"issuers"`
+	TokenCache      fileTokenCache       `yaml:"token_cache"`
+	TokenSources    []server.TokenSource `yaml:"token_sources"` // keys: header, prefix, cookie, query
+	ForwardAuth     fileForwardAuth      `yaml:"forward_auth"`
+	StateDir        string               `yaml:"state_dir"`
+	Log             fileLog              `yaml:"log"`
+	Introspection   fileIntrospection    `yaml:"introspection"`
+	Limits          fileLimits           `yaml:"limits"`
+	Batch           fileBatch            `yaml:"batch"`
+	Crypto          fileCrypto           `yaml:"crypto"`
 }
 
 type fileIssuer struct {
@@ -62,13 +64,6 @@ type fileRefresh struct {
 type fileTokenCache struct {
 	MaxEntries *int `yaml:"max_entries"`
 	MaxBytes   *int `yaml:"max_bytes"`
-}
-
-type fileTokenSource struct {
-	Header string `yaml:"header"`
-	Prefix string `yaml:"prefix"`
-	Cookie string `yaml:"cookie"`
-	Query  string `yaml:"query"`
 }
 
 type fileForwardAuth struct {

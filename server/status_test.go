@@ -79,8 +79,8 @@ func TestIssuers(t *testing.T) {
 		NextRefresh:         epoch.Add(5 * time.Minute),
 		LastError:           "jwks: status 502",
 		ConsecutiveFailures: 2,
-		Stats:               cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4},
 	})
+	addStats(e.keysA, cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4})
 	e.keysD.SetStatus(cache.Status{Source: "discovery:" + issuerDown, LastAttempt: epoch, LastError: "dial tcp: connection refused", ConsecutiveFailures: 5})
 
 	w := get(e.handler, "/v1/issuers")
@@ -110,6 +110,17 @@ func TestIssuers(t *testing.T) {
 	checkGolden(t, "issuers", w)
 }
 
+// addStats counts s into k's live counters, as a key source would.
+func addStats(k *cache.Keys, s cache.FetchStats) {
+	c := k.Counters()
+	c.Fetches.Add(s.Fetches)
+	c.NotModified.Add(s.NotModified)
+	c.Errors.Add(s.Errors)
+	c.KeysSkipped.Add(s.KeysSkipped)
+	c.UnknownKidRefreshes.Add(s.UnknownKidRefreshes)
+	c.SuppressedRefreshes.Add(s.SuppressedRefreshes)
+}
+
 // metricsTraffic gives a token-caching env fetch counters, 90s of key age
 // and a few decided tokens, then scrapes /metrics. docs/API.md shows lines
 // of this scrape.
@@ -117,7 +128,7 @@ func metricsTraffic(t *testing.T) *httptest.ResponseRecorder {
 	t.Helper()
 	e := newEnv(t, envConfig{tokenCache: 100})
 	toks := tokens()
-	e.keysA.SetStatus(cache.Status{Stats: cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4}})
+	addStats(e.keysA, cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4})
 	e.clock.Add(90 * time.Second)
 	for _, n := range []string{"valid", "valid", "expired", "unknown-issuer", "keys-unavailable"} {
 		do(e.handler, postJSON("/v1/verify", `{"token":`+jsonString(toks[n])+`}`))

@@ -244,6 +244,13 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 		f.mu.Unlock()
 		return fmt.Errorf("%w: static keys only, no source to refresh", ErrSuppressed)
 	}
+	// Again under the lock: a flight that ended since the first look has
+	// published its set before it left f.cur (a late arrival of a refresh
+	// that brought the kid must not be told the budget is spent).
+	if _, ok := f.keys.Load().Lookup(kid); ok {
+		f.mu.Unlock()
+		return nil
+	}
 	now := f.opts.Now()
 	fl := f.cur
 	spent := !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval

@@ -1,13 +1,10 @@
 package verify
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/jwksverify/jwksverify/cache"
 )
 
 // This file exports the algorithm rules that callers (configuration loaders,
@@ -57,20 +54,4 @@ func CheckAlgorithm(name string) error {
 		return fmt.Errorf("%q is never accepted (RFC 8725 §3.1)", name)
 	}
 	return fmt.Errorf("unknown algorithm %q (known: %s)", name, strings.Join(Algorithms(), ", "))
-}
-
-// CheckKey reports why k cannot verify a token signed with alg, or nil when
-// it can: alg is in the table, and the key fits it (kty and curve; an HMAC
-// secret only from local configuration and at least MinHMACBytes(alg) long;
-// the JWK's alg, use and key_ops; RFC 8725 §3.1). The verifier applies the
-// same rule to each key before a signature check (a key that does not fit
-// answers alg_not_allowed). The message has no package prefix.
-func CheckKey(alg string, k *cache.Key) error {
-	if err := CheckAlgorithm(alg); err != nil {
-		return err
-	}
-	if why := lookupAlg(alg).fits(k); why != "" {
-		return errors.New(why)
-	}
-	return nil
 }

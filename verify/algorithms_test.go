@@ -91,31 +91,3 @@ func TestMinHMACBytes(t *testing.T) {
 		t.Errorf("MinHMACBytes(HS1024) = %d, want 0", got)
 	}
 }
-
-func TestCheckKey(t *testing.T) {
-	rsa := keyFor(t, "RS256", "r")
-	remoteOct := &cache.Key{Kid: "o", Kty: "oct", Size: 512}
-	short := newKey(t, testkeys.Secret()[:40], cache.KeyMeta{Local: true})
-	tests := []struct {
-		name string
-		alg  string
-		key  *cache.Key
-		want string // "" = fits
-	}{
-		{"fits", "PS384", rsa, ""},
-		{"wrong-kty", "ES256", rsa, "key type RSA does not fit ES256"},
-		{"jwk-alg", "RS384", newKey(t, testkeys.Public(testkeys.RSA2048A), cache.KeyMeta{Alg: "RS256"}), "key is for RS256, not RS384"},
-		{"remote-secret", "HS256", remoteOct, "symmetric key not from local configuration"},
-		{"long-enough-secret", "HS512", keyFor(t, "HS256", "h"), ""},
-		{"secret-shorter-than-hash", "HS384", short, "secret of 40 bytes is shorter than the 48 HS384 needs"},
-		{"unknown-alg", "XS256", rsa, "unknown algorithm"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := verify.CheckKey(tt.alg, tt.key)
-			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
-				t.Errorf("CheckKey(%s) = %v, want %q", tt.alg, err, tt.want)
-			}
-		})
-	}
-}

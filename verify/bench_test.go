@@ -57,13 +57,19 @@ func (c benchCase) token() string {
 // benchVerifier verifies issA's tokens (audience aud, every algorithm) with
 // a 3-key set: the case's key under kidFor(alg), and two others.
 func benchVerifier(b *testing.B, c benchCase, tc verify.TokenCacheOptions) *verify.Verifier {
+	return benchVerifierWith(b, c, verify.Options{TokenCache: tc})
+}
+
+// benchVerifierWith is benchVerifier with other options.
+func benchVerifierWith(b *testing.B, c benchCase, opts verify.Options) *verify.Verifier {
 	b.Helper()
 	other := "ES256"
 	if c.alg == "ES256" {
 		other = "EdDSA"
 	}
 	keys := keysOf(keyFor(b, other, "other-1"), c.key(b, kidFor(c.alg)), keyFor(b, "RS256", "other-2"))
-	return newVerifier(b, verify.Options{Issuers: []verify.Issuer{issuerA(keys)}, TokenCache: tc})
+	opts.Issuers = []verify.Issuer{issuerA(keys)}
+	return newVerifier(b, opts)
 }
 
 // BenchmarkVerify is an uncached verify: signature, exp, aud and iss, the key
@@ -80,6 +86,28 @@ func BenchmarkVerify(b *testing.B) {
 			if _, err := v.Verify(ctx, tok); err != nil {
 				b.Fatal(err)
 			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(ctx, tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVerifyStandardCrypto is BenchmarkVerify for RS*, PS* and ES*
+// with Options.StandardCrypto: what an operator's switch to crypto/rsa and
+// crypto/ecdsa costs.
+func BenchmarkVerifyStandardCrypto(b *testing.B) {
+	for _, c := range benchCases() {
+		if c.alg[:2] != "RS" && c.alg[:2] != "PS" && c.alg[:2] != "ES" {
+			continue
+		}
+		b.Run(c.name, func(b *testing.B) {
+			v := benchVerifierWith(b, c, verify.Options{StandardCrypto: true})
+			tok := c.token()
+			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := v.Verify(ctx, tok); err != nil {

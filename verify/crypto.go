@@ -22,7 +22,7 @@ import (
 // is the verifier's business. By default RS* and PS* verify with
 // internal/rsaverify (the modulus and its Montgomery constants computed once
 // per key) and ES* with internal/ecverify (a table of the key's multiples):
-// the prepared paths, 30–70% faster than crypto/rsa and crypto/ecdsa
+// the prepared paths, taking 30–70% less time than crypto/rsa and crypto/ecdsa
 // (rsa.go, ecdsa.go). A key is prepared on its first use, not when it enters
 // a set, and the prepared form is kept in the key's memo slot
 // (cache.Key.Memo), so it lives as long as the *cache.Key — which the fetcher

@@ -109,8 +109,8 @@ type Options struct {
 	TokenCache TokenCacheOptions
 	// StandardCrypto routes every RS*, PS* and ES* verification to
 	// crypto/rsa and crypto/ecdsa instead of the prepared verifiers
-	// (internal/rsaverify, internal/ecverify): 30–70% slower per uncached
-	// token, for an operator who will not run them (config
+	// (internal/rsaverify, internal/ecverify), which take 30–70% less
+	// time: for an operator who will not run them (cmd's config
 	// crypto.standard_library, env JWKSVERIFY_STANDARD_CRYPTO=1). False
 	// means the prepared verifiers, held by the cross-check
 	// (CrossCheckRate). FIPS 140-3 mode and BoringCrypto builds use the

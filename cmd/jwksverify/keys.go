@@ -109,7 +109,7 @@ func listKeys(source string, set *cache.Set) keysReport {
 				alg = "HS256" // the shortest secret an HMAC takes
 			}
 		}
-		if err := verify.CheckKey(alg, k); alg != "" && err != nil {
+		if err := verify.KeyFits(k, alg); alg != "" && err != nil {
 			fatal(err.Error())
 		}
 		if k.Kid == "" {

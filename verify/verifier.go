@@ -142,6 +142,12 @@ func (v *Verifier) ExplainAt(ctx context.Context, token string, now time.Time) (
 	return tr.steps, res, err
 }
 
+// Now reads the verifier's clock ([Options.Now], or time.Now), the one
+// [Verifier.Verify] judges at. A caller that decides at one instant per
+// request (the server) reads it once and passes it to
+// [Verifier.VerifyAt]. It is safe for concurrent use.
+func (v *Verifier) Now() time.Time { return v.now() }
+
 // Issuers returns the configured issuers with defaults applied (Algorithms
 // filled in, Leeway and RequiredClaims set). The slices are shared with the
 // verifier: callers must not modify them.

@@ -17,6 +17,8 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/server/extauthz"
+	"github.com/jwksverify/jwksverify/server/metrics"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -148,7 +150,13 @@ func newService(cfg *config, logger *slog.Logger) (_ *service, err error) {
 	for _, c := range cfg.Introspection {
 		clients = append(clients, server.IntrospectionClient{ID: c.ID, Secret: c.Secret})
 	}
+	m, err := metrics.New(metrics.Options{Verifier: s.verifier})
+	if err != nil {
+		return nil, err
+	}
 	s.server, err = server.New(server.Options{
+		Metrics:              m,
+		MetricsHandler:       m.Handler(),
 		Verifier:             s.verifier,
 		TokenSources:         sources,
 		ClaimsToHeaders:      claimHeaders,
@@ -348,7 +356,7 @@ func (a *app) runService(ctx context.Context, cfg *config, logger *slog.Logger, 
 	var grpcSrv *grpc.Server
 	if gln != nil {
 		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(cfg.MaxBodyBytes)))
-		svc.server.RegisterGRPC(grpcSrv)
+		extauthz.Register(grpcSrv, svc.server)
 	}
 
 	attrs := []any{"http", ln.Addr().String()}

@@ -322,13 +322,15 @@ func (s *Set) Usable(now time.Time) bool {
 	return s != nil && (s.UsableUntil.IsZero() || !now.After(s.UsableUntil))
 }
 
-// Keys is the holder of one issuer's current key set and its status. Readers
-// never lock: [Keys.Load] is one atomic load. The zero value is ready to use
-// and holds no set. Keys is safe for concurrent use.
+// Keys is the holder of one issuer's current key set, its status and its
+// live counters. Readers never lock: [Keys.Load] is one atomic load. The
+// zero value is ready to use and holds no set. Keys is safe for concurrent
+// use.
 type Keys struct {
-	set    atomic.Pointer[Set]
-	status atomic.Pointer[Status]
-	neg    negative
+	set      atomic.Pointer[Set]
+	status   atomic.Pointer[Status]
+	neg      negative
+	counters Counters
 }
 
 // Load returns the current set, or nil when none has been published.
@@ -341,17 +343,26 @@ func (k *Keys) Store(s *Set) {
 	k.neg.forgetPresent(s)
 }
 
-// Status returns the last status published with [Keys.SetStatus], or the
-// zero Status.
+// Status returns the last status published with [Keys.SetStatus] (the zero
+// Status before one), with Stats read from the live [Keys.Counters] at the
+// call, not when the status was published.
 func (k *Keys) Status() Status {
+	var st Status
 	if s := k.status.Load(); s != nil {
-		return *s
+		st = *s
 	}
-	return Status{}
+	st.Stats = k.counters.Load()
+	return st
 }
 
 // SetStatus publishes the source's status (for /v1/issuers and metrics).
+// Its Stats are ignored: [Keys.Status] reads the live counters.
 func (k *Keys) SetStatus(s Status) { k.status.Store(&s) }
+
+// Counters returns the live counters of this issuer's key source, which the
+// source increments and [Keys.Status] reads. The pointer is k's own, valid
+// for k's lifetime.
+func (k *Keys) Counters() *Counters { return &k.counters }
 
 // RememberMissing records that kid was just proven absent from the source,
 // until until. The memory is bounded ([MaxMissing] kids); when full, the
@@ -359,8 +370,15 @@ func (k *Keys) SetStatus(s Status) { k.status.Store(&s) }
 func (k *Keys) RememberMissing(kid string, until time.Time) { k.neg.remember(kid, until) }
 
 // RecentlyMissing reports whether kid was proven absent and the memory of it
-// has not expired at now.
-func (k *Keys) RecentlyMissing(kid string, now time.Time) bool { return k.neg.has(kid, now) }
+// has not expired at now. Each true answer counts in
+// [FetchStats.NegativeKidHits].
+func (k *Keys) RecentlyMissing(kid string, now time.Time) bool {
+	if !k.neg.has(kid, now) {
+		return false
+	}
+	k.counters.NegativeKidHits.Add(1)
+	return true
+}
 
 // MaxMissing bounds the negative-kid memory of one issuer.
 const MaxMissing = 4096
@@ -436,7 +454,8 @@ type Status struct {
 	LastError string
 	// ConsecutiveFailures counts failed attempts since the last success.
 	ConsecutiveFailures int
-	// Stats are the source's counters since it started.
+	// Stats are the source's counters since it started. [Keys.Status] fills
+	// them from the live counters; [Keys.SetStatus] ignores them.
 	Stats FetchStats
 }
 
@@ -456,4 +475,32 @@ type FetchStats struct {
 	// SuppressedRefreshes counts unknown-kid refreshes refused because the
 	// per-interval budget was spent or the kid was remembered as missing.
 	SuppressedRefreshes uint64
+	// NegativeKidHits counts lookups of a kid remembered as missing
+	// ([Keys.RecentlyMissing] answering true): tokens answered unknown_kid
+	// without asking the source.
+	NegativeKidHits uint64
+}
+
+// Counters are the live counters behind [FetchStats], owned by a [Keys]
+// (see [Keys.Counters]): the key source increments them, and every reader
+// ([Keys.Status], a fetcher's Stats) loads the same atomics. The zero value
+// is ready; Counters is safe for concurrent use and must not be copied.
+type Counters struct {
+	Fetches, NotModified, Errors, KeysSkipped atomic.Uint64
+	UnknownKidRefreshes, SuppressedRefreshes  atomic.Uint64
+	NegativeKidHits                           atomic.Uint64
+}
+
+// Load returns the counters' current values. It does not block. The values
+// are read one by one, not as one snapshot.
+func (c *Counters) Load() FetchStats {
+	return FetchStats{
+		Fetches:             c.Fetches.Load(),
+		NotModified:         c.NotModified.Load(),
+		Errors:              c.Errors.Load(),
+		KeysSkipped:         c.KeysSkipped.Load(),
+		UnknownKidRefreshes: c.UnknownKidRefreshes.Load(),
+		SuppressedRefreshes: c.SuppressedRefreshes.Load(),
+		NegativeKidHits:     c.NegativeKidHits.Load(),
+	}
 }

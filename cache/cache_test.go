@@ -255,9 +255,40 @@ func TestKeysStatus(t *testing.T) {
 	if got := k.Status(); got.Source != "" {
 		t.Errorf("zero Keys Status() = %+v, want zero", got)
 	}
-	k.SetStatus(cache.Status{Source: "https://idp/jwks", Stats: cache.FetchStats{Fetches: 3}})
-	if got := k.Status(); got.Source != "https://idp/jwks" || got.Stats.Fetches != 3 {
-		t.Errorf("Status() = %+v, want the published status", got)
+	k.SetStatus(cache.Status{Source: "https://idp/jwks", ConsecutiveFailures: 2, Stats: cache.FetchStats{Fetches: 3}})
+	if got := k.Status(); got.Source != "https://idp/jwks" || got.ConsecutiveFailures != 2 || got.Stats != (cache.FetchStats{}) {
+		t.Errorf("Status() = %+v, want the published status with the live (zero) counters, not the published Stats", got)
+	}
+}
+
+// Status().Stats are the live counters at the call: a count made after the
+// status was published shows at once; a negative-memory hit counts where it
+// happens, a miss does not.
+func TestKeysLiveCounters(t *testing.T) {
+	var k cache.Keys
+	k.SetStatus(cache.Status{Source: "https://idp/jwks"})
+	c := k.Counters()
+	if c != k.Counters() {
+		t.Fatal("Counters() returns another pointer on each call")
+	}
+	c.Fetches.Add(2)
+	c.NotModified.Add(1)
+	c.Errors.Add(3)
+	c.KeysSkipped.Add(4)
+	c.UnknownKidRefreshes.Add(5)
+	c.SuppressedRefreshes.Add(6)
+	k.RememberMissing("gone", t0.Add(time.Minute))
+	for _, kid := range []string{"gone", "gone", "other"} {
+		k.RecentlyMissing(kid, t0)
+	}
+	k.RecentlyMissing("gone", t0.Add(time.Hour)) // expired: a miss
+	want := cache.FetchStats{Fetches: 2, NotModified: 1, Errors: 3, KeysSkipped: 4,
+		UnknownKidRefreshes: 5, SuppressedRefreshes: 6, NegativeKidHits: 2}
+	if got := k.Status().Stats; got != want {
+		t.Errorf("Status().Stats = %+v, want %+v", got, want)
+	}
+	if got := c.Load(); got != want {
+		t.Errorf("Counters().Load() = %+v, want %+v", got, want)
 	}
 }
 

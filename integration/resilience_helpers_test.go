@@ -63,12 +63,17 @@ func (k rhKey) mint(issuer string) string {
 // rhRefresh is an issuer's refresh block.
 type rhRefresh struct {
 	minInterval, maxInterval, defaultTTL, unknownKid, staleFor, fetchTimeout time.Duration
+	unknownKidWait                                                           time.Duration // 0: not written (the default)
 }
 
 // yaml renders the block as a flow mapping.
 func (r rhRefresh) yaml() string {
-	return fmt.Sprintf("{min_interval: %s, max_interval: %s, default_ttl: %s, unknown_kid_interval: %s, stale_for: %s, fetch_timeout: %s}",
-		r.minInterval, r.maxInterval, r.defaultTTL, r.unknownKid, r.staleFor, r.fetchTimeout)
+	wait := ""
+	if r.unknownKidWait != 0 {
+		wait = fmt.Sprintf(", unknown_kid_wait: %s", r.unknownKidWait)
+	}
+	return fmt.Sprintf("{min_interval: %s, max_interval: %s, default_ttl: %s, unknown_kid_interval: %s, stale_for: %s, fetch_timeout: %s%s}",
+		r.minInterval, r.maxInterval, r.defaultTTL, r.unknownKid, r.staleFor, r.fetchTimeout, wait)
 }
 
 // rhConfig returns a service configuration with one issuer whose key

@@ -31,9 +31,15 @@ var (
 	// skipped). A fetch that yields it keeps the last good set.
 	ErrNoKeys = errors.New("jwks: no usable keys")
 	// ErrSuppressed reports an unknown-kid refresh that was not made: the
-	// per-interval budget is spent, or the kid was just proven absent. It is
-	// returned at once, never waited for.
+	// per-interval budget is spent, the kid was just proven absent, or the
+	// fetcher has only StaticKeys and no source to refresh. It is returned
+	// at once, never waited for.
 	ErrSuppressed = errors.New("jwks: refresh suppressed")
+	// ErrRefreshPending reports an unknown-kid refresh that did not complete
+	// within UnknownKidWait of its start: the caller stopped waiting (or,
+	// arriving later, did not wait at all). The refresh goes on in the
+	// background and publishes what it finds.
+	ErrRefreshPending = errors.New("jwks: key refresh still in progress")
 	// ErrClosed reports a call on a closed [Fetcher].
 	ErrClosed = errors.New("jwks: fetcher closed")
 )

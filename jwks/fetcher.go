@@ -2,12 +2,8 @@ package jwks
 
 import (
 	"context"
-	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"strconv"
@@ -20,17 +16,11 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 )
 
-// maxValidator bounds an ETag or Last-Modified value kept for revalidation.
-const maxValidator = 1024
-
 // maxRememberedKid bounds the length of a kid remembered as missing: kids
 // come from tokens, and real ones are short (27 to 43 characters at the
 // major IdPs). A longer absent kid is not remembered; the budget still
 // bounds what it costs.
 const maxRememberedKid = 256
-
-// maxSkippedLogged bounds the "key skipped" log lines of one parse.
-const maxSkippedLogged = 10
 
 // Fetcher keeps one issuer's key set fresh in the background. It owns one
 // goroutine, started by New and stopped by Close, plus at most one fetch in
@@ -44,9 +34,10 @@ type Fetcher struct {
 	opts      Options // defaults applied
 	keys      *cache.Keys
 	client    *http.Client
-	transport *http.Transport // owned (closed by Close), or nil for a caller's client
-	source    string          // cache.Status.Source
-	statePath string          // "" when nothing is persisted
+	transport *http.Transport     // owned (closed by Close), or nil for a caller's client
+	source    string              // cache.Status.Source
+	staticKid map[string]struct{} // the kids of StaticKeys: a source's key with one is skipped
+	statePath string              // "" when nothing is persisted
 	log       *slog.Logger
 
 	ctx      context.Context // the fetcher's lifetime; flights run under it
@@ -56,8 +47,9 @@ type Fetcher struct {
 	kick     chan struct{} // a flight completed: re-arm the refresh timer
 	ready    chan struct{} // closed when a usable set is first published
 	readyOne sync.Once
+	sourced  atomic.Bool // a set holding the source's keys has been published
 	sf       singleflight.Group
-	stats    counters
+	stats    *cache.Counters // the live counters of keys
 
 	mu          sync.Mutex
 	closed      bool
@@ -69,39 +61,31 @@ type Fetcher struct {
 
 // flight is one fetch in progress, shared by every caller that joins it.
 type flight struct {
-	key  string
-	fn   func() (any, error)
-	kids map[string]struct{} // unknown kids asked for during the flight
-}
-
-// counters back [cache.FetchStats].
-type counters struct {
-	fetches, notModified, errors, keysSkipped, unknownKid, suppressed atomic.Uint64
-}
-
-// fetchState is what a fetch remembers between attempts.
-type fetchState struct {
-	jwksURL            string // configured or discovered
-	discoveredAt       time.Time
-	etag, lastModified string
-	body               []byte // the last good JWKS document (for the state file)
-	bodyHash           [32]byte
-	file               os.FileInfo // the file last read, or nil
-	fileErr            error       // the outcome of reading it
-
-	lastAttempt, lastSuccess, nextAt time.Time
-	lastErr                          string
-	failures                         int
+	key   string
+	fn    func() (any, error)
+	start time.Time           // when it started: unknown-kid waits count from it
+	kids  map[string]struct{} // unknown kids asked for during the flight; f.mu
+	// budget reports that the flight holds the unknown-kid budget: an unknown
+	// kid started it, or joined it while the budget was free. f.mu.
+	budget bool
 }
 
 // New validates opts, loads the persisted set if StateDir holds one, and
 // starts the background refresh loop, whose first fetch starts at once.
 // The caller must Close the Fetcher. New does no network I/O itself; use
-// [Fetcher.Ready] to wait for a first usable set.
+// [Fetcher.Ready] to wait for a first usable set. With StaticKeys and no
+// source, New publishes them, is ready at once and starts no goroutine.
 func New(opts Options) (*Fetcher, error) {
 	f, err := build(opts)
 	if err != nil {
 		return nil, err
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if !f.hasSource() {
+		f.publishStatic()
+		f.readyOne.Do(func() { close(f.ready) })
+		close(f.loopDone) // no loop: nothing to refresh
+		return f, nil
 	}
 	if f.opts.StateDir != "" && f.opts.File == "" {
 		if err := os.MkdirAll(f.opts.StateDir, 0o700); err != nil {
@@ -111,9 +95,17 @@ func New(opts Options) (*Fetcher, error) {
 		f.statePath = statePath(f.opts.StateDir, f.opts.Issuer, f.source)
 		f.loadState()
 	}
-	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if len(f.opts.StaticKeys) > 0 && !f.sourced.Load() {
+		// The static keys verify while the source is still unreachable.
+		f.publishStatic()
+	}
 	go f.loop()
 	return f, nil
+}
+
+// hasSource reports whether a URL, discovery or a file is configured.
+func (f *Fetcher) hasSource() bool {
+	return f.opts.URL != "" || f.opts.Discovery || f.opts.File != ""
 }
 
 // build applies defaults and prepares a Fetcher without starting anything.
@@ -125,20 +117,31 @@ func build(opts Options) (*Fetcher, error) {
 	f := &Fetcher{
 		opts:     o,
 		keys:     o.Keys,
+		stats:    o.Keys.Counters(),
 		loopDone: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		ready:    make(chan struct{}),
+	}
+	for _, k := range o.StaticKeys {
+		if k.Kid != "" {
+			if f.staticKid == nil {
+				f.staticKid = make(map[string]struct{}, len(o.StaticKeys))
+			}
+			f.staticKid[k.Kid] = struct{}{}
+		}
 	}
 	switch {
 	case o.File != "":
 		f.source = "file:" + o.File
 	case o.Discovery:
 		f.source = "discovery:" + o.Issuer
-	default:
+	case o.URL != "":
 		f.source = redactString(o.URL)
 		f.st.jwksURL = o.URL
+	default:
+		f.source = "static"
 	}
-	if o.File == "" {
+	if o.URL != "" || o.Discovery {
 		f.client, f.transport = newClient(o)
 	}
 	f.log = o.Logger.With("source", f.source)
@@ -146,85 +149,6 @@ func build(opts Options) (*Fetcher, error) {
 		f.log = f.log.With("issuer", o.Issuer)
 	}
 	return f, nil
-}
-
-// withDefaults validates o and fills its zero values.
-func (o Options) withDefaults() (Options, error) {
-	invalid := func(format string, args ...any) (Options, error) {
-		return Options{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
-	sources := 0
-	for _, set := range []bool{o.URL != "", o.Discovery, o.File != ""} {
-		if set {
-			sources++
-		}
-	}
-	if sources != 1 {
-		return invalid("exactly one of URL, Discovery and File must be set")
-	}
-	if o.URL != "" {
-		if _, err := parseURL(o.URL, o.InsecureAllowHTTP); err != nil {
-			return invalid("URL: %w", err)
-		}
-	}
-	if o.Discovery {
-		if o.Issuer == "" {
-			return invalid("Discovery needs Issuer")
-		}
-		if _, err := parseURL(o.Issuer, o.InsecureAllowHTTP); err != nil {
-			return invalid("Issuer: %w", err)
-		}
-	}
-	durations := []struct {
-		name  string
-		p     *time.Duration
-		def   time.Duration
-		floor time.Duration
-	}{
-		{"FetchTimeout", &o.FetchTimeout, DefaultFetchTimeout, time.Nanosecond},
-		{"MinInterval", &o.MinInterval, DefaultMinInterval, MinAnyInterval},
-		{"MaxInterval", &o.MaxInterval, DefaultMaxInterval, MinAnyInterval},
-		{"DefaultTTL", &o.DefaultTTL, DefaultTTL, MinAnyInterval},
-		{"UnknownKidInterval", &o.UnknownKidInterval, DefaultUnknownKidInterval, MinAnyInterval},
-		{"StaleFor", &o.StaleFor, DefaultStaleFor, MinAnyInterval},
-		{"FilePollInterval", &o.FilePollInterval, DefaultFilePollInterval, MinAnyInterval},
-	}
-	for _, d := range durations {
-		switch {
-		case *d.p == 0:
-			*d.p = d.def
-		case *d.p < d.floor:
-			return invalid("%s %v is below %v", d.name, *d.p, d.floor)
-		}
-	}
-	if o.MinInterval > o.MaxInterval {
-		return invalid("MinInterval %v exceeds MaxInterval %v", o.MinInterval, o.MaxInterval)
-	}
-	switch {
-	case o.MaxBytes < 0 || o.MaxKeys < 0:
-		return invalid("negative MaxBytes or MaxKeys")
-	case o.MaxBytes == 0:
-		o.MaxBytes = DefaultMaxBytes
-	}
-	if o.MaxKeys == 0 {
-		o.MaxKeys = DefaultMaxKeys
-	}
-	if o.Keys == nil {
-		o.Keys = new(cache.Keys)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.NewTimer == nil {
-		o.NewTimer = func(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
-	}
-	if o.Jitter == nil {
-		o.Jitter = rand.Float64
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return o, nil
 }
 
 type realTimer struct{ t *time.Timer }
@@ -257,17 +181,9 @@ func (f *Fetcher) closeIdle() {
 	}
 }
 
-// Stats returns the fetcher's counters. It does not block.
-func (f *Fetcher) Stats() cache.FetchStats {
-	return cache.FetchStats{
-		Fetches:             f.stats.fetches.Load(),
-		NotModified:         f.stats.notModified.Load(),
-		Errors:              f.stats.errors.Load(),
-		KeysSkipped:         f.stats.keysSkipped.Load(),
-		UnknownKidRefreshes: f.stats.unknownKid.Load(),
-		SuppressedRefreshes: f.stats.suppressed.Load(),
-	}
-}
+// Stats returns the fetcher's counters: the live counters of its
+// [cache.Keys], which Keys().Status().Stats also reads. It does not block.
+func (f *Fetcher) Stats() cache.FetchStats { return f.stats.Load() }
 
 // Ready blocks until a first usable set is published (a fetch, a file load,
 // or a persisted set still within its staleness) or ctx is done. It returns
@@ -291,16 +207,30 @@ func (f *Fetcher) Ready(ctx context.Context) error {
 // RefreshUnknownKid implements verify.Refresher: it refreshes the key set
 // because a token named kid, which the current set does not hold.
 //
-// It never waits for a budget. Under the fetcher's lock it either joins the
-// flight in progress, or returns [ErrSuppressed] at once (the kid was proven
-// absent within UnknownKidInterval, or an unknown-kid refresh already started
-// within UnknownKidInterval), or reserves the budget and starts a flight. The
-// flight runs under the fetcher's lifetime, not ctx: the caller waits for it
-// only as long as ctx allows. It returns nil when a refresh completed (the
-// caller reloads the set; the kid may still be absent) or when the current
-// set already holds kid, and the fetch error when the refresh failed. After
-// a successful flight, the kids asked for during it that are still absent are
-// remembered as missing for UnknownKidInterval.
+// It never waits for a budget, and it waits for a refresh at most
+// UnknownKidWait counted from the moment that refresh started. Under the
+// fetcher's lock it does one of these:
+//   - returns [ErrSuppressed] at once when the kid was proven absent within
+//     UnknownKidInterval, or when the unknown-kid budget (one refresh per
+//     UnknownKidInterval) is spent and the flight in progress, if any, is
+//     not the one that spent it;
+//   - joins the flight in progress (the budget is spent by that flight's
+//     start, if it was not already);
+//   - reserves the budget and starts a flight.
+//
+// A caller that joins waits only for what remains of UnknownKidWait since
+// the flight started; one that arrives after that does not wait at all. In
+// both cases, once the wait is over it gets [ErrRefreshPending]. The flight
+// runs under the fetcher's lifetime, not ctx, bounded by FetchTimeout: it
+// goes on in the background and publishes what it finds. The caller also
+// stops waiting when ctx is done. It returns nil when a refresh completed
+// (the caller reloads the set; the kid may still be absent) or when the
+// current set already holds kid, and the fetch error when the refresh
+// failed. After a successful flight, the kids asked for during it that are
+// still absent are remembered as missing for UnknownKidInterval.
+//
+// The wait is measured with Now and waited on a real timer (NewTimer
+// schedules refreshes only); under testing/synctest both are the bubble's.
 func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 	if _, ok := f.keys.Load().Lookup(kid); ok {
 		return nil // a refresh since the caller looked already brought it
@@ -310,32 +240,57 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 		f.mu.Unlock()
 		return ErrClosed
 	}
+	if !f.hasSource() {
+		f.mu.Unlock()
+		return fmt.Errorf("%w: static keys only, no source to refresh", ErrSuppressed)
+	}
 	now := f.opts.Now()
 	fl := f.cur
+	spent := !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval
 	switch {
-	case fl != nil:
-		// Join: the fetch in progress is as fresh as a new one would be.
 	case f.keys.RecentlyMissing(kid, now):
 		f.mu.Unlock()
-		f.stats.suppressed.Add(1)
+		f.stats.SuppressedRefreshes.Add(1)
 		return fmt.Errorf("%w: kid was absent from a refresh moments ago", ErrSuppressed)
-	case !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval:
+	case fl != nil && fl.budget:
+		// Join: the fetch in progress is the one this interval's budget paid for.
+	case fl != nil && !spent:
+		// Join: the fetch in progress (periodic, a retry) is as fresh as a
+		// new one would be. It spends the budget from its start, so that when
+		// it fails (a hung IdP) the next unknown kid does not start another
+		// one at once.
+		fl.budget, f.lastUnknown = true, fl.start
+	case spent:
+		// A flight started by others after the budget was spent (a retry of
+		// a hung fetch) is not waited for either: a suppressed request never
+		// waits.
 		f.mu.Unlock()
-		f.stats.suppressed.Add(1)
+		f.stats.SuppressedRefreshes.Add(1)
 		return fmt.Errorf("%w: one unknown-kid refresh per %v", ErrSuppressed, f.opts.UnknownKidInterval)
 	default:
 		f.lastUnknown = now
-		f.stats.unknownKid.Add(1)
+		f.stats.UnknownKidRefreshes.Add(1)
 		fl = f.startLocked()
+		fl.budget = true
 	}
 	if len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {
 		fl.kids[kid] = struct{}{}
 	}
+	wait := fl.start.Add(f.opts.UnknownKidWait).Sub(now)
+	if wait <= 0 {
+		f.mu.Unlock()
+		return fmt.Errorf("%w: in progress for %v, longer than the %v wait", ErrRefreshPending,
+			now.Sub(fl.start).Round(time.Millisecond), f.opts.UnknownKidWait)
+	}
 	ch := f.sf.DoChan(fl.key, fl.fn)
 	f.mu.Unlock()
+	t := time.NewTimer(wait)
+	defer t.Stop()
 	select {
 	case r := <-ch:
 		return r.Err
+	case <-t.C:
+		return fmt.Errorf("%w: not done within the %v wait", ErrRefreshPending, f.opts.UnknownKidWait)
 	case <-ctx.Done():
 		return fmt.Errorf("jwks: waiting for the key refresh: %w", context.Cause(ctx))
 	}
@@ -345,7 +300,7 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 // f.sf.DoChan(fl.key, fl.fn) before releasing f.mu.
 func (f *Fetcher) startLocked() *flight {
 	f.seq++
-	fl := &flight{key: strconv.FormatUint(f.seq, 10), kids: make(map[string]struct{})}
+	fl := &flight{key: strconv.FormatUint(f.seq, 10), start: f.opts.Now(), kids: make(map[string]struct{})}
 	f.flights.Add(1)
 	fl.fn = func() (any, error) {
 		defer f.flights.Done()
@@ -448,349 +403,4 @@ func (f *Fetcher) attempt(ctx context.Context) error {
 	f.keys.SetStatus(status)
 	f.markReady()
 	return err
-}
-
-func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState) error {
-	start := f.opts.Now()
-	var err error
-	if f.opts.Discovery && (st.jwksURL == "" || start.Sub(st.discoveredAt) >= f.opts.MaxInterval) {
-		var u string
-		if u, err = f.discover(ctx); err == nil {
-			if u != st.jwksURL {
-				st.etag, st.lastModified = "", "" // validators belong to one URL
-			}
-			st.jwksURL, st.discoveredAt = u, start
-		}
-	}
-	var resp response
-	if err == nil {
-		etag, lastModified := st.etag, st.lastModified
-		if f.keys.Load() == nil {
-			etag, lastModified = "", "" // a 304 needs a set to extend
-		}
-		resp, err = f.get(ctx, st.jwksURL, acceptJWKS, etag, lastModified)
-	}
-	now := f.opts.Now()
-	var interval time.Duration
-	if err == nil {
-		interval, err = f.accept(resp, st, now)
-	}
-	st.lastAttempt = now
-	if err != nil {
-		if f.opts.Discovery {
-			st.jwksURL = "" // the jwks_uri may have moved: discover again
-		}
-		// A fetch cut short by Close is not worth a warning.
-		f.failed(st, now, err, f.backoff(st.failures+1), ctx.Err() == nil)
-		return err
-	}
-	st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(interval)
-	f.saveState(st, now)
-	return nil
-}
-
-// accept publishes a fetched answer and returns the refresh interval it grants.
-func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Duration, error) {
-	cur := f.keys.Load()
-	until := now.Add(f.opts.StaleFor)
-	switch {
-	case resp.notModified && cur == nil:
-		return 0, fmt.Errorf("%w: 304 Not Modified without a set to keep", ErrStatus)
-	case resp.notModified:
-		f.stats.notModified.Add(1)
-		f.publish(cur.WithTimes(now, until))
-		f.log.Debug("jwks not modified", "keys", cur.Len())
-	case cur != nil && st.body != nil && sha256.Sum256(resp.body) == st.bodyHash:
-		f.publish(cur.WithTimes(now, until))
-		f.log.Debug("jwks unchanged", "keys", cur.Len())
-	default:
-		keys, skipped, extra, err := parse(resp.body, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: cur})
-		if err != nil {
-			return 0, err
-		}
-		if extra > 0 {
-			// A set cut at MaxKeys would drop whichever keys come last —
-			// perhaps the one in use — and reject valid tokens at once.
-			// Refuse it whole, like a body over MaxBytes: the last good
-			// set keeps serving and the failure shows.
-			return 0, fmt.Errorf("%w: more than %d keys (%d beyond the limit)", ErrTooLarge, f.opts.MaxKeys, extra)
-		}
-		set := cache.NewSet(keys, skipped, now, until)
-		f.reportSkipped(set.Skipped())
-		if set.Len() == 0 {
-			return 0, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
-		}
-		f.publish(set)
-		st.body, st.bodyHash = resp.body, sha256.Sum256(resp.body)
-		f.log.Info("jwks fetched", "keys", set.Len(), "skipped", len(set.Skipped()))
-	}
-	if etag := resp.header.Get("ETag"); etag != "" || !resp.notModified {
-		st.etag = validator(etag)
-	}
-	if lm := resp.header.Get("Last-Modified"); lm != "" || !resp.notModified {
-		st.lastModified = validator(lm)
-	}
-	return f.interval(resp.header, now), nil
-}
-
-func validator(v string) string {
-	if len(v) > maxValidator {
-		return ""
-	}
-	return v
-}
-
-// failed records a failed attempt. Logging can be left to the caller when
-// the failure repeats a known one (an unchanged bad file).
-func (f *Fetcher) failed(st *fetchState, now time.Time, err error, retry time.Duration, logIt bool) {
-	f.stats.errors.Add(1)
-	st.failures++
-	st.lastErr = err.Error()
-	st.nextAt = now.Add(retry)
-	if !logIt {
-		return
-	}
-	attrs := []any{"err", st.lastErr, "failures", st.failures, "retry_in", retry.Round(time.Millisecond).String()}
-	if set := f.keys.Load(); set != nil {
-		attrs = append(attrs, "usable", set.Usable(now), "usable_until", set.UsableUntil)
-	}
-	f.log.Warn("jwks fetch failed", attrs...)
-}
-
-func (f *Fetcher) attemptFile(st *fetchState) error {
-	poll := f.opts.FilePollInterval
-	fi, err := os.Stat(f.opts.File)
-	now := f.opts.Now()
-	st.lastAttempt = now
-	switch {
-	case err != nil:
-		st.file = nil // read it again when it comes back
-	case st.file != nil && sameFile(st.file, fi):
-		err = st.fileErr // unchanged: the last read stands
-		if err != nil {
-			f.failed(st, now, err, poll, false)
-			return err
-		}
-		st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(poll)
-		return nil
-	default:
-		st.file, err = f.loadFile(now)
-		st.fileErr = err
-	}
-	if err != nil {
-		f.failed(st, now, err, poll, err.Error() != st.lastErr)
-		return err
-	}
-	st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(poll)
-	return nil
-}
-
-// loadFile reads and publishes the key file. It returns the FileInfo of what
-// it read, for change detection, even when the content is refused.
-func (f *Fetcher) loadFile(now time.Time) (os.FileInfo, error) {
-	f.stats.fetches.Add(1)
-	data, fi, err := readFile(f.opts.File, f.opts.MaxBytes)
-	if err != nil {
-		return fi, err
-	}
-	keys, skipped, err := Parse(data, ParseOptions{Local: true, MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load()})
-	if err != nil {
-		return fi, err
-	}
-	// Keys from a local file never go stale: the file is the source of truth
-	// and is not subject to an IdP outage.
-	set := cache.NewSet(keys, skipped, now, time.Time{})
-	f.reportSkipped(set.Skipped())
-	if set.Len() == 0 {
-		return fi, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
-	}
-	f.publish(set)
-	f.log.Info("jwks file loaded", "keys", set.Len(), "skipped", len(set.Skipped()))
-	return fi, nil
-}
-
-// readFile reads a regular file of at most limit bytes.
-func readFile(path string, limit int64) ([]byte, os.FileInfo, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("jwks: %w", err)
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return nil, nil, fmt.Errorf("jwks: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fi, fmt.Errorf("%w: %s is not a regular file", ErrMalformed, path)
-	}
-	data, err := readBounded(fh, fi.Size(), limit)
-	if err != nil {
-		return nil, fi, fmt.Errorf("jwks: %s: %w", path, err)
-	}
-	return data, fi, nil
-}
-
-func sameFile(a, b os.FileInfo) bool {
-	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
-}
-
-// publish stores set. The caller publishes the status next and then calls
-// markReady, so that whoever Ready releases sees the set and its status.
-func (f *Fetcher) publish(set *cache.Set) { f.keys.Store(set) }
-
-// markReady releases Ready's waiters once the published set is usable.
-func (f *Fetcher) markReady() {
-	if f.keys.Load().Usable(f.opts.Now()) {
-		f.readyOne.Do(func() { close(f.ready) })
-	}
-}
-
-func (f *Fetcher) reportSkipped(skipped []cache.Skipped) {
-	if len(skipped) == 0 {
-		return
-	}
-	f.stats.keysSkipped.Add(uint64(len(skipped)))
-	for i, s := range skipped {
-		if i == maxSkippedLogged {
-			f.log.Warn("jwks keys skipped", "more", len(skipped)-i)
-			break
-		}
-		f.log.Warn("jwks key skipped", "index", s.Index, "kid", s.Kid, "kty", s.Kty, "reason", s.Reason)
-	}
-}
-
-// statusLocked renders the published status; f.mu must be held.
-func (f *Fetcher) statusLocked() cache.Status {
-	return cache.Status{
-		Source:              f.source,
-		LastAttempt:         f.st.lastAttempt,
-		LastSuccess:         f.st.lastSuccess,
-		NextRefresh:         f.st.nextAt,
-		LastError:           f.st.lastErr,
-		ConsecutiveFailures: f.st.failures,
-		Stats:               f.Stats(),
-	}
-}
-
-// interval is the refresh interval a response grants: its caching lifetime
-// clamped to [MinInterval, MaxInterval] (DefaultTTL when it says nothing),
-// with jitter.
-func (f *Fetcher) interval(h http.Header, now time.Time) time.Duration {
-	d, ok := cacheLifetime(h, now)
-	if !ok {
-		d = f.opts.DefaultTTL
-	}
-	return f.jittered(min(max(d, f.opts.MinInterval), f.opts.MaxInterval))
-}
-
-// backoff is the retry delay after the n-th consecutive failure: 1s, 2s,
-// 4s, … capped at MinInterval, with jitter.
-func (f *Fetcher) backoff(n int) time.Duration {
-	d := f.opts.MinInterval
-	if n-1 < 32 {
-		d = min(time.Second<<(n-1), d)
-	}
-	return f.jittered(d)
-}
-
-// jittered spreads d by ±10%, so that many verifiers do not refresh in step.
-func (f *Fetcher) jittered(d time.Duration) time.Duration {
-	j := f.opts.Jitter()
-	if !(j >= 0 && j < 1) {
-		j = 0.5
-	}
-	return time.Duration(float64(d) * (0.9 + 0.2*j))
-}
-
-// loadState publishes the persisted set, if there is one for this issuer
-// and source, with the time it was last confirmed: bounded staleness holds
-// across restarts.
-func (f *Fetcher) loadState() {
-	s, err := readState(f.statePath, f.opts.MaxBytes)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return
-	case err != nil:
-		f.log.Warn("jwks state not loaded", "path", f.statePath, "err", err.Error())
-		return
-	case s.Issuer != f.opts.Issuer || s.Source != f.source || s.FetchedAt.IsZero():
-		f.log.Info("jwks state ignored: another issuer or source", "path", f.statePath)
-		return
-	}
-	keys, skipped, err := Parse(s.JWKS, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load()})
-	if err != nil || len(keys) == 0 {
-		f.log.Warn("jwks state not loaded: no usable keys", "path", f.statePath)
-		return
-	}
-	at := s.FetchedAt
-	if now := f.opts.Now(); at.After(now) {
-		at = now // a time in the future must not extend the staleness
-	}
-	set := cache.NewSet(keys, skipped, at, at.Add(f.opts.StaleFor))
-	f.publish(set)
-	f.st.etag, f.st.lastModified = validator(s.ETag), validator(s.LastModified)
-	f.st.body, f.st.bodyHash = s.JWKS, sha256.Sum256(s.JWKS)
-	f.st.lastSuccess = at
-	f.keys.SetStatus(f.statusLocked())
-	f.markReady()
-	f.log.Info("jwks state loaded", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
-}
-
-// saveState persists the last good set after a success.
-func (f *Fetcher) saveState(st *fetchState, now time.Time) {
-	if f.statePath == "" || st.body == nil {
-		return
-	}
-	err := writeState(f.statePath, stateFile{
-		Issuer: f.opts.Issuer, Source: f.source, FetchedAt: now,
-		ETag: st.etag, LastModified: st.lastModified, JWKS: st.body,
-	})
-	if err != nil {
-		f.log.Warn("jwks state not saved", "path", f.statePath, "err", err.Error())
-	}
-}
-
-// Fetch reads the key set once from opts' source, without starting a
-// background loop, persisting or loading state (for the CLI). The set
-// includes the skipped keys. When no key is usable it returns the set (so
-// the skipped keys can be reported) together with an error wrapping
-// [ErrNoKeys]. Remote sets are usable for StaleFor; file sets never go stale.
-func Fetch(ctx context.Context, opts Options) (*cache.Set, error) {
-	f, err := build(opts)
-	if err != nil {
-		return nil, err
-	}
-	defer f.closeIdle()
-	var data []byte
-	local := f.opts.File != ""
-	if local {
-		data, _, err = readFile(f.opts.File, f.opts.MaxBytes)
-	} else {
-		u := f.opts.URL
-		if f.opts.Discovery {
-			u, err = f.discover(ctx)
-		}
-		if err == nil {
-			var resp response
-			resp, err = f.get(ctx, u, acceptJWKS, "", "")
-			data = resp.body
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	keys, skipped, err := Parse(data, ParseOptions{Local: local, MaxKeys: f.opts.MaxKeys})
-	if err != nil {
-		return nil, err
-	}
-	now := f.opts.Now()
-	var until time.Time
-	if !local {
-		until = now.Add(f.opts.StaleFor)
-	}
-	set := cache.NewSet(keys, skipped, now, until)
-	if set.Len() == 0 {
-		return set, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
-	}
-	return set, nil
 }

@@ -1,6 +1,7 @@
 package jwks
 
 import (
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -212,6 +213,13 @@ func testOptions(clk *fakeClock, o Options) Options {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.UnknownKidWait == 0 {
+		// The fake clock does not move while a caller waits, and the wait
+		// runs on a real timer: let the flight's own bound (FetchTimeout)
+		// end it, as it did before waits were bounded. The tests of the
+		// wait run under testing/synctest with the real clock.
+		o.UnknownKidWait = cmp.Or(o.FetchTimeout, DefaultFetchTimeout)
 	}
 	return o
 }

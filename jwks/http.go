@@ -140,7 +140,7 @@ func (f *Fetcher) get(ctx context.Context, rawURL, accept, etag, lastModified st
 	if lastModified != "" {
 		req.Header.Set("If-Modified-Since", lastModified)
 	}
-	f.stats.fetches.Add(1)
+	f.stats.Fetches.Add(1)
 	resp, err := f.client.Do(req)
 	if err != nil {
 		// *url.Error repeats the full URL; keep only its cause.

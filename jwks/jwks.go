@@ -11,8 +11,11 @@
 package jwks
 
 import (
+	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
@@ -25,6 +28,7 @@ const (
 	DefaultMaxInterval        = 24 * time.Hour
 	DefaultTTL                = 15 * time.Minute
 	DefaultUnknownKidInterval = 30 * time.Second
+	DefaultUnknownKidWait     = 500 * time.Millisecond
 	DefaultStaleFor           = 24 * time.Hour
 	DefaultMaxBytes           = 1 << 20
 	DefaultMaxKeys            = 100
@@ -34,8 +38,8 @@ const (
 	MinAnyInterval = time.Second
 )
 
-// Options configure a [Fetcher]. Exactly one of URL, Discovery and File is
-// the source.
+// Options configure a [Fetcher]. At most one of URL, Discovery and File is
+// the source; with none, StaticKeys are the whole set.
 type Options struct {
 	// Issuer is the issuer identifier. Required with Discovery; used in
 	// logs, status and the state file name otherwise.
@@ -51,6 +55,23 @@ type Options struct {
 	// FilePollInterval is how often File is checked for a change (its size,
 	// modification time or identity). Zero means 1s.
 	FilePollInterval time.Duration
+	// StaticKeys are keys from local configuration (an HMAC secret, a PEM
+	// key), merged into every set the fetcher publishes: the static keys
+	// first, then the source's. Nil means none. New refuses a nil key and two
+	// static keys with the same non-empty kid. A key of the source whose kid
+	// a static key holds is left out of the set and reported as skipped: the
+	// operator's configuration wins over what a source publishes.
+	//
+	// With no URL, Discovery or File, the fetcher publishes the static keys
+	// alone (never stale), is ready at once, fetches nothing and starts no
+	// goroutine. With a source, the static keys alone are published at start
+	// (unless StateDir holds a set), so they verify while the source is
+	// still unreachable; once the source's first set is published, the
+	// merged set shares the source set's staleness. A fetch that yields no
+	// usable key of its own fails with [ErrNoKeys] even when static keys are
+	// configured: the last good set stays. The keys are shared, not copied;
+	// a [cache.Key] is immutable.
+	StaticKeys []*cache.Key
 
 	// Keys receives the parsed sets. Nil means New allocates one; get it with
 	// [Fetcher.Keys].
@@ -73,6 +94,14 @@ type Options struct {
 	// UnknownKidInterval is the least time between two refreshes triggered by
 	// unknown kids. Zero means 30s.
 	UnknownKidInterval time.Duration
+	// UnknownKidWait is the longest a request waits for an unknown-kid
+	// refresh, counted from the moment that refresh started: a request that
+	// joins it waits only the remainder, one arriving later does not wait,
+	// and past the wait [Fetcher.RefreshUnknownKid] returns
+	// [ErrRefreshPending] while the refresh goes on in the background. Zero
+	// means 500ms, or FetchTimeout when that is shorter; more than
+	// FetchTimeout is refused.
+	UnknownKidWait time.Duration
 	// StaleFor is how long the last good set keeps serving after the last
 	// successful fetch. Zero means 24h.
 	StaleFor time.Duration
@@ -114,4 +143,105 @@ type Options struct {
 type Timer interface {
 	C() <-chan time.Time
 	Stop() bool
+}
+
+// withDefaults validates o and fills its zero values.
+func (o Options) withDefaults() (Options, error) {
+	invalid := func(format string, args ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	sources := 0
+	for _, set := range []bool{o.URL != "", o.Discovery, o.File != ""} {
+		if set {
+			sources++
+		}
+	}
+	switch {
+	case sources > 1:
+		return invalid("at most one of URL, Discovery and File may be set")
+	case sources == 0 && len(o.StaticKeys) == 0:
+		return invalid("one of URL, Discovery, File or StaticKeys must be set")
+	}
+	kids := make(map[string]bool, len(o.StaticKeys))
+	for i, k := range o.StaticKeys {
+		switch {
+		case k == nil:
+			return invalid("StaticKeys[%d] is nil", i)
+		case k.Kid != "" && kids[k.Kid]:
+			return invalid("StaticKeys[%d]: kid %q is held by another static key", i, clip(k.Kid))
+		}
+		kids[k.Kid] = true
+	}
+	o.StaticKeys = slices.Clone(o.StaticKeys)
+	if o.URL != "" {
+		if _, err := parseURL(o.URL, o.InsecureAllowHTTP); err != nil {
+			return invalid("URL: %w", err)
+		}
+	}
+	if o.Discovery {
+		if o.Issuer == "" {
+			return invalid("Discovery needs Issuer")
+		}
+		if _, err := parseURL(o.Issuer, o.InsecureAllowHTTP); err != nil {
+			return invalid("Issuer: %w", err)
+		}
+	}
+	durations := []struct {
+		name  string
+		p     *time.Duration
+		def   time.Duration
+		floor time.Duration
+	}{
+		{"FetchTimeout", &o.FetchTimeout, DefaultFetchTimeout, time.Nanosecond},
+		{"MinInterval", &o.MinInterval, DefaultMinInterval, MinAnyInterval},
+		{"MaxInterval", &o.MaxInterval, DefaultMaxInterval, MinAnyInterval},
+		{"DefaultTTL", &o.DefaultTTL, DefaultTTL, MinAnyInterval},
+		{"UnknownKidInterval", &o.UnknownKidInterval, DefaultUnknownKidInterval, MinAnyInterval},
+		{"StaleFor", &o.StaleFor, DefaultStaleFor, MinAnyInterval},
+		{"FilePollInterval", &o.FilePollInterval, DefaultFilePollInterval, MinAnyInterval},
+	}
+	for _, d := range durations {
+		switch {
+		case *d.p == 0:
+			*d.p = d.def
+		case *d.p < d.floor:
+			return invalid("%s %v is below %v", d.name, *d.p, d.floor)
+		}
+	}
+	switch {
+	case o.UnknownKidWait < 0:
+		return invalid("negative UnknownKidWait %v", o.UnknownKidWait)
+	case o.UnknownKidWait == 0:
+		o.UnknownKidWait = min(DefaultUnknownKidWait, o.FetchTimeout)
+	case o.UnknownKidWait > o.FetchTimeout:
+		return invalid("UnknownKidWait %v exceeds FetchTimeout %v", o.UnknownKidWait, o.FetchTimeout)
+	}
+	if o.MinInterval > o.MaxInterval {
+		return invalid("MinInterval %v exceeds MaxInterval %v", o.MinInterval, o.MaxInterval)
+	}
+	switch {
+	case o.MaxBytes < 0 || o.MaxKeys < 0:
+		return invalid("negative MaxBytes or MaxKeys")
+	case o.MaxBytes == 0:
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxKeys == 0 {
+		o.MaxKeys = DefaultMaxKeys
+	}
+	if o.Keys == nil {
+		o.Keys = new(cache.Keys)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.NewTimer == nil {
+		o.NewTimer = func(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+	}
+	if o.Jitter == nil {
+		o.Jitter = rand.Float64
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
 }

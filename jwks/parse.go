@@ -56,6 +56,10 @@ type ParseOptions struct {
 	// pointer, so that caches keyed on it (the verified-token cache) survive
 	// a refresh. Nil means every key is new.
 	Previous *cache.Set
+
+	// static holds the kids of a fetcher's StaticKeys: a parsed key with one
+	// of them is skipped. Nil means none.
+	static map[string]struct{}
 }
 
 // Parse reads a JWKS document: each key is parsed on its own, and a key that
@@ -91,6 +95,12 @@ func parse(data []byte, opts ParseOptions) (_ []*cache.Key, _ []cache.Skipped, e
 		k, sk := parseKey(i, raw, opts)
 		if sk != nil {
 			skipped = append(skipped, *sk)
+			continue
+		}
+		if _, taken := opts.static[k.Kid]; taken && k.Kid != "" {
+			// A key of local configuration wins: a source must not replace
+			// it, nor make it unreachable by kid.
+			skipped = append(skipped, cache.Skipped{Index: i, Kid: clip(k.Kid), Kty: k.Kty, Reason: "kid held by a configured static key"})
 			continue
 		}
 		keys = append(keys, reuse(opts.Previous, k))

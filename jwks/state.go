@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -79,4 +81,52 @@ func writeState(path string, s stateFile) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// loadState publishes the persisted set, if there is one for this issuer
+// and source, with the time it was last confirmed: bounded staleness holds
+// across restarts.
+func (f *Fetcher) loadState() {
+	s, err := readState(f.statePath, f.opts.MaxBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		f.log.Warn("jwks state not loaded", "path", f.statePath, "err", err.Error())
+		return
+	case s.Issuer != f.opts.Issuer || s.Source != f.source || s.FetchedAt.IsZero():
+		f.log.Info("jwks state ignored: another issuer or source", "path", f.statePath)
+		return
+	}
+	keys, skipped, _, err := parse(s.JWKS, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load(), static: f.staticKid})
+	if err != nil || len(keys) == 0 {
+		f.log.Warn("jwks state not loaded: no usable keys", "path", f.statePath)
+		return
+	}
+	at := s.FetchedAt
+	if now := f.opts.Now(); at.After(now) {
+		at = now // a time in the future must not extend the staleness
+	}
+	set := f.newSet(keys, skipped, at, at.Add(f.opts.StaleFor))
+	f.publish(set)
+	f.st.etag, f.st.lastModified = validator(s.ETag), validator(s.LastModified)
+	f.st.body, f.st.bodyHash = s.JWKS, sha256.Sum256(s.JWKS)
+	f.st.lastSuccess = at
+	f.keys.SetStatus(f.statusLocked())
+	f.markReady()
+	f.log.Info("jwks state loaded", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
+}
+
+// saveState persists the last good set after a success.
+func (f *Fetcher) saveState(st *fetchState, now time.Time) {
+	if f.statePath == "" || st.body == nil {
+		return
+	}
+	err := writeState(f.statePath, stateFile{
+		Issuer: f.opts.Issuer, Source: f.source, FetchedAt: now,
+		ETag: st.etag, LastModified: st.lastModified, JWKS: st.body,
+	})
+	if err != nil {
+		f.log.Warn("jwks state not saved", "path", f.statePath, "err", err.Error())
+	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
 func get(h http.Handler, path string) *httptest.ResponseRecorder {
@@ -78,8 +79,8 @@ func TestIssuers(t *testing.T) {
 		NextRefresh:         epoch.Add(5 * time.Minute),
 		LastError:           "jwks: status 502",
 		ConsecutiveFailures: 2,
-		Stats:               cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4},
 	})
+	servertest.AddStats(e.keysA, cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4})
 	e.keysD.SetStatus(cache.Status{Source: "discovery:" + issuerDown, LastAttempt: epoch, LastError: "dial tcp: connection refused", ConsecutiveFailures: 5})
 
 	w := get(e.handler, "/v1/issuers")

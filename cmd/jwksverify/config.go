@@ -150,6 +150,7 @@ type fileRefresh struct {
 	MaxInterval        Duration `yaml:"max_interval"`
 	DefaultTTL         Duration `yaml:"default_ttl"`
 	UnknownKidInterval Duration `yaml:"unknown_kid_interval"`
+	UnknownKidWait     Duration `yaml:"unknown_kid_wait"`
 	StaleFor           Duration `yaml:"stale_for"`
 	FetchTimeout       Duration `yaml:"fetch_timeout"`
 }
@@ -240,6 +241,7 @@ type issuerConfig struct {
 	MaxInterval       time.Duration
 	DefaultTTL        time.Duration
 	UnknownKidIntvl   time.Duration
+	UnknownKidWait    time.Duration // 0 = jwks.DefaultUnknownKidWait
 	StaleFor          time.Duration
 }
 
@@ -679,6 +681,7 @@ func resolveIssuer(fi *fileIssuer, p string) (issuerConfig, error) {
 		MaxInterval:       r.MaxInterval.or(defaultMaxInterval),
 		DefaultTTL:        r.DefaultTTL.or(defaultTTL),
 		UnknownKidIntvl:   r.UnknownKidInterval.or(defaultUnknownKidInterval),
+		UnknownKidWait:    r.UnknownKidWait.D,
 		StaleFor:          r.StaleFor.or(defaultStaleFor),
 	}
 	if fi.RequiredClaims != nil {
@@ -830,6 +833,9 @@ func resolveIssuer(fi *fileIssuer, p string) (issuerConfig, error) {
 	}
 	if ic.FetchTimeout > 5*time.Minute {
 		return ic, fmt.Errorf("%s.refresh.fetch_timeout: %s is above the maximum of 5m", p, ic.FetchTimeout)
+	}
+	if ic.UnknownKidWait < 0 || ic.UnknownKidWait > ic.FetchTimeout {
+		return ic, fmt.Errorf("%s.refresh.unknown_kid_wait: %s is not between 0 and fetch_timeout (%s)", p, ic.UnknownKidWait, ic.FetchTimeout)
 	}
 	if ic.MinInterval > ic.MaxInterval {
 		return ic, fmt.Errorf("%s.refresh: min_interval (%s) is greater than max_interval (%s)", p, ic.MinInterval, ic.MaxInterval)

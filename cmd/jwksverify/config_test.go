@@ -154,6 +154,7 @@ func TestBadConfig(t *testing.T) {
 		{name: "secret-too-short", yaml: "issuers: [{issuer: a, secret_file: " + short + "}]", wantField: "issuers[0].secret_file: " + short + " holds 20 bytes; an HMAC secret must be at least 32 bytes"},
 		{name: "secret-missing", yaml: "issuers: [{issuer: a, secret_file: " + dir + "/nope}]", wantField: "issuers[0].secret_file: open"},
 		{name: "interval-below-1s", yaml: disc + "    refresh: {unknown_kid_interval: 500ms}\n", wantField: "issuers[0].refresh.unknown_kid_interval: 500ms is below the minimum of 1s"},
+		{name: "unknown-kid-wait-above-fetch-timeout", yaml: disc + "    refresh: {unknown_kid_wait: 3s, fetch_timeout: 2s}\n", wantField: "issuers[0].refresh.unknown_kid_wait: 3s is not between 0 and fetch_timeout (2s)"},
 		{name: "min-above-max", yaml: disc + "    refresh: {min_interval: 2h, max_interval: 1h}\n", wantField: "issuers[0].refresh: min_interval (2h0m0s) is greater than max_interval (1h0m0s)"},
 		{name: "not-a-duration", yaml: disc + "    leeway: 30\n", wantField: `issuers[0].leeway: line 4: invalid duration "30"`},
 		{name: "shutdown-delay-too-long", yaml: "shutdown_delay: 61s\n" + disc, wantField: "shutdown_delay: 1m1s is out of range [0s, 1m0s]"},

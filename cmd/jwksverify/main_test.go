@@ -77,9 +77,12 @@ type result struct {
 // stdin, and waits for it (at most 20s).
 func runBin(t *testing.T, env []string, stdin string, args ...string) result {
 	t.Helper()
+	// Build first: the timeout is the run's, and a cold build cache can take
+	// longer than that on its own.
+	bin := binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(cleanEnv(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb bytes.Buffer

@@ -222,6 +222,7 @@ func (s *service) keySource(ic issuerConfig) (verify.Issuer, error) {
 		MaxInterval:        ic.MaxInterval,
 		DefaultTTL:         ic.DefaultTTL,
 		UnknownKidInterval: ic.UnknownKidIntvl,
+		UnknownKidWait:     ic.UnknownKidWait,
 		StaleFor:           ic.StaleFor,
 		MaxBytes:           s.cfg.MaxJWKSBytes,
 		MaxKeys:            s.cfg.MaxKeys,

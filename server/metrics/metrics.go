@@ -171,6 +171,7 @@ func newCollectorDescs() collectorDescs {
 		skippedTot:  desc("jwks_keys_skipped_total", "Keys left out of parsed sets (unsupported, broken, refused).", "issuer"),
 		unknownKid:  desc("jwks_unknown_kid_refreshes_total", "Refreshes triggered by a token with an unknown kid.", "issuer"),
 		suppressed:  desc("jwks_unknown_kid_refreshes_suppressed_total", "Unknown-kid refreshes refused: budget spent or kid remembered as missing.", "issuer"),
+		negative:    desc("jwks_negative_kid_hits_total", "Tokens answered unknown_kid from the memory of kids just proven absent, without asking the source.", "issuer"),
 		failures:    desc("jwks_consecutive_failures", "Failed attempts since the issuer's last successful fetch.", "issuer"),
 		keys:        desc("jwks_keys", "Usable keys in the issuer's current set.", "issuer"),
 		skipped:     desc("jwks_skipped_keys", "Keys skipped in the issuer's current set.", "issuer"),
@@ -187,13 +188,14 @@ func newCollectorDescs() collectorDescs {
 
 type collectorDescs struct {
 	fetches, notModified, errors, skippedTot, unknownKid, suppressed *prometheus.Desc
+	negative                                                         *prometheus.Desc
 	failures, keys, skipped, age, remaining, ready                   *prometheus.Desc
 	hits, misses, evictions, entries, bytes                          *prometheus.Desc
 }
 
 func (d collectorDescs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{
-		d.fetches, d.notModified, d.errors, d.skippedTot, d.unknownKid, d.suppressed,
+		d.fetches, d.notModified, d.errors, d.skippedTot, d.unknownKid, d.suppressed, d.negative,
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
 		d.hits, d.misses, d.evictions, d.entries, d.bytes,
 	}
@@ -224,6 +226,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.skippedTot, st.Stats.KeysSkipped, is.name)
 		counter(d.unknownKid, st.Stats.UnknownKidRefreshes, is.name)
 		counter(d.suppressed, st.Stats.SuppressedRefreshes, is.name)
+		counter(d.negative, st.Stats.NegativeKidHits, is.name)
 		gauge(d.failures, float64(st.ConsecutiveFailures), is.name)
 		gauge(d.keys, float64(set.Len()), is.name)
 		gauge(d.skipped, float64(len(set.Skipped())), is.name)

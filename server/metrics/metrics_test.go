@@ -87,7 +87,7 @@ func metricsTraffic(t *testing.T) *httptest.ResponseRecorder {
 	t.Helper()
 	e := newEnv(t, envConfig{tokenCache: 100})
 	toks := servertest.Tokens()
-	e.KeysA.SetStatus(cache.Status{Stats: cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4}})
+	servertest.AddStats(e.KeysA, cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4, NegativeKidHits: 5})
 	e.Clock.Add(90 * time.Second)
 	for _, n := range []string{"valid", "valid", "expired", "unknown-issuer", "keys-unavailable"} {
 		do(e.handler, verifyRequest(toks[n]))
@@ -117,6 +117,7 @@ func TestMetrics(t *testing.T) {
 		`jwksverify_jwks_keys_skipped_total{issuer="https://idp.example.com/"} 1`,
 		`jwksverify_jwks_unknown_kid_refreshes_total{issuer="https://idp.example.com/"} 1`,
 		`jwksverify_jwks_unknown_kid_refreshes_suppressed_total{issuer="https://idp.example.com/"} 4`,
+		`jwksverify_jwks_negative_kid_hits_total{issuer="https://idp.example.com/"} 5`,
 		`jwksverify_jwks_keys{issuer="https://idp.example.com/"} 3`,
 		`jwksverify_jwks_keys{issuer="https://down.example.com/"} 0`,
 		`jwksverify_jwks_age_seconds{issuer="https://idp.example.com/"} 90`,

@@ -76,6 +76,18 @@ func KeySet(t testing.TB, fetchedAt time.Time) *cache.Set {
 	return cache.NewSet(keys, nil, fetchedAt, fetchedAt.Add(24*time.Hour))
 }
 
+// AddStats counts s into k's live counters, as a key source would.
+func AddStats(k *cache.Keys, s cache.FetchStats) {
+	c := k.Counters()
+	c.Fetches.Add(s.Fetches)
+	c.NotModified.Add(s.NotModified)
+	c.Errors.Add(s.Errors)
+	c.KeysSkipped.Add(s.KeysSkipped)
+	c.UnknownKidRefreshes.Add(s.UnknownKidRefreshes)
+	c.SuppressedRefreshes.Add(s.SuppressedRefreshes)
+	c.NegativeKidHits.Add(s.NegativeKidHits)
+}
+
 // Config shapes the verifier of [NewEnv].
 type Config struct {
 	TokenCache   int  // verified-token cache entries; 0 = off

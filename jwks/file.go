@@ -1,0 +1,86 @@
+package jwks
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// attemptFile reads the key file when it changed and records the outcome
+// in st; an unchanged file keeps the outcome of its last read.
+func (f *Fetcher) attemptFile(st *fetchState) error {
+	poll := f.opts.FilePollInterval
+	fi, err := os.Stat(f.opts.File)
+	now := f.opts.Now()
+	st.lastAttempt = now
+	switch {
+	case err != nil:
+		st.file = nil // read it again when it comes back
+	case st.file != nil && sameFile(st.file, fi):
+		err = st.fileErr // unchanged: the last read stands
+		if err != nil {
+			f.failed(st, now, err, poll, false)
+			return err
+		}
+		st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(poll)
+		return nil
+	default:
+		st.file, err = f.loadFile(now)
+		st.fileErr = err
+	}
+	if err != nil {
+		f.failed(st, now, err, poll, err.Error() != st.lastErr)
+		return err
+	}
+	st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(poll)
+	return nil
+}
+
+// loadFile reads and publishes the key file. It returns the FileInfo of what
+// it read, for change detection, even when the content is refused.
+func (f *Fetcher) loadFile(now time.Time) (os.FileInfo, error) {
+	f.stats.Fetches.Add(1)
+	data, fi, err := readFile(f.opts.File, f.opts.MaxBytes)
+	if err != nil {
+		return fi, err
+	}
+	keys, skipped, _, err := parse(data, ParseOptions{Local: true, MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load(), static: f.staticKid})
+	if err != nil {
+		return fi, err
+	}
+	// Keys from a local file never go stale: the file is the source of truth
+	// and is not subject to an IdP outage.
+	set := f.newSet(keys, skipped, now, time.Time{})
+	f.reportSkipped(set.Skipped())
+	if len(keys) == 0 {
+		return fi, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
+	}
+	f.publish(set)
+	f.log.Info("jwks file loaded", "keys", set.Len(), "skipped", len(set.Skipped()))
+	return fi, nil
+}
+
+// readFile reads a regular file of at most limit bytes.
+func readFile(path string, limit int64) ([]byte, os.FileInfo, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("jwks: %w", err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("jwks: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fi, fmt.Errorf("%w: %s is not a regular file", ErrMalformed, path)
+	}
+	data, err := readBounded(fh, fi.Size(), limit)
+	if err != nil {
+		return nil, fi, fmt.Errorf("jwks: %s: %w", path, err)
+	}
+	return data, fi, nil
+}
+
+func sameFile(a, b os.FileInfo) bool {
+	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+}

@@ -1,0 +1,134 @@
+package jwks
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// maxValidator bounds an ETag or Last-Modified value kept for revalidation.
+const maxValidator = 1024
+
+// attemptRemote discovers the JWKS URL when due, fetches the set and
+// records the outcome in st.
+func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState) error {
+	start := f.opts.Now()
+	var err error
+	if f.opts.Discovery && (st.jwksURL == "" || start.Sub(st.discoveredAt) >= f.opts.MaxInterval) {
+		var u string
+		if u, err = f.discover(ctx); err == nil {
+			if u != st.jwksURL {
+				st.etag, st.lastModified = "", "" // validators belong to one URL
+			}
+			st.jwksURL, st.discoveredAt = u, start
+		}
+	}
+	var resp response
+	if err == nil {
+		etag, lastModified := st.etag, st.lastModified
+		if !f.sourced.Load() {
+			etag, lastModified = "", "" // a 304 needs a set of the source's to extend
+		}
+		resp, err = f.get(ctx, st.jwksURL, acceptJWKS, etag, lastModified)
+	}
+	now := f.opts.Now()
+	var interval time.Duration
+	if err == nil {
+		interval, err = f.accept(resp, st, now)
+	}
+	st.lastAttempt = now
+	if err != nil {
+		if f.opts.Discovery {
+			st.jwksURL = "" // the jwks_uri may have moved: discover again
+		}
+		// A fetch cut short by Close is not worth a warning.
+		f.failed(st, now, err, f.backoff(st.failures+1), ctx.Err() == nil)
+		return err
+	}
+	st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(interval)
+	f.saveState(st, now)
+	return nil
+}
+
+// accept publishes a fetched answer and returns the refresh interval it grants.
+func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Duration, error) {
+	cur := f.keys.Load()
+	until := now.Add(f.opts.StaleFor)
+	switch {
+	case resp.notModified && !f.sourced.Load(): // StaticKeys alone are not the source's set
+		return 0, fmt.Errorf("%w: 304 Not Modified without a set to keep", ErrStatus)
+	case resp.notModified:
+		f.stats.NotModified.Add(1)
+		f.publish(cur.WithTimes(now, until))
+		f.log.Debug("jwks not modified", "keys", cur.Len())
+	case cur != nil && st.body != nil && sha256.Sum256(resp.body) == st.bodyHash:
+		f.publish(cur.WithTimes(now, until))
+		f.log.Debug("jwks unchanged", "keys", cur.Len())
+	default:
+		keys, skipped, extra, err := parse(resp.body, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: cur, static: f.staticKid})
+		if err != nil {
+			return 0, err
+		}
+		if extra > 0 {
+			// A set cut at MaxKeys would drop whichever keys come last —
+			// perhaps the one in use — and reject valid tokens at once.
+			// Refuse it whole, like a body over MaxBytes: the last good
+			// set keeps serving and the failure shows.
+			return 0, fmt.Errorf("%w: more than %d keys (%d beyond the limit)", ErrTooLarge, f.opts.MaxKeys, extra)
+		}
+		set := f.newSet(keys, skipped, now, until)
+		f.reportSkipped(set.Skipped())
+		if len(keys) == 0 {
+			return 0, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
+		}
+		f.publish(set)
+		st.body, st.bodyHash = resp.body, sha256.Sum256(resp.body)
+		f.log.Info("jwks fetched", "keys", set.Len(), "skipped", len(set.Skipped()))
+	}
+	if etag := resp.header.Get("ETag"); etag != "" || !resp.notModified {
+		st.etag = validator(etag)
+	}
+	if lm := resp.header.Get("Last-Modified"); lm != "" || !resp.notModified {
+		st.lastModified = validator(lm)
+	}
+	return f.interval(resp.header, now), nil
+}
+
+func validator(v string) string {
+	if len(v) > maxValidator {
+		return ""
+	}
+	return v
+}
+
+// interval is the refresh interval a response grants: its caching lifetime
+// clamped to [MinInterval, MaxInterval] (DefaultTTL when it says nothing),
+// with jitter.
+func (f *Fetcher) interval(h http.Header, now time.Time) time.Duration {
+	d, ok := cacheLifetime(h, now)
+	if !ok {
+		d = f.opts.DefaultTTL
+	}
+	return f.jittered(min(max(d, f.opts.MinInterval), f.opts.MaxInterval))
+}
+
+// backoff is the retry delay after the n-th consecutive failure: 1s, 2s,
+// 4s, … capped at MinInterval, with jitter.
+func (f *Fetcher) backoff(n int) time.Duration {
+	d := f.opts.MinInterval
+	if n-1 < 32 {
+		d = min(time.Second<<(n-1), d)
+	}
+	return f.jittered(d)
+}
+
+// jittered spreads d by ±10%, so that many verifiers do not refresh in step.
+func (f *Fetcher) jittered(d time.Duration) time.Duration {
+	j := f.opts.Jitter()
+	if !(j >= 0 && j < 1) {
+		j = 0.5
+	}
+	return time.Duration(float64(d) * (0.9 + 0.2*j))
+}

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"github.com/jwksverify/jwksverify/bench/internal/httpres"
-
 	"bytes"
 	"encoding/xml"
 	"strings"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/jwksverify/jwksverify/bench/internal/httpres"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

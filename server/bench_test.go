@@ -52,7 +52,9 @@ func BenchmarkAuthz(b *testing.B) {
 			w.WriteHeader(http.StatusOK)
 		}), toks["valid"], http.StatusOK)
 	})
-	b.Run("cached", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{tokenCache: 1000})), toks["valid"], http.StatusOK) })
+	b.Run("cached", func(b *testing.B) {
+		bench(b, quiet(newEnv(b, envConfig{tokenCache: 1000})), toks["valid"], http.StatusOK)
+	})
 	b.Run("uncached", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["valid"], http.StatusOK) })
 	b.Run("denied", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["expired"], http.StatusUnauthorized) })
 }

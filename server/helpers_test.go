@@ -42,10 +42,6 @@ func keySet(t testing.TB, fetchedAt time.Time) *cache.Set {
 func claims(over map[string]any) map[string]any { return servertest.Claims(over) }
 func mint(c map[string]any) string              { return servertest.Mint(c) }
 func tokens() map[string]string                 { return servertest.Tokens() }
-func checkGoldenJSON(t *testing.T, name string, doc []byte) {
-	t.Helper()
-	servertest.GoldenJSON(t, goldenDir, name, doc, *update)
-}
 func writeOrCompareGolden(t *testing.T, name string, b []byte) {
 	t.Helper()
 	servertest.Golden(t, goldenDir, name, b, *update)

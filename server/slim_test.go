@@ -2,8 +2,6 @@ package server
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +12,10 @@ import (
 // (testdata/middlewareonly), and fails on any gRPC, Envoy or Prometheus
 // package: those belong to server/extauthz and server/metrics.
 func TestMiddlewareLinksNoGRPCOrPrometheus(t *testing.T) {
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("the go command is needed to list the program's packages: %v", err)
+	}
 	out, err := exec.Command(goBin, "list", "-deps", "./testdata/middlewareonly").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list -deps: %v\n%s", err, out)

@@ -27,9 +27,10 @@ build:
 build-boring:
 	$(BORING_ENV) $(GO) build -trimpath -o $(BIN)/jwksverify-boring ./cmd/jwksverify
 
-## test: every package's tests with the race detector.
+## test: every package's tests with the race detector: the library's module
+## and the integration/ test module (go.work joins them), as the README says.
 test:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 ./... ./integration/...
 
 ## test-boring: the same tests built with BoringCrypto (includes
 ## verify's TestBoringCryptoEnabled, which proves the build really uses it).

@@ -70,8 +70,9 @@ func testShutdown(t *testing.T, delay time.Duration) {
 	key := rhKey{testkeys.EC256A, "down-a", "ES256"}
 	newKey := rhKey{testkeys.EC256B, "down-b", "ES256"}
 	idp := newFakeIdP(t, "max-age=3600", key.jwk())
+	// unknown_kid_wait 2s: the slow refresh below (700ms) is waited for.
 	r := rhRefresh{minInterval: time.Second, maxInterval: time.Hour, defaultTTL: time.Hour,
-		unknownKid: time.Second, staleFor: time.Hour, fetchTimeout: 5 * time.Second}
+		unknownKid: time.Second, staleFor: time.Hour, fetchTimeout: 5 * time.Second, unknownKidWait: 2 * time.Second}
 	cfg := rhConfig(idp.Issuer, "jwks_url: "+idp.JWKSURL, r, "shutdown_delay: "+delay.String()+"\n")
 	victim := startJWKSVerify(t, cfg)
 	peer := startJWKSVerify(t, cfg)

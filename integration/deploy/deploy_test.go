@@ -1,7 +1,9 @@
-// Package deploy holds no Go code: its tests keep the deployment files in
-// this directory (and the repository's Dockerfile) honest by decoding them
+// Package deploy holds no Go code: its tests keep the deployment files in the
+// repository's deploy/ directory (and its Dockerfile) honest by decoding them
 // into the real API types — go-control-plane's Envoy bootstrap and
 // k8s.io/api — so a typo or a drifted port fails CI instead of a rollout.
+// It lives in the integration test module so that those types stay out of
+// the library's go.mod.
 package deploy
 
 import (
@@ -42,6 +44,13 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// The repository's root and its deploy/ directory, from this package's
+// directory (where go test runs it).
+const (
+	repoRoot  = "../.."
+	deployDir = repoRoot + "/deploy"
+)
+
 // Ports every deployment file must agree on: jwksverify's listen and
 // grpc_listen.
 const (
@@ -63,7 +72,7 @@ type validator interface{ ValidateAll() error }
 
 func loadEnvoy(t *testing.T) *bootstrapv3.Bootstrap {
 	t.Helper()
-	y, err := os.ReadFile("envoy/envoy.yaml")
+	y, err := os.ReadFile(deployDir + "/envoy/envoy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +286,7 @@ func TestEnvoyConfig(t *testing.T) {
 // TestEnvoyConfigRejectsTypos proves the decoding above is strict: the same
 // file with one misspelled field must not decode.
 func TestEnvoyConfigRejectsTypos(t *testing.T) {
-	y, err := os.ReadFile("envoy/envoy.yaml")
+	y, err := os.ReadFile(deployDir + "/envoy/envoy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +324,7 @@ var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
 
 func loadKubernetes(t *testing.T) k8sObjects {
 	t.Helper()
-	files, err := filepath.Glob("kubernetes/*.yaml")
+	files, err := filepath.Glob(deployDir + "/kubernetes/*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no kubernetes/*.yaml: %v", err)
 	}
@@ -638,7 +647,7 @@ func resolvePort(p intstr.IntOrString, named map[string]int32) int {
 
 // TestKubernetesRejectsTypos proves the decoding above is strict.
 func TestKubernetesRejectsTypos(t *testing.T) {
-	data, err := os.ReadFile("kubernetes/deployment.yaml")
+	data, err := os.ReadFile(deployDir + "/kubernetes/deployment.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -655,7 +664,7 @@ func TestKubernetesRejectsTypos(t *testing.T) {
 // not run here): a static, trimmed build; a distroless or scratch final
 // stage; a non-root user; the ports and entrypoint the other files assume.
 func TestDockerfile(t *testing.T) {
-	data, err := os.ReadFile("../Dockerfile")
+	data, err := os.ReadFile(repoRoot + "/Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -692,23 +701,14 @@ func TestDockerfile(t *testing.T) {
 // of the files `go build ./cmd/jwksverify` needs (sources and embedded
 // files of every package of this module it imports).
 func TestDockerignoreKeepsBuildInputs(t *testing.T) {
-	data, err := os.ReadFile("../.dockerignore")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var patterns []string
-	for line := range strings.Lines(string(data)) {
-		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
-			patterns = append(patterns, line)
-		}
-	}
+	patterns := dockerignorePatterns(t)
 	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath,Dir,GoFiles,EmbedFiles,Module", "./cmd/jwksverify")
-	cmd.Dir = ".."
+	cmd.Dir = repoRoot
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list ./cmd/jwksverify: %v", err)
 	}
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(repoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -742,6 +742,56 @@ func TestDockerignoreKeepsBuildInputs(t *testing.T) {
 			t.Errorf(".dockerignore pattern %q excludes %s, which the build needs", p, f)
 		}
 	}
+}
+
+// TestDockerignoreDropsWorkspace checks that the build context does not
+// carry a go.work naming a module that .dockerignore leaves out (bench/,
+// integration/): go build fails on a workspace whose modules are missing.
+func TestDockerignoreDropsWorkspace(t *testing.T) {
+	if _, err := os.Stat(repoRoot + "/go.work"); err != nil {
+		t.Fatalf("go.work: %v (the README's test command needs it)", err)
+	}
+	cmd := exec.Command("go", "work", "edit", "-json")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go work edit -json: %v", err)
+	}
+	var work struct{ Use []struct{ DiskPath string } }
+	if err := json.Unmarshal(out, &work); err != nil {
+		t.Fatal(err)
+	}
+	patterns := dockerignorePatterns(t)
+	var dropped []string
+	for _, u := range work.Use {
+		if dir := filepath.ToSlash(filepath.Clean(u.DiskPath)); ignoredBy(dir, patterns) != "" {
+			dropped = append(dropped, dir)
+		}
+	}
+	if len(dropped) == 0 {
+		t.Fatal("no go.work module is left out of the build context; this test expects bench/ and integration/ to be")
+	}
+	for _, f := range []string{"go.work", "go.work.sum"} {
+		if ignoredBy(f, patterns) == "" {
+			t.Errorf(".dockerignore keeps %s, whose modules %v it leaves out", f, dropped)
+		}
+	}
+}
+
+// dockerignorePatterns returns the patterns of the repository's .dockerignore.
+func dockerignorePatterns(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(repoRoot + "/.dockerignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var patterns []string
+	for line := range strings.Lines(string(data)) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			patterns = append(patterns, line)
+		}
+	}
+	return patterns
 }
 
 // ignoredBy returns the .dockerignore pattern that excludes path, or "". It

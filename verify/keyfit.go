@@ -1,0 +1,31 @@
+package verify
+
+import (
+	"fmt"
+
+	"github.com/jwksverify/jwksverify/cache"
+)
+
+// KeyFits reports whether key may verify a token signed with alg, by the
+// rule the [Verifier] applies to every key it finds (RFC 8725 §3.1): alg is
+// one of the supported algorithms (exact case; never "none"), the key's kty
+// and curve fit it, a symmetric (oct) key came from local configuration, and
+// the JWK's alg, use and key_ops, when present, allow it. It returns nil, or
+// an error wrapping [ErrAlgNotAllowed] that says why. A nil key fits nothing.
+//
+// It is for code that hands keys of a [cache.Set] to another verifier (the
+// golang-jwt adapter of package jwks), so that the rule has one home. It is
+// safe for concurrent use and does not allocate when the key fits.
+func KeyFits(key *cache.Key, alg string) error {
+	spec := lookupAlg(alg)
+	if spec == nil {
+		return fmt.Errorf("%w: %s is not a supported algorithm", ErrAlgNotAllowed, quote(alg))
+	}
+	if key == nil {
+		return fmt.Errorf("%w: no key", ErrAlgNotAllowed)
+	}
+	if why := spec.fits(key); why != "" {
+		return fmt.Errorf("%w: kid %s: %s", ErrAlgNotAllowed, quote(key.Kid), why)
+	}
+	return nil
+}

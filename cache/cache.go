@@ -1,11 +1,15 @@
 // Package cache holds the per-issuer sets of pre-parsed public keys that the
 // verifier reads on every request.
 //
-// A [Set] is an immutable snapshot: keys indexed by kid, built once by a
-// fetcher (package jwks) or from local configuration, and never modified after
-// it is published. [Keys] is the per-issuer holder: readers call [Keys.Load]
-// (one atomic load, no lock) and writers replace the whole set with
-// [Keys.Store]. The package does no I/O and starts no goroutines.
+// A [Key] is public material (a crypto/rsa, crypto/ecdsa or ed25519 key, or a
+// local HMAC secret) with its JWK metadata; how a signature is checked with it
+// is package verify's business, which keeps whatever it derives from the key
+// (a prepared form) in the key's [Key.Memo] slot. A [Set] is an immutable
+// snapshot: keys indexed by kid, built once by a fetcher (package jwks) or
+// from local configuration, and never modified after it is published. [Keys]
+// is the per-issuer holder: readers call [Keys.Load] (one atomic load, no
+// lock) and writers replace the whole set with [Keys.Store]. The package does
+// no I/O and starts no goroutines.
 package cache
 
 import (
@@ -22,22 +26,21 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jwksverify/jwksverify/internal/ecverify"
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
 // MinRSABits is the smallest RSA modulus accepted for a signing key (RFC 7518 §3.3).
 const MinRSABits = 2048
 
 // MaxRSABits is the largest RSA modulus accepted, as crypto/tls accepts in
-// certificates: every key is prepared when it enters a set (and every
-// verify exponentiates), in time that grows with the square of the size,
-// so a bound keeps a hostile JWKS from costing seconds per key.
+// certificates: preparing a key and every verification with it take time
+// that grows with the square of the size, so a bound keeps a hostile JWKS
+// from costing seconds per key.
 const MaxRSABits = 8192
 
-// Key is one pre-parsed verification key. A Key is immutable once built by
-// [NewKey]; it is safe for concurrent use.
+// Key is one pre-parsed verification key: public material and its JWK
+// metadata. Build it with [NewKey]; it is immutable once built and safe for
+// concurrent use. Share the *Key rather than copying the struct: a copy
+// shares the original's memo slot ([Key.Memo]).
 type Key struct {
 	// Kid is the JWK "kid", or "" when the key has none.
 	Kid string
@@ -67,20 +70,37 @@ type Key struct {
 	// iss to match it (after {tenantid} substitution).
 	Issuer string
 
-	// prepared is Public made ready for repeated verification by NewKey,
-	// or nil; see Prepared.
-	prepared any
+	memo *memo // set by NewKey; nil in a Key built as a struct literal
 }
 
-// Prepared returns the key's material in the form package verify checks
-// signatures with, computed once: for RSA keys, the modulus with its
-// Montgomery constants (see internal/rsaverify), built by [NewKey]; for EC
-// keys, the point with a table of its multiples (see internal/ecverify),
-// built by the key's first verification. No later verification rebuilds
-// them. It returns nil for Ed25519 and oct keys, for keys not built by
-// NewKey, and in FIPS 140-3 mode or BoringCrypto builds, where the verifier
-// uses crypto/rsa and crypto/ecdsa. Its type is internal to this module.
-func (k *Key) Prepared() any { return k.prepared }
+// memo is a Key's write-once slot; see [Key.Memo].
+type memo struct {
+	once sync.Once
+	v    any
+}
+
+// Memo returns fill(k), computed once for the life of k: the first call runs
+// fill and stores its result, and every later call, from any goroutine,
+// returns that result without calling fill (one atomic load; no lock, no
+// allocation). Calls that arrive while the first runs wait for it. fill must
+// derive its result from k's public material only and must not call Memo on
+// k. A Key not built by [NewKey] has no slot: Memo runs fill on every call.
+//
+// The slot is the verifier's: package verify keeps there the key's form
+// prepared for repeated verification (for RSA the modulus with its
+// Montgomery constants, for EC the point and its table of multiples), so the
+// work is done once per key, on its first use, and lives as long as the
+// *Key — which a fetcher keeps across refreshes while the key is unchanged.
+// Since only the first fill runs, every caller of one Key must pass the same
+// fill; no other package should call it.
+func (k *Key) Memo(fill func(*Key) any) any {
+	m := k.memo
+	if m == nil {
+		return fill(k)
+	}
+	m.once.Do(func() { m.v = fill(k) })
+	return m.v
+}
 
 // KeyMeta carries the JWK members that describe a key besides its material.
 type KeyMeta struct {
@@ -93,9 +113,12 @@ type KeyMeta struct {
 }
 
 // NewKey builds a Key from a crypto public key (or an HMAC secret as []byte)
-// and its JWK metadata. It computes kty, curve, size and thumbprint, and
-// refuses what must never be used to verify: RSA keys under [MinRSABits],
-// unsupported curves, an empty secret, and secrets that are not Local.
+// and its JWK metadata. It copies the material, computes kty, curve, size and
+// thumbprint, and refuses what must never be used to verify: RSA keys under
+// [MinRSABits] or over [MaxRSABits] or with an exponent crypto/rsa refuses,
+// points off their curve, unsupported curves, an empty secret, and secrets
+// that are not Local. It does no preparation for verification (see
+// [Key.Memo]).
 func NewKey(pub any, meta KeyMeta) (*Key, error) {
 	k := &Key{
 		Kid:    meta.Kid,
@@ -104,6 +127,7 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		KeyOps: slices.Clone(meta.KeyOps),
 		Local:  meta.Local,
 		Issuer: meta.Issuer,
+		memo:   new(memo),
 	}
 	var members map[string]string
 	switch p := pub.(type) {
@@ -111,8 +135,8 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		if p == nil || p.N == nil {
 			return nil, fmt.Errorf("%w: nil RSA key", ErrUnsupportedKey)
 		}
-		// A copy: the thumbprint and the prepared form describe this key
-		// whatever the caller later does with theirs.
+		// A copy: the thumbprint (and whatever the verifier derives from the
+		// key) describe this key whatever the caller later does with theirs.
 		p = &rsa.PublicKey{N: new(big.Int).Set(p.N), E: p.E}
 		pub = p
 		k.Kty, k.Size = "RSA", p.N.BitLen()
@@ -128,13 +152,6 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 			return nil, fmt.Errorf("%w: RSA key with exponent %d or an even modulus", ErrUnsupportedKey, p.E)
 		}
 		members = map[string]string{"e": b64(big.NewInt(int64(p.E)).Bytes()), "kty": "RSA", "n": b64(p.N.Bytes())}
-		if rsaverify.Enabled() {
-			pk, err := rsaverify.NewPublicKey(p)
-			if err != nil { // not after the checks above; refuse rather than fall back
-				return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
-			}
-			k.prepared = pk
-		}
 	case *ecdsa.PublicKey:
 		if p == nil || p.Curve == nil {
 			return nil, fmt.Errorf("%w: nil EC key", ErrUnsupportedKey)
@@ -163,13 +180,6 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 			return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
 		}
 		pub = ec
-		if ecverify.Enabled() {
-			pk, err := ecverify.NewPublicKey(ec)
-			if err != nil { // not after the checks above; refuse rather than fall back
-				return nil, fmt.Errorf("%w: %w", ErrUnsupportedKey, err)
-			}
-			k.prepared = pk
-		}
 		members = map[string]string{"crv": k.Crv, "kty": "EC", "x": b64(raw[1 : 1+size]), "y": b64(raw[1+size:])}
 	case ed25519.PublicKey:
 		if len(p) != ed25519.PublicKeySize {

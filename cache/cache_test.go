@@ -9,17 +9,18 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/ecverify"
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -96,13 +97,6 @@ func TestNewKey(t *testing.T) {
 			}
 			if len(k.Thumbprint) != 43 {
 				t.Errorf("NewKey().Thumbprint = %q, want 43 base64url characters", k.Thumbprint)
-			}
-			// RSA and EC keys are prepared for verification once, here
-			// (unless crypto/rsa and crypto/ecdsa must do the work: FIPS
-			// mode, BoringCrypto).
-			wantPrepared := tt.wantKty == "RSA" && rsaverify.Enabled() || tt.wantKty == "EC" && ecverify.Enabled()
-			if (k.Prepared() != nil) != wantPrepared {
-				t.Errorf("NewKey().Prepared() = %T, want prepared %v", k.Prepared(), wantPrepared)
 			}
 		})
 	}
@@ -328,12 +322,9 @@ func TestKeysConcurrent(t *testing.T) {
 func BenchmarkLookup(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		b.Run(fmt.Sprint("keys=", n), func(b *testing.B) {
-			base := mustKey(b, testkeys.EC256A, "")
 			keys := make([]*cache.Key, n)
 			for i := range keys {
-				k := *base
-				k.Kid = fmt.Sprint("kid-", i)
-				keys[i] = &k
+				keys[i] = mustKey(b, testkeys.EC256A, fmt.Sprint("kid-", i))
 			}
 			var ks cache.Keys
 			ks.Store(cache.NewSet(keys, nil, t0, time.Time{}))
@@ -405,5 +396,66 @@ func TestNewKeyCopiesMaterial(t *testing.T) {
 				t.Errorf("Thumbprint = %q, want %q", k.Thumbprint, want.Thumbprint)
 			}
 		})
+	}
+}
+
+// TestKeyMemo checks the key's memo slot: fill runs once however many
+// goroutines ask at once, every caller gets its result, a filled slot costs
+// no allocation, and a key built as a struct literal (no slot) runs fill on
+// every call.
+func TestKeyMemo(t *testing.T) {
+	k, err := cache.NewKey(testkeys.Public(testkeys.RSA2048A), cache.KeyMeta{Kid: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	fill := func(got *cache.Key) any {
+		calls.Add(1)
+		return "prepared:" + got.Thumbprint
+	}
+	want := "prepared:" + k.Thumbprint
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if v := k.Memo(fill); v != want {
+				t.Errorf("Memo() = %v, want %s", v, want)
+			}
+		})
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("fill ran %d times, want 1", n)
+	}
+	if v := k.Memo(func(*cache.Key) any { return "other" }); v != want {
+		t.Errorf("Memo(another fill) = %v, want the first fill's %s", v, want)
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = k.Memo(fill) }); allocs != 0 {
+		t.Errorf("Memo() on a filled slot allocates %v times, want 0", allocs)
+	}
+
+	literal := &cache.Key{Kid: "b", Kty: "RSA"}
+	calls.Store(0)
+	for range 3 {
+		if v := literal.Memo(fill); v != "prepared:" {
+			t.Errorf("struct literal: Memo() = %v, want prepared:", v)
+		}
+	}
+	if n := calls.Load(); n != 3 {
+		t.Errorf("struct literal: fill ran %d times in 3 calls, want 3 (no slot)", n)
+	}
+}
+
+// TestNoCryptoImports checks the seam of issue 11: cache holds public
+// material and imports none of the module's internal crypto packages (how a
+// signature is checked is package verify's business).
+func TestNoCryptoImports(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.HasPrefix(pkg, "github.com/jwksverify/jwksverify/internal/") {
+			t.Errorf("cache depends on %s, want no internal package", pkg)
+		}
 	}
 }

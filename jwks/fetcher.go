@@ -68,6 +68,10 @@ type flight struct {
 	// budget reports that the flight holds the unknown-kid budget: an unknown
 	// kid started it, or joined it while the budget was free. f.mu.
 	budget bool
+	// fetched is set once the flight's fetch has ended, before it leaves
+	// f.cur: a request arriving then does not join it (its kids would be
+	// judged by a fetch that ended before they were asked for).
+	fetched atomic.Bool
 }
 
 // New validates opts, loads the persisted set if StateDir holds one, and
@@ -244,8 +248,18 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 		f.mu.Unlock()
 		return fmt.Errorf("%w: static keys only, no source to refresh", ErrSuppressed)
 	}
+	// Again under the lock: a flight that ended since the first look has
+	// published its set before it left f.cur (a late arrival of a refresh
+	// that brought the kid must not be told the budget is spent).
+	if _, ok := f.keys.Load().Lookup(kid); ok {
+		f.mu.Unlock()
+		return nil
+	}
 	now := f.opts.Now()
 	fl := f.cur
+	if fl != nil && fl.fetched.Load() {
+		fl = nil // its fetch is over: it cannot bring a kid asked for now
+	}
 	spent := !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval
 	switch {
 	case f.keys.RecentlyMissing(kid, now):
@@ -305,6 +319,7 @@ func (f *Fetcher) startLocked() *flight {
 	fl.fn = func() (any, error) {
 		defer f.flights.Done()
 		err := f.attempt(f.ctx)
+		fl.fetched.Store(true)
 		f.mu.Lock()
 		if err == nil && len(fl.kids) > 0 {
 			set, until := f.keys.Load(), f.opts.Now().Add(f.opts.UnknownKidInterval)
@@ -314,7 +329,9 @@ func (f *Fetcher) startLocked() *flight {
 				}
 			}
 		}
-		f.cur = nil
+		if f.cur == fl {
+			f.cur = nil
+		}
 		f.mu.Unlock()
 		select {
 		case f.kick <- struct{}{}:

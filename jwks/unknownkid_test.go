@@ -216,6 +216,7 @@ func TestRefreshUnknownKidWaitAndContext(t *testing.T) {
 		if err := f.Ready(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the start-up flight has ended: no unknown kid joins it
 		release := make(chan struct{})
 		idp.set(func(it *idpTransport) { it.hang, it.release, it.body = true, release, testkeys.JWKS(keyA, keyB) })
 		time.AfterFunc(time.Second, func() { close(release) })
@@ -249,6 +250,7 @@ func TestRefreshUnknownKidStormHanging(t *testing.T) {
 		if err := f.Ready(context.Background()); err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the start-up flight has ended: no unknown kid joins it
 		idp.set(func(it *idpTransport) { it.hang = true })
 		start := time.Now()
 		var wg sync.WaitGroup

@@ -57,13 +57,19 @@ func (c benchCase) token() string {
 // benchVerifier verifies issA's tokens (audience aud, every algorithm) with
 // a 3-key set: the case's key under kidFor(alg), and two others.
 func benchVerifier(b *testing.B, c benchCase, tc verify.TokenCacheOptions) *verify.Verifier {
+	return benchVerifierWith(b, c, verify.Options{TokenCache: tc})
+}
+
+// benchVerifierWith is benchVerifier with other options.
+func benchVerifierWith(b *testing.B, c benchCase, opts verify.Options) *verify.Verifier {
 	b.Helper()
 	other := "ES256"
 	if c.alg == "ES256" {
 		other = "EdDSA"
 	}
 	keys := keysOf(keyFor(b, other, "other-1"), c.key(b, kidFor(c.alg)), keyFor(b, "RS256", "other-2"))
-	return newVerifier(b, verify.Options{Issuers: []verify.Issuer{issuerA(keys)}, TokenCache: tc})
+	opts.Issuers = []verify.Issuer{issuerA(keys)}
+	return newVerifier(b, opts)
 }
 
 // BenchmarkVerify is an uncached verify: signature, exp, aud and iss, the key
@@ -80,6 +86,28 @@ func BenchmarkVerify(b *testing.B) {
 			if _, err := v.Verify(ctx, tok); err != nil {
 				b.Fatal(err)
 			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Verify(ctx, tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVerifyStandardCrypto is BenchmarkVerify for RS*, PS* and ES*
+// with Options.StandardCrypto: what an operator's switch to crypto/rsa and
+// crypto/ecdsa costs.
+func BenchmarkVerifyStandardCrypto(b *testing.B) {
+	for _, c := range benchCases() {
+		if c.alg[:2] != "RS" && c.alg[:2] != "PS" && c.alg[:2] != "ES" {
+			continue
+		}
+		b.Run(c.name, func(b *testing.B) {
+			v := benchVerifierWith(b, c, verify.Options{StandardCrypto: true})
+			tok := c.token()
+			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := v.Verify(ctx, tok); err != nil {
@@ -182,20 +210,17 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 // BenchmarkECDSAStep compares the signature step of ES* tokens: golang-jwt's
-// SigningMethodECDSA.Verify against verifyES (crypto/ecdsa, for keys
-// without a prepared form) and verifyESPrepared (internal/ecverify, for keys
-// from cache.NewKey), which replace it (ecdsa.go).
+// SigningMethodECDSA.Verify against the verifier's step with StandardCrypto
+// (verifyES: crypto/ecdsa) and without (verifyESPrepared: internal/ecverify,
+// cross-checked at the default rate), which replace it (ecdsa.go).
 func BenchmarkECDSAStep(b *testing.B) {
 	for _, alg := range []string{"ES256", "ES384", "ES512"} {
 		tok := mint(alg, kidFor(alg), nil)
 		dot := strings.LastIndexByte(tok, '.')
 		signing, sig := tok[:dot], segment(b, tok, 2)
 		key := keyFor(b, alg, "")
-		if key.Prepared() == nil {
-			b.Fatal("cache.NewKey did not prepare the EC key")
-		}
-		plain := &cache.Key{Kty: key.Kty, Crv: key.Crv, Public: key.Public}
-		if !verify.VerifySignature(alg, signing, sig, key) { // builds the table, untimed
+		prepared, standard := verify.NewSignatureStep(false), verify.NewSignatureStep(true)
+		if !prepared.Verify(alg, signing, sig, key) { // builds the table, untimed
 			b.Fatal("signature does not verify")
 		}
 		b.Run("alg="+alg+"/impl=golang-jwt", func(b *testing.B) {
@@ -210,7 +235,7 @@ func BenchmarkECDSAStep(b *testing.B) {
 		b.Run("alg="+alg+"/impl=verifyES", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if !verify.VerifySignature(alg, signing, sig, plain) {
+				if !standard.Verify(alg, signing, sig, key) {
 					b.Fatal("signature does not verify")
 				}
 			}
@@ -218,7 +243,7 @@ func BenchmarkECDSAStep(b *testing.B) {
 		b.Run("alg="+alg+"/impl=verifyESPrepared", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if !verify.VerifySignature(alg, signing, sig, key) {
+				if !prepared.Verify(alg, signing, sig, key) {
 					b.Fatal("signature does not verify")
 				}
 			}
@@ -228,15 +253,17 @@ func BenchmarkECDSAStep(b *testing.B) {
 
 // BenchmarkRSAStep compares the signature step of RS* and PS* tokens:
 // golang-jwt's signing method (crypto/rsa, which prepares the key on every
-// call) against verifyRS with the key prepared once by cache.NewKey (rsa.go).
+// call) against the verifier's step with the key prepared once
+// (verifyRSPrepared, cross-checked at the default rate; rsa.go).
 func BenchmarkRSAStep(b *testing.B) {
 	for _, c := range []benchCase{{"RS256-2048", "RS256", testkeys.RSA2048A}, {"RS256-3072", "RS256", testkeys.RSA3072}, {"PS256-2048", "PS256", testkeys.RSA2048A}} {
 		tok := c.token()
 		dot := strings.LastIndexByte(tok, '.')
 		signing, sig := tok[:dot], segment(b, tok, 2)
 		key := c.key(b, "")
-		if key.Prepared() == nil {
-			b.Fatal("cache.NewKey did not prepare the RSA key")
+		step := verify.NewSignatureStep(false)
+		if !step.Verify(c.alg, signing, sig, key) { // prepares the key, untimed
+			b.Fatal("signature does not verify")
 		}
 		b.Run("alg="+c.name+"/impl=golang-jwt", func(b *testing.B) {
 			m := jwt.GetSigningMethod(c.alg)
@@ -250,7 +277,7 @@ func BenchmarkRSAStep(b *testing.B) {
 		b.Run("alg="+c.name+"/impl=verifyRS", func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if !verify.VerifySignature(c.alg, signing, sig, key) {
+				if !step.Verify(c.alg, signing, sig, key) {
 					b.Fatal("signature does not verify")
 				}
 			}

@@ -10,23 +10,21 @@ import (
 	"github.com/jwksverify/jwksverify/internal/ecverify"
 )
 
-// ES256/384/512 verification: a step in which the verifier does not use
-// golang-jwt's signing method.
+// ES256/384/512 verification, with the key prepared once (the default) or
+// with crypto/ecdsa (crypto.go says which runs when). Both replace
+// golang-jwt's SigningMethodECDSA.Verify, which turns the raw r||s signature
+// into two big.Ints, hashes with a fresh hash.Hash (and a copy of the signing
+// string), and calls ecdsa.Verify, which turns the big.Ints back into bytes
+// and re-encodes them as ASN.1 with a cryptobyte.Builder before calling
+// ecdsa.VerifyASN1. Both hash with the one-shot SHA-2 functions (oneShotDigest):
 //
-// golang-jwt's SigningMethodECDSA.Verify turns the raw r||s signature into two
-// big.Ints, hashes with a fresh hash.Hash (and a copy of the signing string),
-// and calls ecdsa.Verify, which turns the big.Ints back into bytes and
-// re-encodes them as ASN.1 with a cryptobyte.Builder before calling
-// ecdsa.VerifyASN1. Both replacements hash with the one-shot SHA-2 functions:
-//
-//   - verifyESPrepared, for keys from cache.NewKey, verifies with
-//     internal/ecverify, which keeps a table of the key's multiples instead of
+//   - the prepared path verifies with internal/ecverify, which keeps a table
+//     of the key's multiples (built on the key's first use) instead of
 //     multiplying the key from scratch on every call as crypto/ecdsa does:
-//     half the time of an ES256 verify, a third of an ES384 or ES512 one.
-//   - verifyES, for keys without a prepared form (FIPS 140-3 mode,
-//     BoringCrypto builds, keys built as struct literals), builds the DER
-//     signature directly from the raw bytes and calls ecdsa.VerifyASN1: the
-//     same primitive on the same inputs, 13 allocations fewer per token.
+//     half the time of an ES256 verify, a third of an ES384 or ES512 one;
+//   - verifyES, the standard path, builds the DER signature directly from the
+//     raw bytes and calls ecdsa.VerifyASN1: the same primitive on the same
+//     inputs as golang-jwt, 13 allocations fewer per token.
 //
 // BenchmarkECDSAStep (bench_test.go), go1.26.8 amd64, the 2-core shared
 // development machine, -count 6, benchstat -col /impl (medians):
@@ -36,7 +34,7 @@ import (
 //	ES384    610µs 2040 B 31 allocs   614µs (~)    952 B 18 allocs    215µs (−65%) 1048 B 16 allocs
 //	ES512   3.06ms 2648 B 31 allocs  3.10ms (~)   1368 B 18 allocs    977µs (−68%) 1242 B 16 allocs
 
-// esSpec is what verifyES needs of an ES* algorithm.
+// esSpec is what the ES* verifiers need of an algorithm.
 type esSpec struct {
 	hash crypto.Hash
 	size int // bytes of r and of s in the JWS signature (RFC 7518 §3.4)
@@ -50,9 +48,10 @@ const maxDERSig = 3 + 2*(2+1+66)
 // verifyES reports whether sig, the JWS form of an ECDSA signature (r and s,
 // big-endian, size bytes each), is a valid signature of signing under pub.
 // Wrong lengths, r or s zero, and r or s not below the curve order all fail
-// (the last in ecdsa.VerifyASN1, like every other range and point check).
-func verifyES(es *esSpec, signing string, sig []byte, pub *ecdsa.PublicKey) bool {
-	if len(sig) != 2*es.size {
+// (the last in ecdsa.VerifyASN1, like every other range and point check), and
+// so does a nil key.
+func verifyES(es *esSpec, pub *ecdsa.PublicKey, signing string, sig []byte) bool {
+	if pub == nil || len(sig) != 2*es.size {
 		return false
 	}
 	var derBuf [maxDERSig]byte
@@ -65,10 +64,10 @@ func verifyES(es *esSpec, signing string, sig []byte, pub *ecdsa.PublicKey) bool
 	return digest != nil && ecdsa.VerifyASN1(pub, digest, der)
 }
 
-// verifyESPrepared is verifyES with a prepared key: the same checks with
-// internal/ecverify, whose differential tests and fuzz targets hold it to
-// crypto/ecdsa's verdicts.
-func verifyESPrepared(es *esSpec, signing string, sig []byte, k *ecverify.PublicKey) bool {
+// verifyESPrepared is verifyES with the prepared key k (internal/ecverify,
+// whose differential tests and fuzz targets hold it to crypto/ecdsa's
+// verdicts).
+func verifyESPrepared(k *ecverify.PublicKey, es *esSpec, signing string, sig []byte) bool {
 	if len(sig) != 2*es.size {
 		return false
 	}

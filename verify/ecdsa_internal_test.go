@@ -13,7 +13,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/ecverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -145,24 +144,23 @@ func FuzzAppendDERSig(f *testing.F) {
 }
 
 // TestVerifyESAgreesWithGolangJWT: every ES token golang-jwt mints verifies,
-// and every tampered signature fails, with verifyESPrepared (a key from
-// cache.NewKey) and verifyES (a key without a prepared form) exactly as with
-// golang-jwt's SigningMethodECDSA.Verify (the step both replace), and a
-// high-s signature (n - s, as valid as s in ECDSA) is accepted by all three.
+// and every tampered signature fails, with verifyESPrepared, verifyES
+// (crypto/ecdsa) and the verifier's whole signature step over the prepared
+// seam (every accept cross-checked) exactly as with golang-jwt's
+// SigningMethodECDSA.Verify (the step they replace), and a high-s signature
+// (n - s, as valid as s in ECDSA) is accepted by all four.
 func TestVerifyESAgreesWithGolangJWT(t *testing.T) {
 	for _, alg := range []string{"ES256", "ES384", "ES512"} {
 		t.Run(alg, func(t *testing.T) {
 			spec := lookupAlg(alg)
 			priv := testkeys.SigningKey(alg).(*ecdsa.PrivateKey)
 			pub := &priv.PublicKey
-			prepared, err := cache.NewKey(pub, cache.KeyMeta{})
+			key, err := cache.NewKey(pub, cache.KeyMeta{})
 			if err != nil {
 				t.Fatalf("NewKey() = %v", err)
 			}
-			if _, ok := prepared.Prepared().(*ecverify.PublicKey); ok != ecverify.Enabled() {
-				t.Fatalf("Prepared() is %T, want an *ecverify.PublicKey exactly when ecverify.Enabled() (%v)", prepared.Prepared(), ecverify.Enabled())
-			}
-			plain := &cache.Key{Public: pub}
+			p := mustPrepare(t, key)
+			step := testSigner(t, Options{CrossCheckRate: 1}, preparedSeam())
 			n := priv.Curve.Params().N
 			size := spec.es.size
 			// fill is v in size bytes, or nil (a case to skip) when v does not fit.
@@ -214,14 +212,15 @@ func TestVerifyESAgreesWithGolangJWT(t *testing.T) {
 					if tc.sig == nil && tc.name != "empty" {
 						continue // r + n or s + n does not fit the fixed width
 					}
-					got := spec.verify(signing, tc.sig, prepared)
-					unprepared := spec.verify(signing, tc.sig, plain)
+					prepared := verifyESPrepared(p.ec, spec.es, signing, tc.sig)
+					standard := verifyStandard(spec, signing, tc.sig, key)
+					whole := step.verify(&issuer{}, spec, signing, tc.sig, key)
 					jwtOK := spec.method.Verify(signing, tc.sig, pub) == nil
-					if got != tc.want || unprepared != tc.want || jwtOK != tc.want {
-						t.Errorf("token %d %s: verify(prepared) = %v, verify(unprepared) = %v, golang-jwt = %v, want %v", i, tc.name, got, unprepared, jwtOK, tc.want)
+					if prepared != tc.want || standard != tc.want || whole != tc.want || jwtOK != tc.want {
+						t.Errorf("token %d %s: prepared = %v, standard = %v, signature step = %v, golang-jwt = %v, want %v", i, tc.name, prepared, standard, whole, jwtOK, tc.want)
 					}
 				}
-				if spec.verify(signing+"x", sig, prepared) || spec.verify(signing+"x", sig, plain) {
+				if verifyESPrepared(p.ec, spec.es, signing+"x", sig) || verifyStandard(spec, signing+"x", sig, key) {
 					t.Errorf("token %d: verify(altered signing input) = true, want false", i)
 				}
 			}
@@ -250,20 +249,23 @@ func TestVerifyESWrongKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if spec.verify(tok[:dot], sig, &cache.Key{Public: tt.pub}) {
-				t.Errorf("verify() = true, want false")
-			}
-			// The same key prepared (the policy's curve check comes first in
-			// the verifier; this is the signature step's own defence).
-			if tt.pub == nil {
-				return
-			}
-			k, err := cache.NewKey(tt.pub, cache.KeyMeta{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if spec.verify(tok[:dot], sig, k) {
-				t.Errorf("verify(prepared %s %s) = true, want false", k.Kty, k.Crv)
+			// The policy's curve check comes first in the verifier; this is
+			// the signature step's own defence, over both paths.
+			for _, opts := range []Options{{}, {StandardCrypto: true}} {
+				step := testSigner(t, opts, preparedSeam())
+				if step.verify(&issuer{}, spec, tok[:dot], sig, &cache.Key{Public: tt.pub}) {
+					t.Errorf("StandardCrypto %v: verify(struct literal) = true, want false", opts.StandardCrypto)
+				}
+				if tt.pub == nil {
+					continue
+				}
+				k, err := cache.NewKey(tt.pub, cache.KeyMeta{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if step.verify(&issuer{}, spec, tok[:dot], sig, k) {
+					t.Errorf("StandardCrypto %v: verify(%s %s key) = true, want false", opts.StandardCrypto, k.Kty, k.Crv)
+				}
 			}
 		})
 	}

@@ -6,9 +6,21 @@ import "github.com/jwksverify/jwksverify/cache"
 // count the keys a token is tried against.
 func SetAttemptHook(v *Verifier, f func(*cache.Key)) { v.onAttempt = f }
 
-// VerifySignature runs the verifier's signature step for alg:
-// verifyESPrepared or verifyES for ES*, verifyRS for RS* and PS* with a
-// prepared key, golang-jwt's signing method otherwise.
-func VerifySignature(alg, signing string, sig []byte, key *cache.Key) bool {
-	return lookupAlg(alg).verify(signing, sig, key)
+// SignatureStep is the verifier's signature step alone, for benchmarks.
+type SignatureStep struct{ s signer }
+
+// NewSignatureStep returns the signature step of a Verifier built with
+// Options{StandardCrypto: standard}: the prepared verifiers (cross-checked at
+// the default rate) or crypto/rsa and crypto/ecdsa.
+func NewSignatureStep(standard bool) *SignatureStep {
+	s, err := newSigner(Options{StandardCrypto: standard}, defaultCrypto())
+	if err != nil {
+		panic(err)
+	}
+	return &SignatureStep{s}
+}
+
+// Verify runs the step for alg.
+func (st *SignatureStep) Verify(alg, signing string, sig []byte, key *cache.Key) bool {
+	return st.s.verify(&issuer{}, lookupAlg(alg), signing, sig, key)
 }

@@ -2,7 +2,6 @@ package verify
 
 import (
 	"crypto"
-	"crypto/ecdsa"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,8 +10,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/ecverify"
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
 // tenantPlaceholder is the Microsoft Entra multi-tenant issuer placeholder.
@@ -29,8 +26,8 @@ type algSpec struct {
 	method jwt.SigningMethod
 	kty    string  // required JWK kty
 	crv    string  // required curve for EC and OKP, else ""
-	es     *esSpec // ES* only: verified by verifyES, not by method
-	rs     *rsSpec // RS* and PS* only: verified by verifyRS when the key is prepared
+	es     *esSpec // ES* only: verified as crypto.go says, not by method
+	rs     *rsSpec // RS* and PS* only: verified as crypto.go says, not by method
 }
 
 // algs lists the supported algorithms; index i has bit 1<<i.
@@ -63,27 +60,6 @@ func lookupAlg(name string) *algSpec {
 		}
 	}
 	return nil
-}
-
-// verify reports whether sig is a valid signature of signing under key.
-// ES* use verifyESPrepared when the key has a prepared form and verifyES
-// otherwise (ecdsa.go explains why); RS* and PS* use verifyRS when the key
-// has a prepared form (rsa.go explains why); every other algorithm, and RSA
-// keys without one, use golang-jwt's signing method.
-func (a *algSpec) verify(signing string, sig []byte, key *cache.Key) bool {
-	if a.es != nil {
-		if k, ok := key.Prepared().(*ecverify.PublicKey); ok {
-			return verifyESPrepared(a.es, signing, sig, k)
-		}
-		k, ok := key.Public.(*ecdsa.PublicKey)
-		return ok && verifyES(a.es, signing, sig, k)
-	}
-	if a.rs != nil {
-		if k, ok := key.Prepared().(*rsaverify.PublicKey); ok {
-			return verifyRS(a.rs, signing, sig, k)
-		}
-	}
-	return a.method.Verify(signing, sig, key.Public) == nil
 }
 
 // fits reports why key cannot verify a token signed with alg, or "" when it

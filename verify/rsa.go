@@ -2,54 +2,69 @@ package verify
 
 import (
 	"crypto"
+	"crypto/rsa"
 	"crypto/sha512"
 
 	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
-// RS256/384/512 and PS256/384/512 verification with a prepared key: the
-// second step in which the verifier does not use golang-jwt's signing method.
+// RS256/384/512 and PS256/384/512 verification, with the key prepared once
+// (the default) or with crypto/rsa (crypto.go says which runs when).
 //
-// golang-jwt's SigningMethodRSA and SigningMethodRSAPSS hash with a fresh
-// hash.Hash and call crypto/rsa, which converts the *rsa.PublicKey to its
-// internal form on every call — rebuilding the modulus's Montgomery
-// constants, about a quarter of an RS256-2048 verify and a third of an
-// RS256-3072 one (CPU profile of the binary under load: bigmod.rr 29% of
-// the RSA time). cache.NewKey prepares each RSA key once
-// (internal/rsaverify), and verifyRS hashes with the one-shot SHA-2
-// functions and verifies with that key: the same RFC 8017 checks on the same
-// inputs (internal/rsaverify's differential tests and fuzz target hold it to
-// crypto/rsa's verdicts).
+// crypto/rsa converts the *rsa.PublicKey to its internal form on every call,
+// rebuilding the modulus's Montgomery constants: about a quarter of an
+// RS256-2048 verify and a third of an RS256-3072 one (CPU profile of the
+// binary under load: bigmod.rr 29% of the RSA time). internal/rsaverify
+// does that once per key, on the key's first use, and verifyRSPrepared
+// starts from the exponentiation: the same RFC 8017 checks on the same
+// inputs (internal/rsaverify's differential tests and fuzz targets hold it
+// to crypto/rsa's verdicts, and the verifier's cross-check re-verifies the
+// first accept of each key and a sample of the rest with crypto/rsa).
 //
 // BenchmarkRSAStep (bench_test.go), go1.26.8 amd64, the 2-core shared
-// development machine, -count 6, benchstat -col /impl (medians):
+// development machine, -count 6, benchstat -col /impl (medians; the
+// golang-jwt column is crypto/rsa behind golang-jwt's signing method):
 //
 //	              golang-jwt                  verifyRS
 //	RS256-2048   30.0µs  1744 B  12 allocs    20.5µs (−32%)  256 B  1 alloc
 //	RS256-3072    172µs 44368 B  96 allocs     115µs (−33%)  384 B  1 alloc
 //	PS256-2048   36.1µs  1696 B  16 allocs    22.7µs (−37%)  256 B  1 alloc
-//
-// Keys without a prepared form (built as struct literals, or in FIPS 140-3
-// mode and BoringCrypto builds, see rsaverify.Enabled) go through
-// golang-jwt as before.
 
-// rsSpec is what verifyRS needs of an RS* or PS* algorithm.
+// rsSpec is what the RS* and PS* verifiers need of an algorithm.
 type rsSpec struct {
 	hash crypto.Hash
 	pss  bool // RSASSA-PSS (PS*), else RSASSA-PKCS1-v1_5 (RS*)
 }
 
-// verifyRS reports whether sig is a valid RS* or PS* signature of signing
-// under k. PS* accept any salt length, as golang-jwt's PS* methods do
-// (rsa.PSSSaltLengthAuto).
-func verifyRS(rs *rsSpec, signing string, sig []byte, k *rsaverify.PublicKey) bool {
+// verifyRSPrepared reports whether sig is a valid RS* or PS* signature of
+// signing under the prepared key k. PS* accept any salt length, as
+// golang-jwt's PS* methods do (rsa.PSSSaltLengthAuto).
+func verifyRSPrepared(k *rsaverify.PublicKey, rs *rsSpec, signing string, sig []byte) bool {
 	var sum [sha512.Size]byte
 	digest := oneShotDigest(rs.hash, signing, &sum)
-	if digest == nil {
+	switch {
+	case digest == nil:
 		return false
-	}
-	if rs.pss {
+	case rs.pss:
 		return k.VerifyPSS(rs.hash, digest, sig) == nil
 	}
 	return k.VerifyPKCS1v15(rs.hash, digest, sig) == nil
+}
+
+// verifyRSStandard is verifyRSPrepared with crypto/rsa: the calls
+// golang-jwt's SigningMethodRSA and SigningMethodRSAPSS make. A nil key or
+// modulus fails.
+func verifyRSStandard(rs *rsSpec, pub *rsa.PublicKey, signing string, sig []byte) bool {
+	if pub == nil || pub.N == nil {
+		return false
+	}
+	var sum [sha512.Size]byte
+	digest := oneShotDigest(rs.hash, signing, &sum)
+	switch {
+	case digest == nil:
+		return false
+	case rs.pss:
+		return rsa.VerifyPSS(pub, rs.hash, digest, sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthAuto}) == nil
+	}
+	return rsa.VerifyPKCS1v15(pub, rs.hash, digest, sig) == nil
 }

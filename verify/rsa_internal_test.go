@@ -8,13 +8,14 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
-// TestVerifyRSAgreesWithGolangJWT checks the RS* and PS* signature step with
-// a prepared key (verifyRS) against the same key unprepared (golang-jwt's
-// signing method) and golang-jwt itself, on valid and tampered signatures.
+// TestVerifyRSAgreesWithGolangJWT checks the RS* and PS* verifiers — the
+// prepared one (verifyRSPrepared), the standard one (crypto/rsa), and the
+// verifier's whole signature step over the prepared seam with every accept
+// cross-checked — against golang-jwt's signing method, on valid and
+// tampered signatures.
 func TestVerifyRSAgreesWithGolangJWT(t *testing.T) {
 	tests := []struct {
 		alg, key string
@@ -33,14 +34,12 @@ func TestVerifyRSAgreesWithGolangJWT(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.alg+"/"+tt.key, func(t *testing.T) {
 			pub := testkeys.Public(tt.key)
-			prepared, err := cache.NewKey(pub, cache.KeyMeta{})
+			key, err := cache.NewKey(pub, cache.KeyMeta{})
 			if err != nil {
 				t.Fatalf("NewKey() = %v", err)
 			}
-			if _, ok := prepared.Prepared().(*rsaverify.PublicKey); ok != rsaverify.Enabled() {
-				t.Fatalf("Prepared() is %T, want a *rsaverify.PublicKey exactly when rsaverify.Enabled() (%v)", prepared.Prepared(), rsaverify.Enabled())
-			}
-			plain := &cache.Key{Kty: "RSA", Public: pub}
+			p := mustPrepare(t, key)
+			step := testSigner(t, Options{CrossCheckRate: 1}, preparedSeam())
 			spec := lookupAlg(tt.alg)
 			tok := testkeys.Mint(tt.alg, testkeys.Private(tt.key), nil, map[string]any{"sub": "a"})
 			dot := strings.LastIndexByte(tok, '.')
@@ -70,12 +69,16 @@ func TestVerifyRSAgreesWithGolangJWT(t *testing.T) {
 				{"altered-input", signing + "x", sig, false},
 			}
 			for _, c := range cases {
-				got := spec.verify(c.signing, c.sig, prepared)
-				unprepared := spec.verify(c.signing, c.sig, plain)
+				prepared := verifyRSPrepared(p.rsa, spec.rs, c.signing, c.sig)
+				standard := verifyStandard(spec, c.signing, c.sig, key)
+				whole := step.verify(&issuer{}, spec, c.signing, c.sig, key)
 				jwtOK := spec.method.Verify(c.signing, c.sig, pub) == nil
-				if got != c.want || unprepared != c.want || jwtOK != c.want {
-					t.Errorf("%s: verify(prepared) = %v, verify(unprepared) = %v, golang-jwt = %v, want %v", c.name, got, unprepared, jwtOK, c.want)
+				if prepared != c.want || standard != c.want || whole != c.want || jwtOK != c.want {
+					t.Errorf("%s: prepared = %v, standard = %v, signature step = %v, golang-jwt = %v, want %v", c.name, prepared, standard, whole, jwtOK, c.want)
 				}
+			}
+			if st := step.cross; st.mismatches.Load() != 0 || st.checks.Load() != 1 {
+				t.Errorf("cross-check: %d checks, %d mismatches, want 1 (the valid signature) and 0", st.checks.Load(), st.mismatches.Load())
 			}
 		})
 	}

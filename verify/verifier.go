@@ -16,12 +16,14 @@ import (
 // concurrent use; Verify never parses a key and never blocks on the network
 // except for the bounded unknown-kid refresh of the token's own issuer.
 //
-// Signatures are checked with golang-jwt's SigningMethod.Verify on the
-// pre-parsed key (ES* with verifyES, which replaces only that method's
-// allocation-heavy step: see ecdsa.go), never with jwt.Parse: jwt.Parse decodes the claims into a
-// map[string]any (tens of allocations per token, numbers rounded through
-// float64) and runs its own validation, where the verifier needs the exact
-// claim bytes, its own check order and a handful of allocations per token.
+// Signatures are checked on the pre-parsed key, never with jwt.Parse:
+// jwt.Parse decodes the claims into a map[string]any (tens of allocations per
+// token, numbers rounded through float64) and runs its own validation, where
+// the verifier needs the exact claim bytes, its own check order and a handful
+// of allocations per token. HS* and EdDSA use golang-jwt's
+// SigningMethod.Verify; RS*, PS* and ES* use the prepared verifiers, held to
+// crypto/rsa and crypto/ecdsa by a cross-check, or those packages themselves
+// (crypto.go).
 type Verifier struct {
 	opts          Options
 	issuers       []*issuer
@@ -33,6 +35,7 @@ type Verifier struct {
 
 	headers headerCache
 	tokens  *tokenCache // nil when the token cache is off
+	sig     signer      // the RS*, PS* and ES* signature step (crypto.go)
 
 	// onAttempt, if set, is called before each signature check (tests count
 	// kid-less attempts with it).
@@ -42,7 +45,7 @@ type Verifier struct {
 // New validates opts, applies defaults and returns a Verifier. It rejects
 // no issuers, duplicate or empty issuer strings, an issuer without Keys,
 // unsupported algorithms (including "none"), SkipIssuerCheck beside other
-// issuers, and negative limits.
+// issuers, negative limits, and a CrossCheckRate that is NaN or above 1.
 func New(opts Options) (*Verifier, error) {
 	if len(opts.Issuers) == 0 {
 		return nil, errors.New("verify: at least one issuer is required")
@@ -69,6 +72,10 @@ func New(opts Options) (*Verifier, error) {
 		b64:           base64.RawURLEncoding.Strict(),
 		maxTokenBytes: opts.MaxTokenBytes,
 		maxKidless:    opts.MaxKidless,
+	}
+	var err error
+	if v.sig, err = newSigner(opts, defaultCrypto()); err != nil {
+		return nil, err
 	}
 	cfgs := make([]Issuer, 0, len(opts.Issuers))
 	for _, ic := range opts.Issuers {
@@ -498,7 +505,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 	if v.onAttempt != nil {
 		v.onAttempt(key)
 	}
-	if !spec.verify(signing, sig, key) {
+	if !v.sig.verify(is, spec, signing, sig, key) {
 		return nil, tr.fail("signature", fmt.Errorf("%w: %s with kid %s", ErrBadSignature, spec.name, quote(h.kid)))
 	}
 	if tr != nil {
@@ -531,7 +538,7 @@ func (v *Verifier) checkKidless(is *issuer, spec *algSpec, cl *claims, set *cach
 		if v.onAttempt != nil {
 			v.onAttempt(key)
 		}
-		if spec.verify(signing, sig, key) {
+		if v.sig.verify(is, spec, signing, sig, key) {
 			if tr != nil {
 				tr.add("signature", true, fmt.Sprintf("%s verified by key %d tried (thumbprint %s)", spec.name, tried, key.Thumbprint))
 			}

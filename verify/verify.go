@@ -3,10 +3,16 @@
 // A [Verifier] routes each token by its iss claim (exact match) to one
 // configured [Issuer], picks the key by kid from that issuer's [cache.Keys]
 // (never parsing a key per call), enforces the issuer's algorithm allowlist
-// and the key's type (no algorithm confusion), checks the signature with
-// golang-jwt's signing methods (ES* with ecdsa.VerifyASN1 directly), and then
-// the claims: exp, nbf, iss, aud, typ
-// and the required claims, with leeway.
+// and the key's type (no algorithm confusion), checks the signature, and then
+// the claims: exp, nbf, iss, aud, typ and the required claims, with leeway.
+//
+// Signatures: HS* and EdDSA with golang-jwt's signing methods; RS*, PS* and
+// ES* with verifiers that prepare each key once, on its first use
+// (internal/rsaverify, internal/ecverify), held to crypto/rsa and
+// crypto/ecdsa by a cross-check of each key's first accepts and a sample of
+// the rest ([Options.CrossCheckRate], [Verifier.CryptoStats]).
+// [Options.StandardCrypto], FIPS 140-3 mode and BoringCrypto builds use
+// crypto/rsa and crypto/ecdsa instead.
 //
 // Every error it returns is a [*Error] (class, configured issuer, kid) that
 // wraps one of the class sentinels in errors.go and matches either
@@ -17,6 +23,7 @@ package verify
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
@@ -103,6 +110,27 @@ type Options struct {
 	// TokenCache configures the verified-token cache. The zero value turns
 	// it off.
 	TokenCache TokenCacheOptions
+	// StandardCrypto routes every RS*, PS* and ES* verification to
+	// crypto/rsa and crypto/ecdsa instead of the prepared verifiers
+	// (internal/rsaverify, internal/ecverify), which take 30–70% less
+	// time: for an operator who will not run them (cmd's config
+	// crypto.standard_library, env JWKSVERIFY_STANDARD_CRYPTO=1). False
+	// means the prepared verifiers, held by the cross-check
+	// (CrossCheckRate). FIPS 140-3 mode and BoringCrypto builds use the
+	// standard library whatever this says.
+	StandardCrypto bool
+	// CrossCheckRate is the fraction of accepts by a prepared verifier that
+	// are verified again with the standard library, once the key is proven;
+	// every accept of a key not yet proven (its first use, or after a
+	// disagreement) is checked. A disagreement rejects the token as
+	// bad_signature, is logged at error through Logger and counted in
+	// [Verifier.CryptoStats]. Zero means [DefaultCrossCheckRate]; 1 checks
+	// every accept (doubling the signature cost); a negative value checks
+	// only until the key is proven. NaN or above 1 is refused.
+	CrossCheckRate float64
+	// Logger receives the verifier's error logs: cross-check disagreements,
+	// with the issuer, alg and key, never the token. Nil discards them.
+	Logger *slog.Logger
 }
 
 // TokenCacheOptions configure the verified-token cache. It remembers only

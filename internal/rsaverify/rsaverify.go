@@ -6,8 +6,9 @@
 // doubling and squaring; bigmod.rr is 29% of the RSA time in a CPU profile
 // of the server under load), which with the conversions around it is a
 // third of a verify and 8 to 100 allocations (measured below). A JWT verifier
-// checks many signatures with few keys, so [NewPublicKey] does that work once,
-// when the key enters the key cache, and [PublicKey.VerifyPKCS1v15] and
+// checks many signatures with few keys, so [NewPublicKey] does that work once
+// per key (package verify calls it on the key's first use and keeps the
+// result with the key), and [PublicKey.VerifyPKCS1v15] and
 // [PublicKey.VerifyPSS] start from the exponentiation. The arithmetic is Go's
 // own (internal/bigmod is a copy of crypto/internal/fips140/bigmod) and the
 // encoding checks follow crypto/internal/fips140/rsa step by step; only the
@@ -26,8 +27,11 @@
 //
 // The differential tests (every key size and hash, valid signatures and
 // their mutations), TestCraftedEncodings (encoded messages that break one
-// rule of PKCS #1 v1.5 or PSS each) and FuzzVerify check that both packages
-// accept and refuse exactly the same signatures.
+// rule of PKCS #1 v1.5 or PSS each), FuzzVerify (arbitrary signatures) and
+// FuzzVerifyEncoded (well-formed encodings of fuzzed messages, hashes and
+// salts, mutated before and after the PSS mask or in the signature, under
+// 2048-, 2049-, 3072- and 4096-bit keys and exponents 3, 65537 and 2³¹−1)
+// check that both packages accept and refuse exactly the same signatures.
 //
 // Use crypto/rsa instead when the FIPS 140-3 module must do the work
 // (GODEBUG=fips140=on) or when BoringCrypto is linked in, which is faster

@@ -148,8 +148,8 @@ type issuer struct {
 }
 
 // collector exports, at scrape time, what the issuers' cache.Keys and the
-// verifier's token cache count: fetch counters, key-set age and size,
-// readiness, and token cache counters.
+// verifier count: fetch counters, key-set age and size, readiness, token
+// cache counters and the crypto cross-checks.
 type collector struct {
 	v       *verify.Verifier
 	issuers []issuer
@@ -183,6 +183,7 @@ func newCollectorDescs() collectorDescs {
 		evictions:   desc("token_cache_evictions_total", "Verified-token cache evictions."),
 		entries:     desc("token_cache_entries", "Entries in the verified-token cache."),
 		bytes:       desc("token_cache_bytes", "Approximate bytes held by the verified-token cache."),
+		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
 
@@ -191,13 +192,14 @@ type collectorDescs struct {
 	negative                                                         *prometheus.Desc
 	failures, keys, skipped, age, remaining, ready                   *prometheus.Desc
 	hits, misses, evictions, entries, bytes                          *prometheus.Desc
+	crossChecks                                                      *prometheus.Desc
 }
 
 func (d collectorDescs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{
 		d.fetches, d.notModified, d.errors, d.skippedTot, d.unknownKid, d.suppressed, d.negative,
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
-		d.hits, d.misses, d.evictions, d.entries, d.bytes,
+		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
 	}
 }
 
@@ -248,4 +250,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(d.evictions, cs.Evictions)
 	gauge(d.entries, float64(cs.Entries))
 	gauge(d.bytes, float64(cs.Bytes))
+	crypto := c.v.CryptoStats()
+	mismatches := min(crypto.Mismatches, crypto.CrossChecks) // two loads: never more mismatches than checks
+	counter(d.crossChecks, crypto.CrossChecks-mismatches, "agree")
+	counter(d.crossChecks, mismatches, "mismatch")
 }

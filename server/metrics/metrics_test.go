@@ -126,6 +126,8 @@ func TestMetrics(t *testing.T) {
 		`jwksverify_token_cache_hits_total 2`,
 		`jwksverify_token_cache_misses_total`,
 		`jwksverify_token_cache_entries 1`,
+		`jwksverify_crypto_cross_checks_total{result="agree"} 1`,
+		`jwksverify_crypto_cross_checks_total{result="mismatch"} 0`,
 	} {
 		if !strings.Contains(body, line+"\n") && !strings.Contains(body, line+" ") {
 			t.Errorf("/metrics lacks %q", line)

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# HTTP load comparison on one server core: the real jwksverify binary, a bare
-# net/http handler and a golang-jwt + keyfunc forward-auth handler, each alone
+# HTTP load comparison on one server core: the real jwksverify binary, the
+# absolute floor (http.ListenAndServe with a handler that only writes 200: no
+# mux, no timeouts), a bare net/http handler and a golang-jwt + keyfunc
+# forward-auth handler, each alone
 # pinned to CPU 0, loaded by wrk pinned to CPU 1 over loopback, for RS256,
 # ES256 and HS256, with one repeated token and with a pool of 10 000 distinct
 # tokens. Then the RSS of the binary with 10 issuers and a full 100 000-entry
 # token cache. Writes http-latest.json and regenerates docs/BENCHMARKS.md.
 #
 #   DURATION   wrk -d of each run (default 6s)
-#   ROUNDS     runs of each of the 24 configurations, taken in turns (default 3;
-#              the report keeps each one's median; ~9 min in all)
+#   ROUNDS     runs of each of the 30 configurations, taken in turns (default 3;
+#              the report keeps each one's median; ~11 min in all)
 #   ALGS       algorithms (default RS256,ES256,HS256)
 #   POOL       distinct tokens of the pool runs (default 10000)
 set -euo pipefail

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/textproto"
@@ -17,20 +18,15 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
-// The tests of this file keep docs/API.md true: every route, gRPC method,
-// metric, error class and /v1/issuers field of the code is documented; the
+// The tests of this file keep docs/API.md true: every route, error class
+// and /v1/issuers field of the code is documented (gRPC methods in
+// server/extauthz, metrics in server/metrics); the
 // class table's statuses are the code's; the examples are the golden
 // responses; the Go snippets are compiled examples.
 
@@ -38,11 +34,7 @@ const apiDoc = "../docs/API.md"
 
 func readAPIDoc(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile(apiDoc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
+	return servertest.APIDoc(t, apiDoc)
 }
 
 // headings returns the level-3 headings of doc.
@@ -116,164 +108,15 @@ func TestAPIDocRoutes(t *testing.T) {
 	}
 }
 
-// TestAPIDocGRPC checks that each gRPC method RegisterGRPC registers is
-// documented as `service/method`.
-func TestAPIDocGRPC(t *testing.T) {
-	doc := readAPIDoc(t)
-	e := newEnv(t, envConfig{})
-	g := grpc.NewServer()
-	defer g.Stop()
-	e.srv.RegisterGRPC(g)
-	n := 0
-	for svc, info := range g.GetServiceInfo() {
-		for _, m := range info.Methods {
-			n++
-			if name := svc + "/" + m.Name; !strings.Contains(doc, "`"+name+"`") {
-				t.Errorf("docs/API.md does not document the gRPC method `%s`", name)
-			}
-		}
-	}
-	if n < 4 {
-		t.Errorf("RegisterGRPC registered %d methods, want Check and the three of health", n)
-	}
-}
-
-// TestAPIDocMetrics checks that each metric family of the registry (gathered
-// after New) has a table row with its type and labels, that the standard
-// families are mentioned, and that the sample scrape in the doc is a real
-// one.
-func TestAPIDocMetrics(t *testing.T) {
-	doc := readAPIDoc(t)
-	e := newEnv(t, envConfig{tokenCache: 100})
-	own := gatherNames(t, e.reg)
-	e2 := newEnv(t, envConfig{})
-	srv, err := New(Options{Verifier: e2.v}) // the default registry, as jwksverify serve has
-	if err != nil {
-		t.Fatal(err)
-	}
-	all := gatherNames(t, srv.registry)
-
-	n := 0
-	for name, mf := range own {
-		if !strings.HasPrefix(name, namespace+"_") {
-			continue
-		}
-		n++
-		row := tableRow(doc, "`"+name+"`")
-		if row == "" {
-			t.Errorf("docs/API.md has no table row for the metric `%s`", name)
-			continue
-		}
-		if typ := strings.ToLower(mf.GetType().String()); !strings.Contains(row, "| "+typ+" |") {
-			t.Errorf("metric %s: row %q does not give its type %s", name, row, typ)
-		}
-		for _, l := range labelNames(mf) {
-			if !strings.Contains(row, "`"+l+"`") {
-				t.Errorf("metric %s: row %q does not name its label `%s`", name, row, l)
-			}
-		}
-	}
-	if n < 19 {
-		t.Errorf("found %d jwksverify metrics, want all of them (at least 19)", n)
-	}
-	for name := range all {
-		prefix, _, _ := strings.Cut(name, "_")
-		switch {
-		case strings.HasPrefix(name, namespace+"_"):
-		case prefix == "go" || prefix == "process":
-			if !strings.Contains(doc, "`"+prefix+"_*`") {
-				t.Errorf("docs/API.md does not mention `%s_*` (%s)", prefix, name)
-			}
-		default:
-			if !strings.Contains(doc, "`"+name+"`") {
-				t.Errorf("docs/API.md does not mention the metric `%s`", name)
-			}
-		}
-	}
-
-	sample := fencedAfter(t, doc, "<!-- metrics-sample -->")
-	scrape := metricsTraffic(t).Body.String()
-	lines := 0
-	for line := range strings.Lines(sample) {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		lines++
-		if !strings.Contains("\n"+scrape, "\n"+line+"\n") {
-			t.Errorf("the sample scrape in docs/API.md has a line /metrics does not serve: %s", line)
-		}
-	}
-	if lines < 5 {
-		t.Errorf("the sample scrape has %d lines, want a real excerpt", lines)
-	}
-}
-
-func gatherNames(t *testing.T, g prometheus.Gatherer) map[string]*dto.MetricFamily {
-	t.Helper()
-	mfs, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]*dto.MetricFamily, len(mfs))
-	for _, mf := range mfs {
-		out[mf.GetName()] = mf
-	}
-	return out
-}
-
-func labelNames(mf *dto.MetricFamily) []string {
-	var out []string
-	for _, m := range mf.GetMetric() {
-		for _, lp := range m.GetLabel() {
-			if !slices.Contains(out, lp.GetName()) {
-				out = append(out, lp.GetName())
-			}
-		}
-	}
-	return out
-}
-
-// tableRow returns the line of doc that starts a table row with first, or "".
-func tableRow(doc, first string) string {
-	for line := range strings.Lines(doc) {
-		if strings.HasPrefix(line, "| "+first+" |") {
-			return strings.TrimSpace(line)
-		}
-	}
-	return ""
-}
-
-// fencedAfter returns the content of the first fenced block after marker.
-func fencedAfter(t *testing.T, doc, marker string) string {
-	t.Helper()
-	_, rest, ok := strings.Cut(doc, marker)
-	if !ok {
-		t.Fatalf("docs/API.md has no %s", marker)
-	}
-	m := regexp.MustCompile("(?s)^\\s*```[a-z]*\n(.*?)```").FindStringSubmatch(rest)
-	if m == nil {
-		t.Fatalf("docs/API.md: no fenced block right after %s", marker)
-	}
-	return m[1]
-}
-
-// classSentinels are the library's class errors.
-var classSentinels = []error{
-	verify.ErrMalformed, verify.ErrTokenTooLarge, verify.ErrAlgNotAllowed, verify.ErrUnknownIssuer,
-	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
-	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
-	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable,
-}
-
 // TestAPIDocErrorClasses checks that each class has a row in the class
-// table, and that the statuses the row gives for each endpoint are the ones
-// the code answers a token of that class with.
+// table, and that the statuses the row gives for each HTTP endpoint are the
+// ones the code answers a token of that class with (server/extauthz checks
+// the gRPC column).
 func TestAPIDocErrorClasses(t *testing.T) {
 	doc := readAPIDoc(t)
 	e := newEnv(t, envConfig{})
-	grpcAuthz := newAuthzGRPC(e.srv)
 	byClass := map[string]error{}
-	for _, s := range classSentinels {
+	for _, s := range servertest.ClassSentinels {
 		byClass[verify.Class(s)] = s
 	}
 	httpStatus := regexp.MustCompile(`\b[1-5][0-9]{2}\b`)
@@ -283,7 +126,7 @@ func TestAPIDocErrorClasses(t *testing.T) {
 			if !ok {
 				t.Fatalf("no sentinel of class %s in classSentinels: add it, and document the class", class)
 			}
-			row := tableRow(doc, "`"+class+"`")
+			row := servertest.TableRow(doc, "`"+class+"`")
 			if row == "" {
 				t.Fatalf("docs/API.md has no class table row for `%s`", class)
 			}
@@ -291,17 +134,9 @@ func TestAPIDocErrorClasses(t *testing.T) {
 			if len(cells) != 7 {
 				t.Fatalf("row %q has %d cells, want 7 (class, meaning, 5 endpoints)", row, len(cells))
 			}
-			d := e.srv.reject(context.Background(), endpointVerify, time.Now(), "", fmt.Errorf("%w: doc", sentinel), false)
-			if d.class != class {
-				t.Fatalf("reject(%s).class = %q", class, d.class)
-			}
-			resp, err := grpcAuthz.respond(d)
-			grpcWant := "DENIED"
-			switch {
-			case status.Code(err) == codes.Unavailable:
-				grpcWant = "UNAVAILABLE"
-			case err != nil || resp.GetDeniedResponse() == nil:
-				t.Fatalf("respond(%s) = %v, %v; want a denial or UNAVAILABLE", class, resp, err)
+			d := e.srv.reject(context.Background(), EndpointVerify, epoch, "", fmt.Errorf("%w: doc", sentinel), false)
+			if d.Class != class {
+				t.Fatalf("reject(%s).Class = %q", class, d.Class)
 			}
 			want := []struct {
 				column string
@@ -310,16 +145,13 @@ func TestAPIDocErrorClasses(t *testing.T) {
 				{"/v1/verify", verifyStatus(d)},
 				{"/v1/verify/batch", http.StatusOK}, // serveBatch: 200 whatever the verdicts
 				{"/introspect", introspectStatus(d)},
-				{"/v1/authz", d.status}, // writeDenial writes d.status
+				{"/v1/authz", d.Status}, // writeDenial writes d.Status
 			}
 			for i, w := range want {
 				cell := cells[2+i]
 				if got := httpStatus.FindString(cell); got != strconv.Itoa(w.status) {
 					t.Errorf("%s on %s: docs/API.md says %q, the code answers %d", class, w.column, cell, w.status)
 				}
-			}
-			if cell := cells[6]; !strings.HasPrefix(cell, grpcWant) {
-				t.Errorf("%s on gRPC Check: docs/API.md says %q, the code answers %s", class, cell, grpcWant)
 			}
 		})
 	}
@@ -384,7 +216,7 @@ func TestAPIDocExamples(t *testing.T) {
 			for k, v := range want.Headers {
 				wantHeaders[textproto.CanonicalMIMEHeaderKey(k)] = v
 			}
-			if !equalMaps(headers, wantHeaders) {
+			if !maps.Equal(headers, wantHeaders) {
 				t.Errorf("headers %v, golden %v", headers, wantHeaders)
 			}
 			if string(want.Body) == `""` {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -11,8 +12,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/verify"
@@ -226,13 +225,29 @@ func TestAuthzWireFormat(t *testing.T) {
 
 func TestDecideUnclassifiedErrorFailsClosed(t *testing.T) {
 	e := newEnv(t, envConfig{})
-	d := e.srv.reject(context.Background(), endpointGRPC, e.clock.Now(), "tok", errors.New("surprise"), false)
-	if d.allowed() || d.status != http.StatusServiceUnavailable || d.class != "keys_unavailable" {
-		t.Errorf("reject(unclassified) = %d %q, want 503 keys_unavailable", d.status, d.class)
+	tests := []struct {
+		name       string
+		err        error
+		wantStatus int
+		wantClass  string
+	}{
+		{"unclassified", errors.New("surprise"), http.StatusServiceUnavailable, "keys_unavailable"},
+		{"family-without-class", fmt.Errorf("%w: odd", verify.ErrRejected), http.StatusServiceUnavailable, "keys_unavailable"},
+		{"unavailable-family", fmt.Errorf("%w: odd", verify.ErrUnavailable), http.StatusServiceUnavailable, "keys_unavailable"},
+		{"expired-sentinel", verify.ErrExpired, http.StatusUnauthorized, "expired"},
+		{"typed-expired", &verify.Error{Class: "expired", Issuer: issuerA, Kid: "k", Err: verify.ErrExpired}, http.StatusUnauthorized, "expired"},
+		{"wrapped-typed", fmt.Errorf("outer: %w", &verify.Error{Class: "bad_signature", Err: verify.ErrBadSignature}), http.StatusUnauthorized, "bad_signature"},
 	}
-	d = e.srv.reject(context.Background(), endpointGRPC, e.clock.Now(), "tok", verify.ErrExpired, false)
-	if d.status != http.StatusUnauthorized || d.class != "expired" {
-		t.Errorf("reject(expired) = %d %q, want 401 expired", d.status, d.class)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := e.srv.reject(context.Background(), EndpointGRPC, e.clock.Now(), "tok", tt.err, false)
+			if d.Allowed() || d.Status != tt.wantStatus || d.Class != tt.wantClass {
+				t.Errorf("reject(%v) = %d %q, want %d %q", tt.err, d.Status, d.Class, tt.wantStatus, tt.wantClass)
+			}
+			if (d.Challenge != "") != (tt.wantStatus == http.StatusUnauthorized) || len(d.Body) == 0 {
+				t.Errorf("reject(%v): Challenge %q, Body %q; want a challenge exactly for a 401, and a body", tt.err, d.Challenge, d.Body)
+			}
+		})
 	}
 }
 
@@ -262,26 +277,55 @@ func TestLeaksToken(t *testing.T) {
 	}
 }
 
-func TestIssuerLabelIsBounded(t *testing.T) {
-	idx, err := newIssuerIndex([]verify.Issuer{
-		{Issuer: issuerA, Keys: &cache.Keys{}},
-		{Issuer: "https://login.example.com/{tenantid}/v2.0", Keys: &cache.Keys{}},
+// TestIssuerLabelIsTheVerifiers checks that every decision is recorded
+// under the configured issuer the verifier named (Result.ConfiguredIssuer,
+// verify.Error.Issuer), and under "unknown" when it named none: never a raw
+// iss, and for a template, the template.
+func TestIssuerLabelIsTheVerifiers(t *testing.T) {
+	const tmpl = "https://login.example.com/{tenantid}/v2.0"
+	keys := &cache.Keys{}
+	keys.Store(keySet(t, epoch))
+	clock := newClock()
+	v, err := verify.New(verify.Options{
+		Issuers: []verify.Issuer{{Issuer: issuerA, Keys: keys}, {Issuer: tmpl, Keys: keys}},
+		Now:     clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct{ iss, want string }{
-		{issuerA, issuerA},
-		{"https://login.example.com/1234-abcd/v2.0", "https://login.example.com/{tenantid}/v2.0"},
-		{"https://login.example.com/a/b/v2.0", unknownIssuer},
-		{"https://login.example.com//v2.0", unknownIssuer},
-		{"https://attacker.example/" + strings.Repeat("x", 100), unknownIssuer},
-		{"", unknownIssuer},
+	m := &recordedMetrics{}
+	srv, err := New(Options{Verifier: v, Metrics: m, Logger: slog.New(slog.DiscardHandler), Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, iss, tid, wantLabel, wantClass string
+	}{
+		{"exact", issuerA, "", issuerA, ClassValid},
+		{"template", "https://login.example.com/1234-abcd/v2.0", "1234-abcd", tmpl, ClassValid},
+		{"template-tid-mismatch", "https://login.example.com/1234-abcd/v2.0", "other", tmpl, "wrong_issuer"},
+		{"template-two-segments", "https://login.example.com/a/b/v2.0", "a/b", UnknownIssuer, "unknown_issuer"},
+		{"template-empty-tenant", "https://login.example.com//v2.0", "", UnknownIssuer, "unknown_issuer"},
+		{"long-raw-iss", "https://attacker.example/" + strings.Repeat("x", 100), "", UnknownIssuer, "unknown_issuer"},
 	}
 	for _, tt := range tests {
-		if got := idx.lookup(tt.iss).label(); got != tt.want {
-			t.Errorf("lookup(%q).label() = %q, want %q", tt.iss, got, tt.want)
-		}
+		t.Run(tt.name, func(t *testing.T) {
+			c := claims(map[string]any{"iss": tt.iss, "aud": nil})
+			if tt.tid != "" {
+				c["tid"] = tt.tid
+			}
+			before := m.count(EndpointAuthz, tt.wantLabel, tt.wantClass)
+			d := srv.Decide(context.Background(), EndpointAuthz, mint(c))
+			if d.Issuer != tt.wantLabel || d.Class != strings.TrimPrefix(tt.wantClass, ClassValid) {
+				t.Errorf("Decide() issuer %q class %q, want %q %q", d.Issuer, d.Class, tt.wantLabel, tt.wantClass)
+			}
+			if got := m.count(EndpointAuthz, tt.wantLabel, tt.wantClass) - before; got != 1 {
+				t.Errorf("recorded %d decisions under (%s, %s), want 1", got, tt.wantLabel, tt.wantClass)
+			}
+		})
+	}
+	if n := m.total(); n != len(tests) {
+		t.Errorf("recorded %d decisions, want %d: one each", n, len(tests))
 	}
 }
 
@@ -307,9 +351,8 @@ func TestAuthzClaimHeadersFollowVerifierRouting(t *testing.T) {
 			wide:   {"sub": "X-Wide-Subject"},
 			narrow: {"sub": "X-Narrow-Subject"},
 		},
-		Registry: prometheus.NewRegistry(),
-		Logger:   slog.New(slog.DiscardHandler),
-		Now:      clock.Now,
+		Logger: slog.New(slog.DiscardHandler),
+		Now:    clock.Now,
 	})
 	if err != nil {
 		t.Fatalf("New() = %v", err)

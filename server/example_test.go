@@ -15,6 +15,7 @@ import (
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/server/extauthz"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -45,7 +46,10 @@ func exampleToken(now time.Time) string {
 
 func ExampleMiddleware() {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	protect := server.Middleware(exampleVerifier(now), server.MiddlewareOptions{Logger: slog.New(slog.DiscardHandler)})
+	protect, err := server.Middleware(exampleVerifier(now), server.MiddlewareOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		panic(err) // invalid options
+	}
 	h := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, _ := server.ResultFromContext(r.Context())
 		fmt.Fprintf(w, "hello %s", res.Subject)
@@ -124,7 +128,10 @@ func Example() {
 	}
 
 	// Or in front of a handler: 401 and 503 are answered for you.
-	protect := server.Middleware(v, server.MiddlewareOptions{})
+	protect, err := server.Middleware(v, server.MiddlewareOptions{})
+	if err != nil {
+		panic(err) // invalid options
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/orders", protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		res, _ := server.ResultFromContext(r.Context())
@@ -142,7 +149,7 @@ func ExampleServer_SetDraining() {
 	}
 	httpSrv := &http.Server{Handler: srv.Handler()}
 	grpcSrv := grpc.NewServer()
-	srv.RegisterGRPC(grpcSrv) // ext_authz and grpc.health.v1
+	extauthz.Register(grpcSrv, srv) // ext_authz and grpc.health.v1
 	// ... httpSrv.Serve(ln) and grpcSrv.Serve(gln) until a signal, then:
 
 	srv.SetDraining() // /readyz 503, gRPC health NOT_SERVING, Watch streams end

@@ -99,8 +99,8 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			d := s.tooLarge(r.Context(), endpointIntrospect)
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request", safeMessage(d.err, d.class, ""))
+			d := s.tooLarge(r.Context(), EndpointIntrospect)
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request", safeMessage(d.Err, d.Class, ""))
 			return
 		}
 		writeError(w, http.StatusBadRequest, "invalid_request", "the form could not be parsed")
@@ -116,12 +116,12 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "the token parameter is given more than once")
 		return
 	}
-	d := s.decide(r.Context(), endpointIntrospect, toks[0])
+	d := s.Decide(r.Context(), EndpointIntrospect, toks[0])
 	switch {
 	case introspectStatus(d) == http.StatusServiceUnavailable:
-		writeError(w, http.StatusServiceUnavailable, d.class, safeMessage(d.err, d.class, toks[0]))
-	case d.allowed():
-		if body, ok := activeBody(d.res.Claims); ok {
+		writeError(w, http.StatusServiceUnavailable, d.Class, safeMessage(d.Err, d.Class, toks[0]))
+	case d.Allowed():
+		if body, ok := activeBody(d.Result.Claims); ok {
 			writeRaw(w, http.StatusOK, body)
 			return
 		}
@@ -133,8 +133,8 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 
 // introspectStatus maps a decision to the status of /introspect: every
 // verdict, valid or not, is 200; keys unavailable is 503.
-func introspectStatus(d decision) int {
-	if d.status == http.StatusServiceUnavailable {
+func introspectStatus(d Decision) int {
+	if d.Status == http.StatusServiceUnavailable {
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusOK

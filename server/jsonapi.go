@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -21,9 +20,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 
 // tooLarge returns the decision of a request whose body exceeds MaxBodyBytes:
 // its token was never read, so it is too large.
-func (s *Server) tooLarge(ctx context.Context, endpoint string) decision {
+func (s *Server) tooLarge(ctx context.Context, endpoint string) Decision {
 	err := fmt.Errorf("%w: the request body exceeds %d bytes", verify.ErrTokenTooLarge, s.maxBody)
-	return s.reject(ctx, endpoint, time.Now(), "", err, false)
+	return s.reject(ctx, endpoint, s.now(), "", err, false)
 }
 
 // serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,
@@ -32,7 +31,7 @@ func (s *Server) tooLarge(ctx context.Context, endpoint string) decision {
 func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.writeReadError(w, r, endpointVerify, err)
+		s.writeReadError(w, r, EndpointVerify, err)
 		return
 	}
 	var req struct {
@@ -46,7 +45,7 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
 		return
 	}
-	d := s.decide(r.Context(), endpointVerify, *req.Token)
+	d := s.Decide(r.Context(), EndpointVerify, *req.Token)
 	writeRaw(w, verifyStatus(d), s.appendVerdict(nil, d, *req.Token))
 }
 
@@ -59,22 +58,22 @@ func (s *Server) writeReadError(w http.ResponseWriter, r *http.Request, endpoint
 		return
 	}
 	d := s.tooLarge(r.Context(), endpoint)
-	if endpoint == endpointVerify {
+	if endpoint == EndpointVerify {
 		writeRaw(w, http.StatusRequestEntityTooLarge, s.appendVerdict(nil, d, ""))
 		return
 	}
-	writeError(w, http.StatusRequestEntityTooLarge, d.class, safeMessage(d.err, d.class, ""))
+	writeError(w, http.StatusRequestEntityTooLarge, d.Class, safeMessage(d.Err, d.Class, ""))
 }
 
 // verifyStatus maps a decision to the status of /v1/verify: a verdict is
 // 200 (valid or not), except token_too_large (413); keys unavailable is 503.
-func verifyStatus(d decision) int {
+func verifyStatus(d Decision) int {
 	switch {
-	case d.allowed():
+	case d.Allowed():
 		return http.StatusOK
-	case d.status == http.StatusServiceUnavailable:
+	case d.Status == http.StatusServiceUnavailable:
 		return http.StatusServiceUnavailable
-	case d.class == "token_too_large":
+	case errors.Is(d.Err, verify.ErrTokenTooLarge):
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusOK
@@ -87,7 +86,7 @@ func verifyStatus(d decision) int {
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
-		s.writeReadError(w, r, endpointBatch, err)
+		s.writeReadError(w, r, EndpointBatch, err)
 		return
 	}
 	// *string items: a null item is a bad request, as a null token is on
@@ -123,7 +122,7 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = s.appendVerdict(out, s.decide(r.Context(), endpointBatch, tok), tok)
+		out = s.appendVerdict(out, s.Decide(r.Context(), EndpointBatch, tok), tok)
 	}
 	out = append(out, "]}\n"...)
 	writeRaw(w, http.StatusOK, out)
@@ -134,10 +133,10 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 // claims passed through byte for byte from the verifier (numbers are never
 // rounded); any other is {"valid":false,"error":CLASS,"message":...}, the
 // message never holding the token. A single verdict ends with a newline.
-func (s *Server) appendVerdict(b []byte, d decision, token string) []byte {
+func (s *Server) appendVerdict(b []byte, d Decision, token string) []byte {
 	single := b == nil
-	if d.allowed() {
-		res := d.res
+	if d.Allowed() {
+		res := d.Result
 		b = append(b, `{"valid":true,"issuer":`...)
 		b = appendString(b, res.Issuer)
 		b = append(b, `,"kid":`...)
@@ -151,9 +150,9 @@ func (s *Server) appendVerdict(b []byte, d decision, token string) []byte {
 		b = append(b, '}')
 	} else {
 		b = append(b, `{"valid":false,"error":`...)
-		b = appendString(b, d.class)
+		b = appendString(b, d.Class)
 		b = append(b, `,"message":`...)
-		b = appendString(b, safeMessage(d.err, d.class, token))
+		b = appendString(b, safeMessage(d.Err, d.Class, token))
 		b = append(b, '}')
 	}
 	if single {

@@ -18,7 +18,6 @@ const DefaultRejectionLogRate = 20
 // It is safe for concurrent use; a nil *logLimiter allows every line.
 type logLimiter struct {
 	perSecond int
-	now       func() time.Time
 
 	mu         sync.Mutex
 	window     time.Time // start of the current one-second window
@@ -28,23 +27,23 @@ type logLimiter struct {
 
 // newLogLimiter returns a limiter for perSecond lines a second: zero means
 // [DefaultRejectionLogRate], negative means no limit (nil).
-func newLogLimiter(perSecond int, now func() time.Time) *logLimiter {
+func newLogLimiter(perSecond int) *logLimiter {
 	switch {
 	case perSecond < 0:
 		return nil
 	case perSecond == 0:
 		perSecond = DefaultRejectionLogRate
 	}
-	return &logLimiter{perSecond: perSecond, now: now}
+	return &logLimiter{perSecond: perSecond}
 }
 
-// allow reports whether one more line may be written now. When a window
-// closes with dropped lines, it logs their count to log at level first.
-func (l *logLimiter) allow(ctx context.Context, log *slog.Logger, level slog.Level) bool {
+// allow reports whether one more line may be written at now (the
+// decision's reading of the server's clock). When a window closes with
+// dropped lines, it logs their count to log at level first.
+func (l *logLimiter) allow(ctx context.Context, log *slog.Logger, level slog.Level, now time.Time) bool {
 	if l == nil {
 		return true
 	}
-	now := l.now()
 	l.mu.Lock()
 	var dropped int
 	if now.Sub(l.window) >= time.Second || now.Before(l.window) {

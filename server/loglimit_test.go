@@ -29,12 +29,10 @@ func TestLogLimiter(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			log := slog.New(slog.NewJSONHandler(&buf, nil))
-			now := t0
-			l := newLogLimiter(tt.perSecond, func() time.Time { return now })
+			l := newLogLimiter(tt.perSecond)
 			allowed := 0
 			for _, off := range tt.calls {
-				now = t0.Add(off)
-				if l.allow(context.Background(), log, slog.LevelInfo) {
+				if l.allow(context.Background(), log, slog.LevelInfo, t0.Add(off)) {
 					allowed++
 				}
 			}
@@ -70,7 +68,7 @@ func TestLogLimiter(t *testing.T) {
 }
 
 func TestNewLogLimiterDefault(t *testing.T) {
-	if l := newLogLimiter(0, time.Now); l == nil || l.perSecond != DefaultRejectionLogRate {
+	if l := newLogLimiter(0); l == nil || l.perSecond != DefaultRejectionLogRate {
 		t.Errorf("newLogLimiter(0) = %+v, want the default rate %d", l, DefaultRejectionLogRate)
 	}
 }

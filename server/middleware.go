@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -27,27 +26,27 @@ type resultKey struct{}
 // the [verify.Result] in its context ([ResultFromContext]); a request
 // without a valid token gets 401 with the RFC 6750 challenge and
 // {"valid":false,"error":CLASS}; a request whose issuer has no usable keys
-// gets 503. The middleware is safe for concurrent use and blocks only as
-// long as v.Verify does.
+// gets 503. Tokens are judged on the verifier's clock. The middleware is
+// safe for concurrent use and blocks only as long as v.Verify does.
 //
-// Middleware panics when v is nil or opts are invalid (a token source with
-// none or several of header, cookie and query): a wiring mistake found at
-// start-up, like regexp.MustCompile.
-func Middleware(v *verify.Verifier, opts MiddlewareOptions) func(http.Handler) http.Handler {
+// Middleware returns an error matching [ErrInvalidOptions] when v is nil or
+// opts are invalid (a token source with none or several of header, cookie
+// and query).
+func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) http.Handler, error) {
 	s, err := newCore(v, opts.TokenSources, opts.Logger)
 	if err != nil {
-		panic(fmt.Sprintf("server.Middleware: %v", err))
+		return nil, err
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			d := s.decideRequest(r, endpointMiddleware)
-			if !d.allowed() {
+			d := s.DecideRequest(r, EndpointMiddleware)
+			if !d.Allowed() {
 				s.writeDenial(w, d)
 				return
 			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, d.res)))
+			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, d.Result)))
 		})
-	}
+	}, nil
 }
 
 // ResultFromContext returns the verified token that [Middleware] put in

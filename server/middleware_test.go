@@ -2,9 +2,12 @@ package server
 
 import (
 	"context"
+	"errors"
 	"net/http"
-	"net/http/httptest"
 	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 func TestMiddleware(t *testing.T) {
@@ -20,7 +23,11 @@ func TestMiddleware(t *testing.T) {
 		gotSub = res.Subject
 		w.WriteHeader(http.StatusTeapot)
 	})
-	h := Middleware(e.v, MiddlewareOptions{Logger: e.srv.log})(next)
+	protect, err := Middleware(e.v, MiddlewareOptions{Logger: e.srv.log})
+	if err != nil {
+		t.Fatalf("Middleware() = %v", err)
+	}
+	h := protect(next)
 	tests := []struct {
 		name       string
 		token      string
@@ -58,13 +65,42 @@ func TestResultFromContextEmpty(t *testing.T) {
 	}
 }
 
-func TestMiddlewarePanicsOnBadOptions(t *testing.T) {
+func TestMiddlewareRejectsBadOptions(t *testing.T) {
 	e := newEnv(t, envConfig{})
-	defer func() {
-		if recover() == nil {
-			t.Errorf("Middleware(bad source) did not panic")
-		}
-	}()
-	Middleware(e.v, MiddlewareOptions{TokenSources: []TokenSource{{Header: "A", Cookie: "b"}}})
-	_ = httptest.NewRecorder()
+	tests := []struct {
+		name string
+		v    *verify.Verifier
+		opts MiddlewareOptions
+	}{
+		{"no-verifier", nil, MiddlewareOptions{}},
+		{"source-with-two-places", e.v, MiddlewareOptions{TokenSources: []TokenSource{{Header: "A", Cookie: "b"}}}},
+		{"source-with-none", e.v, MiddlewareOptions{TokenSources: []TokenSource{{}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mw, err := Middleware(tt.v, tt.opts)
+			if !errors.Is(err, ErrInvalidOptions) || mw != nil {
+				t.Errorf("Middleware() = %v, %v; want nil, %v", mw != nil, err, ErrInvalidOptions)
+			}
+		})
+	}
+}
+
+// TestMiddlewareJudgesOnTheVerifiersClock: the middleware has no clock of
+// its own; a verifier judging at a fixed instant is honoured.
+func TestMiddlewareJudgesOnTheVerifiersClock(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	protect, err := Middleware(e.v, MiddlewareOptions{Logger: e.srv.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := protect(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	tok := tokens()["valid"] // exp epoch+1h
+	if w := do(h, authzRequest(http.MethodGet, "/", tok)); w.Code != http.StatusNoContent {
+		t.Fatalf("at epoch: status = %d, want 204", w.Code)
+	}
+	e.clock.Add(2 * time.Hour)
+	if w := do(h, authzRequest(http.MethodGet, "/", tok)); w.Code != http.StatusUnauthorized {
+		t.Errorf("2h later on the verifier's clock: status = %d, want 401 expired", w.Code)
+	}
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // route is one endpoint served through the mux.
@@ -24,19 +22,23 @@ type route struct {
 const authzPath = "/v1/authz"
 
 // routeTable lists every endpoint of the mux, with its methods: the one
-// place routes are declared (docs/API.md is tested against it).
+// place routes are declared (docs/API.md is tested against it). /metrics is
+// there when [Options.MetricsHandler] is set.
 func (s *Server) routeTable() []route {
 	get := []string{http.MethodGet, http.MethodHead}
 	post := []string{http.MethodPost}
-	return []route{
+	routes := []route{
 		{"/v1/verify", post, s.serveVerify},
 		{"/v1/verify/batch", post, s.serveBatch},
 		{"/introspect", post, s.serveIntrospect},
 		{"/healthz", get, s.serveHealthz},
 		{"/readyz", get, s.serveReadyz},
 		{"/v1/issuers", get, s.serveIssuers},
-		{"/metrics", get, promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{Registry: s.registry}).ServeHTTP},
 	}
+	if s.metricsHandler != nil {
+		routes = append(routes, route{"/metrics", get, s.metricsHandler.ServeHTTP})
+	}
+	return routes
 }
 
 // routes builds the handler of every endpoint. Forward-auth is dispatched

@@ -1,8 +1,14 @@
 // Package server answers verification requests from other services over
 // HTTP: JSON verify, RFC 7662 introspection, forward-auth for nginx, Traefik,
-// Caddy and Envoy, Envoy ext_authz gRPC, health, readiness and Prometheus
-// metrics. It reads keys only through the verifier and the issuers'
-// cache.Keys; it never fetches keys itself.
+// Caddy and Envoy, health and readiness, and, for Go services that embed the
+// verifier, [Middleware]. It reads keys only through the verifier and the
+// issuers' cache.Keys; it never fetches keys itself.
+//
+// It links no gRPC, Envoy or Prometheus code: the Envoy ext_authz gRPC
+// service and gRPC health live in server/extauthz, over the decision API
+// ([Server.Decide], [Server.DecideRequest], [Decision]); Prometheus metrics
+// live in server/metrics, behind the [Metrics] interface, and /metrics is
+// served when [Options.MetricsHandler] is set.
 package server
 
 import (
@@ -14,8 +20,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -80,14 +84,20 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxBatch bounds the tokens of one /v1/verify/batch. Zero means 100.
 	MaxBatch int
-	// Registry receives the server's metrics and is served on /metrics. Nil
-	// means a new registry (with Go and process collectors).
-	Registry *prometheus.Registry
+	// Metrics records every decision (server/metrics implements it with
+	// Prometheus). Nil means no metrics.
+	Metrics Metrics
+	// MetricsHandler serves GET and HEAD /metrics (server/metrics'
+	// Handler). Nil means /metrics is not served (404).
+	MetricsHandler http.Handler
 	// Logger receives one line per rejected token (issuer, kid, class; never
 	// the token). Nil means slog.Default().
 	Logger *slog.Logger
-	// Now returns the current time, for readiness, /v1/issuers and the key
-	// age metrics (the verifier has its own clock). Nil means time.Now.
+	// Now returns the current time. It is read once per decided token and
+	// that reading is the one the verifier judges at (verify.VerifyAt), the
+	// latency starts from and the log limiter uses; readiness and
+	// /v1/issuers read it too. Nil means the verifier's clock
+	// ((*verify.Verifier).Now).
 	Now func() time.Time
 	// Version is reported by /healthz. Empty means "dev".
 	Version string
@@ -113,18 +123,20 @@ type Server struct {
 	version string
 
 	sources     []tokenSource
-	issuers     issuerIndex
+	issuers     []*issuerInfo          // configured order
+	byName      map[string]*issuerInfo // by configured issuer name
 	stripAuthz  bool
 	clients     []introspectionClient
 	maxBody     int64
 	maxBatch    int
-	denials     map[string]denial // class -> precomputed forward-auth denial
+	rejected    map[string]denial // class -> precomputed 401
+	unavailable map[string]denial // class -> precomputed 503
 	noTokenDeny denial
 	static      staticHeaders
 
-	registry *prometheus.Registry
-	metrics  *metrics // nil for a Middleware's server
-	handler  http.Handler
+	metrics        Metrics // nil: none
+	metricsHandler http.Handler
+	handler        http.Handler
 
 	drainOnce sync.Once
 	// drained is closed by SetDraining: readiness then says no, and open
@@ -132,8 +144,7 @@ type Server struct {
 	drained chan struct{}
 }
 
-// New validates opts, applies defaults, registers the metrics on
-// opts.Registry and returns a Server.
+// New validates opts, applies defaults and returns a Server.
 func New(opts Options) (*Server, error) {
 	if opts.Verifier == nil {
 		return nil, fmt.Errorf("%w: Verifier is required", ErrInvalidOptions)
@@ -145,11 +156,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.now = opts.Now
-	if s.now == nil {
-		s.now = time.Now
+	if opts.Now != nil {
+		s.now = opts.Now
 	}
-	s.logRate = newLogLimiter(opts.RejectionLogRate, s.now)
+	s.logRate = newLogLimiter(opts.RejectionLogRate)
 	s.version = opts.Version
 	if s.version == "" {
 		s.version = "dev"
@@ -163,31 +173,20 @@ func New(opts Options) (*Server, error) {
 	if s.maxBatch == 0 {
 		s.maxBatch = DefaultMaxBatch
 	}
-	if err := s.issuers.setClaimHeaders(opts.ClaimsToHeaders, opts.Verifier.Issuers()); err != nil {
+	if err := s.setClaimHeaders(opts.ClaimsToHeaders, opts.Verifier.Issuers()); err != nil {
 		return nil, err
 	}
 	if s.clients, err = newClients(opts.IntrospectionClients); err != nil {
 		return nil, err
 	}
-	s.registry = opts.Registry
-	if s.registry == nil {
-		s.registry = prometheus.NewRegistry()
-		if err := s.registry.Register(collectors.NewGoCollector()); err != nil {
-			return nil, fmt.Errorf("server: register Go collector: %w", err)
-		}
-		if err := s.registry.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
-			return nil, fmt.Errorf("server: register process collector: %w", err)
-		}
-	}
-	if s.metrics, err = newMetrics(s, s.registry); err != nil {
-		return nil, err
-	}
+	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
 	s.handler = s.routes()
 	return s, nil
 }
 
 // newCore builds what forward-auth and the middleware share: token sources,
-// the issuer index and the precomputed denials. It has no metrics.
+// the issuers and the precomputed denials, on the verifier's clock. It has
+// no metrics.
 func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Server, error) {
 	if v == nil {
 		return nil, fmt.Errorf("%w: Verifier is required", ErrInvalidOptions)
@@ -195,20 +194,22 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{v: v, log: log, now: time.Now, drained: make(chan struct{})}
+	s := &Server{v: v, log: log, now: v.Now, drained: make(chan struct{})}
 	var err error
 	if s.sources, err = newTokenSources(sources); err != nil {
 		return nil, err
 	}
-	if s.issuers, err = newIssuerIndex(v.Issuers()); err != nil {
+	if s.issuers, s.byName, err = newIssuers(v.Issuers()); err != nil {
 		return nil, err
 	}
 	classes := verify.Classes()
-	s.denials = make(map[string]denial, len(classes))
+	s.rejected = make(map[string]denial, len(classes))
+	s.unavailable = make(map[string]denial, len(classes))
 	for _, c := range classes {
-		s.denials[c] = newDenial(c, false)
+		s.rejected[c] = newDenial(c, http.StatusUnauthorized, false)
+		s.unavailable[c] = newDenial(c, http.StatusServiceUnavailable, false)
 	}
-	s.noTokenDeny = newDenial("malformed", true)
+	s.noTokenDeny = newDenial(verify.Class(errNoToken), http.StatusUnauthorized, true)
 	s.static = staticHeaders{
 		noStore:    []string{"no-store"},
 		stripAuthz: []string{"authorization"},
@@ -230,6 +231,21 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Verifier returns the verifier the server decides with.
 func (s *Server) Verifier() *verify.Verifier { return s.v }
+
+// TokenSources returns the token sources, defaults applied, in the order
+// [Server.DecideRequest] tries them (header names canonical). The slice is
+// the caller's.
+func (s *Server) TokenSources() []TokenSource {
+	out := make([]TokenSource, len(s.sources))
+	for i, ts := range s.sources {
+		out[i] = TokenSource{Header: ts.header, Prefix: ts.prefix, Cookie: ts.cookie, Query: ts.query}
+	}
+	return out
+}
+
+// Drained returns a channel that [Server.SetDraining] closes: long-lived
+// calls (gRPC health Watch streams) end on it.
+func (s *Server) Drained() <-chan struct{} { return s.drained }
 
 // SetDraining marks the server as shutting down, for good: /readyz answers
 // 503 {"ready":false,"draining":true}, the gRPC health service reports
@@ -258,7 +274,7 @@ func (s *Server) Draining() bool {
 func (s *Server) Ready() (bool, []string) {
 	now := s.now()
 	var notReady []string
-	for _, is := range s.issuers.list {
+	for _, is := range s.issuers {
 		if !is.keys.Load().Usable(now) {
 			notReady = append(notReady, is.name)
 		}

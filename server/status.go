@@ -104,8 +104,8 @@ type statsView struct {
 // times, last error, staleness and counters, in configured order.
 func (s *Server) serveIssuers(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
-	out := issuersView{Issuers: make([]issuerView, 0, len(s.issuers.list))}
-	for _, is := range s.issuers.list {
+	out := issuersView{Issuers: make([]issuerView, 0, len(s.issuers))}
+	for _, is := range s.issuers {
 		out.Issuers = append(out.Issuers, viewIssuer(is, now))
 	}
 	writeJSON(w, http.StatusOK, out)

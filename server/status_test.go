@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
 func get(h http.Handler, path string) *httptest.ResponseRecorder {
@@ -80,7 +80,7 @@ func TestIssuers(t *testing.T) {
 		LastError:           "jwks: status 502",
 		ConsecutiveFailures: 2,
 	})
-	addStats(e.keysA, cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4})
+	servertest.AddStats(e.keysA, cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4})
 	e.keysD.SetStatus(cache.Status{Source: "discovery:" + issuerDown, LastAttempt: epoch, LastError: "dial tcp: connection refused", ConsecutiveFailures: 5})
 
 	w := get(e.handler, "/v1/issuers")
@@ -108,86 +108,4 @@ func TestIssuers(t *testing.T) {
 		t.Errorf("/v1/issuers shows the thumbprint of a secret")
 	}
 	checkGolden(t, "issuers", w)
-}
-
-// addStats counts s into k's live counters, as a key source would.
-func addStats(k *cache.Keys, s cache.FetchStats) {
-	c := k.Counters()
-	c.Fetches.Add(s.Fetches)
-	c.NotModified.Add(s.NotModified)
-	c.Errors.Add(s.Errors)
-	c.KeysSkipped.Add(s.KeysSkipped)
-	c.UnknownKidRefreshes.Add(s.UnknownKidRefreshes)
-	c.SuppressedRefreshes.Add(s.SuppressedRefreshes)
-}
-
-// metricsTraffic gives a token-caching env fetch counters, 90s of key age
-// and a few decided tokens, then scrapes /metrics. docs/API.md shows lines
-// of this scrape.
-func metricsTraffic(t *testing.T) *httptest.ResponseRecorder {
-	t.Helper()
-	e := newEnv(t, envConfig{tokenCache: 100})
-	toks := tokens()
-	addStats(e.keysA, cache.FetchStats{Fetches: 7, NotModified: 3, Errors: 2, KeysSkipped: 1, UnknownKidRefreshes: 1, SuppressedRefreshes: 4})
-	e.clock.Add(90 * time.Second)
-	for _, n := range []string{"valid", "valid", "expired", "unknown-issuer", "keys-unavailable"} {
-		do(e.handler, postJSON("/v1/verify", `{"token":`+jsonString(toks[n])+`}`))
-	}
-	do(e.handler, authzRequest(http.MethodGet, "/v1/authz", toks["valid"]))
-	do(e.handler, authzRequest(http.MethodGet, "/v1/authz", ""))
-	return get(e.handler, "/metrics")
-}
-
-func TestMetrics(t *testing.T) {
-	w := metricsTraffic(t)
-	if w.Code != http.StatusOK {
-		t.Fatalf("status = %d, want 200", w.Code)
-	}
-	body := w.Body.String()
-	for _, line := range []string{
-		`jwksverify_verify_total{class="valid",issuer="https://idp.example.com/"} 3`,
-		`jwksverify_verify_total{class="expired",issuer="https://idp.example.com/"} 1`,
-		`jwksverify_verify_total{class="unknown_issuer",issuer="unknown"} 1`,
-		`jwksverify_verify_total{class="malformed",issuer="unknown"} 1`,
-		`jwksverify_verify_total{class="keys_unavailable",issuer="https://down.example.com/"} 1`,
-		`jwksverify_verify_duration_seconds_count{endpoint="verify"} 5`,
-		`jwksverify_verify_duration_seconds_count{endpoint="authz"} 2`,
-		`jwksverify_jwks_fetches_total{issuer="https://idp.example.com/"} 7`,
-		`jwksverify_jwks_not_modified_total{issuer="https://idp.example.com/"} 3`,
-		`jwksverify_jwks_fetch_errors_total{issuer="https://idp.example.com/"} 2`,
-		`jwksverify_jwks_keys_skipped_total{issuer="https://idp.example.com/"} 1`,
-		`jwksverify_jwks_unknown_kid_refreshes_total{issuer="https://idp.example.com/"} 1`,
-		`jwksverify_jwks_unknown_kid_refreshes_suppressed_total{issuer="https://idp.example.com/"} 4`,
-		`jwksverify_jwks_keys{issuer="https://idp.example.com/"} 3`,
-		`jwksverify_jwks_keys{issuer="https://down.example.com/"} 0`,
-		`jwksverify_jwks_age_seconds{issuer="https://idp.example.com/"} 90`,
-		`jwksverify_issuer_ready{issuer="https://idp.example.com/"} 1`,
-		`jwksverify_issuer_ready{issuer="https://down.example.com/"} 0`,
-		`jwksverify_token_cache_hits_total 2`,
-		`jwksverify_token_cache_misses_total`,
-		`jwksverify_token_cache_entries 1`,
-	} {
-		if !strings.Contains(body, line+"\n") && !strings.Contains(body, line+" ") {
-			t.Errorf("/metrics lacks %q", line)
-		}
-	}
-	if strings.Contains(body, "evil.example.net") {
-		t.Errorf("/metrics carries the raw iss of an unknown token")
-	}
-}
-
-func TestMetricsDefaultRegistry(t *testing.T) {
-	e := newEnv(t, envConfig{})
-	srv, err := New(Options{Verifier: e.v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := get(srv.Handler(), "/metrics")
-	b, _ := io.ReadAll(w.Body)
-	if w.Code != http.StatusOK || !strings.Contains(string(b), "go_goroutines") || !strings.Contains(string(b), "jwksverify_issuer_ready") {
-		t.Errorf("/metrics = %d, want Go and jwksverify metrics", w.Code)
-	}
-	if _, err := New(Options{Verifier: e.v, Registry: e.reg}); err == nil {
-		t.Errorf("New() on a registry that already holds the metrics = nil, want an error")
-	}
 }

@@ -57,9 +57,47 @@ func (e *classError) Error() string { return e.class }
 // Is makes every class match its family with errors.Is.
 func (e *classError) Is(target error) bool { return target == e.family }
 
+// Error is the verifier's answer for a token it did not accept: every error
+// that [Verifier.Verify], [Verifier.VerifyAt], [Verifier.Explain] and
+// [Verifier.ExplainAt] return is a *Error. It carries what a caller needs to
+// answer, count and log the rejection without reading the token again.
+//
+// errors.Is(err, ErrExpired) and errors.Is(err, ErrRejected) (or
+// ErrUnavailable) match through it, and [Class] returns its class. An Error
+// is immutable once returned and may be shared between goroutines.
+type Error struct {
+	// Class is the SPEC class word ("expired", "keys_unavailable", …),
+	// the same as Class(Err). Never empty.
+	Class string
+	// Issuer is the [Issuer.Issuer] of the configured issuer that the
+	// token's iss claim names: the one it routed to, or, when the iss fits a
+	// {tenantid} template without matching its tid, that template. It is ""
+	// when the token names no configured issuer, or when the check failed
+	// before the claims were read (size, structure). The name is configured,
+	// never the token's raw iss, so it is safe as a metric label.
+	Issuer string
+	// Kid is the token's kid header, "" when absent or when the header could
+	// not be read. It is unverified and chosen by whoever sent the token:
+	// bound its length before logging it.
+	Kid string
+	// Err is the detail: it wraps the class sentinel (ErrExpired, …) and
+	// never contains the token or key material.
+	Err error
+}
+
+// Error returns the detail's text.
+func (e *Error) Error() string { return e.Err.Error() }
+
+// Unwrap returns the detail, so that errors.Is matches the class sentinel
+// and its family.
+func (e *Error) Unwrap() error { return e.Err }
+
 // Class returns the SPEC class word of err ("expired", "keys_unavailable", …),
 // or "" when err is nil or carries no class.
 func Class(err error) string {
+	if e, ok := err.(*Error); ok {
+		return e.Class
+	}
 	var ce *classError
 	if errors.As(err, &ce) {
 		return ce.class

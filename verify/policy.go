@@ -292,30 +292,44 @@ func newRouter(list []*issuer) (*router, error) {
 	return r, nil
 }
 
-// route finds the issuer of a token with the given iss (hasIss false when
-// the token has none) and tid.
-func (r *router) route(iss string, hasIss bool, tid string) (*issuer, error) {
+// find returns the configured issuer that a token with this iss (hasIss
+// false: none) and tid routes to, with ok true; when none does, it returns
+// the first {tenantid} template whose shape iss has (nil when none), with ok
+// false. It does not allocate.
+func (r *router) find(iss string, hasIss bool, tid string) (is *issuer, ok bool) {
 	if r.sole != nil && r.sole.cfg.SkipIssuerCheck {
-		return r.sole, nil
+		return r.sole, true
 	}
 	if !hasIss {
-		return nil, fmt.Errorf("%w: no iss claim", ErrMissingClaim)
+		return nil, false
 	}
 	if is, ok := r.exact[iss]; ok && !is.template {
-		return is, nil
+		return is, true
 	}
-	shaped := false
+	var shaped *issuer
 	for _, is := range r.templates {
 		if matchTemplate(is.prefix, is.suffix, iss, tid) {
-			return is, nil
+			return is, true
 		}
-		if fitsTemplate(is.prefix, is.suffix, iss) {
-			shaped = true
+		if shaped == nil && fitsTemplate(is.prefix, is.suffix, iss) {
+			shaped = is
 		}
 	}
+	return shaped, false
+}
+
+// route finds the issuer of a token with the given iss (hasIss false when
+// the token has none) and tid. On a tid mismatch it returns, with the error,
+// the template the iss has the shape of.
+func (r *router) route(iss string, hasIss bool, tid string) (*issuer, error) {
+	is, ok := r.find(iss, hasIss, tid)
 	switch {
-	case shaped:
-		return nil, fmt.Errorf("%w: iss %s does not match the tenant of tid %s", ErrWrongIssuer, quote(iss), quote(tid))
+	case ok:
+		return is, nil
+	case !hasIss:
+		return nil, fmt.Errorf("%w: no iss claim", ErrMissingClaim)
+	case is != nil:
+		return is, fmt.Errorf("%w: iss %s does not match the tenant of tid %s", ErrWrongIssuer, quote(iss), quote(tid))
 	case r.sole != nil:
 		return nil, fmt.Errorf("%w: iss %s is not %s", ErrWrongIssuer, quote(iss), quote(r.sole.cfg.Issuer))
 	}

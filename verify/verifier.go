@@ -102,12 +102,21 @@ func New(opts Options) (*Verifier, error) {
 	return v, nil
 }
 
-// Verify checks token and returns its verified contents, or an error wrapping
-// one of the class sentinels. The returned Result may be shared with other
+// Verify checks token and returns its verified contents, or a [*Error]
+// wrapping one of the class sentinels. It is VerifyAt with the verifier's
+// clock ([Options.Now]). The returned Result may be shared with other
 // callers (token cache) and must not be modified. Verify blocks only for an
 // unknown kid, while the issuer's Refresher refreshes (bounded by ctx).
 func (v *Verifier) Verify(ctx context.Context, token string) (*Result, error) {
-	now := v.now()
+	return v.VerifyAt(ctx, token, v.now())
+}
+
+// VerifyAt is [Verifier.Verify] judged at the instant now instead of the
+// verifier's clock: exp and nbf, the key set's staleness, the negative-kid
+// memory and the token cache's entries are all compared with now. A caller
+// that reads its clock once per request (the server) passes that reading;
+// the CLI passes --now. It is safe for concurrent use.
+func (v *Verifier) VerifyAt(ctx context.Context, token string, now time.Time) (*Result, error) {
 	if v.tokens == nil || len(token) > v.maxTokenBytes {
 		res, _, _, err := v.verify(ctx, token, now, nil)
 		return res, err
@@ -126,12 +135,25 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Result, error) {
 // Explain runs the same checks as Verify and also returns each check in order
 // with its outcome, for people debugging a rejected token. The steps end with
 // the first failing check. Explain neither reads nor fills the token cache.
-// Step details never contain the token or key material.
+// Step details never contain the token or key material. It is ExplainAt with
+// the verifier's clock.
 func (v *Verifier) Explain(ctx context.Context, token string) ([]Step, *Result, error) {
+	return v.ExplainAt(ctx, token, v.now())
+}
+
+// ExplainAt is [Verifier.Explain] judged at the instant now (see
+// [Verifier.VerifyAt]).
+func (v *Verifier) ExplainAt(ctx context.Context, token string, now time.Time) ([]Step, *Result, error) {
 	tr := &trace{}
-	res, _, _, err := v.verify(ctx, token, v.now(), tr)
+	res, _, _, err := v.verify(ctx, token, now, tr)
 	return tr.steps, res, err
 }
+
+// Now reads the verifier's clock ([Options.Now], or time.Now), the one
+// [Verifier.Verify] judges at. A caller that decides at one instant per
+// request (the server) reads it once and passes it to
+// [Verifier.VerifyAt]. It is safe for concurrent use.
+func (v *Verifier) Now() time.Time { return v.now() }
 
 // Issuers returns the configured issuers with defaults applied (Algorithms
 // filled in, Leeway and RequiredClaims set). The slices are shared with the
@@ -164,9 +186,43 @@ func (t *trace) fail(check string, err error) error {
 	return err
 }
 
-// verify runs every check in the order of docs/ARCHITECTURE.md. On success
-// it also returns the issuer and the key, for the token cache.
+// attempt is what the checks of one token learnt before one failed, for
+// the [*Error]: the token's kid and the claims that name its issuer, and the
+// issuer routing chose. It lives on the caller's stack.
+type attempt struct {
+	kid          string
+	iss, tid     string
+	hasIss       bool
+	parsed       bool    // the header and claims were read
+	routed       bool    // step 5 ran
+	routedIssuer *issuer // its answer: the issuer, or the template iss fits
+}
+
+// verify runs every check in the order of docs/ARCHITECTURE.md and returns
+// the result, or a *Error. On success it also returns the issuer and the
+// key, for the token cache.
 func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *trace) (*Result, *issuer, *cache.Key, error) {
+	var at attempt
+	res, is, key, err := v.check(ctx, token, now, tr, &at)
+	if err == nil {
+		return res, is, key, nil
+	}
+	e := &Error{Class: Class(err), Kid: at.kid, Err: err}
+	named := at.routedIssuer
+	if !at.routed && at.parsed {
+		// A check before routing failed (alg none, crit): name the issuer
+		// the claims point at all the same, so that the rejection is
+		// counted under it.
+		named, _ = v.router.find(at.iss, at.hasIss, at.tid)
+	}
+	if named != nil {
+		e.Issuer = named.cfg.Issuer
+	}
+	return nil, nil, nil, e
+}
+
+// check is verify without the *Error: it records in at what it learns.
+func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *trace, at *attempt) (*Result, *issuer, *cache.Key, error) {
 	// 1. size
 	if len(token) > v.maxTokenBytes {
 		return nil, nil, nil, tr.fail("size", fmt.Errorf("%w: %d bytes, limit %d", ErrTokenTooLarge, len(token), v.maxTokenBytes))
@@ -180,6 +236,7 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 	if err != nil {
 		return nil, nil, nil, tr.fail("structure", err)
 	}
+	at.kid, at.iss, at.hasIss, at.tid, at.parsed = h.kid, cl.iss, cl.has(clIss), cl.tid, true
 	if tr != nil {
 		tr.add("structure", true, fmt.Sprintf("header %d bytes, claims %d bytes, signature %d bytes", len(h.raw), len(payload), len(sig)))
 	}
@@ -209,6 +266,7 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 
 	// 5. issuer
 	is, err := v.router.route(cl.iss, cl.has(clIss), cl.tid)
+	at.routed, at.routedIssuer = true, is
 	if err != nil {
 		return nil, nil, nil, tr.fail("issuer", err)
 	}

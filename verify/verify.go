@@ -14,9 +14,10 @@
 // [Options.StandardCrypto], FIPS 140-3 mode and BoringCrypto builds use
 // crypto/rsa and crypto/ecdsa instead.
 //
-// Every error it returns wraps one of the class sentinels in errors.go and
-// matches either [ErrRejected] (a verdict: 401-class) or [ErrUnavailable]
-// (could not decide: 503-class).
+// Every error it returns is a [*Error] (class, configured issuer, kid) that
+// wraps one of the class sentinels in errors.go and matches either
+// [ErrRejected] (a verdict: 401-class) or [ErrUnavailable] (could not
+// decide: 503-class).
 package verify
 
 import (
@@ -102,7 +103,9 @@ type Options struct {
 	// MaxKidless bounds how many keys a token without kid is tried against.
 	// Zero means [DefaultMaxKidless] (8).
 	MaxKidless int
-	// Now returns the current time. Nil means time.Now.
+	// Now returns the current time for [Verifier.Verify] and
+	// [Verifier.Explain]; [Verifier.VerifyAt] and [Verifier.ExplainAt]
+	// take the instant from their caller instead. Nil means time.Now.
 	Now func() time.Time
 	// TokenCache configures the verified-token cache. The zero value turns
 	// it off.

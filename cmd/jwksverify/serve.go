@@ -18,6 +18,8 @@ import (
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/server/extauthz"
+	"github.com/jwksverify/jwksverify/server/metrics"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -110,8 +112,12 @@ func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) 
 	if err != nil {
 		return nil, err
 	}
+	m, err := metrics.New(metrics.Options{Verifier: v})
+	if err != nil {
+		return nil, err
+	}
 	so := plan.Server
-	so.Verifier, so.Logger, so.Version = v, logger, moduleVersion()
+	so.Verifier, so.Logger, so.Version, so.Metrics, so.MetricsHandler = v, logger, moduleVersion(), m, m.Handler()
 	if s.server, err = server.New(so); err != nil {
 		return nil, err
 	}
@@ -200,7 +206,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	attrs := []any{"http", ln.Addr().String()}
 	if gln != nil {
 		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(cmp.Or(plan.Server.MaxBodyBytes, server.DefaultMaxBodyBytes))))
-		svc.server.RegisterGRPC(grpcSrv)
+		extauthz.Register(grpcSrv, svc.server)
 		attrs = append(attrs, "grpc", gln.Addr().String())
 	}
 	logger.Info("listening", attrs...)

@@ -85,13 +85,12 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		}
 		leeway = cmp.Or(d, -1) // verify: zero is the default, negative none
 	}
-	var now func() time.Time
+	at := time.Now()
 	if f.now != "" {
-		t, err := parseNow(f.now)
-		if err != nil {
+		var err error
+		if at, err = parseNow(f.now); err != nil {
 			return exitUsage, err
 		}
-		now = func() time.Time { return t }
 	}
 
 	vo := verify.Options{MaxTokenBytes: verify.DefaultMaxTokenBytes}
@@ -111,7 +110,6 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		return exitUsage, err
 	}
 
-	kid, iss := peek(token)
 	var issuers []config.Issuer
 	if plan != nil {
 		for _, is := range plan.Issuers {
@@ -123,7 +121,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 			return exitUsage, fmt.Errorf("--issuer %q is not configured in %s", f.issuer, f.config)
 		}
 	} else {
-		is, err := flagIssuer(f, kid)
+		is, err := flagIssuer(f, peekKid(token))
 		if err != nil {
 			return exitUsage, err
 		}
@@ -141,20 +139,33 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 			v.Leeway = leeway
 		}
 	}
-	if vo.Issuers, err = readKeys(ctx, issuers, iss, logger); err != nil {
+	vo.Issuers = make([]verify.Issuer, len(issuers))
+	for i, is := range issuers {
+		vo.Issuers[i] = is.Verify
+		vo.Issuers[i].Keys = &cache.Keys{}
+	}
+	// Local keys are read at once: a broken file is a usage error.
+	if err := readKeys(ctx, issuers, vo.Issuers, config.Issuer.Local, logger); err != nil {
 		return exitUsage, err
 	}
-	vo.Now = now
 	v, err := verify.New(vo) // refuses a bad --alg or --audience
 	if err != nil {
 		return exitUsage, err
 	}
+	// Remote keys are fetched only for the issuer the verifier routed the
+	// token to, as its answer says (keys_unavailable for that issuer).
+	_, err = v.VerifyAt(ctx, token, at)
+	if ve := (*verify.Error)(nil); errors.As(err, &ve) && errors.Is(err, verify.ErrKeysUnavailable) {
+		_ = readKeys(ctx, issuers, vo.Issuers, func(is config.Issuer) bool {
+			return !is.Local() && (len(issuers) == 1 || is.Verify.Issuer == ve.Issuer)
+		}, logger)
+	}
 	if f.explain {
-		steps, res, err := v.Explain(ctx, token)
+		steps, res, err := v.ExplainAt(ctx, token, at)
 		a.writeSteps(steps)
 		return a.writeVerdict(res, token, err), nil
 	}
-	res, err := v.Verify(ctx, token)
+	res, err := v.VerifyAt(ctx, token, at)
 	return a.writeVerdict(res, token, err), nil
 }
 
@@ -197,21 +208,15 @@ func flagIssuer(f verifyFlags, kid string) (config.Issuer, error) {
 	return is, nil
 }
 
-// readKeys reads once, concurrently, the keys of each issuer the token may
-// route to (equal to its unverified iss, templates, or all without iss; the
-// verifier routes the token again: this only saves fetches), and returns the
-// issuers ready for the verifier. Their sets never go stale, so that --now
-// may lie anywhere. A local source that cannot be read is a usage error; a
+// readKeys reads once, concurrently, the keys of each issuer that want
+// accepts into its verifier issuer's Keys, with no staleness bound, so that
+// --now may lie anywhere. A local source that cannot be read is an error; a
 // remote one leaves its issuer without keys (keys_unavailable).
-func readKeys(ctx context.Context, issuers []config.Issuer, tokenIss string, logger *slog.Logger) ([]verify.Issuer, error) {
-	out := make([]verify.Issuer, len(issuers))
+func readKeys(ctx context.Context, issuers []config.Issuer, out []verify.Issuer, want func(config.Issuer) bool, logger *slog.Logger) error {
 	errs := make([]error, len(issuers))
 	var wg sync.WaitGroup
 	for i, is := range issuers {
-		out[i] = is.Verify
-		out[i].Keys = &cache.Keys{}
-		name := is.Verify.Issuer
-		if len(issuers) > 1 && tokenIss != "" && name != tokenIss && !strings.Contains(name, "{tenantid}") {
+		if !want(is) {
 			continue
 		}
 		wg.Go(func() {
@@ -224,12 +229,12 @@ func readKeys(ctx context.Context, issuers []config.Issuer, tokenIss string, log
 			case is.Local():
 				errs[i] = err
 			default:
-				logger.Warn("no keys for issuer", "issuer", name, "err", err)
+				logger.Warn("no keys for issuer", "issuer", is.Verify.Issuer, "err", err)
 			}
 		})
 	}
 	wg.Wait()
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // parseNow reads --now: RFC 3339 or Unix seconds.
@@ -305,26 +310,19 @@ func readPEMKey(path, kid string) (*cache.Key, error) {
 	return cache.NewKey(pub, cache.KeyMeta{Kid: kid, Local: true})
 }
 
-// peek returns the kid of token's header and the iss of its claims,
-// without verifying anything: the kid names the one key of --pem or
-// --secret-file after the token's, so that the verifier selects it; the iss
-// chooses which configured issuers' keys are read. "" when absent.
-func peek(token string) (kid, iss string) {
+// peekKid returns the kid of token's header, without verifying anything:
+// it names the one key of --pem or --secret-file after the token's kid, so
+// that the verifier selects it. "" when there is none.
+func peekKid(token string) string {
 	var h struct {
 		Kid string `json:"kid"`
 	}
-	var c struct {
-		Iss string `json:"iss"`
-	}
-	segs := strings.SplitN(token, ".", 3)
-	for i, v := range []any{&h, &c} {
-		if i < len(segs) && len(segs[i]) <= 2*verify.DefaultMaxTokenBytes {
-			if b, err := base64.RawURLEncoding.DecodeString(segs[i]); err == nil {
-				_ = json.Unmarshal(b, v)
-			}
+	if seg, _, _ := strings.Cut(token, "."); len(seg) <= 2*verify.DefaultMaxTokenBytes {
+		if b, err := base64.RawURLEncoding.DecodeString(seg); err == nil {
+			_ = json.Unmarshal(b, &h)
 		}
 	}
-	return h.Kid, c.Iss
+	return h.Kid
 }
 
 func isURL(s string) bool {

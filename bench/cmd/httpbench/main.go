@@ -7,10 +7,12 @@
 // Subcommands:
 //
 //	httpbench run -bin ./jwksverify -out http-latest.json [flags]   everything; see -h
+//	httpbench serve-floor -listen ADDR                              the absolute floor
 //	httpbench serve-bare -listen ADDR                               the bare handler
 //	httpbench serve-keyfunc -listen ADDR -jwks F -issuer I -alg A   the baseline handler
 //
-// Every server answers GET /healthz; the forward-auth endpoint is /v1/authz.
+// Every server answers GET /healthz; the forward-auth endpoint is /v1/authz
+// (the floor answers every path).
 package main
 
 import (
@@ -27,13 +29,15 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: httpbench run|serve-bare|serve-keyfunc [flags]")
+		fmt.Fprintln(os.Stderr, "usage: httpbench run|serve-floor|serve-bare|serve-keyfunc [flags]")
 		os.Exit(2)
 	}
 	var err error
 	switch os.Args[1] {
 	case "run":
 		err = runAll(os.Args[2:])
+	case "serve-floor":
+		err = serveFloor(os.Args[2:])
 	case "serve-bare":
 		err = serveBare(os.Args[2:])
 	case "serve-keyfunc":
@@ -69,6 +73,19 @@ func listen(addr string, mux *http.ServeMux) error {
 		return nil
 	}
 	return err
+}
+
+// serveFloor is the absolute floor: http.ListenAndServe with a handler that
+// only writes 200, whatever the request — no mux, no timeouts, no header
+// read. No HTTP/1.1 server in Go answers a request on one core with less
+// work; every other server is judged as a fraction of it.
+func serveFloor(args []string) error {
+	fs := flag.NewFlagSet("serve-floor", flag.ExitOnError)
+	addr := fs.String("listen", "127.0.0.1:0", "address to listen on (loopback)")
+	_ = fs.Parse(args)
+	return http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	}))
 }
 
 // serveBare is the bare handler: 200 when a bearer token is present, 401

@@ -234,7 +234,7 @@ func loadRuns(ctx context.Context, o runOpts, self, alg string) ([]httpres.Run, 
 	if err != nil {
 		return nil, err
 	}
-	servers := []string{httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerNoCache, httpres.ServerBaseline}
+	servers := []string{httpres.ServerFloor, httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerNoCache, httpres.ServerBaseline}
 	var out []httpres.Run
 	for _, tokens := range []string{httpres.TokensRepeated, httpres.TokensPool} {
 		// The servers take turns, round after round, so that a busy moment
@@ -272,6 +272,8 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 	var args []string
 	var ready string
 	switch server {
+	case httpres.ServerFloor:
+		args, ready = []string{self, "serve-floor", "-listen", addr}, "/healthz"
 	case httpres.ServerBare:
 		args, ready = []string{self, "serve-bare", "-listen", addr}, "/healthz"
 	case httpres.ServerBaseline:
@@ -297,7 +299,7 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 	if err := waitReady(ctx, base+ready); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
-	if err := sanity(base, f, server != httpres.ServerBare); err != nil {
+	if err := sanity(base, f, server != httpres.ServerBare && server != httpres.ServerFloor); err != nil {
 		return nil, err
 	}
 	script := f.repeatedLua

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/jwksverify/jwksverify/bench/internal/httpres"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -84,5 +86,32 @@ func TestReport(t *testing.T) {
 	var doc struct{ XMLName xml.Name }
 	if err := xml.Unmarshal(chartSVG(res), &doc); err != nil || doc.XMLName.Local != "svg" {
 		t.Errorf("chartSVG() is not an SVG document: %v, root %q", err, doc.XMLName.Local)
+	}
+}
+
+// TestReportHTTPRatios checks that the HTTP section and the targets give
+// each run's ratio to the absolute floor and to the bare handler.
+func TestReportHTTPRatios(t *testing.T) {
+	res, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatalf("parse() = %v", err)
+	}
+	run := func(server string, rps float64) httpres.Run {
+		return httpres.Run{Alg: "RS256", Tokens: httpres.TokensRepeated, Server: server, RPS: rps, P99Ms: 1}
+	}
+	hr := &httpres.Report{Runs: []httpres.Run{
+		run(httpres.ServerFloor, 60000), run(httpres.ServerBare, 50000), run(httpres.ServerJwksverify, 45000), run(httpres.ServerBaseline, 15000),
+	}}
+	var md bytes.Buffer
+	writeMarkdown(&md, res, nil, nil, hr, "benchmarks.svg")
+	for _, want := range []string{
+		"| HTTP /v1/authz RS256, repeated token ≥ 80% of the bare handler's req/s | 90% (45000 vs 50000 req/s) | pass |",
+		"| HTTP /v1/authz RS256, repeated token ≥ 0.80× the absolute floor's req/s | 0.75× (45000 vs 60000 req/s) | **MISS** |",
+		"| RS256 | repeated | jwksverify | 45000 | — | 0.75× | 90% | 3.00× |",
+		"| RS256 | repeated | floor | 60000 | — | 1.00× |",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q", want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package httpres is the results file that bench/cmd/httpbench writes and
 // bench/cmd/report reads: the HTTP load runs (wrk against the real binary,
-// a bare net/http handler and a golang-jwt + keyfunc handler) and the memory
+// the absolute floor, a bare net/http handler and a golang-jwt + keyfunc
+// handler) and the memory
 // of a serving process with a full token cache.
 package httpres
 
@@ -13,6 +14,7 @@ import (
 
 // Server names of [Run.Server].
 const (
+	ServerFloor      = "floor"              // http.ListenAndServe, a handler that only writes 200: no mux, no timeouts
 	ServerBare       = "bare"               // net/http handler that only checks "Bearer " is there
 	ServerJwksverify = "jwksverify"         // the real binary, token cache on (the default)
 	ServerNoCache    = "jwksverify-nocache" // the real binary, token_cache.max_entries: 0

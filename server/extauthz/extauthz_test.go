@@ -1,4 +1,4 @@
-package server
+package extauthz
 
 import (
 	"context"
@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/jwksverify/jwksverify/server"
 )
 
 // grpcEnv is an env served over gRPC on a real TCP listener.
@@ -31,7 +33,7 @@ type grpcEnv struct {
 	health healthpb.HealthClient
 }
 
-// startGRPC serves e's server over gRPC on 127.0.0.1:0 (RegisterGRPC, plus
+// startGRPC serves e's server over gRPC on 127.0.0.1:0 (Register, or the
 // extra registrations) and dials it. Everything stops in t.Cleanup.
 func startGRPC(t *testing.T, e *env, register ...func(*grpc.Server)) *grpcEnv {
 	t.Helper()
@@ -39,9 +41,9 @@ func startGRPC(t *testing.T, e *env, register ...func(*grpc.Server)) *grpcEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(DefaultMaxBodyBytes))
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(server.DefaultMaxBodyBytes))
 	if len(register) == 0 {
-		e.srv.RegisterGRPC(g)
+		Register(g, e.srv)
 	}
 	for _, r := range register {
 		r(g)
@@ -150,7 +152,7 @@ func TestGRPCCheckAllows(t *testing.T) {
 	noScope := mint(claims(map[string]any{"scope": nil}))
 	tests := []struct {
 		name       string
-		sources    []TokenSource
+		sources    []server.TokenSource
 		req        *authv3.CheckRequest
 		wantSet    map[string]string
 		wantRemove []string
@@ -183,21 +185,21 @@ func TestGRPCCheckAllows(t *testing.T) {
 		},
 		{
 			name:       "cookie-source",
-			sources:    []TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Cookie: "session"}},
+			sources:    []server.TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Cookie: "session"}},
 			req:        envoyRequest("GET", "/", map[string]string{"cookie": "theme=dark; session=" + valid}),
 			wantSet:    map[string]string{"x-auth-subject": "alice", "x-auth-scope": "orders:read orders:write"},
 			wantRemove: []string{"authorization"},
 		},
 		{
 			name:       "query-source-from-path",
-			sources:    []TokenSource{{Query: "access_token"}},
+			sources:    []server.TokenSource{{Query: "access_token"}},
 			req:        envoyRequest("GET", "/ws?room=1&access_token="+valid, nil),
 			wantSet:    map[string]string{"x-auth-subject": "alice", "x-auth-scope": "orders:read orders:write"},
 			wantRemove: []string{"authorization"},
 		},
 		{
 			name:       "custom-header-source",
-			sources:    []TokenSource{{Header: "X-Api-Token"}},
+			sources:    []server.TokenSource{{Header: "X-Api-Token"}},
 			req:        envoyRequest("GET", "/", map[string]string{"x-api-token": valid}),
 			wantSet:    map[string]string{"x-auth-subject": "alice", "x-auth-scope": "orders:read orders:write"},
 			wantRemove: []string{"authorization"},
@@ -494,7 +496,7 @@ func TestGRPCHealthFollowsReadiness(t *testing.T) {
 	if got := check(); got != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("before keys: Check() = %v, want NOT_SERVING", got)
 	}
-	e.keysA.Store(keySet(t, epoch))
+	e.keysA.Store(keySet(t))
 	if got := check(); got != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("with keys: Check() = %v, want SERVING", got)
 	}
@@ -535,7 +537,7 @@ func TestGRPCHealthWatch(t *testing.T) {
 	if got := recv(); got != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("first Watch status = %v, want NOT_SERVING", got)
 	}
-	e.keysA.Store(keySet(t, epoch))
+	e.keysA.Store(keySet(t))
 	if got := recv(); got != healthpb.HealthCheckResponse_SERVING {
 		t.Fatalf("after keys: Watch status = %v, want SERVING", got)
 	}
@@ -574,7 +576,7 @@ func FuzzGRPCCheck(f *testing.F) {
 	f.Add("/orders/7", "authorization", "Bearer "+valid, "cookie", "session="+valid, false)
 	f.Add("/ws?access_token="+valid+"&access_token=x", "x-api-token", valid, "authorization", "Basic YTpi", true)
 	f.Add("?", "authorization", "Bearer ", "cookie", ";;=;", true)
-	e := newEnv(f, envConfig{noDown: true, sources: []TokenSource{
+	e := newEnv(f, envConfig{noDown: true, sources: []server.TokenSource{
 		{Header: "Authorization", Prefix: "Bearer "}, {Header: "X-Api-Token"}, {Cookie: "session"}, {Query: "access_token"},
 	}})
 	a := newAuthzGRPC(e.srv)

@@ -1,4 +1,11 @@
-package server
+// Package extauthz is the Envoy ext_authz gRPC front end
+// (envoy.service.auth.v3.Authorization/Check) and the gRPC health service
+// (grpc.health.v1.Health) of a [server.Server]. It decides with the
+// server's decision API ([server.Server.DecideRequest]), so that gRPC and
+// HTTP forward-auth share token sources, classes, challenges, claim
+// headers, metrics and logs. It is a package of its own so that a Go
+// service using only server.Middleware links no gRPC or Envoy code.
+package extauthz
 
 import (
 	"context"
@@ -15,13 +22,10 @@ import (
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/jwksverify/jwksverify/server"
 )
 
-// This file is the Envoy ext_authz gRPC front end
-// (envoy.service.auth.v3.Authorization/Check) and the gRPC health service.
-// It decides with the same code as HTTP forward-auth (authz.go): the same
-// token sources, classes, challenges, claim headers, metrics and logs.
-//
 // The three outcomes map onto what Envoy's ext_authz filter does with them:
 //   - allow: status OK and an OkHttpResponse that sets the claim headers
 //     (overwriting what the client sent) and removes the configured claim
@@ -46,18 +50,18 @@ const (
 	authorizationService = "envoy.service.auth.v3.Authorization"
 )
 
-// RegisterGRPC registers on g the Envoy ext_authz service
+// Register registers on g, over s, the Envoy ext_authz service
 // (envoy.service.auth.v3.Authorization) and the gRPC health service
 // (grpc.health.v1.Health). Health answers SERVING for the overall server ("")
-// and for envoy.service.auth.v3.Authorization while [Server.Ready] holds and
-// the server is not draining, NOT_SERVING otherwise; it checks readiness on
-// every call, so it is always current and needs no goroutine.
+// and for envoy.service.auth.v3.Authorization while [server.Server.Ready]
+// holds and the server is not draining, NOT_SERVING otherwise; it checks
+// readiness on every call, so it is always current and needs no goroutine.
 //
 // Call it before g.Serve. The caller owns g (its options — bound the message
 // size with grpc.MaxRecvMsgSize — and its shutdown). g.GracefulStop waits
-// for open health Watch streams; [Server.SetDraining] ends them (after
-// sending NOT_SERVING), so call it before g.GracefulStop.
-func (s *Server) RegisterGRPC(g *grpc.Server) {
+// for open health Watch streams; [server.Server.SetDraining] ends them
+// (after sending NOT_SERVING), so call it before g.GracefulStop.
+func Register(g *grpc.Server, s *server.Server) {
 	authv3.RegisterAuthorizationServer(g, newAuthzGRPC(s))
 	healthpb.RegisterHealthServer(g, &healthGRPC{s: s, interval: healthWatchInterval})
 }
@@ -66,19 +70,25 @@ func (s *Server) RegisterGRPC(g *grpc.Server) {
 // concurrent use.
 type authzGRPC struct {
 	authv3.UnimplementedAuthorizationServer
-	s *Server
-	// lowerHeaders holds, for each token source, its header name in lower
-	// case (how Envoy sends header keys), or "" for a cookie or query source.
-	lowerHeaders []string
+	s *server.Server
+	// headers holds, for each token source that reads a header, its name
+	// canonical and in lower case (how Envoy sends header keys).
+	headers []sourceHeader
 	// cookies reports whether a token source reads a cookie.
 	cookies bool
 }
 
-func newAuthzGRPC(s *Server) *authzGRPC {
-	a := &authzGRPC{s: s, lowerHeaders: make([]string, len(s.sources))}
-	for i, ts := range s.sources {
-		a.lowerHeaders[i] = strings.ToLower(ts.header)
-		a.cookies = a.cookies || ts.cookie != ""
+// sourceHeader is a token source's header name, as net/http and as Envoy
+// spell it.
+type sourceHeader struct{ canonical, lower string }
+
+func newAuthzGRPC(s *server.Server) *authzGRPC {
+	a := &authzGRPC{s: s}
+	for _, ts := range s.TokenSources() {
+		if ts.Header != "" {
+			a.headers = append(a.headers, sourceHeader{ts.Header, strings.ToLower(ts.Header)})
+		}
+		a.cookies = a.cookies || ts.Cookie != ""
 	}
 	return a
 }
@@ -87,31 +97,23 @@ func newAuthzGRPC(s *Server) *authzGRPC {
 // request without HTTP attributes carries no token: it is denied, not
 // failed. It blocks only as long as the verifier does.
 func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	s := a.s
-	var d decision
+	var d server.Decision
 	if hr := req.GetAttributes().GetRequest().GetHttp(); hr == nil {
-		d = s.decide(ctx, endpointGRPC, "")
+		d = a.s.Decide(ctx, server.EndpointGRPC, "")
 	} else {
-		switch tok, st := s.tokenFromRequest(a.request(hr)); st {
-		case tokenFound:
-			d = s.decide(ctx, endpointGRPC, tok)
-		case tokenAmbiguous:
-			d = s.decideAmbiguous(ctx, endpointGRPC)
-		default:
-			d = s.decide(ctx, endpointGRPC, "")
-		}
+		d = a.s.DecideRequest(a.request(ctx, hr), server.EndpointGRPC)
 	}
 	return a.respond(d)
 }
 
 // respond turns a decision into Check's answer: OK, DENIED, or the gRPC
 // status UNAVAILABLE when keys are unavailable.
-func (a *authzGRPC) respond(d decision) (*authv3.CheckResponse, error) {
+func (a *authzGRPC) respond(d server.Decision) (*authv3.CheckResponse, error) {
 	switch {
-	case d.allowed():
+	case d.Allowed():
 		return a.allow(d), nil
-	case d.status == http.StatusServiceUnavailable:
-		return nil, status.Error(codes.Unavailable, d.class)
+	case d.Status == http.StatusServiceUnavailable:
+		return nil, status.Error(codes.Unavailable, d.Class)
 	default:
 		return a.deny(d), nil
 	}
@@ -123,8 +125,8 @@ func (a *authzGRPC) respond(d decision) (*authv3.CheckResponse, error) {
 // header stays repeated), the cookie header, and the query of the original
 // request target (:path). Nothing else of the attributes is copied, so a
 // client cannot add a source (X-Forwarded-Uri, say) that Envoy did not.
-func (a *authzGRPC) request(hr *authv3.AttributeContext_HttpRequest) *http.Request {
-	r := &http.Request{Header: make(http.Header, len(a.lowerHeaders)+1), URL: &url.URL{}}
+func (a *authzGRPC) request(ctx context.Context, hr *authv3.AttributeContext_HttpRequest) *http.Request {
+	r := (&http.Request{Header: make(http.Header, len(a.headers)+1), URL: &url.URL{}}).WithContext(ctx)
 	add := func(lower, canonical string) {
 		if lower == "" || r.Header[canonical] != nil {
 			return
@@ -145,8 +147,8 @@ func (a *authzGRPC) request(hr *authv3.AttributeContext_HttpRequest) *http.Reque
 			r.Header[canonical] = []string{v}
 		}
 	}
-	for i, ts := range a.s.sources {
-		add(a.lowerHeaders[i], ts.header)
+	for _, h := range a.headers {
+		add(h.lower, h.canonical)
 	}
 	if a.cookies {
 		add("cookie", "Cookie")
@@ -162,13 +164,13 @@ func (a *authzGRPC) request(hr *authv3.AttributeContext_HttpRequest) *http.Reque
 // allow builds the OK response: each configured claim header set to the
 // token's value (overwriting one the client sent), or removed when the
 // token has none; Authorization removed when StripAuthorization is set.
-func (a *authzGRPC) allow(d decision) *authv3.CheckResponse {
+func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 	ok := &authv3.OkHttpResponse{}
-	a.s.eachClaimHeader(d, func(name, value string) {
+	for name, value := range d.ClaimHeaders() {
 		name = strings.ToLower(name)
 		if value == "" {
 			ok.HeadersToRemove = append(ok.HeadersToRemove, name)
-			return
+			continue
 		}
 		ok.Headers = append(ok.Headers, &corev3.HeaderValueOption{
 			Header: &corev3.HeaderValue{Key: name, Value: value},
@@ -176,8 +178,8 @@ func (a *authzGRPC) allow(d decision) *authv3.CheckResponse {
 			// which would keep a client's forged value next to ours.
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 		})
-	})
-	if a.s.stripAuthz {
+	}
+	if d.RemoveAuthorization {
 		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")
 	}
 	return &authv3.CheckResponse{
@@ -188,21 +190,20 @@ func (a *authzGRPC) allow(d decision) *authv3.CheckResponse {
 
 // deny builds the DENIED response: HTTP 401 with the forward-auth challenge
 // and JSON body, and the rpc status UNAUTHENTICATED carrying the class word.
-func (a *authzGRPC) deny(d decision) *authv3.CheckResponse {
-	dn := a.s.denialOf(d)
+func (a *authzGRPC) deny(d server.Decision) *authv3.CheckResponse {
 	headers := []*corev3.HeaderValueOption{
 		header("content-type", "application/json"),
 		header("cache-control", "no-store"),
 	}
-	if www := a.s.wwwAuthenticate(d); www != "" {
-		headers = append(headers, header("www-authenticate", www))
+	if d.Challenge != "" {
+		headers = append(headers, header("www-authenticate", d.Challenge))
 	}
 	return &authv3.CheckResponse{
-		Status: &rpcstatus.Status{Code: int32(codes.Unauthenticated), Message: d.class},
+		Status: &rpcstatus.Status{Code: int32(codes.Unauthenticated), Message: d.Class},
 		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
 			Status:  &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
 			Headers: headers,
-			Body:    string(dn.body),
+			Body:    string(d.Body),
 		}},
 	}
 }
@@ -218,7 +219,7 @@ func header(key, value string) *corev3.HeaderValueOption {
 // safe for concurrent use and holds no goroutine of its own.
 type healthGRPC struct {
 	healthpb.UnimplementedHealthServer
-	s *Server
+	s *server.Server
 	// interval is how often Watch re-checks readiness.
 	interval time.Duration
 }
@@ -284,7 +285,7 @@ func (h *healthGRPC) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerS
 		select {
 		case <-stream.Context().Done():
 			return status.FromContextError(stream.Context().Err()).Err()
-		case <-h.s.drained:
+		case <-h.s.Drained():
 			if st != healthpb.HealthCheckResponse_SERVICE_UNKNOWN {
 				if err := send(healthpb.HealthCheckResponse_NOT_SERVING); err != nil {
 					return err

@@ -1,29 +1,85 @@
-package server
+// Package metrics exports jwksverify's Prometheus metrics: the decisions
+// of a [server.Server] (it implements [server.Metrics]) and, at scrape
+// time, what the verifier's issuers' cache.Keys and token cache count. It
+// is a package of its own so that a Go service using only
+// server.Middleware links no Prometheus code.
+package metrics
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
 const namespace = "jwksverify"
 
-// outcomeKey labels one verify outcome.
-type outcomeKey struct{ issuer, class string }
+// Options configure [New].
+type Options struct {
+	// Verifier is the verifier whose issuers (key sets, fetch counters,
+	// readiness) and token cache are exported. Required.
+	Verifier *verify.Verifier
+	// Registry receives the metrics and is what [Metrics.Handler] serves.
+	// Nil means a new registry with the Go and process collectors.
+	Registry *prometheus.Registry
+	// Now returns the current time, for key ages and readiness. Nil means
+	// the verifier's clock ((*verify.Verifier).Now).
+	Now func() time.Time
+}
 
-// metrics are the server's own instruments. Every label value is bounded:
-// issuer labels are configured issuers or "unknown", classes are SPEC
-// words or "valid", endpoints are fixed. The children are created up front
-// so that recording an outcome is a map lookup and an atomic add.
-type metrics struct {
-	outcomes map[outcomeKey]prometheus.Counter
+// Metrics are the instruments of one server. Every label value is bounded:
+// issuer labels are configured issuers or server.UnknownIssuer, classes are
+// SPEC words or server.ClassValid, endpoints are server.Endpoints. The
+// children are created up front so that recording a decision is a map
+// lookup and atomic adds. It is safe for concurrent use.
+type Metrics struct {
+	reg      *prometheus.Registry
+	outcomes map[string]*issuerOutcomes // by issuer label
 	latency  map[string]prometheus.Observer
 }
 
-func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
+// issuerOutcomes are the verify_total children of one issuer label.
+type issuerOutcomes struct {
+	valid   prometheus.Counter
+	classes map[string]prometheus.Counter
+}
+
+// New validates opts, registers the metrics on the registry and returns
+// them. Pass the result as server.Options.Metrics and its Handler as
+// server.Options.MetricsHandler. It fails when opts.Verifier is nil or the
+// registry already holds these metrics.
+func New(opts Options) (*Metrics, error) {
+	if opts.Verifier == nil {
+		return nil, errors.New("metrics: Verifier is required")
+	}
+	reg := opts.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		if err := reg.Register(collectors.NewGoCollector()); err != nil {
+			return nil, fmt.Errorf("metrics: register Go collector: %w", err)
+		}
+		if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
+			return nil, fmt.Errorf("metrics: register process collector: %w", err)
+		}
+	}
+	now := opts.Now
+	if now == nil {
+		now = opts.Verifier.Now
+	}
+	var issuers []issuer
+	for _, vi := range opts.Verifier.Issuers() {
+		issuers = append(issuers, issuer{name: vi.Issuer, keys: vi.Keys})
+	}
+	col := &collector{v: opts.Verifier, issuers: issuers, now: now, d: newCollectorDescs()}
+
 	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "verify_total",
@@ -38,46 +94,67 @@ func newMetrics(s *Server, reg prometheus.Registerer) (*metrics, error) {
 			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 		},
 	}, []string{"endpoint"})
-	for _, c := range []prometheus.Collector{outcomes, latency, &collector{s: s, d: newCollectorDescs()}} {
+	for _, c := range []prometheus.Collector{outcomes, latency, col} {
 		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("server: register metrics: %w", err)
+			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
 	}
-	m := &metrics{
-		outcomes: make(map[outcomeKey]prometheus.Counter),
+	m := &Metrics{
+		reg:      reg,
+		outcomes: make(map[string]*issuerOutcomes, len(issuers)+1),
 		latency:  make(map[string]prometheus.Observer),
 	}
-	labels := []string{unknownIssuer}
-	for _, is := range s.issuers.list {
+	labels := []string{server.UnknownIssuer}
+	for _, is := range issuers {
 		labels = append(labels, is.name)
 	}
 	for _, iss := range labels {
-		for _, c := range append([]string{classValid}, verify.Classes()...) {
-			m.outcomes[outcomeKey{iss, c}] = outcomes.WithLabelValues(iss, c)
+		o := &issuerOutcomes{valid: outcomes.WithLabelValues(iss, server.ClassValid), classes: make(map[string]prometheus.Counter)}
+		for _, c := range verify.Classes() {
+			o.classes[c] = outcomes.WithLabelValues(iss, c)
 		}
+		m.outcomes[iss] = o
 	}
-	for _, e := range []string{endpointVerify, endpointBatch, endpointIntrospect, endpointAuthz, endpointGRPC, endpointMiddleware} {
+	for _, e := range server.Endpoints() {
 		m.latency[e] = latency.WithLabelValues(e)
 	}
 	return m, nil
 }
 
-// observe records one decided token.
-func (m *metrics) observe(endpoint, issuer, class string, start time.Time) {
-	if c, ok := m.outcomes[outcomeKey{issuer, class}]; ok {
-		c.Inc()
+// Decided implements [server.Metrics]: it counts one decided token and
+// observes its latency. Labels outside the bounded sets are not recorded.
+func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration) {
+	if o := m.outcomes[issuer]; o != nil {
+		if class == server.ClassValid {
+			o.valid.Inc()
+		} else if c, ok := o.classes[class]; ok {
+			c.Inc()
+		}
 	}
 	if o, ok := m.latency[endpoint]; ok {
-		o.Observe(time.Since(start).Seconds())
+		o.Observe(elapsed.Seconds())
 	}
 }
 
+// Handler serves the registry in the Prometheus text format (GET /metrics).
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// issuer is one configured issuer, as the collector reads it.
+type issuer struct {
+	name string
+	keys *cache.Keys
+}
+
 // collector exports, at scrape time, what the issuers' cache.Keys and the
-// verifier's token cache count: fetch counters, key-set age and size,
-// readiness, and token cache counters.
+// verifier count: fetch counters, key-set age and size, readiness, token
+// cache counters and the crypto cross-checks.
 type collector struct {
-	s *Server
-	d collectorDescs
+	v       *verify.Verifier
+	issuers []issuer
+	now     func() time.Time
+	d       collectorDescs
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -94,6 +171,7 @@ func newCollectorDescs() collectorDescs {
 		skippedTot:  desc("jwks_keys_skipped_total", "Keys left out of parsed sets (unsupported, broken, refused).", "issuer"),
 		unknownKid:  desc("jwks_unknown_kid_refreshes_total", "Refreshes triggered by a token with an unknown kid.", "issuer"),
 		suppressed:  desc("jwks_unknown_kid_refreshes_suppressed_total", "Unknown-kid refreshes refused: budget spent or kid remembered as missing.", "issuer"),
+		negative:    desc("jwks_negative_kid_hits_total", "Tokens answered unknown_kid from the memory of kids just proven absent, without asking the source.", "issuer"),
 		failures:    desc("jwks_consecutive_failures", "Failed attempts since the issuer's last successful fetch.", "issuer"),
 		keys:        desc("jwks_keys", "Usable keys in the issuer's current set.", "issuer"),
 		skipped:     desc("jwks_skipped_keys", "Keys skipped in the issuer's current set.", "issuer"),
@@ -105,20 +183,23 @@ func newCollectorDescs() collectorDescs {
 		evictions:   desc("token_cache_evictions_total", "Verified-token cache evictions."),
 		entries:     desc("token_cache_entries", "Entries in the verified-token cache."),
 		bytes:       desc("token_cache_bytes", "Approximate bytes held by the verified-token cache."),
+		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
 
 type collectorDescs struct {
 	fetches, notModified, errors, skippedTot, unknownKid, suppressed *prometheus.Desc
+	negative                                                         *prometheus.Desc
 	failures, keys, skipped, age, remaining, ready                   *prometheus.Desc
 	hits, misses, evictions, entries, bytes                          *prometheus.Desc
+	crossChecks                                                      *prometheus.Desc
 }
 
 func (d collectorDescs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{
-		d.fetches, d.notModified, d.errors, d.skippedTot, d.unknownKid, d.suppressed,
+		d.fetches, d.notModified, d.errors, d.skippedTot, d.unknownKid, d.suppressed, d.negative,
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
-		d.hits, d.misses, d.evictions, d.entries, d.bytes,
+		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
 	}
 }
 
@@ -132,14 +213,14 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	d := &c.d
-	now := c.s.now()
+	now := c.now()
 	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
 	}
 	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 	}
-	for _, is := range c.s.issuers.list {
+	for _, is := range c.issuers {
 		set, st := is.keys.Load(), is.keys.Status()
 		counter(d.fetches, st.Stats.Fetches, is.name)
 		counter(d.notModified, st.Stats.NotModified, is.name)
@@ -147,6 +228,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.skippedTot, st.Stats.KeysSkipped, is.name)
 		counter(d.unknownKid, st.Stats.UnknownKidRefreshes, is.name)
 		counter(d.suppressed, st.Stats.SuppressedRefreshes, is.name)
+		counter(d.negative, st.Stats.NegativeKidHits, is.name)
 		gauge(d.failures, float64(st.ConsecutiveFailures), is.name)
 		gauge(d.keys, float64(set.Len()), is.name)
 		gauge(d.skipped, float64(len(set.Skipped())), is.name)
@@ -162,10 +244,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(d.remaining, max(set.UsableUntil.Sub(now), 0).Seconds(), is.name)
 		}
 	}
-	cs := c.s.v.CacheStats()
+	cs := c.v.CacheStats()
 	counter(d.hits, cs.Hits)
 	counter(d.misses, cs.Misses)
 	counter(d.evictions, cs.Evictions)
 	gauge(d.entries, float64(cs.Entries))
 	gauge(d.bytes, float64(cs.Bytes))
+	crypto := c.v.CryptoStats()
+	mismatches := min(crypto.Mismatches, crypto.CrossChecks) // two loads: never more mismatches than checks
+	counter(d.crossChecks, crypto.CrossChecks-mismatches, "agree")
+	counter(d.crossChecks, mismatches, "mismatch")
 }

@@ -1,0 +1,343 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// This file holds the decision shared by every front end (forward-auth, the
+// JSON API, introspection, the middleware, and the gRPC ext_authz service of
+// server/extauthz): the allow/deny/unavailable decision with its metrics and
+// log line, and what a front end writes for it. The decision reads the
+// verifier's answer (verify.Result, *verify.Error); it never reads the
+// token itself.
+
+// Endpoint labels: which front end decided a token. They label the latency
+// metric and the log lines; [Metrics] implementations see only these.
+const (
+	EndpointVerify     = "verify"
+	EndpointBatch      = "batch"
+	EndpointIntrospect = "introspect"
+	EndpointAuthz      = "authz"
+	EndpointGRPC       = "grpc"
+	EndpointMiddleware = "middleware"
+)
+
+// Endpoints returns every endpoint label, in a fixed order. The slice is
+// the caller's.
+func Endpoints() []string {
+	return []string{EndpointVerify, EndpointBatch, EndpointIntrospect, EndpointAuthz, EndpointGRPC, EndpointMiddleware}
+}
+
+// Label values of a decision besides the configured issuers and the SPEC
+// class words.
+const (
+	// ClassValid is the class label of an allowed token.
+	ClassValid = "valid"
+	// UnknownIssuer is the issuer label of a token that names no configured
+	// issuer (or that could not be read): metrics and logs never carry a
+	// raw iss.
+	UnknownIssuer = "unknown"
+)
+
+// Metrics records decisions. It is declared here, where it is used;
+// server/metrics implements it with Prometheus. Implementations must be safe
+// for concurrent use and must not block: Decided runs on every request.
+type Metrics interface {
+	// Decided records one decided token: the front end (one of
+	// [Endpoints]), the issuer label (a configured issuer name or
+	// [UnknownIssuer]), the class ([ClassValid] or a SPEC class word) and
+	// the time deciding took.
+	Decided(endpoint, issuer, class string, elapsed time.Duration)
+}
+
+// maxLogField bounds an attacker-chosen string (a kid) in a log line.
+const maxLogField = 128
+
+// maxMessage bounds the human message of a rejection in responses and logs.
+const maxMessage = 512
+
+// errNoToken and errAmbiguousToken are the log details of forward-auth
+// requests that carry no token, or more than one.
+var (
+	errNoToken        = fmt.Errorf("%w: the request carries no token", verify.ErrMalformed)
+	errAmbiguousToken = fmt.Errorf("%w: the request carries more than one token value", verify.ErrMalformed)
+)
+
+// Decision is the outcome of one token, with everything a front end needs
+// to answer it: allow (200), deny (401) or could not decide (503). It is a
+// value; its slices are shared with the server and must not be modified.
+type Decision struct {
+	// Status is http.StatusOK, http.StatusUnauthorized or
+	// http.StatusServiceUnavailable. It is decided by the error's family
+	// (errors.Is verify.ErrRejected or verify.ErrUnavailable); an error of
+	// neither family fails closed as 503.
+	Status int
+	// Class is the SPEC class word of a denial or a 503; "" when allowed.
+	Class string
+	// Issuer is the issuer label: the configured issuer name, or
+	// [UnknownIssuer].
+	Issuer string
+	// NoToken reports that the request carried no token at all (RFC 6750
+	// §3.1: the challenge then carries no error code).
+	NoToken bool
+	// Result is the verified token when allowed, else nil. It is shared: do
+	// not modify it.
+	Result *verify.Result
+	// Err is the verifier's error when not allowed (a *verify.Error, or a
+	// server error wrapping a class sentinel); its text never holds the
+	// token. Nil when allowed.
+	Err error
+	// Challenge is the WWW-Authenticate value of a 401 (RFC 6750), "" for
+	// an allowed decision or a 503.
+	Challenge string
+	// Body is the JSON body of a 401 or 503, {"valid":false,"error":CLASS}
+	// and a newline; nil when allowed.
+	Body []byte
+	// RemoveAuthorization reports, for an allowed decision, that the proxy
+	// should drop the Authorization header before the upstream
+	// ([Options.StripAuthorization]).
+	RemoveAuthorization bool
+
+	headers []claimHeader // of the allowed token's issuer, sorted by claim
+	www     []string      // Challenge as a header value, shared
+}
+
+// Allowed reports whether the token was accepted.
+func (d Decision) Allowed() bool { return d.Status == http.StatusOK }
+
+// ClaimHeaders yields, for an allowed decision, each claims_to_headers
+// header of the token's issuer, in claim order, with its canonical name and
+// value. Every configured header is yielded, with an empty value when the
+// claim is absent or its value is not a safe header value (a control
+// character left by the verifier's sanitizing): proxies that copy the header
+// then overwrite one a client forged, instead of passing it through. It
+// yields nothing for a decision that is not allowed.
+func (d Decision) ClaimHeaders() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		if !d.Allowed() {
+			return
+		}
+		for _, h := range d.headers {
+			if !yield(h.header, d.claimValue(h.claim)) {
+				return
+			}
+		}
+	}
+}
+
+// claimValue is the header value of an extracted claim, or "" when it is
+// absent or unsafe.
+func (d *Decision) claimValue(claim string) string {
+	v := d.Result.Extracted[claim]
+	if !httpguts.ValidHeaderFieldValue(v) || strings.ContainsAny(v, "\r\n") {
+		return ""
+	}
+	return v
+}
+
+// Decide verifies token for endpoint (one of [Endpoints]) at one reading of
+// the server's clock and returns the decision. It records the decision in
+// [Options.Metrics] and logs one line per rejected token (never the token).
+// An empty token is a request without credentials: denied as "malformed"
+// with NoToken set. It is safe for concurrent use and blocks only as long
+// as the verifier does (a bounded unknown-kid refresh).
+func (s *Server) Decide(ctx context.Context, endpoint, token string) Decision {
+	now := s.now()
+	if token == "" {
+		return s.reject(ctx, endpoint, now, "", errNoToken, true)
+	}
+	res, err := s.v.VerifyAt(ctx, token, now)
+	if err != nil {
+		return s.reject(ctx, endpoint, now, token, err, false)
+	}
+	is := s.byName[res.ConfiguredIssuer]
+	label := is.label()
+	if s.metrics != nil {
+		s.metrics.Decided(endpoint, label, ClassValid, s.elapsed(now))
+	}
+	d := Decision{Status: http.StatusOK, Issuer: label, Result: res, RemoveAuthorization: s.stripAuthz}
+	if is != nil {
+		d.headers = is.headers
+	}
+	return d
+}
+
+// DecideRequest decides the token that r carries in the configured token
+// sources ([Options.TokenSources]), as [Server.Decide] does. A request whose
+// first source present holds more than one value is denied "malformed": a
+// proxy and its upstream could each read a different one. Only r's header,
+// cookies, URL query and the X-Forwarded-Uri / X-Original-Uri headers (for
+// a query source) are read; its body never is.
+func (s *Server) DecideRequest(r *http.Request, endpoint string) Decision {
+	switch tok, st := s.tokenFromRequest(r); st {
+	case tokenFound:
+		return s.Decide(r.Context(), endpoint, tok)
+	case tokenAmbiguous:
+		return s.reject(r.Context(), endpoint, s.now(), "", errAmbiguousToken, false)
+	default:
+		return s.Decide(r.Context(), endpoint, "")
+	}
+}
+
+// elapsed is the time since start, a reading of the server's clock: on the
+// monotonic clock when start carries it (one cheap read), else by the
+// server's clock again.
+func (s *Server) elapsed(start time.Time) time.Duration {
+	if start != start.Round(0) { // Round(0) strips the monotonic reading
+		return time.Since(start)
+	}
+	return s.now().Sub(start)
+}
+
+// reject builds the decision for an error of the verifier (or of the
+// server: no token, an ambiguous one, a body too large), records it and
+// logs it. The status is chosen by the error's family alone.
+func (s *Server) reject(ctx context.Context, endpoint string, now time.Time, token string, err error, noToken bool) Decision {
+	d := Decision{Status: http.StatusUnauthorized, Issuer: UnknownIssuer, NoToken: noToken, Err: err}
+	var kid string
+	if ve := verifyError(err); ve != nil {
+		d.Class, kid = ve.Class, ve.Kid
+		if is := s.byName[ve.Issuer]; is != nil {
+			d.Issuer = is.name
+		}
+	} else {
+		d.Class = verify.Class(err)
+	}
+	level := slog.LevelInfo
+	switch {
+	case errors.Is(err, verify.ErrUnavailable):
+		d.Status, level = http.StatusServiceUnavailable, slog.LevelWarn
+		if d.Class == "" {
+			d.Class = verify.Class(verify.ErrKeysUnavailable)
+		}
+	case errors.Is(err, verify.ErrRejected) && d.Class != "":
+	default:
+		// The verifier promises a class in one of the two families. Anything
+		// else is a fault, not a verdict: fail closed, as "could not decide".
+		d.Status, d.Class, level = http.StatusServiceUnavailable, verify.Class(verify.ErrKeysUnavailable), slog.LevelError
+	}
+	dn := s.denialOf(d)
+	d.Challenge, d.Body, d.www = dn.challenge, dn.body, dn.www
+	if s.metrics != nil {
+		s.metrics.Decided(endpoint, d.Issuer, d.Class, s.elapsed(now))
+	}
+	if s.log.Enabled(ctx, level) && s.logRate.allow(ctx, s.log, level, now) {
+		s.log.LogAttrs(ctx, level, "token rejected",
+			slog.String("endpoint", endpoint),
+			slog.String("issuer", d.Issuer),
+			slog.String("kid", truncate(kid, maxLogField)),
+			slog.String("class", d.Class),
+			slog.String("detail", safeMessage(err, d.Class, token)),
+		)
+	}
+	return d
+}
+
+// verifyError returns the *verify.Error in err's chain, or nil. The direct
+// assertion first: the verifier returns one unwrapped, and it costs no
+// allocation.
+func verifyError(err error) *verify.Error {
+	if ve, ok := err.(*verify.Error); ok {
+		return ve
+	}
+	var ve *verify.Error
+	if errors.As(err, &ve) {
+		return ve
+	}
+	return nil
+}
+
+// denial is a precomputed answer to a token that was not allowed.
+type denial struct {
+	challenge string // WWW-Authenticate value, "" for a 503
+	www       []string
+	body      []byte
+}
+
+// newDenial builds the denial of class with status: for a 401 the RFC 6750
+// challenge (no error code when the request carried no token, §3.1), and
+// the JSON body.
+func newDenial(class string, status int, noToken bool) denial {
+	d := denial{body: []byte(`{"valid":false,"error":"` + class + `"}` + "\n")}
+	switch {
+	case status != http.StatusUnauthorized:
+	case noToken:
+		d.challenge = `Bearer realm="jwksverify"`
+	default:
+		d.challenge = `Bearer error="invalid_token", error_description="` + class + `"`
+	}
+	if d.challenge != "" {
+		d.www = []string{d.challenge}
+	}
+	return d
+}
+
+// denialOf returns the precomputed denial of d.
+func (s *Server) denialOf(d Decision) denial {
+	switch {
+	case d.NoToken && d.Status == http.StatusUnauthorized:
+		return s.noTokenDeny
+	case d.Status == http.StatusUnauthorized:
+		if dn, ok := s.rejected[d.Class]; ok {
+			return dn
+		}
+	default:
+		if dn, ok := s.unavailable[d.Class]; ok {
+			return dn
+		}
+	}
+	return newDenial(d.Class, d.Status, false)
+}
+
+// safeMessage returns the human message of a rejection: the verifier's error
+// text (which never holds the token), bounded. As a second line of defence,
+// a message that contains the token or one of its segments is replaced by the
+// class word.
+func safeMessage(err error, class, token string) string {
+	if err == nil {
+		return class
+	}
+	msg := err.Error()
+	if leaksToken(msg, token) {
+		return class
+	}
+	return truncate(msg, maxMessage)
+}
+
+// leaksToken reports whether msg contains token, or one of its segments long
+// enough to matter.
+func leaksToken(msg, token string) bool {
+	if len(token) >= 8 && strings.Contains(msg, token) {
+		return true
+	}
+	for seg := range strings.SplitSeq(token, ".") {
+		if len(seg) >= 16 && strings.Contains(msg, seg) {
+			return true
+		}
+	}
+	return false
+}
+
+// truncate bounds s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}

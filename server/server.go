@@ -20,7 +20,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/jwksverify/jwksverify/verify"
 )
 

@@ -267,7 +267,7 @@ type crossCheck struct {
 	// The struct fills two cache lines alone (a 128-byte size class is
 	// 128-aligned), so that n's increments do not bounce a line that holds
 	// another object, say one the token cache's hits read.
-	_ [128 - 6*8 - 8]byte
+	_ [128 - 6*8]byte
 }
 
 func newCrossCheck(rate float64) *crossCheck {

@@ -72,6 +72,11 @@ type flight struct {
 	// f.cur: a request arriving then does not join it (its kids would be
 	// judged by a fetch that ended before they were asked for).
 	fetched atomic.Bool
+	// answered is set once the source has answered (before that answer is
+	// parsed and published): a kid asked from then on waits for the flight
+	// to publish, but is not judged by it (not remembered missing) and
+	// spends no budget.
+	answered atomic.Bool
 }
 
 // New validates opts, loads the persisted set if StateDir holds one, and
@@ -261,11 +266,14 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 		fl = nil // its fetch is over: it cannot bring a kid asked for now
 	}
 	spent := !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval
+	late := fl != nil && fl.answered.Load()
 	switch {
 	case f.keys.RecentlyMissing(kid, now):
 		f.mu.Unlock()
 		f.stats.SuppressedRefreshes.Add(1)
 		return fmt.Errorf("%w: kid was absent from a refresh moments ago", ErrSuppressed)
+	case late:
+		// Its answer is in but not yet published: wait for that, nothing more.
 	case fl != nil && fl.budget:
 		// Join: the fetch in progress is the one this interval's budget paid for.
 	case fl != nil && !spent:
@@ -287,7 +295,7 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 		fl = f.startLocked()
 		fl.budget = true
 	}
-	if len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {
+	if !late && len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {
 		fl.kids[kid] = struct{}{}
 	}
 	wait := fl.start.Add(f.opts.UnknownKidWait).Sub(now)
@@ -318,7 +326,7 @@ func (f *Fetcher) startLocked() *flight {
 	f.flights.Add(1)
 	fl.fn = func() (any, error) {
 		defer f.flights.Done()
-		err := f.attempt(f.ctx)
+		err := f.attempt(f.ctx, func() { fl.answered.Store(true) })
 		fl.fetched.Store(true)
 		f.mu.Lock()
 		if err == nil && len(fl.kids) > 0 {
@@ -403,15 +411,15 @@ func (f *Fetcher) waitNext() bool {
 
 // attempt makes one fetch of the source, publishes its outcome (the set, or
 // the last good set kept) and the status, and schedules the next attempt.
-func (f *Fetcher) attempt(ctx context.Context) error {
+func (f *Fetcher) attempt(ctx context.Context, answered func()) error {
 	f.mu.Lock()
 	st := f.st // only the running flight writes f.st
 	f.mu.Unlock()
 	var err error
 	if f.opts.File != "" {
-		err = f.attemptFile(&st)
+		err = f.attemptFile(&st, answered)
 	} else {
-		err = f.attemptRemote(ctx, &st)
+		err = f.attemptRemote(ctx, &st, answered)
 	}
 	f.mu.Lock()
 	f.st = st

@@ -8,9 +8,10 @@ import (
 
 // attemptFile reads the key file when it changed and records the outcome
 // in st; an unchanged file keeps the outcome of its last read.
-func (f *Fetcher) attemptFile(st *fetchState) error {
+func (f *Fetcher) attemptFile(st *fetchState, answered func()) error {
 	poll := f.opts.FilePollInterval
 	fi, err := os.Stat(f.opts.File)
+	answered()
 	now := f.opts.Now()
 	st.lastAttempt = now
 	switch {

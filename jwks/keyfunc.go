@@ -31,9 +31,12 @@ import (
 // so errors.Is and [verify.Class] read golang-jwt's error as they read the
 // verifier's. Everything else is still golang-jwt's to check, as with
 // keyfunc: pass jwt.WithValidMethods (the allowlist), jwt.WithIssuer,
-// jwt.WithAudience and jwt.WithExpirationRequired to jwt.Parse. The
-// non-standard per-key "issuer" member (Microsoft Entra) is not applied:
-// golang-jwt's claims types do not expose the tid claim it needs.
+// jwt.WithAudience and jwt.WithExpirationRequired to jwt.Parse. A token with
+// a crit header is refused ([verify.ErrUnsupportedCrit]), as the verifier
+// does. The non-standard per-key "issuer" member (Microsoft Entra) is applied
+// to the token's iss ([verify.ErrWrongIssuer]); a {tenantid} key issuer needs
+// the tid claim, which only jwt.MapClaims exposes: with other claims types
+// such a key verifies nothing (it fails closed).
 //
 // A Keyfunc reads the fetcher's current snapshot on every call and holds no
 // key store of its own; it is safe for concurrent use and lives as long as
@@ -75,6 +78,10 @@ func (k *Keyfunc) key(ctx context.Context, token *jwt.Token) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("jwks: %w: header alg is missing or not a string", verify.ErrMalformed)
 	}
+	if _, present := token.Header["crit"]; present {
+		// As the verifier: no crit extension is understood (RFC 7515 §4.1.11).
+		return nil, fmt.Errorf("jwks: %w: no crit extension is understood", verify.ErrUnsupportedCrit)
+	}
 	var kid string
 	if v, present := token.Header["kid"]; present {
 		if kid, ok = v.(string); !ok {
@@ -85,6 +92,7 @@ func (k *Keyfunc) key(ctx context.Context, token *jwt.Token) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	iss, tid := tokenIssuer(token)
 	if kid == "" {
 		// As the verifier: keys without kid are candidates, the keys that fit
 		// alg, in set order, bounded.
@@ -93,7 +101,7 @@ func (k *Keyfunc) key(ctx context.Context, token *jwt.Token) (any, error) {
 			if len(ks.Keys) == verify.DefaultMaxKidless {
 				break
 			}
-			if verify.KeyFits(key, alg) == nil {
+			if verify.KeyFits(key, alg) == nil && verify.KeyIssuerFits(key, iss, tid) == nil {
 				ks.Keys = append(ks.Keys, key.Public)
 			}
 		}
@@ -120,7 +128,24 @@ func (k *Keyfunc) key(ctx context.Context, token *jwt.Token) (any, error) {
 	if err := verify.KeyFits(key, alg); err != nil {
 		return nil, fmt.Errorf("jwks: %w", err)
 	}
+	if err := verify.KeyIssuerFits(key, iss, tid); err != nil {
+		return nil, fmt.Errorf("jwks: %w", err)
+	}
 	return key.Public, nil
+}
+
+// tokenIssuer reads the token's iss and, from map claims, its tid. A claims
+// type without tid gives "", which no {tenantid} key issuer matches: such a
+// key then verifies nothing (fails closed).
+func tokenIssuer(token *jwt.Token) (iss, tid string) {
+	if token.Claims == nil {
+		return "", ""
+	}
+	iss, _ = token.Claims.GetIssuer()
+	if m, ok := token.Claims.(jwt.MapClaims); ok {
+		tid, _ = m["tid"].(string)
+	}
+	return iss, tid
 }
 
 // usable returns the fetcher's current set, or an error wrapping
@@ -136,7 +161,10 @@ func (k *Keyfunc) usable() (*cache.Set, error) {
 // VerificationKeySet returns every key of the current set that fits at least
 // one of golang-jwt's registered algorithms, for code that builds its own
 // jwt.Keyfunc. It has no token, so no alg to fit: prefer [Keyfunc.Keyfunc].
-// Local symmetric keys are included, as they are to the verifier. It never
+// Local symmetric keys are included, as they are to the verifier; keys bound
+// to an issuer by a per-key "issuer" member are left out (there is no token
+// to match it against). With no token, the kid and a JWK's alg pin do not
+// narrow the set either, as with keyfunc's own VerificationKeySet. It never
 // fetches; ctx is unused. It fails as Keyfunc does on an unusable set.
 func (k *Keyfunc) VerificationKeySet(ctx context.Context) (jwt.VerificationKeySet, error) {
 	set, err := k.usable()
@@ -146,7 +174,7 @@ func (k *Keyfunc) VerificationKeySet(ctx context.Context) (jwt.VerificationKeySe
 	algs := jwt.GetAlgorithms()
 	var ks jwt.VerificationKeySet
 	for _, key := range set.Keys() {
-		if slices.ContainsFunc(algs, func(alg string) bool { return verify.KeyFits(key, alg) == nil }) {
+		if key.Issuer == "" && slices.ContainsFunc(algs, func(alg string) bool { return verify.KeyFits(key, alg) == nil }) {
 			ks.Keys = append(ks.Keys, key.Public)
 		}
 	}

@@ -13,7 +13,7 @@ const maxValidator = 1024
 
 // attemptRemote discovers the JWKS URL when due, fetches the set and
 // records the outcome in st.
-func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState) error {
+func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, answered func()) error {
 	start := f.opts.Now()
 	var err error
 	if f.opts.Discovery && (st.jwksURL == "" || start.Sub(st.discoveredAt) >= f.opts.MaxInterval) {
@@ -32,6 +32,7 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState) error {
 			etag, lastModified = "", "" // a 304 needs a set of the source's to extend
 		}
 		resp, err = f.get(ctx, st.jwksURL, acceptJWKS, etag, lastModified)
+		answered()
 	}
 	now := f.opts.Now()
 	var interval time.Duration

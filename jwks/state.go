@@ -107,6 +107,12 @@ func (f *Fetcher) loadState() {
 	if now := f.opts.Now(); at.After(now) {
 		at = now // a time in the future must not extend the staleness
 	}
+	if now := f.opts.Now(); now.After(at.Add(f.opts.StaleFor)) {
+		// Past its staleness it would verify nothing, yet it would hide the
+		// static keys published alone until the source answers.
+		f.log.Info("jwks state ignored: older than stale_for", "path", f.statePath, "fetched_at", at)
+		return
+	}
 	set := f.newSet(keys, skipped, at, at.Add(f.opts.StaleFor))
 	f.publish(set)
 	f.st.etag, f.st.lastModified = validator(s.ETag), validator(s.LastModified)

@@ -38,8 +38,10 @@ import (
 //     fraction (Options.CrossCheckRate) of the accepts after, are verified
 //     again with the standard library. A key is proven by its first accept on
 //     which both agree. A disagreement rejects the token (bad_signature),
-//     logs at error, counts in CryptoStats and leaves the key unproven, so
-//     that every later accept with it is checked again. Rejections are never
+//     logs at error, counts in CryptoStats, drops the token cache's verdicts
+//     and turns the prepared path off for the Verifier's lifetime: the
+//     prepared code is proven wrong, so the standard library does every
+//     later verify. Rejections are never
 //     cross-checked: a prepared path that refuses too much fails closed on
 //     its own, and checking them twice would double the cost of a flood of
 //     forged tokens. Cached verdicts are not checked again either: the token
@@ -117,6 +119,9 @@ type preparedKey struct {
 	// proven is set by the first cross-check on which the prepared and the
 	// standard verifier agree, and cleared by a disagreement.
 	proven atomic.Bool
+	// broken is set by a disagreement, for good: the prepared form is
+	// wrong for this key, and the standard library does its work from then on.
+	broken atomic.Bool
 }
 
 // prepareKey is the memo fill of every key: its prepared form, or a nil
@@ -143,6 +148,9 @@ type signer struct {
 	prepared preparedCrypto
 	cross    *crossCheck // never nil
 	log      *slog.Logger
+	// onMismatch, if set, runs after a disagreement (the Verifier drops its
+	// cached verdicts: some may be forgeries the prepared path accepted).
+	onMismatch func()
 }
 
 // newSigner builds the signature step for opts with prepared as the seam,
@@ -176,10 +184,10 @@ func (s *signer) verify(is *issuer, a *algSpec, signing string, sig []byte, key 
 		return a.method.Verify(signing, sig, key.Public) == nil
 	}
 	var p *preparedKey // non-nil only when the seam has a's family
-	if a.rs != nil && s.prepared.rs != nil || a.es != nil && s.prepared.es != nil {
+	if (a.rs != nil && s.prepared.rs != nil || a.es != nil && s.prepared.es != nil) && !s.cross.off.Load() {
 		// src is a pointer, so the comparison never panics (an interface
 		// holding another type is unequal).
-		if p, _ = key.Memo(prepareKey).(*preparedKey); p != nil && p.src != key.Public {
+		if p, _ = key.Memo(prepareKey).(*preparedKey); p != nil && (p.src != key.Public || p.broken.Load()) {
 			p = nil
 		}
 	}
@@ -212,7 +220,12 @@ func (s *signer) crossCheck(is *issuer, a *algSpec, signing string, sig []byte, 
 		return true
 	}
 	p.proven.Store(false)
+	p.broken.Store(true)
+	s.cross.off.Store(true)
 	s.cross.mismatches.Add(1)
+	if s.onMismatch != nil {
+		s.onMismatch()
+	}
 	// Never the token, its signature or its claims: the key and the
 	// algorithm are what a maintainer needs to reproduce the disagreement.
 	s.log.LogAttrs(context.Background(), slog.LevelError,
@@ -247,10 +260,14 @@ type crossCheck struct {
 	seed       uint64
 	threshold  uint64 // sample when mix < threshold; 0 with all: never
 	all        bool   // rate 1: every accept
+	// off is set by the first disagreement: it means internal/rsaverify or
+	// internal/ecverify is wrong, not one key, so every later verify of this
+	// Verifier goes to the standard library (one atomic load per verify).
+	off atomic.Bool
 	// The struct fills two cache lines alone (a 128-byte size class is
 	// 128-aligned), so that n's increments do not bounce a line that holds
 	// another object, say one the token cache's hits read.
-	_ [128 - 5*8 - 8]byte
+	_ [128 - 6*8]byte
 }
 
 func newCrossCheck(rate float64) *crossCheck {

@@ -29,3 +29,13 @@ func KeyFits(key *cache.Key, alg string) error {
 	}
 	return nil
 }
+
+// KeyIssuerFits applies key's per-key issuer member (Microsoft Entra) to a
+// token of issuer iss and tenant tid, by the verifier's rule: nil when the
+// key has none or iss matches it, else an error wrapping [ErrWrongIssuer].
+func KeyIssuerFits(key *cache.Key, iss, tid string) error {
+	if key == nil || keyIssuerMatches(key.Issuer, iss, tid) {
+		return nil
+	}
+	return fmt.Errorf("%w: kid %s belongs to issuer %s, token iss %s", ErrWrongIssuer, quote(key.Kid), quote(key.Issuer), quote(iss))
+}

@@ -205,6 +205,20 @@ func (c *tokenCache) remove(sh *tokenShard, h uint64, e *tokenEntry) {
 	sh.mu.Unlock()
 }
 
+// clear drops every cached verdict.
+func (c *tokenCache) clear() {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for h, e := range sh.m {
+			delete(sh.m, h)
+			c.entries.Add(-1)
+			c.bytes.Add(-e.size)
+		}
+		sh.mu.Unlock()
+	}
+}
+
 // put caches a successful verdict for the token identified by id, and
 // returns the Result to hand out: the cached copy, or res when it is not
 // cached.

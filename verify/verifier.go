@@ -97,6 +97,7 @@ func New(opts Options) (*Verifier, error) {
 			opts.TokenCache.MaxBytes = max(int64(opts.TokenCache.MaxEntries)*1024, 1<<20)
 		}
 		v.tokens = newTokenCache(opts.TokenCache, true)
+		v.sig.onMismatch = v.tokens.clear
 	}
 	v.opts = opts
 	return v, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -329,39 +330,18 @@ func isURL(s string) bool {
 	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
 }
 
-// validBody is the result of a valid token: the body of /v1/verify.
-type validBody struct {
-	Valid  bool            `json:"valid"`
-	Issuer string          `json:"issuer"`
-	Kid    string          `json:"kid"`
-	Alg    string          `json:"alg"`
-	Header json.RawMessage `json:"header"`
-	Claims json.RawMessage `json:"claims"`
-}
-
-// invalidBody is the result of a rejected token (or no usable keys).
-type invalidBody struct {
-	Valid   bool   `json:"valid"`
-	Error   string `json:"error"`
-	Message string `json:"message"`
-}
-
-// writeVerdict prints the result as JSON and returns the exit status. The
-// message never holds the token, even if an error were to quote it.
+// writeVerdict prints the result as the body /v1/verify writes
+// (server.AppendVerdict: the message never holds the token) and returns the
+// exit status.
 func (a *app) writeVerdict(res *verify.Result, token string, err error) int {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
-	if err == nil && res != nil {
-		_ = enc.Encode(validBody{Valid: true, Issuer: res.Issuer, Kid: res.Kid, Alg: res.Alg, Header: res.Header, Claims: res.Claims})
-		return exitOK
+	if res == nil {
+		err = cmp.Or(err, verify.ErrMalformed) // no result is never a pass
 	}
-	err = cmp.Or(err, verify.ErrMalformed)
-	msg := err.Error()
-	if token != "" {
-		msg = strings.ReplaceAll(msg, token, "[token]")
+	_, _ = a.stdout.Write(server.AppendVerdict(nil, res, verify.Class(err), err, token))
+	if err != nil {
+		return exitFailure
 	}
-	_ = enc.Encode(invalidBody{Error: cmp.Or(verify.Class(err), "malformed"), Message: msg})
-	return exitFailure
+	return exitOK
 }
 
 // writeSteps prints the checks of --explain as a table.

@@ -32,7 +32,7 @@ const maxPEMBytes = 1 << 20
 type verifyFlags struct {
 	config, jwks, discovery, secretFile, pem string
 	issuer                                   string
-	audiences, algs                          stringList
+	audiences, algs                          []string
 	leeway                                   string
 	now                                      string
 	explain                                  bool
@@ -47,8 +47,8 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	fs.StringVar(&f.secretFile, "secret-file", "", "HMAC secret `file` (raw bytes, at least 32)")
 	fs.StringVar(&f.pem, "pem", "", "PEM public key or certificate `file`")
 	fs.StringVar(&f.issuer, "issuer", "", "required iss (not checked when absent)")
-	fs.Var(&f.audiences, "audience", "accepted aud (repeatable; not checked when absent)")
-	fs.Var(&f.algs, "alg", "allowed alg (repeatable; default: every algorithm the keys fit)")
+	fs.Func("audience", "accepted aud (repeatable; not checked when absent)", appendTo(&f.audiences))
+	fs.Func("alg", "allowed alg (repeatable; default: every algorithm the keys fit)", appendTo(&f.algs))
 	fs.StringVar(&f.leeway, "leeway", "", "clock skew tolerated on exp and nbf (default 30s; 0s for none)")
 	fs.StringVar(&f.now, "now", "", "judge the time claims at this instant: RFC 3339 or Unix seconds")
 	fs.BoolVar(&f.explain, "explain", false, "print every check and its outcome before the result")
@@ -105,8 +105,8 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		vo.MaxTokenBytes, vo.TokenCache = cmp.Or(vo.MaxTokenBytes, verify.DefaultMaxTokenBytes), verify.TokenCacheOptions{}
 	}
 	token, err := a.readToken(pos[0], vo.MaxTokenBytes)
-	if tooLarge := (errTokenTooLarge{}); errors.As(err, &tooLarge) {
-		return a.writeVerdict(nil, "", fmt.Errorf("%w: %w", verify.ErrTokenTooLarge, err)), nil
+	if errors.Is(err, verify.ErrTokenTooLarge) {
+		return a.writeVerdict(nil, "", err), nil
 	} else if err != nil {
 		return exitUsage, err
 	}
@@ -250,14 +250,9 @@ func parseNow(s string) (time.Time, error) {
 	return t, nil
 }
 
-type errTokenTooLarge struct{ limit int }
-
-func (e errTokenTooLarge) Error() string {
-	return fmt.Sprintf("the token on standard input is larger than %d bytes", e.limit)
-}
-
 // readToken returns arg, or for "-" the token read from stdin (bounded,
-// surrounding white space removed).
+// surrounding white space removed; a longer one is verify.ErrTokenTooLarge,
+// a verdict).
 func (a *app) readToken(arg string, limit int) (string, error) {
 	if arg != "-" {
 		return arg, nil
@@ -269,7 +264,7 @@ func (a *app) readToken(arg string, limit int) (string, error) {
 	}
 	tok := string(bytes.TrimSpace(b))
 	if len(tok) > limit {
-		return "", errTokenTooLarge{limit}
+		return "", fmt.Errorf("%w: the token on standard input is larger than %d bytes", verify.ErrTokenTooLarge, limit)
 	}
 	if tok == "" {
 		return "", errors.New("no token on standard input")

@@ -184,21 +184,17 @@ func flagIssuer(f verifyFlags, kid string) (config.Issuer, error) {
 	case f.jwks != "":
 		is.JWKS.File, is.Verify.AllowHMAC = f.jwks, true
 	case f.secretFile != "":
-		secret, err := config.ReadSecret(f.secretFile)
+		k, algs, err := config.SecretKey(f.secretFile, kid)
 		if err != nil {
 			return is, fmt.Errorf("--secret-file: %w", err)
 		}
 		for _, alg := range f.algs {
-			if err := config.CheckSecretAlgorithm(alg, secret); err != nil {
+			if err := config.CheckSecretAlgorithm(alg, k); err != nil {
 				return is, fmt.Errorf("--alg: %w", err)
 			}
 		}
-		k, err := cache.NewKey(secret, cache.KeyMeta{Kid: kid, Local: true})
-		if err != nil {
-			return is, fmt.Errorf("--secret-file: %w", err)
-		}
 		is.JWKS.StaticKeys = []*cache.Key{k}
-		is.Verify.AllowHMAC, is.Verify.Algorithms = true, config.SecretAlgorithms(secret)
+		is.Verify.AllowHMAC, is.Verify.Algorithms = true, algs
 	default:
 		k, err := readPEMKey(f.pem, kid)
 		if err != nil {

@@ -46,7 +46,7 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := s.Decide(r.Context(), EndpointVerify, *req.Token)
-	writeRaw(w, verifyStatus(d), s.appendVerdict(nil, d, *req.Token))
+	writeRaw(w, verifyStatus(d), AppendVerdict(nil, d.Result, d.Class, d.Err, *req.Token))
 }
 
 // writeReadError answers a body that could not be read: 413 when too
@@ -59,7 +59,7 @@ func (s *Server) writeReadError(w http.ResponseWriter, r *http.Request, endpoint
 	}
 	d := s.tooLarge(r.Context(), endpoint)
 	if endpoint == EndpointVerify {
-		writeRaw(w, http.StatusRequestEntityTooLarge, s.appendVerdict(nil, d, ""))
+		writeRaw(w, http.StatusRequestEntityTooLarge, AppendVerdict(nil, d.Result, d.Class, d.Err, ""))
 		return
 	}
 	writeError(w, http.StatusRequestEntityTooLarge, d.Class, safeMessage(d.Err, d.Class, ""))
@@ -122,21 +122,24 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = s.appendVerdict(out, s.Decide(r.Context(), EndpointBatch, tok), tok)
+		d := s.Decide(r.Context(), EndpointBatch, tok)
+		out = AppendVerdict(out, d.Result, d.Class, d.Err, tok)
 	}
 	out = append(out, "]}\n"...)
 	writeRaw(w, http.StatusOK, out)
 }
 
-// appendVerdict appends the /v1/verify body of d to b. An allowed token is
+// AppendVerdict appends to b the /v1/verify body of one verifier answer for
+// token: the one shape of a verdict, which `jwksverify verify` prints too.
+// An accepted token (err nil, res set) is
 // {"valid":true,"issuer","kid","alg","header","claims"} with header and
 // claims passed through byte for byte from the verifier (numbers are never
-// rounded); any other is {"valid":false,"error":CLASS,"message":...}, the
-// message never holding the token. A single verdict ends with a newline.
-func (s *Server) appendVerdict(b []byte, d Decision, token string) []byte {
+// rounded); a rejected one is {"valid":false,"error":class,"message":...},
+// the message bounded and never holding the token. A single verdict (b nil)
+// ends with a newline. It is safe for concurrent use and retains nothing.
+func AppendVerdict(b []byte, res *verify.Result, class string, err error, token string) []byte {
 	single := b == nil
-	if d.Allowed() {
-		res := d.Result
+	if err == nil && res != nil {
 		b = append(b, `{"valid":true,"issuer":`...)
 		b = appendString(b, res.Issuer)
 		b = append(b, `,"kid":`...)
@@ -150,9 +153,9 @@ func (s *Server) appendVerdict(b []byte, d Decision, token string) []byte {
 		b = append(b, '}')
 	} else {
 		b = append(b, `{"valid":false,"error":`...)
-		b = appendString(b, d.Class)
+		b = appendString(b, class)
 		b = append(b, `,"message":`...)
-		b = appendString(b, safeMessage(d.Err, d.Class, token))
+		b = appendString(b, safeMessage(err, class, token))
 		b = append(b, '}')
 	}
 	if single {

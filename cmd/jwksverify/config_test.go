@@ -38,7 +38,7 @@ func TestBadConfig(t *testing.T) {
 		{name: "min-above-max", yaml: disc + "    refresh: {min_interval: 2h, max_interval: 1h}\n", wantField: "issuers[0] (https://idp.example.com/): jwks: invalid options: MinInterval 2h0m0s exceeds MaxInterval 1h0m0s"},
 		{name: "unknown-kid-wait-above-fetch-timeout", yaml: disc + "    refresh: {unknown_kid_wait: 3s, fetch_timeout: 2s}\n", wantField: "issuers[0] (https://idp.example.com/): jwks: invalid options: UnknownKidWait 3s exceeds FetchTimeout 2s"},
 		{name: "unknown-kid-wait-negative", yaml: disc + "    refresh: {unknown_kid_wait: -1s}\n", wantField: "issuers[0] (https://idp.example.com/): jwks: invalid options: negative UnknownKidWait -1s"},
-		{name: "not-a-duration", yaml: disc + "    leeway: 30\n", wantField: `issuers[0].leeway: line 4: invalid duration "30"`},
+		{name: "not-a-duration", yaml: disc + "    leeway: 30\n", wantField: `issuers[0].leeway: line 4: want a duration such as 30s, got "30"`},
 		{name: "shutdown-delay-too-long", yaml: "shutdown_delay: 61s\n" + disc, wantField: "shutdown_delay: 1m1s is out of range [0s, 1m0s]"},
 		{name: "shutdown-delay-negative", yaml: "shutdown_delay: -1s\n" + disc, wantField: "shutdown_delay: -1s is out of range [0s, 1m0s]"},
 		{name: "leeway-too-large", yaml: disc + "    leeway: 1h\n", wantField: "issuers[0].leeway: 1h0m0s is out of range"},

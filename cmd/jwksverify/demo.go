@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,13 +13,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
-	"math/big"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
@@ -43,14 +43,14 @@ type demoIssuer struct {
 	srv  *http.Server
 	done chan struct{}
 	keys map[string]demoKey // by alg
+	jwks jwkset.JWKSMarshal // the public keys
 }
 
 // demoKey is one signing key of the demo issuer.
 type demoKey struct {
 	kid    string
 	method jwt.SigningMethod
-	priv   any
-	jwk    map[string]string // the public JWK
+	priv   crypto.Signer
 }
 
 // startDemoIssuer generates the keys and starts serving on 127.0.0.1:0. The
@@ -64,20 +64,23 @@ func startDemoIssuer(logger *slog.Logger) (*demoIssuer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: EC key: %w", err)
 	}
-	raw, err := ek.PublicKey.Bytes() // 0x04 || X || Y
-	if err != nil {
-		return nil, fmt.Errorf("demo: EC key: %w", err)
+	d := &demoIssuer{done: make(chan struct{}), keys: map[string]demoKey{
+		"RS256": {"demo-rs256-" + randomID(6), jwt.SigningMethodRS256, rk},
+		"ES256": {"demo-es256-" + randomID(6), jwt.SigningMethodES256, ek},
+	}}
+	for alg, k := range d.keys {
+		meta := jwkset.JWKMetadataOptions{ALG: jwkset.ALG(alg), KID: k.kid, USE: jwkset.UseSig}
+		jwk, err := jwkset.NewJWKFromKey(k.priv.Public(), jwkset.JWKOptions{Metadata: meta})
+		if err != nil {
+			return nil, fmt.Errorf("demo: %s JWK: %w", alg, err)
+		}
+		d.jwks.Keys = append(d.jwks.Keys, jwk.Marshal())
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("demo: listen: %w", err)
 	}
-	d := &demoIssuer{url: "http://" + ln.Addr().String(), done: make(chan struct{}), keys: map[string]demoKey{
-		"RS256": {"demo-rs256-" + randomID(6), jwt.SigningMethodRS256, rk, map[string]string{
-			"kty": "RSA", "n": b64url(rk.N.Bytes()), "e": b64url(big.NewInt(int64(rk.E)).Bytes())}},
-		"ES256": {"demo-es256-" + randomID(6), jwt.SigningMethodES256, ek, map[string]string{
-			"kty": "EC", "crv": "P-256", "x": b64url(raw[1:33]), "y": b64url(raw[33:])}},
-	}}
+	d.url = "http://" + ln.Addr().String()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		writeDemoJSON(w, map[string]any{
@@ -114,14 +117,8 @@ func (d *demoIssuer) Close() error {
 }
 
 func (d *demoIssuer) serveJWKS(w http.ResponseWriter, r *http.Request) {
-	var keys []map[string]string
-	for alg, k := range d.keys {
-		jwk := maps.Clone(k.jwk)
-		jwk["kid"], jwk["alg"], jwk["use"] = k.kid, alg, "sig"
-		keys = append(keys, jwk)
-	}
 	w.Header().Set("Cache-Control", fmt.Sprintf("public, max-age=%d", demoJWKSMaxAge))
-	writeDemoJSON(w, map[string]any{"keys": keys})
+	writeDemoJSON(w, d.jwks)
 }
 
 // serveToken mints a token: ?sub=...&aud=...&alg=RS256|ES256 (query or form).
@@ -168,12 +165,10 @@ func writeDemoJSON(w http.ResponseWriter, v any) {
 	_ = enc.Encode(v)
 }
 
-func b64url(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }
-
 func randomID(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails
-	return b64url(b)
+	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // demoConfig is the configuration of `serve --demo`: one issuer, the demo

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -89,10 +88,8 @@ func (a *app) keys(ctx context.Context, args []string) int {
 // listKeys describes each key of set and flags its problems. Fatal
 // problems (the key can never verify a token) make it unusable.
 func listKeys(source string, set *cache.Set) keysReport {
-	rep := keysReport{Source: source, Keys: []keyListing{}, Skipped: slices.Clone(set.Skipped())}
-	if rep.Skipped == nil {
-		rep.Skipped = []cache.Skipped{}
-	}
+	// Empty lists, not null, in the JSON.
+	rep := keysReport{Source: source, Keys: []keyListing{}, Skipped: append([]cache.Skipped{}, set.Skipped()...)}
 	for _, k := range set.Keys() {
 		l := keyListing{
 			Kid: k.Kid, Kty: k.Kty, Crv: k.Crv, Alg: k.Alg, Use: k.Use, KeyOps: k.KeyOps,

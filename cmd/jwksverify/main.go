@@ -15,8 +15,8 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
-	"strings"
 	"syscall"
 )
 
@@ -143,42 +143,14 @@ func (a *app) version(args []string) int {
 		fmt.Fprint(a.stderr, commandUsage["version"])
 		return exitUsage
 	}
-	fmt.Fprintf(a.stdout, "jwksverify %s\n", versionString())
+	fmt.Fprintf(a.stdout, "jwksverify %s %s\n", moduleVersion(), runtime.Version())
 	return exitOK
 }
 
-// versionString is the module version, the VCS revision when known, and
-// the Go version.
-func versionString() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown) (no build information)"
-	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, modified string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = "+dirty"
-			}
-		}
-	}
-	if rev != "" && v == "(devel)" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		v += " " + rev + modified
-	}
-	return v + " " + bi.GoVersion
-}
-
-// moduleVersion is the short version reported by /healthz.
+// moduleVersion is the version the toolchain stamped into the binary: the
+// module's version, or, built in a checkout, a pseudo-version naming the
+// VCS revision (+dirty when modified); "(devel)" when unknown. /healthz
+// reports it too.
 func moduleVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		return bi.Main.Version
@@ -228,14 +200,13 @@ func flagExit(err error) int {
 	return exitUsage
 }
 
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string { return strings.Join(*s, ",") }
-
-func (s *stringList) Set(v string) error {
-	*s = append(*s, v)
-	return nil
+// appendTo is a repeatable flag's function (flag.FlagSet.Func): each value
+// is appended to *list.
+func appendTo(list *[]string) func(string) error {
+	return func(v string) error {
+		*list = append(*list, v)
+		return nil
+	}
 }
 
 // newLogger builds the process logger: JSON or text on w, at level.

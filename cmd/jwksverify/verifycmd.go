@@ -21,6 +21,7 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -31,7 +32,7 @@ const maxPEMBytes = 1 << 20
 type verifyFlags struct {
 	config, jwks, discovery, secretFile, pem string
 	issuer                                   string
-	audiences, algs                          stringList
+	audiences, algs                          []string
 	leeway                                   string
 	now                                      string
 	explain                                  bool
@@ -46,8 +47,8 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	fs.StringVar(&f.secretFile, "secret-file", "", "HMAC secret `file` (raw bytes, at least 32)")
 	fs.StringVar(&f.pem, "pem", "", "PEM public key or certificate `file`")
 	fs.StringVar(&f.issuer, "issuer", "", "required iss (not checked when absent)")
-	fs.Var(&f.audiences, "audience", "accepted aud (repeatable; not checked when absent)")
-	fs.Var(&f.algs, "alg", "allowed alg (repeatable; default: every algorithm the keys fit)")
+	fs.Func("audience", "accepted aud (repeatable; not checked when absent)", appendTo(&f.audiences))
+	fs.Func("alg", "allowed alg (repeatable; default: every algorithm the keys fit)", appendTo(&f.algs))
 	fs.StringVar(&f.leeway, "leeway", "", "clock skew tolerated on exp and nbf (default 30s; 0s for none)")
 	fs.StringVar(&f.now, "now", "", "judge the time claims at this instant: RFC 3339 or Unix seconds")
 	fs.BoolVar(&f.explain, "explain", false, "print every check and its outcome before the result")
@@ -104,8 +105,8 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		vo.MaxTokenBytes, vo.TokenCache = cmp.Or(vo.MaxTokenBytes, verify.DefaultMaxTokenBytes), verify.TokenCacheOptions{}
 	}
 	token, err := a.readToken(pos[0], vo.MaxTokenBytes)
-	if tooLarge := (errTokenTooLarge{}); errors.As(err, &tooLarge) {
-		return a.writeVerdict(nil, "", fmt.Errorf("%w: %w", verify.ErrTokenTooLarge, err)), nil
+	if errors.Is(err, verify.ErrTokenTooLarge) {
+		return a.writeVerdict(nil, "", err), nil
 	} else if err != nil {
 		return exitUsage, err
 	}
@@ -183,21 +184,17 @@ func flagIssuer(f verifyFlags, kid string) (config.Issuer, error) {
 	case f.jwks != "":
 		is.JWKS.File, is.Verify.AllowHMAC = f.jwks, true
 	case f.secretFile != "":
-		secret, err := config.ReadSecret(f.secretFile)
+		k, algs, err := config.SecretKey(f.secretFile, kid)
 		if err != nil {
 			return is, fmt.Errorf("--secret-file: %w", err)
 		}
 		for _, alg := range f.algs {
-			if err := config.CheckSecretAlgorithm(alg, secret); err != nil {
+			if err := config.CheckSecretAlgorithm(alg, k); err != nil {
 				return is, fmt.Errorf("--alg: %w", err)
 			}
 		}
-		k, err := cache.NewKey(secret, cache.KeyMeta{Kid: kid, Local: true})
-		if err != nil {
-			return is, fmt.Errorf("--secret-file: %w", err)
-		}
 		is.JWKS.StaticKeys = []*cache.Key{k}
-		is.Verify.AllowHMAC, is.Verify.Algorithms = true, config.SecretAlgorithms(secret)
+		is.Verify.AllowHMAC, is.Verify.Algorithms = true, algs
 	default:
 		k, err := readPEMKey(f.pem, kid)
 		if err != nil {
@@ -249,14 +246,9 @@ func parseNow(s string) (time.Time, error) {
 	return t, nil
 }
 
-type errTokenTooLarge struct{ limit int }
-
-func (e errTokenTooLarge) Error() string {
-	return fmt.Sprintf("the token on standard input is larger than %d bytes", e.limit)
-}
-
 // readToken returns arg, or for "-" the token read from stdin (bounded,
-// surrounding white space removed).
+// surrounding white space removed; a longer one is verify.ErrTokenTooLarge,
+// a verdict).
 func (a *app) readToken(arg string, limit int) (string, error) {
 	if arg != "-" {
 		return arg, nil
@@ -268,7 +260,7 @@ func (a *app) readToken(arg string, limit int) (string, error) {
 	}
 	tok := string(bytes.TrimSpace(b))
 	if len(tok) > limit {
-		return "", errTokenTooLarge{limit}
+		return "", fmt.Errorf("%w: the token on standard input is larger than %d bytes", verify.ErrTokenTooLarge, limit)
 	}
 	if tok == "" {
 		return "", errors.New("no token on standard input")
@@ -329,39 +321,18 @@ func isURL(s string) bool {
 	return strings.HasPrefix(s, "https://") || strings.HasPrefix(s, "http://")
 }
 
-// validBody is the result of a valid token: the body of /v1/verify.
-type validBody struct {
-	Valid  bool            `json:"valid"`
-	Issuer string          `json:"issuer"`
-	Kid    string          `json:"kid"`
-	Alg    string          `json:"alg"`
-	Header json.RawMessage `json:"header"`
-	Claims json.RawMessage `json:"claims"`
-}
-
-// invalidBody is the result of a rejected token (or no usable keys).
-type invalidBody struct {
-	Valid   bool   `json:"valid"`
-	Error   string `json:"error"`
-	Message string `json:"message"`
-}
-
-// writeVerdict prints the result as JSON and returns the exit status. The
-// message never holds the token, even if an error were to quote it.
+// writeVerdict prints the result as the body /v1/verify writes
+// (server.AppendVerdict: the message never holds the token) and returns the
+// exit status.
 func (a *app) writeVerdict(res *verify.Result, token string, err error) int {
-	enc := json.NewEncoder(a.stdout)
-	enc.SetEscapeHTML(false)
-	if err == nil && res != nil {
-		_ = enc.Encode(validBody{Valid: true, Issuer: res.Issuer, Kid: res.Kid, Alg: res.Alg, Header: res.Header, Claims: res.Claims})
-		return exitOK
+	if res == nil {
+		err = cmp.Or(err, verify.ErrMalformed) // no result is never a pass
 	}
-	err = cmp.Or(err, verify.ErrMalformed)
-	msg := err.Error()
-	if token != "" {
-		msg = strings.ReplaceAll(msg, token, "[token]")
+	_, _ = a.stdout.Write(server.AppendVerdict(nil, res, verify.Class(err), err, token))
+	if err != nil {
+		return exitFailure
 	}
-	_ = enc.Encode(invalidBody{Error: cmp.Or(verify.Class(err), "malformed"), Message: msg})
-	return exitFailure
+	return exitOK
 }
 
 // writeSteps prints the checks of --explain as a table.

@@ -329,17 +329,14 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 			Issuer: fi.Issuer, Type: fi.Type, AllowHMAC: fi.JWKSFile != "" || fi.SecretFile != "",
 		},
 	}
-	var secret []byte
+	var secret *cache.Key
+	var secretAlgs []string
 	if fi.SecretFile != "" {
 		var err error
-		if secret, err = ReadSecret(fi.SecretFile); err != nil {
+		if secret, secretAlgs, err = SecretKey(fi.SecretFile, fi.SecretKid); err != nil {
 			return Issuer{}, fmt.Errorf("%s.secret_file: %w", path, err)
 		}
-		k, err := cache.NewKey(secret, cache.KeyMeta{Kid: fi.SecretKid, Local: true, Use: "sig"})
-		if err != nil {
-			return Issuer{}, fmt.Errorf("%s.secret_file: %w", path, err)
-		}
-		is.JWKS.StaticKeys = []*cache.Key{k}
+		is.JWKS.StaticKeys = []*cache.Key{secret}
 	} else if fi.SecretKid != "" {
 		return Issuer{}, fmt.Errorf("%s.secret_kid: set without secret_file", path)
 	}
@@ -365,7 +362,7 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 	}
 	is.Verify.Algorithms = fi.Algorithms
 	if fi.Algorithms == nil && fi.JWKSFile == "" && secret != nil {
-		is.Verify.Algorithms = SecretAlgorithms(secret)
+		is.Verify.Algorithms = secretAlgs
 	}
 
 	if fi.Leeway != nil {
@@ -403,36 +400,39 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 	return is, nil
 }
 
-// SecretAlgorithms returns the HMAC algorithms a secret is long enough for
-// (verify.MinHMACBytes): the allowlist of an issuer whose only key it is.
-func SecretAlgorithms(secret []byte) []string {
-	var out []string
+// SecretKey reads the HMAC secret file at path (its raw bytes, at least the
+// shortest HMAC key, verify.MinHMACBytes of HS256, and at most
+// MaxSecretBytes) as a local signing key named kid. It returns the key with
+// the HMAC algorithms the secret is long enough for, in verify's order: the
+// allowlist of an issuer whose only key it is.
+func SecretKey(path, kid string) (*cache.Key, []string, error) {
+	secret, err := ReadFile(path, MaxSecretBytes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if min := verify.MinHMACBytes("HS256"); len(secret) < min {
+		return nil, nil, fmt.Errorf("%s holds %d bytes; an HMAC secret must be at least %d bytes (RFC 7518 §3.2: at least the hash size), refusing it", path, len(secret), min)
+	}
+	k, err := cache.NewKey(secret, cache.KeyMeta{Kid: kid, Local: true, Use: "sig"})
+	if err != nil {
+		return nil, nil, err
+	}
+	var algs []string
 	for _, a := range verify.Algorithms() {
 		if min := verify.MinHMACBytes(a); min > 0 && len(secret) >= min {
-			out = append(out, a)
+			algs = append(algs, a)
 		}
 	}
-	return out
+	return k, algs, nil
 }
 
-// CheckSecretAlgorithm reports whether secret (nil: none) is long enough
-// for alg (verify.MinHMACBytes).
-func CheckSecretAlgorithm(alg string, secret []byte) error {
-	if min := verify.MinHMACBytes(alg); secret != nil && len(secret) < min {
-		return fmt.Errorf("%s needs a secret of at least %d bytes (RFC 7518 §3.2); the secret holds %d", alg, min, len(secret))
+// CheckSecretAlgorithm reports whether the HMAC secret k (nil: none) is long
+// enough for alg (verify.MinHMACBytes).
+func CheckSecretAlgorithm(alg string, k *cache.Key) error {
+	if min := verify.MinHMACBytes(alg); k != nil && k.Size/8 < min {
+		return fmt.Errorf("%s needs a secret of at least %d bytes (RFC 7518 §3.2); the secret holds %d", alg, min, k.Size/8)
 	}
 	return nil
-}
-
-// ReadSecret reads an HMAC secret file: its raw bytes, at least the shortest
-// HMAC key (verify.MinHMACBytes of HS256, RFC 7518 §3.2) and at most
-// MaxSecretBytes.
-func ReadSecret(path string) ([]byte, error) {
-	b, err := ReadFile(path, MaxSecretBytes)
-	if min := verify.MinHMACBytes("HS256"); err == nil && len(b) < min {
-		return nil, fmt.Errorf("%s holds %d bytes; an HMAC secret must be at least %d bytes (RFC 7518 §3.2: at least the hash size), refusing it", path, len(b), min)
-	}
-	return b, err
 }
 
 // ReadFile reads the file at path, refusing one larger than limit bytes.

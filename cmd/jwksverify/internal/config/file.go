@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -101,33 +103,23 @@ type fileCrypto struct {
 	CrossCheckRate  float64 `yaml:"cross_check_rate"`
 }
 
-// duration is a Go duration string in the file ("30s", "1h30m").
+// duration is a Go duration string in the file ("30s", "1h30m"), as yaml
+// decodes a time.Duration; a plain 0 is zero too (yaml reads it as a number).
 type duration time.Duration
 
-// UnmarshalYAML reads a Go duration string.
+// UnmarshalYAML reads a duration; yaml reports what is not one.
 func (d *duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return &nodeError{n.Line, n.Column, "want a duration such as 30s, got a " + kindNames[n.Kind]}
+	if n.Kind == yaml.ScalarNode && n.Value == "0" {
+		*d = 0
+		return nil
 	}
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return &nodeError{n.Line, n.Column, fmt.Sprintf("invalid duration %q (use Go duration strings such as 30s, 15m, 24h)", n.Value)}
-	}
-	*d = duration(v)
-	return nil
+	return n.Decode((*time.Duration)(d))
 }
 
-// nodeError is a value refused while decoding, at its place in the file.
-type nodeError struct {
-	line, col int
-	msg       string
-}
-
-func (e *nodeError) Error() string { return e.msg }
-
-// decode reads one YAML document strictly: unknown keys, values of the wrong
-// type and aliases are refused with the path of the key and its line
-// (issuers[0].refresh.min_intervall: line 12: unknown key "min_intervall").
+// decode reads one YAML document strictly: unknown keys, repeated keys,
+// values of the wrong type and aliases are refused with the path of the key
+// and its line (issuers[0].refresh.min_intervall: line 12: unknown key
+// "min_intervall").
 func decode(data []byte) (*file, error) {
 	var root yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -147,110 +139,102 @@ func decode(data []byte) (*file, error) {
 	if doc.Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("line %d: the configuration must be a mapping of keys", doc.Line)
 	}
-	if p, n := locate(doc, "", func(_, v *yaml.Node) bool { return v.Kind == yaml.AliasNode }); n != nil {
-		return nil, fmt.Errorf("%s: line %d: YAML aliases are not supported", p, n.Line)
+	es := entries(doc, "", nil)
+	if i := slices.IndexFunc(es, func(e entry) bool { return e.value.Kind == yaml.AliasNode }); i >= 0 {
+		return nil, fmt.Errorf("%s: line %d: YAML aliases are not supported", es[i].path, es[i].value.Line)
 	}
 	var f file
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)
-	err := strict.Decode(&f)
-	var ne *nodeError
-	var te *yaml.TypeError
-	switch {
-	case err == nil:
-		return &f, nil
-	case errors.As(err, &ne):
-		p, _ := locate(doc, "", func(_, v *yaml.Node) bool { return v.Line == ne.line && v.Column == ne.col })
-		return nil, fmt.Errorf("%s: line %d: %s", orTop(p), ne.line, ne.msg)
-	case errors.As(err, &te) && len(te.Errors) > 0:
-		return nil, typeError(doc, te.Errors[0])
+	if err := strict.Decode(&f); err != nil {
+		if te := (*yaml.TypeError)(nil); errors.As(err, &te) && len(te.Errors) > 0 {
+			return nil, typeError(es, te.Errors[0])
+		}
+		return nil, err
 	}
-	return nil, err
+	return &f, nil
+}
+
+// entry is a mapping value with its key, or a list item (key nil), with its
+// path in the document.
+type entry struct {
+	path       string
+	key, value *yaml.Node
+}
+
+// entries appends to out, in document order, every mapping value and list
+// item under n, whose own path is path.
+func entries(n *yaml.Node, path string, out []entry) []entry {
+	for i, v := range n.Content {
+		e := entry{path: fmt.Sprintf("%s[%d]", path, i), value: v}
+		if n.Kind == yaml.MappingNode {
+			if i%2 == 0 {
+				continue // a key: the entry is its value's
+			}
+			e.key = n.Content[i-1]
+			e.path = strings.TrimPrefix(path+"."+e.key.Value, ".")
+		}
+		out = entries(v, e.path, append(out, e))
+	}
+	return out
 }
 
 // The messages of yaml.TypeError that decode turns into path messages.
 var (
-	unknownField = regexp.MustCompile("^line ([0-9]+): field (.*) not found in type ")
-	repeatedKey  = regexp.MustCompile(`^line ([0-9]+): mapping key "(.*)" already defined at line ([0-9]+)$`)
-	wrongType    = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.*)$")
+	unknownKey  = regexp.MustCompile("^line ([0-9]+): field (.*) not found in type ")
+	repeatedKey = regexp.MustCompile(`^line ([0-9]+): mapping key "(.*)" already defined at line ([0-9]+)$`)
+	wrongType   = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.*)$")
 )
 
-// typeError names the path of the key a yaml.TypeError message is about.
-func typeError(doc *yaml.Node, msg string) error {
-	if m := unknownField.FindStringSubmatch(msg); m != nil {
-		p, _ := locate(doc, "", func(k, _ *yaml.Node) bool { return k != nil && fmt.Sprint(k.Line) == m[1] && k.Value == m[2] })
-		return fmt.Errorf("%s: line %s: unknown key %q", orTop(p), m[1], m[2])
+// typeError names the path of the entry of es that a yaml.TypeError message
+// is about; a message it cannot place is returned as yaml wrote it.
+func typeError(es []entry, msg string) error {
+	find := func(match func(e entry) bool) (entry, bool) {
+		if i := slices.IndexFunc(es, match); i >= 0 {
+			return es[i], true
+		}
+		return entry{}, false
+	}
+	keyAt := func(line, name string) func(e entry) bool {
+		return func(e entry) bool { return e.key != nil && strconv.Itoa(e.key.Line) == line && e.key.Value == name }
+	}
+	if m := unknownKey.FindStringSubmatch(msg); m != nil {
+		if e, ok := find(keyAt(m[1], m[2])); ok {
+			return fmt.Errorf("%s: line %s: unknown key %q", e.path, m[1], m[2])
+		}
 	}
 	if m := repeatedKey.FindStringSubmatch(msg); m != nil {
-		p, _ := locate(doc, "", func(k, _ *yaml.Node) bool { return k != nil && fmt.Sprint(k.Line) == m[1] && k.Value == m[2] })
-		return fmt.Errorf("%s: line %s: key %q repeated (first at line %s)", orTop(p), m[1], m[2], m[3])
+		if e, ok := find(keyAt(m[1], m[2])); ok {
+			return fmt.Errorf("%s: line %s: key %q repeated (first at line %s)", e.path, m[1], m[2], m[3])
+		}
 	}
 	if m := wrongType.FindStringSubmatch(msg); m != nil {
 		value := strings.TrimSuffix(m[3], "...") // yaml cuts long values to 7 bytes
-		p, n := locate(doc, "", func(_, v *yaml.Node) bool {
-			return fmt.Sprint(v.Line) == m[1] && v.ShortTag() == m[2] && strings.HasPrefix(v.Value, value)
+		e, ok := find(func(e entry) bool {
+			v := e.value
+			return strconv.Itoa(v.Line) == m[1] && v.ShortTag() == m[2] && strings.HasPrefix(v.Value, value)
 		})
-		if n != nil {
-			got := "a " + kindNames[n.Kind]
-			if n.Kind == yaml.ScalarNode {
-				got = fmt.Sprintf("%q", n.Value)
+		if ok {
+			want := cmp.Or(kinds[m[4]], "mapping")
+			if strings.HasPrefix(m[4], "[]") {
+				want = "list"
 			}
-			return fmt.Errorf("%s: line %s: want a %s, got %s", orTop(p), m[1], goKind(m[4]), got)
+			got := "a " + kindNames[e.value.Kind]
+			if e.value.Kind == yaml.ScalarNode {
+				got = fmt.Sprintf("%q", e.value.Value)
+			}
+			return fmt.Errorf("%s: line %s: want a %s, got %s", e.path, m[1], want, got)
 		}
 	}
 	return errors.New(msg)
 }
 
-// goKind names a Go type of the file struct as a YAML user knows it.
-func goKind(t string) string {
-	switch {
-	case strings.HasPrefix(t, "[]"):
-		return "list"
-	case strings.HasPrefix(t, "int"):
-		return "whole number"
-	case strings.HasPrefix(t, "float"):
-		return "number"
-	case t == "bool":
-		return "boolean (true or false)"
-	case t == "string":
-		return "string"
-	}
-	return "mapping"
-}
-
-// locate walks n in document order and returns the first node (a mapping
-// value, with its key, or a list item) that match accepts, with its path.
-func locate(n *yaml.Node, path string, match func(key, value *yaml.Node) bool) (string, *yaml.Node) {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			p := k.Value
-			if path != "" {
-				p = path + "." + k.Value
-			}
-			if match(k, v) {
-				return p, v
-			}
-			if p, found := locate(v, p, match); found != nil {
-				return p, found
-			}
-		}
-	case yaml.SequenceNode:
-		for i, v := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			if match(nil, v) {
-				return p, v
-			}
-			if p, found := locate(v, p, match); found != nil {
-				return p, found
-			}
-		}
-	}
-	return "", nil
+// kinds name the Go types of the file struct as a YAML user knows them;
+// the others are lists ([]T) and mappings.
+var kinds = map[string]string{
+	"int": "whole number", "float64": "number", "bool": "boolean (true or false)",
+	"string": "string", "time.Duration": "duration such as 30s",
 }
 
 // kindNames name the kinds of YAML nodes.
 var kindNames = map[yaml.Kind]string{yaml.MappingNode: "mapping", yaml.SequenceNode: "list", yaml.ScalarNode: "scalar", yaml.AliasNode: "alias"}
-
-func orTop(path string) string { return cmp.Or(path, "(top level)") }

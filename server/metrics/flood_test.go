@@ -112,6 +112,13 @@ func TestRandomKidFloodDecodesNothingOutsideTheVerifier(t *testing.T) {
 	next := func() string { i++; return toks[i%len(toks)] }
 
 	ctx := t.Context()
+	// Spend the interval's one refresh first, and let it end: AllocsPerRun
+	// counts the whole process's allocations, and a fetch finishing in the
+	// background during one of the two runs below (under a loaded machine)
+	// added its allocations to that run.
+	if err := e.fetcher.RefreshUnknownKid(ctx, "warm-up"); err != nil {
+		t.Fatalf("RefreshUnknownKid(warm-up) = %v, want the one refresh of the interval", err)
+	}
 	verifierOnly := testing.AllocsPerRun(200, func() {
 		if _, err := e.v.VerifyAt(ctx, next(), time.Now()); verify.Class(err) != "unknown_kid" {
 			t.Fatalf("VerifyAt() = %v, want unknown_kid", err)
@@ -132,7 +139,14 @@ func TestRandomKidFloodDecodesNothingOutsideTheVerifier(t *testing.T) {
 			t.Fatalf("/v1/authz = %d, want 401", w.code)
 		}
 	})
-	if extra := whole - verifierOnly; extra >= 1 {
+	// Under -race, pooled buffers are dropped at random (a fraction of an
+	// allocation per request); a re-read of the token costs several. CI also
+	// runs this test without -race, where the count is exact.
+	limit := 1.0
+	if raceEnabled {
+		limit = 2
+	}
+	if extra := whole - verifierOnly; extra >= limit {
 		t.Errorf("/v1/authz allocates %.0f per random-kid token, the verifier alone %.0f: the server adds %.0f (it must not read the token again)", whole, verifierOnly, extra)
 	}
 
@@ -146,7 +160,7 @@ func TestRandomKidFloodDecodesNothingOutsideTheVerifier(t *testing.T) {
 		}
 	}
 	// The flood after the counting runs: at most the one refresh of the
-	// budget (already spent by them) reached the IdP.
+	// budget (already spent by the warm-up) reached the IdP.
 	if got := e.jwksHit() - before; got > 1 {
 		t.Errorf("the flood of %d random kids cost the IdP %d fetches, want at most 1", floodSize, got)
 	}

@@ -74,7 +74,7 @@ func verifyStatus(d Decision) int {
 		return http.StatusOK
 	case d.Status == http.StatusServiceUnavailable:
 		return http.StatusServiceUnavailable
-	case errors.Is(d.Err, verify.ErrTokenTooLarge):
+	case d.Class == "token_too_large":
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusOK

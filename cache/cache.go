@@ -70,7 +70,7 @@ type Key struct {
 	// iss to match it (after {tenantid} substitution).
 	Issuer string
 
-	memo *memo // set by NewKey; nil in a Key built as a struct literal
+	memo *memo // set by NewKey; nil in a Key built as a struct literal (no slot)
 }
 
 // memo is a Key's write-once slot; see [Key.Memo].
@@ -84,7 +84,9 @@ type memo struct {
 // returns that result without calling fill (one atomic load; no lock, no
 // allocation). Calls that arrive while the first runs wait for it. fill must
 // derive its result from k's public material only and must not call Memo on
-// k. A Key not built by [NewKey] has no slot: Memo runs fill on every call.
+// k. A Key not built by [NewKey] has no slot: Memo returns nil without
+// calling fill (the verifier then uses the standard library, instead of
+// deriving, and cross-checking, a prepared form on every verification).
 //
 // The slot is the verifier's: package verify keeps there the key's form
 // prepared for repeated verification (for RSA the modulus with its
@@ -96,7 +98,7 @@ type memo struct {
 func (k *Key) Memo(fill func(*Key) any) any {
 	m := k.memo
 	if m == nil {
-		return fill(k)
+		return nil
 	}
 	m.once.Do(func() { m.v = fill(k) })
 	return m.v

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -73,7 +74,7 @@ func verifyStatus(d Decision) int {
 		return http.StatusOK
 	case d.Status == http.StatusServiceUnavailable:
 		return http.StatusServiceUnavailable
-	case errors.Is(d.Err, verify.ErrTokenTooLarge):
+	case d.Class == "token_too_large":
 		return http.StatusRequestEntityTooLarge
 	}
 	return http.StatusOK
@@ -135,8 +136,11 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 // {"valid":true,"issuer","kid","alg","header","claims"} with header and
 // claims passed through byte for byte from the verifier (numbers are never
 // rounded); a rejected one is {"valid":false,"error":class,"message":...},
-// the message bounded and never holding the token. A single verdict (b nil)
-// ends with a newline. It is safe for concurrent use and retains nothing.
+// the message bounded and never holding the token. An empty class is taken
+// from err, and an answer of no class word (no result and no class) fails
+// closed as "keys_unavailable", as [Server.Decide] does: the error is
+// always a SPEC class word. A single verdict (b nil) ends with a newline.
+// It is safe for concurrent use and retains nothing.
 func AppendVerdict(b []byte, res *verify.Result, class string, err error, token string) []byte {
 	single := b == nil
 	if err == nil && res != nil {
@@ -152,6 +156,7 @@ func AppendVerdict(b []byte, res *verify.Result, class string, err error, token 
 		b = appendObject(b, res.Claims)
 		b = append(b, '}')
 	} else {
+		class = cmp.Or(class, verify.Class(err), verify.Class(verify.ErrKeysUnavailable))
 		b = append(b, `{"valid":false,"error":`...)
 		b = appendString(b, class)
 		b = append(b, `,"message":`...)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -28,6 +29,9 @@ func TestAppendVerdict(t *testing.T) {
 		{name: "valid-empty-objects", res: &verify.Result{}, want: `{"valid":true,"issuer":"","kid":"","alg":"","header":{},"claims":{}}` + "\n"},
 		{name: "rejected", class: "expired", err: expired, want: `{"valid":false,"error":"expired","message":"` + expired.Error() + `"}` + "\n"},
 		{name: "message-quoting-the-token-is-the-class", class: "malformed", err: fmt.Errorf("%w: bad %s", verify.ErrMalformed, token), want: `{"valid":false,"error":"malformed","message":"malformed"}` + "\n"},
+		{name: "empty-class-is-the-error's", err: expired, want: `{"valid":false,"error":"expired","message":"` + expired.Error() + `"}` + "\n"},
+		{name: "no-class-word-fails-closed", err: errors.New("dial tcp: refused"), want: `{"valid":false,"error":"keys_unavailable","message":"dial tcp: refused"}` + "\n"},
+		{name: "no-result-no-error-is-no-pass", want: `{"valid":false,"error":"keys_unavailable","message":"keys_unavailable"}` + "\n"},
 		{name: "batch-item-appends-without-newline", b: []byte("["), class: "expired", err: expired, want: `[{"valid":false,"error":"expired","message":"` + expired.Error() + `"}`},
 	}
 	for _, tt := range tests {

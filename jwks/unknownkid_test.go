@@ -207,16 +207,7 @@ func TestRefreshUnknownKidBoundedWait(t *testing.T) {
 func TestRefreshUnknownKidWaitAndContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idp := &idpTransport{body: testkeys.JWKS(keyA)}
-		f, err := New(Options{URL: "https://idp.example/jwks", Client: &http.Client{Transport: idp},
-			UnknownKidWait: 2 * time.Second, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := f.Ready(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // the start-up flight has ended: no unknown kid joins it
+		f := newIdleFetcher(t, idp, Options{UnknownKidWait: 2 * time.Second})
 		release := make(chan struct{})
 		idp.set(func(it *idpTransport) { it.hang, it.release, it.body = true, release, testkeys.JWKS(keyA, keyB) })
 		time.AfterFunc(time.Second, func() { close(release) })
@@ -241,16 +232,7 @@ func TestRefreshUnknownKidWaitAndContext(t *testing.T) {
 func TestRefreshUnknownKidStormHanging(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		idp := &idpTransport{body: testkeys.JWKS(keyA)}
-		f, err := New(Options{URL: "https://idp.example/jwks", Client: &http.Client{Transport: idp},
-			FetchTimeout: 5 * time.Minute, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := f.Ready(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // the start-up flight has ended: no unknown kid joins it
+		f := newIdleFetcher(t, idp, Options{FetchTimeout: 5 * time.Minute})
 		idp.set(func(it *idpTransport) { it.hang = true })
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -270,4 +252,24 @@ func TestRefreshUnknownKidStormHanging(t *testing.T) {
 			t.Errorf("Stats() = %+v, want one unknown-kid fetch after start-up", s)
 		}
 	})
+}
+
+// newIdleFetcher starts a fetcher of https://idp.example/jwks served by idp,
+// with opts (URL, Client and Logger set here), closed at the end of the
+// test. It returns once the start-up fetch has published and its flight has
+// ended, so that the next unknown kid starts a flight of its own. Call it
+// inside a synctest bubble.
+func newIdleFetcher(t *testing.T, idp *idpTransport, opts Options) *Fetcher {
+	t.Helper()
+	opts.URL, opts.Client, opts.Logger = "https://idp.example/jwks", &http.Client{Transport: idp}, slog.New(slog.DiscardHandler)
+	f, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return f
 }

@@ -241,6 +241,12 @@ func (f *Fetcher) Ready(ctx context.Context) error {
 // The wait is measured with Now and waited on a real timer (NewTimer
 // schedules refreshes only); under testing/synctest both are the bubble's.
 func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
+	return f.refreshUnknownKid(ctx, kid, false)
+}
+
+// refreshUnknownKid is RefreshUnknownKid; retried reports that the caller
+// already waited out a flight whose answer came before it asked.
+func (f *Fetcher) refreshUnknownKid(ctx context.Context, kid string, retried bool) error {
 	if _, ok := f.keys.Load().Lookup(kid); ok {
 		return nil // a refresh since the caller looked already brought it
 	}
@@ -272,8 +278,26 @@ func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 		f.mu.Unlock()
 		f.stats.SuppressedRefreshes.Add(1)
 		return fmt.Errorf("%w: kid was absent from a refresh moments ago", ErrSuppressed)
+	case late && !retried:
+		// Its answer is in but not yet published, and it came before this
+		// kid was asked for: let it publish, then ask again as if it had
+		// never been seen (it may have brought the kid; if not, this kid
+		// gets a refresh of its own when the budget allows).
+		ch := f.sf.DoChan(fl.key, fl.fn)
+		f.mu.Unlock()
+		t := time.NewTimer(f.opts.UnknownKidWait)
+		defer t.Stop()
+		select {
+		case <-ch:
+			return f.refreshUnknownKid(ctx, kid, true)
+		case <-t.C:
+			return fmt.Errorf("%w: not published within the %v wait", ErrRefreshPending, f.opts.UnknownKidWait)
+		case <-ctx.Done():
+			return fmt.Errorf("jwks: waiting for the key refresh: %w", context.Cause(ctx))
+		}
 	case late:
-		// Its answer is in but not yet published: wait for that, nothing more.
+		// A second flight answered before this kid was asked: wait for its
+		// publish, nothing more.
 	case fl != nil && fl.budget:
 		// Join: the fetch in progress is the one this interval's budget paid for.
 	case fl != nil && !spent:

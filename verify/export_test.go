@@ -1,6 +1,10 @@
 package verify
 
-import "github.com/jwksverify/jwksverify/cache"
+import (
+	"strings"
+
+	"github.com/jwksverify/jwksverify/cache"
+)
 
 // SetAttemptHook makes v call f before each signature check, so tests can
 // count the keys a token is tried against.
@@ -23,4 +27,15 @@ func NewSignatureStep(standard bool) *SignatureStep {
 // Verify runs the step for alg.
 func (st *SignatureStep) Verify(alg, signing string, sig []byte, key *cache.Key) bool {
 	return st.s.verify(&issuer{}, lookupAlg(alg), signing, sig, key)
+}
+
+// AlterSignature returns tok with one character in the middle of its
+// signature replaced by a different one.
+func AlterSignature(tok string) string {
+	i := strings.LastIndexByte(tok, '.') + (len(tok)-strings.LastIndexByte(tok, '.'))/2
+	c := byte('A')
+	if tok[i] == 'A' {
+		c = 'B'
+	}
+	return tok[:i] + string(c) + tok[i+1:]
 }

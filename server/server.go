@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -75,6 +76,10 @@ type Options struct {
 	// to allowed forward-auth responses (and removes it over gRPC). False
 	// leaves the Authorization header to the upstream.
 	StripAuthorization bool
+	// Proxy is the forward_auth.proxy preset: where forward-auth finds the
+	// original request (method, host, path, query) it decides. [request.None]
+	// means it is not known.
+	Proxy request.Proxy
 	// IntrospectionClients may call /introspect. Empty means every call to
 	// /introspect is refused with 401.
 	IntrospectionClients []IntrospectionClient
@@ -125,6 +130,7 @@ type Server struct {
 	issuers     []*issuerInfo          // configured order
 	byName      map[string]*issuerInfo // by configured issuer name
 	stripAuthz  bool
+	proxy       request.Proxy
 	clients     []introspectionClient
 	maxBody     int64
 	maxBatch    int
@@ -164,6 +170,7 @@ func New(opts Options) (*Server, error) {
 		s.version = "dev"
 	}
 	s.stripAuthz = opts.StripAuthorization
+	s.proxy = opts.Proxy
 	s.maxBody = opts.MaxBodyBytes
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBodyBytes

@@ -5,15 +5,20 @@ import (
 	"slices"
 )
 
-// The two error families. Every error returned by [Verifier.Verify] matches
-// exactly one of them with errors.Is: a verdict (the token is rejected,
-// 401-class) or a failure to decide (no usable keys, 503-class).
+// The error families. Every error returned by [Verifier.Verify] matches
+// exactly one of ErrRejected and ErrUnavailable with errors.Is: a verdict
+// (the token is rejected, 401-class) or a failure to decide (no usable keys,
+// 503-class). ErrDenied is the third family, of a valid token that an
+// authorization policy refuses (403-class); the policy layer returns it.
 var (
 	// ErrRejected matches every error that means "this token is not valid".
 	ErrRejected = errors.New("verify: token rejected")
 	// ErrUnavailable matches every error that means "could not decide":
 	// the issuer has no usable keys right now.
 	ErrUnavailable = errors.New("verify: keys unavailable")
+	// ErrDenied matches every error that means "the token is valid, but
+	// this request is not allowed".
+	ErrDenied = errors.New("verify: request denied")
 )
 
 // The error classes of SPEC.md, as sentinels. Errors returned by the verifier
@@ -34,6 +39,18 @@ var (
 	ErrWrongType       error = &classError{"wrong_type", ErrRejected}
 	ErrUnsupportedCrit error = &classError{"unsupported_crit", ErrRejected}
 	ErrKeysUnavailable error = &classError{"keys_unavailable", ErrUnavailable}
+
+	// Wave 2 classes.
+
+	// ErrForbidden: a valid token that a policy refuses (403).
+	ErrForbidden error = &classError{"forbidden", ErrDenied}
+	// ErrInactive: an opaque token its authorization server calls inactive.
+	ErrInactive error = &classError{"inactive", ErrRejected}
+	// ErrInvalidDPoPProof: a DPoP proof (RFC 9449) that fails a check.
+	ErrInvalidDPoPProof error = &classError{"invalid_dpop_proof", ErrRejected}
+	// ErrBindingMismatch: a sender-constrained token presented without, or
+	// with another, proof of possession.
+	ErrBindingMismatch error = &classError{"binding_mismatch", ErrRejected}
 )
 
 // Classes returns every class word, in SPEC order. The slice is the

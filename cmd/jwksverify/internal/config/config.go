@@ -23,6 +23,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -239,6 +240,11 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		p.Verify.TokenCache.MaxEntries = *f.TokenCache.MaxEntries
 	}
 	p.Server.StripAuthorization = f.ForwardAuth.StripAuthorization
+	proxy, err := request.ParseProxy(f.ForwardAuth.Proxy)
+	if err != nil {
+		return nil, fmt.Errorf("forward_auth.proxy: %w", err)
+	}
+	p.Server.Proxy = proxy
 	p.Server.MaxBodyBytes = int64(deref(f.Limits.MaxBodyBytes))
 	p.Server.MaxBatch = deref(f.Batch.MaxTokens)
 	if r := f.Log.RejectionsPerSecond; r != nil {

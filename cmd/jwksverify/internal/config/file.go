@@ -69,7 +69,8 @@ type fileTokenCache struct {
 }
 
 type fileForwardAuth struct {
-	StripAuthorization bool `yaml:"strip_authorization"`
+	StripAuthorization bool   `yaml:"strip_authorization"`
+	Proxy              string `yaml:"proxy"`
 }
 
 type fileLog struct {

@@ -1,0 +1,52 @@
+package request_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jwksverify/jwksverify/request"
+)
+
+// FuzzNormalizePath checks that a normalized path never climbs above '/',
+// never holds what is always denied, is stable under a second
+// normalization, and that every error is ErrAmbiguousPath.
+func FuzzNormalizePath(f *testing.F) {
+	for _, s := range []string{"/", "/a/../b", "/%2e%2e/x", "/a%2Fb", "/a\\b", "//a//b/", "/a/./b/.", "/public/..;/admin", "/%7E", "/%zz"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		p, err := request.NormalizePath(in)
+		if err != nil {
+			if !errors.Is(err, request.ErrAmbiguousPath) {
+				t.Fatalf("NormalizePath(%q) error %v is not ErrAmbiguousPath", in, err)
+			}
+			return
+		}
+		if !strings.HasPrefix(p, "/") || strings.Contains(p, "//") {
+			t.Fatalf("NormalizePath(%q) = %q: not one '/' between segments", in, p)
+		}
+		for seg := range strings.SplitSeq(p[1:], "/") {
+			if seg == "." || seg == ".." {
+				t.Fatalf("NormalizePath(%q) = %q holds a dot segment", in, p)
+			}
+		}
+		lower := strings.ToLower(p)
+		for _, bad := range []string{"%2f", "%5c", "%00", "\\", "\x00"} {
+			if strings.Contains(lower, bad) {
+				t.Fatalf("NormalizePath(%q) = %q holds %q", in, p, bad)
+			}
+		}
+		if strings.Contains(lower, "%2e") || strings.Contains(lower, "%7e") || strings.Contains(lower, "%41") {
+			t.Fatalf("NormalizePath(%q) = %q keeps an unreserved escape", in, p)
+		}
+		if again, err := request.NormalizePath(p); err != nil || again != p {
+			t.Fatalf("NormalizePath(%q) = %q, but normalizing that gives %q, %v", in, p, again, err)
+		}
+		for _, prefix := range []string{"/..", "/../"} {
+			if p == prefix || strings.HasPrefix(p, "/../") {
+				t.Fatalf("NormalizePath(%q) = %q climbs above '/'", in, p)
+			}
+		}
+	})
+}

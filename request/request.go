@@ -1,0 +1,281 @@
+// Package request reads the original request that a proxy asks jwksverify
+// about, from exactly the place the configured proxy preset names, and
+// normalizes its host and path the one way that route matching, policies,
+// query token sources and DPoP's htu all use.
+//
+// A forward-auth call is not the request it decides: nginx's auth_request,
+// Traefik's forwardAuth and Caddy's forward_auth send a subrequest that
+// carries the original method, URI and host in headers, and Envoy's HTTP
+// ext_authz appends the original path to the service's prefix. Every preset
+// reads its own headers only, never another preset's: a client can send any
+// header, and only the ones the proxy overwrites can be trusted.
+package request
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// Errors of [Proxy.From] and [FromParts]. Both mean the request must be
+// denied when anything depends on the original request.
+var (
+	// ErrMissing: the preset's headers are absent, or present more than once.
+	ErrMissing = errors.New("request: original request not forwarded by the proxy")
+	// ErrAmbiguousPath: the path holds an encoded '/', a '\' (raw or
+	// encoded), a NUL, a malformed escape, or dot segments that climb above
+	// '/'. Servers disagree on what such a path means, so none is routed.
+	ErrAmbiguousPath = errors.New("request: ambiguous path")
+)
+
+// Proxy is a forward_auth.proxy preset: which proxy sends the auth call, and
+// so where the original request is.
+type Proxy string
+
+// The presets. [None] means the original request is not known: routes,
+// policies that read the request, query token sources and DPoP need one.
+const (
+	None    Proxy = ""
+	Nginx   Proxy = "nginx"   // X-Original-Method, X-Original-URI, X-Original-Host, X-Original-Proto
+	Traefik Proxy = "traefik" // X-Forwarded-Method, X-Forwarded-Uri, X-Forwarded-Host, X-Forwarded-Proto
+	Caddy   Proxy = "caddy"   // as traefik
+	Envoy   Proxy = "envoy"   // the forwarded request itself: method, Host, path below the prefix
+)
+
+// Proxies returns the preset names, for configuration errors and docs.
+func Proxies() []string { return []string{"nginx", "traefik", "caddy", "envoy"} }
+
+// ParseProxy returns the preset named s ("" is [None]).
+func ParseProxy(s string) (Proxy, error) {
+	switch p := Proxy(s); p {
+	case None, Nginx, Traefik, Caddy, Envoy:
+		return p, nil
+	}
+	return None, fmt.Errorf("unknown proxy %q, want one of %s", s, strings.Join(Proxies(), ", "))
+}
+
+// Headers names the request headers the preset reads (method, URI, host,
+// proto), canonical; nil for [Envoy] and [None]. A proxy configuration must
+// set every one of them, overwriting what the client sent.
+type Headers struct {
+	Method, URI, Host, Proto string
+}
+
+// Headers returns the headers p reads, or false when p reads the forwarded
+// request itself (Envoy) or nothing (None).
+func (p Proxy) Headers() (Headers, bool) {
+	switch p {
+	case Nginx:
+		return Headers{"X-Original-Method", "X-Original-Uri", "X-Original-Host", "X-Original-Proto"}, true
+	case Traefik, Caddy:
+		return Headers{"X-Forwarded-Method", "X-Forwarded-Uri", "X-Forwarded-Host", "X-Forwarded-Proto"}, true
+	}
+	return Headers{}, false
+}
+
+// Original is the request a proxy asks about.
+type Original struct {
+	// Method is the request method, as sent ("GET").
+	Method string
+	// Scheme is "http" or "https" (lower case), or "" when the preset's
+	// proto header is absent.
+	Scheme string
+	// Host is the host, lower case, without port or trailing dot.
+	Host string
+	// Path is the normalized path (see [NormalizePath]): never empty,
+	// starts with '/', no query.
+	Path string
+	// RawQuery is the query as sent, without '?' and without fragment.
+	RawQuery string
+}
+
+// From reads the original request of r as p says. For [Envoy], prefix is
+// the path the auth service is mounted at ("/v1/authz"); the original path
+// is what follows it. It returns [ErrMissing] when p is [None] or the
+// preset's method, URI or host header is absent or repeated, and
+// [ErrAmbiguousPath] for a path that must not be routed.
+func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
+	switch p {
+	case None:
+		return Original{}, ErrMissing
+	case Envoy:
+		uri := r.URL.EscapedPath()
+		rest, ok := strings.CutPrefix(uri, prefix)
+		if !ok || (rest != "" && rest[0] != '/') {
+			return Original{}, fmt.Errorf("%w: path %q is not below %q", ErrMissing, uri, prefix)
+		}
+		if rest == "" {
+			rest = "/"
+		}
+		if r.URL.RawQuery != "" || r.URL.ForceQuery {
+			rest += "?" + r.URL.RawQuery
+		}
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		return FromParts(r.Method, scheme, r.Host, rest)
+	}
+	h, _ := p.Headers()
+	method, ok1 := one(r.Header, h.Method)
+	uri, ok2 := one(r.Header, h.URI)
+	host, ok3 := one(r.Header, h.Host)
+	if !ok1 || !ok2 || !ok3 {
+		return Original{}, fmt.Errorf("%w: want exactly one each of %s, %s and %s", ErrMissing, h.Method, h.URI, h.Host)
+	}
+	proto, _ := one(r.Header, h.Proto) // optional: only DPoP's htu needs it
+	return FromParts(method, proto, host, uri)
+}
+
+// one returns the header's value when it is present exactly once.
+func one(h http.Header, name string) (string, bool) {
+	v := h[name]
+	if len(v) != 1 {
+		return "", false
+	}
+	return v[0], true
+}
+
+// FromParts builds an Original from its parts as a proxy reports them: uri
+// is the request target ("/orders/1?x=y"; an absolute-form
+// "https://host/path" is reduced to its path), scheme may be empty. gRPC
+// Check uses it with attributes.request.http.
+func FromParts(method, scheme, host, uri string) (Original, error) {
+	if method == "" {
+		return Original{}, fmt.Errorf("%w: empty method", ErrMissing)
+	}
+	o := Original{Method: method, Scheme: strings.ToLower(scheme), Host: NormalizeHost(host)}
+	if o.Scheme != "" && o.Scheme != "http" && o.Scheme != "https" {
+		return Original{}, fmt.Errorf("%w: scheme %q", ErrMissing, scheme)
+	}
+	uri, _, _ = strings.Cut(uri, "#")
+	path, query, _ := strings.Cut(uri, "?")
+	o.RawQuery = query
+	if rest, ok := cutAbsolute(path); ok {
+		path = rest
+	}
+	p, err := NormalizePath(path)
+	if err != nil {
+		return Original{}, err
+	}
+	o.Path = p
+	return o, nil
+}
+
+// cutAbsolute returns the path of an absolute-form target
+// ("http://host/path"), "/" when it has none.
+func cutAbsolute(target string) (string, bool) {
+	lower := strings.ToLower(target)
+	for _, s := range [...]string{"http://", "https://"} {
+		if strings.HasPrefix(lower, s) {
+			rest := target[len(s):]
+			if i := strings.IndexByte(rest, '/'); i >= 0 {
+				return rest[i:], true
+			}
+			return "/", true
+		}
+	}
+	return "", false
+}
+
+// NormalizeHost returns host lower-cased, without its port and trailing dot.
+// "[::1]:8080" becomes "::1".
+func NormalizeHost(host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimPrefix(strings.TrimSuffix(host, "]"), "[")
+	return strings.ToLower(strings.TrimSuffix(host, "."))
+}
+
+// NormalizePath returns the path routes are matched against: percent-escapes
+// of unreserved characters decoded (others kept, hex upper-cased), runs of
+// '/' merged into one, and dot segments removed (RFC 3986 §5.2.4). It
+// returns [ErrAmbiguousPath] for a path that does not start with '/', holds
+// an encoded '/', a '\' raw or encoded, a NUL raw or encoded, a malformed
+// escape, a segment that is "." or ".." followed by ';' (path parameters,
+// which some servers strip before resolving dots), or dot segments that
+// climb above '/'. The empty path is "/".
+func NormalizePath(raw string) (string, error) {
+	if raw == "" {
+		return "/", nil
+	}
+	if raw[0] != '/' {
+		return "", fmt.Errorf("%w: does not start with '/'", ErrAmbiguousPath)
+	}
+	// Decode unreserved escapes; refuse the dangerous and the malformed.
+	var b strings.Builder
+	b.Grow(len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch c {
+		case '\\', 0:
+			return "", fmt.Errorf("%w: holds a backslash or NUL", ErrAmbiguousPath)
+		case '%':
+			if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
+				return "", fmt.Errorf("%w: malformed escape", ErrAmbiguousPath)
+			}
+			d := unhex(raw[i+1])<<4 | unhex(raw[i+2])
+			switch {
+			case d == '/' || d == '\\' || d == 0:
+				return "", fmt.Errorf("%w: holds an encoded '/', '\\' or NUL", ErrAmbiguousPath)
+			case isUnreserved(d):
+				b.WriteByte(d)
+			default:
+				const hex = "0123456789ABCDEF"
+				b.WriteByte('%')
+				b.WriteByte(hex[d>>4])
+				b.WriteByte(hex[d&15])
+			}
+			i += 2
+		default:
+			b.WriteByte(c)
+		}
+	}
+	// Split into segments (merging runs of '/'), resolve dot segments. The
+	// result ends in '/' when the last segment is empty, "." or "..".
+	var out []string
+	trailing := false
+	for seg := range strings.SplitSeq(b.String()[1:], "/") {
+		trailing = seg == "" || seg == "." || seg == ".."
+		switch {
+		case seg == "" || seg == ".":
+		case seg == "..":
+			if len(out) == 0 {
+				return "", fmt.Errorf("%w: dot segments climb above '/'", ErrAmbiguousPath)
+			}
+			out = out[:len(out)-1]
+		case strings.HasPrefix(seg, ".;") || strings.HasPrefix(seg, "..;"):
+			return "", fmt.Errorf("%w: a dot segment with parameters", ErrAmbiguousPath)
+		default:
+			out = append(out, seg)
+		}
+	}
+	p := "/" + strings.Join(out, "/")
+	if trailing && len(out) > 0 {
+		p += "/"
+	}
+	return p, nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
+}
+
+// isUnreserved reports whether c is unreserved in RFC 3986 §2.3.
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}

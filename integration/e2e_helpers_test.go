@@ -15,7 +15,8 @@
 //     fails) and stopped in t.Cleanup; [waitTCP] polls until a port accepts.
 //   - [requireTool]: an executable from the system, or skip (locally) / fail
 //     (CI=true, where .ci/run installs it).
-//   - [substitute]: a deploy file with its documented placeholders replaced.
+//   - [substituteText]: a deploy file's text with its documented placeholders
+//     replaced.
 //   - [freePort], [httpClient].
 package integration
 
@@ -323,6 +324,9 @@ type jwksverifyProc struct {
 type jwksverifyOptions struct {
 	// Args are extra `serve` flags (--listen, --grpc-listen, …).
 	Args []string
+	// Unready returns once it listens, without waiting for /readyz 200
+	// (an issuer whose keys are meant to be unavailable).
+	Unready bool
 }
 
 // startJWKSVerify runs `jwksverify serve --config` with configYAML and
@@ -356,6 +360,10 @@ func startJWKSVerifyWith(t *testing.T, configYAML string, opts jwksverifyOptions
 			t.Fatalf("jwksverify logged no listening line after %v", startTimeout)
 		}
 		time.Sleep(pollEvery)
+	}
+	if opts.Unready {
+		waitTCP(t, p, j.HTTP)
+		return j
 	}
 	c := httpClient()
 	for {
@@ -468,20 +476,10 @@ func (p *discoveryIdP) Fetches() (discovery, jwks int64) {
 // substitution replaces one placeholder of a deploy file.
 type substitution struct{ old, new string }
 
-// substitute returns the deploy file at path with subs applied to its
-// non-comment lines (lines starting with "#"), and fails unless each
-// placeholder was found on exactly one of them: an edit of the file that
-// breaks the substitution fails loudly instead of testing something else.
-func substitute(t *testing.T, path string, subs []substitution) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return substituteText(t, path, string(data), subs)
-}
-
-// substituteText is [substitute] on text already read; name is for messages.
+// substituteText returns text with subs applied to its non-comment lines
+// (lines starting with "#"), and fails unless each placeholder was found on
+// exactly one of them: an edit of the file that breaks the substitution
+// fails loudly instead of testing something else. name is for messages.
 func substituteText(t *testing.T, name, text string, subs []substitution) string {
 	t.Helper()
 	counts := make([]int, len(subs))

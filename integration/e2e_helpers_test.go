@@ -398,6 +398,7 @@ type echo struct {
 	URL  string // http://127.0.0.1:PORT
 	Addr string // 127.0.0.1:PORT
 	hits atomic.Int64
+	last atomic.Pointer[echoed] // the last request
 }
 
 // echoed is the body an echo upstream answers with.
@@ -411,6 +412,9 @@ type echoed struct {
 // Hits returns how many requests reached the upstream.
 func (e *echo) Hits() int64 { return e.hits.Load() }
 
+// Last returns the last request that reached the upstream, nil before one.
+func (e *echo) Last() *echoed { return e.last.Load() }
+
 // startEcho starts an echo upstream on 127.0.0.1:0, closed in t.Cleanup.
 func startEcho(t *testing.T) *echo {
 	t.Helper()
@@ -419,8 +423,10 @@ func startEcho(t *testing.T) *echo {
 		e.hits.Add(1)
 		var body bytes.Buffer
 		_, _ = body.ReadFrom(http.MaxBytesReader(w, r.Body, 1<<20))
+		got := echoed{Method: r.Method, URI: r.RequestURI, Headers: r.Header.Clone(), Body: body.String()}
+		e.last.Store(&got)
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(echoed{Method: r.Method, URI: r.RequestURI, Headers: r.Header, Body: body.String()})
+		_ = json.NewEncoder(w).Encode(got)
 	}))
 	t.Cleanup(srv.Close)
 	e.URL = srv.URL

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +17,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/jwksverify/jwksverify/request"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -55,9 +57,17 @@ type proxyBackends struct {
 
 // startBackends starts the echo upstream and, unless jwksverifyDown,
 // jwksverify with a configuration for proxy preset px on a fixed loopback
-// port.
-func startBackends(t *testing.T, px string, jwksverifyDown bool) proxyBackends {
+// port: authAddr's port when given (a stand-in listening there instead).
+func startBackends(t *testing.T, px string, jwksverifyDown bool, authAddr string) proxyBackends {
 	t.Helper()
+	port := freePort(t)
+	if authAddr != "" {
+		_, p, err := net.SplitHostPort(authAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ = strconv.Atoi(p)
+	}
 	is := newTestIssuer(t)
 	down := &testIssuer{Issuer: "https://down.e2e.example/", Audience: is.Audience}
 	var mapping []string
@@ -74,7 +84,7 @@ issuers:
     allow_insecure_http: true
     audiences: [%s]
     refresh: {fetch_timeout: 1s, unknown_kid_wait: 200ms}
-`, freePort(t), px, strings.Replace(is.IssuerConfig(), "    claims_to_headers: {sub: X-Auth-Subject, scope: X-Auth-Scope}\n", "", 1),
+`, port, px, strings.Replace(is.IssuerConfig(), "    claims_to_headers: {sub: X-Auth-Subject, scope: X-Auth-Scope}\n", "", 1),
 		strings.Join(mapping, ", "), down.Issuer, freePort(t), down.Audience)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -107,7 +117,7 @@ func proxyConfig(t *testing.T, px string, b proxyBackends, listen string) string
 // in the foreground with its pid file and prefix in a temp dir. Its
 // compiled-in temporary paths (/var/lib/nginx/* on Debian) are the package's
 // own and need root, which CI has.
-func startNginx(t *testing.T, jwksverifyDown bool) *proxyEnv {
+func startNginx(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 	t.Helper()
 	nginx := requireTool(t, "nginx", "nginx")
 	if os.Geteuid() != 0 {
@@ -117,7 +127,7 @@ func startNginx(t *testing.T, jwksverifyDown bool) *proxyEnv {
 		}
 		t.Skip(msg)
 	}
-	b := startBackends(t, "nginx", jwksverifyDown)
+	b := startBackends(t, "nginx", jwksverifyDown, authAddr)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "nginx.conf")
@@ -134,10 +144,10 @@ func startNginx(t *testing.T, jwksverifyDown bool) *proxyEnv {
 // startCaddy runs real Caddy with the generated configuration (admin off,
 // an http:// site address: no automatic HTTPS), its data and config
 // directories in temp dirs.
-func startCaddy(t *testing.T, jwksverifyDown bool) *proxyEnv {
+func startCaddy(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 	t.Helper()
 	caddy := requireTool(t, "caddy", "caddy")
-	b := startBackends(t, "caddy", jwksverifyDown)
+	b := startBackends(t, "caddy", jwksverifyDown, authAddr)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "Caddyfile")
@@ -155,9 +165,69 @@ func startCaddy(t *testing.T, jwksverifyDown bool) *proxyEnv {
 	return &proxyEnv{URL: "http://" + addr, issuer: b.is, down: b.down, upstream: b.upstream}
 }
 
-func TestNginxForwardAuth(t *testing.T) { testForwardAuth(t, startNginx(t, false)) }
+func TestNginxForwardAuth(t *testing.T) { testForwardAuth(t, startNginx(t, false, "")) }
 
-func TestCaddyForwardAuth(t *testing.T) { testForwardAuth(t, startCaddy(t, false)) }
+func TestCaddyForwardAuth(t *testing.T) { testForwardAuth(t, startCaddy(t, false, "")) }
+
+// TestProxyOriginalRequestHeaders: the auth call of the generated nginx and
+// Caddy files carries the original request in exactly the headers the
+// forward_auth.proxy preset reads (request.Proxy.Headers), with the proxy's
+// values over the ones a client forged, and no claim header. An echo server
+// stands in for jwksverify to record the auth call (jwksverify reads these
+// headers only for routes and policies); it answers 200, so the request also
+// reaches the upstream.
+func TestProxyOriginalRequestHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		start  func(*testing.T, bool, string) *proxyEnv
+		preset request.Proxy
+	}{
+		{"nginx", startNginx, request.Nginx},
+		{"caddy", startCaddy, request.Caddy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth := startEcho(t)
+			px := tc.start(t, true, auth.Addr)
+			req, _ := http.NewRequest("GET", px.URL+"/orders/7?page=2", nil)
+			for _, p := range []request.Proxy{request.Nginx, request.Caddy} {
+				h, _ := p.Headers()
+				for _, name := range []string{h.Method, h.URI, h.Host, h.Proto} {
+					req.Header.Set(name, "forged")
+				}
+			}
+			for _, h := range claimHeaders {
+				req.Header.Set(h.header, "forged-"+h.claim)
+			}
+			resp, err := httpClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			got := auth.Last()
+			if got == nil || auth.Hits() != 1 {
+				t.Fatalf("the auth stand-in got %d requests, want 1 (status %d)", auth.Hits(), resp.StatusCode)
+			}
+			host := strings.TrimPrefix(px.URL, "http://")
+			host, _, _ = strings.Cut(host, ":")
+			h, _ := tc.preset.Headers()
+			for name, want := range map[string]string{h.Method: "GET", h.URI: "/orders/7?page=2", h.Host: host, h.Proto: "http"} {
+				vals := got.Headers.Values(name)
+				if len(vals) == 1 && name == h.Host {
+					// With or without the port: jwksverify reads it as request.NormalizeHost does.
+					vals[0] = request.NormalizeHost(vals[0])
+				}
+				if len(vals) != 1 || vals[0] != want {
+					t.Errorf("auth call %s = %q, want exactly [%q]", name, vals, want)
+				}
+			}
+			for _, h := range claimHeaders {
+				if v := got.Headers.Get(h.header); v != "" {
+					t.Errorf("auth call carries the client's %s = %q, want it cleared", h.header, v)
+				}
+			}
+		})
+	}
+}
 
 // TestProxyJWKSVerifyDown: with jwksverify not running, nginx answers 503
 // (could not decide, as jwksverify's own 503) instead of auth_request's
@@ -166,14 +236,14 @@ func TestCaddyForwardAuth(t *testing.T) { testForwardAuth(t, startCaddy(t, false
 func TestProxyJWKSVerifyDown(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		start func(*testing.T, bool) *proxyEnv
+		start func(*testing.T, bool, string) *proxyEnv
 		want  int
 	}{
 		{"nginx", startNginx, http.StatusServiceUnavailable},
 		{"caddy", startCaddy, http.StatusBadGateway},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			px := tc.start(t, true)
+			px := tc.start(t, true, "")
 			req, _ := http.NewRequest("GET", px.URL+"/orders/7", nil)
 			req.Header.Set("Authorization", "Bearer "+px.issuer.Token(nil))
 			resp, err := httpClient().Do(req)

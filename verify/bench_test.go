@@ -120,6 +120,27 @@ func BenchmarkVerifyStandardCrypto(b *testing.B) {
 
 // BenchmarkVerifyCached is a verified-token cache hit.
 func BenchmarkVerifyCached(b *testing.B) {
+	b.Run("shared", func(b *testing.B) {
+		// The cache as a reloading process (cmd) shares it across
+		// verifiers: a hit also checks that its issuer is the verifier's.
+		c := benchCases()[0]
+		tc, err := verify.NewTokenCache(verify.TokenCacheOptions{MaxEntries: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		v := benchVerifierWith(b, c, verify.Options{Cache: tc})
+		tok := c.token()
+		ctx := context.Background()
+		if _, err := v.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, c := range benchCases() {
 		b.Run(c.name, func(b *testing.B) {
 			v := benchVerifier(b, c, verify.TokenCacheOptions{MaxEntries: 1000})

@@ -130,8 +130,9 @@ type Options struct {
 	// Tracer, if not nil, records a "verify" span per [Verifier.VerifyAt]
 	// call, a child of the span in its context, with the configured issuer,
 	// the alg, the class ("valid" when accepted) and whether the token cache
-	// answered; never the token, its claims or key material. Nil means no
-	// spans, at no cost.
+	// answered; never the token, its claims or key material. Under a span
+	// context that is valid and not sampled it records none (a
+	// parent-based sampler would drop it). Nil means no spans, at no cost.
 	Tracer oteltrace.Tracer
 	// StandardCrypto routes every RS*, PS* and ES* verification to
 	// crypto/rsa and crypto/ecdsa instead of the prepared verifiers

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/extauthz"
@@ -112,12 +113,13 @@ func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) 
 	if err != nil {
 		return nil, err
 	}
-	m, err := metrics.New(metrics.Options{Verifier: v})
+	bi := buildinfo.Read()
+	m, err := metrics.New(metrics.Options{Verifier: v, Version: bi.Version, Revision: bi.Revision})
 	if err != nil {
 		return nil, err
 	}
 	so := plan.Server
-	so.Verifier, so.Logger, so.Version, so.Metrics, so.MetricsHandler = v, logger, moduleVersion(), m, m.Handler()
+	so.Verifier, so.Logger, so.Version, so.Metrics, so.MetricsHandler = v, logger, bi.Version, m, m.Handler()
 	if s.server, err = server.New(so); err != nil {
 		return nil, err
 	}

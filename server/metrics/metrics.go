@@ -6,9 +6,11 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +35,9 @@ type Options struct {
 	// Now returns the current time, for key ages and readiness. Nil means
 	// the verifier's clock ((*verify.Verifier).Now).
 	Now func() time.Time
+	// Version and Revision label jwksverify_build_info (with the Go
+	// version). Empty means "unknown".
+	Version, Revision string
 }
 
 // Metrics are the instruments of one server. Every label value is bounded:
@@ -94,7 +99,13 @@ func New(opts Options) (*Metrics, error) {
 			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 		},
 	}, []string{"endpoint"})
-	for _, c := range []prometheus.Collector{outcomes, latency, col} {
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "build_info",
+		Help:      "Always 1; the labels say which build runs: version, VCS revision, Go version.",
+	}, []string{"version", "revision", "go"})
+	build.WithLabelValues(cmp.Or(opts.Version, "unknown"), cmp.Or(opts.Revision, "unknown"), runtime.Version()).Set(1)
+	for _, c := range []prometheus.Collector{outcomes, latency, build, col} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}

@@ -176,7 +176,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 // the package keeps no globals.
 func newCollectorDescs() collectorDescs {
 	return collectorDescs{
-		fetches:     desc("jwks_fetches_total", "Requests sent to the issuer's key source (JWKS or discovery), failures included.", "issuer"),
+		fetches:     desc("jwks_fetches_total", "Requests sent to the issuer's key source (JWKS or discovery), or reads of its jwks_file; failures included.", "issuer"),
 		notModified: desc("jwks_not_modified_total", "304 Not Modified answers from the issuer's key source.", "issuer"),
 		errors:      desc("jwks_fetch_errors_total", "Failed attempts to get the issuer's keys (network, status, parse, policy).", "issuer"),
 		skippedTot:  desc("jwks_keys_skipped_total", "Keys left out of parsed sets (unsupported, broken, refused).", "issuer"),
@@ -186,7 +186,7 @@ func newCollectorDescs() collectorDescs {
 		failures:    desc("jwks_consecutive_failures", "Failed attempts since the issuer's last successful fetch.", "issuer"),
 		keys:        desc("jwks_keys", "Usable keys in the issuer's current set.", "issuer"),
 		skipped:     desc("jwks_skipped_keys", "Keys skipped in the issuer's current set.", "issuer"),
-		age:         desc("jwks_age_seconds", "Time since the issuer's current set was last confirmed by its source.", "issuer"),
+		age:         desc("jwks_age_seconds", "Time since the issuer's current set was last confirmed by its source (a fetch, a 304, or a poll that found its jwks_file unchanged).", "issuer"),
 		remaining:   desc("jwks_usable_remaining_seconds", "Time until the issuer's current set goes stale (absent for sets that never do).", "issuer"),
 		ready:       desc("issuer_ready", "1 when the issuer has a usable key set, else 0.", "issuer"),
 		hits:        desc("token_cache_hits_total", "Verified-token cache hits."),

@@ -46,9 +46,10 @@ type Options struct {
 // children are created up front so that recording a decision is a map
 // lookup and atomic adds. It is safe for concurrent use.
 type Metrics struct {
-	reg      *prometheus.Registry
-	outcomes map[string]*issuerOutcomes // by issuer label
-	latency  map[string]prometheus.Observer
+	reg        *prometheus.Registry
+	outcomes   map[string]*issuerOutcomes // by issuer label
+	latency    map[string]prometheus.Observer
+	clientAuth map[string]prometheus.Counter // by reason
 }
 
 // issuerOutcomes are the verify_total children of one issuer label.
@@ -99,21 +100,30 @@ func New(opts Options) (*Metrics, error) {
 			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 		},
 	}, []string{"endpoint"})
+	clientAuth := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "introspection_client_auth_failures_total",
+		Help:      `Calls to /introspect refused because the client did not authenticate, by reason ("missing", "unknown_client", "wrong_secret", "bearer").`,
+	}, []string{"reason"})
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace,
 		Name:      "build_info",
 		Help:      "Always 1; the labels say which build runs: version, VCS revision, Go version.",
 	}, []string{"version", "revision", "go"})
 	build.WithLabelValues(cmp.Or(opts.Version, "unknown"), cmp.Or(opts.Revision, "unknown"), runtime.Version()).Set(1)
-	for _, c := range []prometheus.Collector{outcomes, latency, build, col} {
+	for _, c := range []prometheus.Collector{outcomes, latency, clientAuth, build, col} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
 	}
 	m := &Metrics{
-		reg:      reg,
-		outcomes: make(map[string]*issuerOutcomes, len(issuers)+1),
-		latency:  make(map[string]prometheus.Observer),
+		reg:        reg,
+		outcomes:   make(map[string]*issuerOutcomes, len(issuers)+1),
+		latency:    make(map[string]prometheus.Observer),
+		clientAuth: make(map[string]prometheus.Counter),
+	}
+	for _, r := range server.ClientAuthReasons() {
+		m.clientAuth[r] = clientAuth.WithLabelValues(r)
 	}
 	labels := []string{server.UnknownIssuer}
 	for _, is := range issuers {
@@ -144,6 +154,15 @@ func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration)
 	}
 	if o, ok := m.latency[endpoint]; ok {
 		o.Observe(elapsed.Seconds())
+	}
+}
+
+// ClientAuthFailed implements [server.Metrics]: it counts one refused
+// introspection client. A reason outside server.ClientAuthReasons is not
+// recorded.
+func (m *Metrics) ClientAuthFailed(reason string) {
+	if c, ok := m.clientAuth[reason]; ok {
+		c.Inc()
 	}
 }
 

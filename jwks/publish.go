@@ -30,7 +30,6 @@ type fetchState struct {
 	failingSince time.Time // the first failure of the current run of failures
 }
 
-
 // health is an issuer's condition as the transition log lines name it.
 type health int
 
@@ -77,7 +76,6 @@ func (f *Fetcher) transition(st *fetchState, now time.Time, err error) {
 		f.log.Error("jwks issuer unusable: tokens answered keys_unavailable", "err", st.lastErr, "failures", st.failures)
 	}
 }
-
 
 // publishStatic publishes StaticKeys alone, never stale, with a status that
 // says so; it releases no Ready waiter (see markReady).

@@ -70,6 +70,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.verify(ctx, rest)
 	case "keys":
 		return a.keys(ctx, rest)
+	case "check":
+		return a.check(ctx, rest)
 	case "version", "--version", "-version":
 		return a.version(rest)
 	case "help", "-h", "--help", "-help":
@@ -85,6 +87,7 @@ Commands:
   serve     run the verification service (--config FILE, or --demo)
   verify    verify one token and print the result as JSON
   keys      fetch a JWKS and list its keys, with problems flagged
+  check     validate a configuration file as serve would (--online: fetch the keys too)
   version   print the version
   help      show help for a command: jwksverify help <command>
 
@@ -125,6 +128,18 @@ usage errors.
 Fetches and parses a key set and lists each key (kid, kty, alg, use, size,
 RFC 7638 thumbprint) with problems flagged. Exit 1 when no key is usable,
 3 when the keys could not be fetched, 2 when a file cannot be read.
+`,
+	"check": `Usage: jwksverify check --config FILE [--online] [--skip-secrets]
+
+Validates a configuration as serve would, without serving: every key and
+value serve refuses, the local files it needs (jwks_file read and its keys
+checked, secret_file, state_dir), and with --online each remote issuer's
+discovery document (its issuer must be the configured one exactly) and JWKS,
+whose keys must be usable. --skip-secrets leaves out the introspection
+clients' secrets, for a pipeline that does not hold them.
+
+Exit 0 when serve would start with it, 2 (with one line per problem on
+stderr) when not.
 `,
 	"version": `Usage: jwksverify version
 

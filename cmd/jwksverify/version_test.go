@@ -4,8 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/testlog"
 )
 
 // versionVar is the variable -ldflags -X sets (the Makefile and the
@@ -95,7 +99,54 @@ func TestVersionFromSourceArchive(t *testing.T) {
 			if f := strings.Fields(string(out)); len(f) < 2 || f[1] != tt.want {
 				t.Errorf("version = %q, want jwksverify %s …", out, tt.want)
 			}
+			checkServedVersion(t, ctx, bin, tt.want)
 		})
+	}
+}
+
+// checkServedVersion runs bin's `serve --demo` and checks that /healthz and
+// jwksverify_build_info report want.
+func checkServedVersion(t *testing.T, ctx context.Context, bin, want string) {
+	t.Helper()
+	var out testlog.Buffer
+	cmd := exec.CommandContext(ctx, bin, "serve", "--demo", "--listen", "127.0.0.1:0")
+	cmd.Stdout, cmd.Stderr = &out, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	baseRE := regexp.MustCompile(`Metrics: +curl -s (http://127\.0\.0\.1:\d+)/metrics`)
+	deadline := time.Now().Add(30 * time.Second)
+	for !baseRE.MatchString(out.String()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve --demo printed no tour within 30s: %s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	base := baseRE.FindStringSubmatch(out.String())[1]
+	get := func(path string) string {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	var health struct {
+		Version string `json:"version"`
+	}
+	if err := json.Unmarshal([]byte(get("/healthz")), &health); err != nil || health.Version != want {
+		t.Errorf("/healthz version = %q (%v), want %s", health.Version, err, want)
+	}
+	if m := get("/metrics"); !regexp.MustCompile(`(?m)^jwksverify_build_info\{go="go[^"]+",revision="[^"]+",version="` + regexp.QuoteMeta(want) + `"\} 1$`).MatchString(m) {
+		t.Errorf("/metrics has no jwksverify_build_info{version=%q} 1", want)
 	}
 }
 

@@ -150,3 +150,39 @@ func TestTransitionLogs(t *testing.T) {
 		t.Errorf("after recovery, a refresh and a failure: transitions %q, want one stale", again)
 	}
 }
+
+// TestTransitionColdStart: an issuer whose source fails from the start is
+// unusable once (however many attempts fail), and its first success is
+// "ready", not "recovered".
+func TestTransitionColdStart(t *testing.T) {
+	ks := newKeyServer(t, testkeys.JWKS(keyA))
+	ks.set(func(ks *keyServer) { ks.status = http.StatusInternalServerError })
+	clk := newFakeClock()
+	buf := new(testlog.Buffer)
+	f, d := startFetcher(t, clk, Options{
+		Issuer: "https://cold.test/", URL: ks.URL(), MinInterval: 10 * time.Second,
+		Logger: slog.New(slog.NewJSONHandler(buf, nil)),
+	})
+	for range 4 {
+		d = clk.step(t, d)
+	}
+	ks.set(func(ks *keyServer) { ks.status = 0 })
+	clk.step(t, d)
+	if err := f.Ready(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	failures := 0
+	for _, l := range logLines(t, buf) {
+		switch msg := l["msg"].(string); {
+		case strings.HasPrefix(msg, "jwks issuer "):
+			got = append(got, msg)
+		case msg == "jwks fetch failed":
+			failures++
+		}
+	}
+	want := []string{"jwks issuer unusable: tokens answered keys_unavailable", "jwks issuer ready"}
+	if strings.Join(got, "|") != strings.Join(want, "|") || failures != 5 {
+		t.Errorf("transitions %q and %d failure warnings, want %q and 5", got, failures, want)
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -57,4 +58,11 @@ func BenchmarkAuthz(b *testing.B) {
 	})
 	b.Run("uncached", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["valid"], http.StatusOK) })
 	b.Run("denied", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["expired"], http.StatusUnauthorized) })
+	// Logged rejections past log.rejections_per_second: the rate limiter's
+	// path (nearly every line dropped and counted for the summary).
+	b.Run("denied-rate-limited", func(b *testing.B) {
+		e := newEnv(b, envConfig{})
+		e.srv.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		bench(b, e.handler, toks["expired"], http.StatusUnauthorized)
+	})
 }

@@ -267,7 +267,7 @@ func (a *app) serveDemo(ctx context.Context, ov config.Overrides) int {
 		fmt.Fprintf(a.stderr, "jwksverify serve --demo: %v\n", err)
 		return exitUsage
 	}
-	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), func(ctx context.Context, base string) error {
+	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), nil, func(ctx context.Context, base string) error {
 		tok, err := d.mint(demoRequest{sub: demoSubject, aud: demoAudience, scope: demoScope, alg: "RS256", exp: demoTokenTTL}, time.Now())
 		if err != nil {
 			return fmt.Errorf("demo: mint: %w", err)

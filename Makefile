@@ -14,6 +14,13 @@ BORING_PKGS ?= ./...
 BENCH      ?= BenchmarkVerify$$|BenchmarkVerifyCached|BenchmarkFloor
 BENCHCOUNT ?= 6
 BENCHTIME  ?= 1s
+# The version and revision the binary reports (jwksverify version, /healthz,
+# jwksverify_build_info): git's description of the checkout, else the release
+# the tree carries (internal/buildinfo/VERSION).
+VERSION    ?= $(shell git describe --tags --dirty 2>/dev/null || cat internal/buildinfo/VERSION)
+REVISION   ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS    := -X github.com/jwksverify/jwksverify/internal/buildinfo.version=$(VERSION) \
+              -X github.com/jwksverify/jwksverify/internal/buildinfo.revision=$(REVISION)
 
 .PHONY: all build build-boring test test-boring vet-boring bench-boring bench-compare clean
 
@@ -21,11 +28,11 @@ all: build
 
 ## build: the pure-Go binary (no cgo), bin/jwksverify.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/jwksverify ./cmd/jwksverify
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/jwksverify ./cmd/jwksverify
 
 ## build-boring: the BoringCrypto binary, bin/jwksverify-boring.
 build-boring:
-	$(BORING_ENV) $(GO) build -trimpath -o $(BIN)/jwksverify-boring ./cmd/jwksverify
+	$(BORING_ENV) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/jwksverify-boring ./cmd/jwksverify
 
 ## test: every package's tests with the race detector: the library's module
 ## and the integration/ test module (go.work joins them), as the README says.

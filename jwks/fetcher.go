@@ -466,6 +466,9 @@ func (f *Fetcher) attempt(ctx context.Context, answered func()) error {
 	} else {
 		err = f.attemptRemote(ctx, &st, answered)
 	}
+	if ctx.Err() == nil { // a fetch cut short by Close changes nothing worth a line
+		f.transition(&st, f.opts.Now(), err)
+	}
 	f.mu.Lock()
 	f.st = st
 	status := f.statusLocked()

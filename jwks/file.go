@@ -8,6 +8,13 @@ import (
 
 // attemptFile reads the key file when it changed and records the outcome
 // in st; an unchanged file keeps the outcome of its last read.
+//
+// What the counters and the log say of a file: a read (the file is new,
+// changed or back) is a fetch, and a failed one an error, logged once; a
+// missing file is one failed fetch, logged once with its path, and again
+// only when the failure changes. A poll that finds nothing changed is
+// neither: it confirms the keys of a good file (the set's FetchedAt, the
+// age metric), and counts one more consecutive failure of a bad one.
 func (f *Fetcher) attemptFile(st *fetchState, answered func()) error {
 	poll := f.opts.FilePollInterval
 	fi, err := os.Stat(f.opts.File)
@@ -17,11 +24,20 @@ func (f *Fetcher) attemptFile(st *fetchState, answered func()) error {
 	switch {
 	case err != nil:
 		st.file = nil // read it again when it comes back
-	case st.file != nil && sameFile(st.file, fi):
-		err = st.fileErr // unchanged: the last read stands
-		if err != nil {
-			f.failed(st, now, err, poll, false)
+		if err.Error() == st.lastErr {
+			f.stillFailing(st, now, poll)
 			return err
+		}
+		f.stats.Fetches.Add(1) // a read of a file that is not there
+		f.failed(st, now, err, poll, true)
+		return err
+	case st.file != nil && sameFile(st.file, fi):
+		if err = st.fileErr; err != nil { // unchanged: the last read stands
+			f.stillFailing(st, now, poll)
+			return err
+		}
+		if cur := f.keys.Load(); f.sourced.Load() {
+			f.publish(cur.WithTimes(now, time.Time{}))
 		}
 		st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(poll)
 		return nil

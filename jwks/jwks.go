@@ -182,6 +182,14 @@ type Timer interface {
 	Stop() bool
 }
 
+// CheckOptions reports whether [New] and [Fetch] accept opts (an error
+// wrapping [ErrInvalidOptions] if not), without building or starting
+// anything and without I/O: what `jwksverify check` asks of each issuer.
+func CheckOptions(opts Options) error {
+	_, err := opts.withDefaults()
+	return err
+}
+
 // withDefaults validates o and fills its zero values.
 func (o Options) withDefaults() (Options, error) {
 	invalid := func(format string, args ...any) (Options, error) {

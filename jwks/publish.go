@@ -24,6 +24,57 @@ type fetchState struct {
 	lastAttempt, lastSuccess, nextAt time.Time
 	lastErr                          string
 	failures                         int
+
+	health       health    // what the transition log last said
+	everReady    bool      // the issuer has been ready once: a later success is a recovery
+	failingSince time.Time // the first failure of the current run of failures
+}
+
+// health is an issuer's condition as the transition log lines name it.
+type health int
+
+const (
+	healthUnknown  health = iota // nothing attempted yet
+	healthReady                  // usable keys, the latest attempt succeeded
+	healthStale                  // the latest attempt failed; the last good keys still serve
+	healthUnusable               // no usable keys: tokens are answered keys_unavailable
+)
+
+// transition logs, once each, the issuer becoming ready, stale (serving the
+// last good keys), unusable (keys_unavailable) and recovered, after an
+// attempt that ended with err at now. Failed attempts in between are the
+// "jwks fetch failed" warnings, with their count.
+func (f *Fetcher) transition(st *fetchState, now time.Time, err error) {
+	set := f.keys.Load()
+	usable := f.sourced.Load() && set.Usable(now)
+	next := healthReady
+	switch {
+	case err != nil && usable:
+		next = healthStale
+	case !usable:
+		next = healthUnusable
+	}
+	if err != nil && st.failingSince.IsZero() {
+		st.failingSince = now
+	}
+	if next == st.health {
+		return
+	}
+	st.health = next
+	switch next {
+	case healthReady:
+		if !st.everReady {
+			f.log.Info("jwks issuer ready", "keys", set.Len())
+		} else {
+			f.log.Info("jwks issuer recovered", "keys", set.Len(), "failed_for", now.Sub(st.failingSince).Round(time.Millisecond).String())
+		}
+		st.everReady = true
+		st.failingSince = time.Time{}
+	case healthStale:
+		f.log.Warn("jwks issuer stale: serving the last good keys", "err", st.lastErr, "failures", st.failures, "usable_until", set.UsableUntil)
+	case healthUnusable:
+		f.log.Error("jwks issuer unusable: tokens answered keys_unavailable", "err", st.lastErr, "failures", st.failures)
+	}
 }
 
 // publishStatic publishes StaticKeys alone, never stale, with a status that
@@ -53,6 +104,14 @@ func (f *Fetcher) failed(st *fetchState, now time.Time, err error, retry time.Du
 		attrs = append(attrs, "usable", set.Usable(now), "usable_until", set.UsableUntil)
 	}
 	f.log.Warn("jwks fetch failed", attrs...)
+}
+
+// stillFailing records one more attempt that found the failure of the
+// last one unchanged (a local file still missing or still bad): not a
+// fetch nor a new error, and nothing to log.
+func (f *Fetcher) stillFailing(st *fetchState, now time.Time, retry time.Duration) {
+	st.failures++
+	st.nextAt = now.Add(retry)
 }
 
 // newSet builds a set to publish from the source's keys: StaticKeys first,

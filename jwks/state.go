@@ -121,6 +121,7 @@ func (f *Fetcher) loadState() {
 	f.keys.SetStatus(f.statusLocked())
 	f.markReady()
 	f.log.Info("jwks state loaded", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
+	f.transition(&f.st, f.opts.Now(), nil)
 }
 
 // saveState persists the last good set after a success.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -65,6 +66,13 @@ func BenchmarkAuthz(b *testing.B) {
 	})
 	b.Run("uncached", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["valid"], http.StatusOK) })
 	b.Run("denied", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["expired"], http.StatusUnauthorized) })
+	// Logged rejections past log.rejections_per_second: the rate limiter's
+	// path (nearly every line dropped and counted for the summary).
+	b.Run("denied-rate-limited", func(b *testing.B) {
+		e := newEnv(b, envConfig{})
+		e.srv.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		bench(b, e.handler, toks["expired"], http.StatusUnauthorized)
+	})
 }
 
 // BenchmarkAuthzTracing is the cached /v1/authz path of cmd (shared token

@@ -60,6 +60,29 @@ type Metrics interface {
 	// [UnknownIssuer]), the class ([ClassValid] or a SPEC class word) and
 	// the time deciding took.
 	Decided(endpoint, issuer, class string, elapsed time.Duration)
+	// ClientAuthFailed records one /introspect call refused because its
+	// client did not authenticate; reason is one of [ClientAuthReasons].
+	ClientAuthFailed(reason string)
+}
+
+// The reasons of a failed introspection-client authentication, as
+// [Metrics.ClientAuthFailed] and the log line name them.
+const (
+	// ClientAuthMissing: no usable Authorization header (none, several, or
+	// another scheme).
+	ClientAuthMissing = "missing"
+	// ClientAuthUnknownClient: HTTP Basic with an id no client has.
+	ClientAuthUnknownClient = "unknown_client"
+	// ClientAuthWrongSecret: HTTP Basic with a client's id and another secret.
+	ClientAuthWrongSecret = "wrong_secret"
+	// ClientAuthBearer: a Bearer secret that is no client's.
+	ClientAuthBearer = "bearer"
+)
+
+// ClientAuthReasons returns every reason [Metrics.ClientAuthFailed] may be
+// given. The slice is the caller's.
+func ClientAuthReasons() []string {
+	return []string{ClientAuthMissing, ClientAuthUnknownClient, ClientAuthWrongSecret, ClientAuthBearer}
 }
 
 // maxLogField bounds an attacker-chosen string (a kid) in a log line.

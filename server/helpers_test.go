@@ -128,6 +128,15 @@ func (m *recordedMetrics) Decided(endpoint, issuer, class string, elapsed time.D
 	m.counts[[3]string{endpoint, issuer, class}]++
 }
 
+func (m *recordedMetrics) ClientAuthFailed(reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.counts == nil {
+		m.counts = map[[3]string]int{}
+	}
+	m.counts[[3]string{"client_auth", reason, ""}]++
+}
+
 // count returns how many decisions were recorded with these labels.
 func (m *recordedMetrics) count(endpoint, issuer, class string) int {
 	m.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
@@ -41,27 +42,70 @@ func newClients(in []IntrospectionClient) ([]introspectionClient, error) {
 // authenticateClient reports whether r carries the credentials of an
 // introspection client: HTTP Basic id:secret (also form-encoded, RFC 6749
 // §2.3.1), or Bearer secret. Every client is compared, in constant time,
-// whatever matches.
-func (s *Server) authenticateClient(r *http.Request) bool {
+// whatever matches. When it fails, the reason is one of
+// [ClientAuthReasons], and id the Basic id when it is a configured
+// client's (an unknown one may be a secret typed in the wrong field: it is
+// never logged).
+func (s *Server) authenticateClient(r *http.Request) (ok bool, reason, id string) {
 	vals := r.Header["Authorization"]
-	if len(vals) != 1 || len(s.clients) == 0 {
-		return false
+	if len(vals) != 1 {
+		return false, ClientAuthMissing, ""
 	}
-	if id, secret, ok := r.BasicAuth(); ok {
-		if s.matchClient(id, secret, true) {
-			return true
+	if bid, secret, isBasic := r.BasicAuth(); isBasic {
+		if s.matchClient(bid, secret, true) {
+			return true, "", ""
 		}
-		uid, err1 := url.QueryUnescape(id)
+		uid, err1 := url.QueryUnescape(bid)
 		usecret, err2 := url.QueryUnescape(secret)
-		if err1 == nil && err2 == nil && (uid != id || usecret != secret) {
-			return s.matchClient(uid, usecret, true)
+		if err1 == nil && err2 == nil && (uid != bid || usecret != secret) {
+			if s.matchClient(uid, usecret, true) {
+				return true, "", ""
+			}
 		}
-		return false
+		for _, cand := range []string{bid, uid} {
+			if s.knownClient(cand) {
+				return false, ClientAuthWrongSecret, cand
+			}
+		}
+		return false, ClientAuthUnknownClient, ""
 	}
-	if secret, ok := bearerToken(vals[0]); ok {
-		return s.matchClient("", secret, false)
+	if secret, isBearer := bearerToken(vals[0]); isBearer {
+		if s.matchClient("", secret, false) {
+			return true, "", ""
+		}
+		return false, ClientAuthBearer, ""
 	}
-	return false
+	return false, ClientAuthMissing, ""
+}
+
+// knownClient reports whether id is a configured client's, comparing every
+// client in constant time.
+func (s *Server) knownClient(id string) bool {
+	sum := sha256.Sum256([]byte(id))
+	match := 0
+	for i := range s.clients {
+		match |= subtle.ConstantTimeCompare(sum[:], s.clients[i].id[:])
+	}
+	return match == 1
+}
+
+// clientAuthFailed counts a refused introspection client and logs it (at
+// most log.rejections_per_second lines a second, like rejected tokens): the
+// reason, the client id when it is a configured one, and the peer. Never a
+// secret.
+func (s *Server) clientAuthFailed(r *http.Request, reason, id string) {
+	if s.metrics != nil {
+		s.metrics.ClientAuthFailed(reason)
+	}
+	ctx := r.Context()
+	if !s.log.Enabled(ctx, slog.LevelWarn) || !s.clientLogRate.allow(ctx, s.log, slog.LevelWarn, s.now()) {
+		return
+	}
+	s.log.LogAttrs(ctx, slog.LevelWarn, "introspection client authentication failed",
+		slog.String("reason", reason),
+		slog.String("client_id", id),
+		slog.String("remote", truncate(r.RemoteAddr, maxLogField)),
+	)
 }
 
 // matchClient compares id (when withID) and secret with every client.
@@ -86,7 +130,8 @@ func (s *Server) matchClient(id, secret string, withID bool) bool {
 // rather than a verdict (an inactive answer would tell a resource server
 // that a good token is bad). Responses are never cached.
 func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
-	if !s.authenticateClient(r) {
+	if ok, reason, id := s.authenticateClient(r); !ok {
+		s.clientAuthFailed(r, reason, id)
 		w.Header().Set("WWW-Authenticate", `Basic realm="jwksverify"`)
 		writeError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed")
 		return

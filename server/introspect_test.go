@@ -182,3 +182,61 @@ func TestIntrospectBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestIntrospectClientAuthFailures: each refused client is counted by
+// reason and logged with the client id when it is a configured one, never
+// with a secret nor an unknown id.
+func TestIntrospectClientAuthFailures(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	form := url.Values{"token": {tokens()["valid"]}}.Encode()
+	tests := []struct {
+		name       string
+		req        func() *http.Request
+		wantReason string
+		wantID     string
+		secret     string // must not appear in the log
+	}{
+		{name: "no-credentials", req: func() *http.Request { return introspectRequest(form, "", "") }, wantReason: ClientAuthMissing},
+		{name: "wrong-secret", req: func() *http.Request { return introspectRequest(form, "gateway", "guessed-secret-1") }, wantReason: ClientAuthWrongSecret, wantID: "gateway", secret: "guessed-secret-1"},
+		{name: "unknown-client", req: func() *http.Request { return introspectRequest(form, "gateway-secret", "x") }, wantReason: ClientAuthUnknownClient, secret: "gateway-secret"},
+		{name: "bearer", req: func() *http.Request {
+			r := introspectRequest(form, "", "")
+			r.Header.Set("Authorization", "Bearer guessed-secret-2")
+			return r
+		}, wantReason: ClientAuthBearer, secret: "guessed-secret-2"},
+		{name: "other-scheme", req: func() *http.Request {
+			r := introspectRequest(form, "", "")
+			r.Header.Set("Authorization", "Digest abc")
+			return r
+		}, wantReason: ClientAuthMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.logs.Reset()
+			before := e.metrics.count("client_auth", tt.wantReason, "")
+			w := do(e.handler, tt.req())
+			if w.Code != http.StatusUnauthorized {
+				t.Fatalf("status = %d, want 401", w.Code)
+			}
+			if got := e.metrics.count("client_auth", tt.wantReason, ""); got != before+1 {
+				t.Errorf("ClientAuthFailed(%s) recorded %d times, want 1", tt.wantReason, got-before)
+			}
+			var line map[string]any
+			for _, l := range strings.Split(strings.TrimSpace(e.logs.String()), "\n") {
+				var m map[string]any
+				if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "introspection client authentication failed" {
+					line = m
+				}
+			}
+			if line == nil {
+				t.Fatalf("no \"introspection client authentication failed\" line in %q", e.logs.String())
+			}
+			if line["reason"] != tt.wantReason || line["client_id"] != tt.wantID || line["level"] != "WARN" {
+				t.Errorf("log line %v, want reason %s client_id %q at WARN", line, tt.wantReason, tt.wantID)
+			}
+			if tt.secret != "" && strings.Contains(e.logs.String(), tt.secret) {
+				t.Errorf("the log carries the credential %q: %s", tt.secret, e.logs.String())
+			}
+		})
+	}
+}

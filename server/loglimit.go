@@ -11,55 +11,93 @@ import (
 // per second.
 const DefaultRejectionLogRate = 20
 
-// logLimiter bounds how many rejection lines are written per second, so a
+// logLimiter bounds how many lines of one kind are written per second, so a
 // flood of bad tokens is not also a flood of log lines. Lines past the bound
-// are counted, and the count is logged once when the next second opens (and
-// is always visible in the verify outcome metrics, which are never sampled).
-// It is safe for concurrent use; a nil *logLimiter allows every line.
+// are counted, and the count is logged once, as summary, when their
+// one-second window closes: by a timer (time.AfterFunc, armed by the first
+// line dropped in a window), so that it appears on time even when no other
+// line follows, or by the next line if that comes first. The counts are
+// always visible in the metrics, which are never sampled. It is safe for
+// concurrent use; a nil *logLimiter allows every line. It owns no goroutine:
+// a pending timer fires once, within a second, and needs no Close.
 type logLimiter struct {
 	perSecond int
+	summary   string // the summary line's message
 
 	mu         sync.Mutex
 	window     time.Time // start of the current one-second window
 	used       int       // lines written in the window
-	suppressed int       // lines dropped in the window
+	suppressed int       // lines dropped in the window and not yet summarized
+	level      slog.Level
+	log        *slog.Logger
+	armed      bool // a timer will summarize the window
 }
 
-// newLogLimiter returns a limiter for perSecond lines a second: zero means
-// [DefaultRejectionLogRate], negative means no limit (nil).
-func newLogLimiter(perSecond int) *logLimiter {
+// newLogLimiter returns a limiter for perSecond lines a second whose
+// summary line says summary: zero means [DefaultRejectionLogRate],
+// negative means no limit (nil).
+func newLogLimiter(perSecond int, summary string) *logLimiter {
 	switch {
 	case perSecond < 0:
 		return nil
 	case perSecond == 0:
 		perSecond = DefaultRejectionLogRate
 	}
-	return &logLimiter{perSecond: perSecond}
+	return &logLimiter{perSecond: perSecond, summary: summary}
 }
 
 // allow reports whether one more line may be written at now (the
-// decision's reading of the server's clock). When a window closes with
-// dropped lines, it logs their count to log at level first.
+// decision's reading of the server's clock), at level to log. When a window
+// closes with dropped lines not yet summarized, it logs their count first.
 func (l *logLimiter) allow(ctx context.Context, log *slog.Logger, level slog.Level, now time.Time) bool {
 	if l == nil {
 		return true
 	}
 	l.mu.Lock()
 	var dropped int
+	var droppedLevel slog.Level
 	if now.Sub(l.window) >= time.Second || now.Before(l.window) {
-		dropped = l.suppressed
-		l.window, l.used, l.suppressed = now, 0, 0
+		dropped, droppedLevel = l.suppressed, l.level
+		l.window, l.used, l.suppressed, l.armed = now, 0, 0, false
 	}
 	ok := l.used < l.perSecond
 	if ok {
 		l.used++
 	} else {
+		if l.suppressed == 0 || level > l.level {
+			l.level = level // the summary is at the level of the most severe line dropped
+		}
 		l.suppressed++
+		l.log = log
+		if !l.armed {
+			l.armed = true
+			w := l.window
+			delay := min(max(w.Add(time.Second).Sub(now), 0), time.Second)
+			time.AfterFunc(delay, func() { l.flush(w) })
+		}
 	}
 	l.mu.Unlock()
 	if dropped > 0 {
-		log.LogAttrs(ctx, level, "token rejections not logged",
-			slog.Int("count", dropped), slog.String("reason", "rate limit"), slog.Int("per_second", l.perSecond))
+		l.write(ctx, log, droppedLevel, dropped)
 	}
 	return ok
+}
+
+// flush writes the summary of window w, unless a later line has already
+// closed it (and written it).
+func (l *logLimiter) flush(w time.Time) {
+	l.mu.Lock()
+	if !l.window.Equal(w) || l.suppressed == 0 {
+		l.mu.Unlock()
+		return
+	}
+	n, level, log := l.suppressed, l.level, l.log
+	l.suppressed = 0
+	l.mu.Unlock()
+	l.write(context.Background(), log, level, n)
+}
+
+func (l *logLimiter) write(ctx context.Context, log *slog.Logger, level slog.Level, n int) {
+	log.LogAttrs(ctx, level, l.summary,
+		slog.Int("count", n), slog.String("reason", "rate limit"), slog.Int("per_second", l.perSecond))
 }

@@ -122,15 +122,18 @@ type Options struct {
 	// Empty means it is left out.
 	ConfigHash string
 	// RejectionLogRate bounds the "token rejected" log lines written per
-	// second; lines past it are counted and summarized in one line per
-	// second. Zero means [DefaultRejectionLogRate] (20); negative means no
+	// second, and apart from them the "introspection client authentication
+	// failed" ones; lines past it are counted and summarized in one line
+	// when their second is over (by a timer: it does not wait for the next
+	// line). Zero means [DefaultRejectionLogRate] (20); negative means no
 	// limit. Metrics count every rejection regardless.
 	RejectionLogRate int
 }
 
 // Server is the HTTP front end over one [verify.Verifier]. Build it with
 // [New]; serve [Server.Handler]. A Server holds no goroutines and needs no
-// Close; it is safe for concurrent use.
+// Close (a summary of log lines dropped by the rate limit is written by a
+// timer that fires once, within a second); it is safe for concurrent use.
 //
 // A process that is about to stop calls [Server.SetDraining] first, so that
 // readiness (/readyz, gRPC health) turns away load balancers and Envoy while
@@ -139,8 +142,10 @@ type Server struct {
 	v       *verify.Verifier
 	log     *slog.Logger
 	logRate *logLimiter // nil: every rejection is logged
-	now     func() time.Time
-	version string
+	// clientLogRate bounds the lines of refused introspection clients.
+	clientLogRate *logLimiter
+	now           func() time.Time
+	version       string
 
 	sources     []tokenSource
 	issuers     []*issuerInfo          // configured order
@@ -184,7 +189,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Now != nil {
 		s.now = opts.Now
 	}
-	s.logRate = newLogLimiter(opts.RejectionLogRate)
+	s.logRate = newLogLimiter(opts.RejectionLogRate, "token rejections not logged")
+	s.clientLogRate = newLogLimiter(opts.RejectionLogRate, "introspection client failures not logged")
 	s.version = opts.Version
 	if s.version == "" {
 		s.version = "dev"

@@ -45,6 +45,7 @@ func TestExitCodes(t *testing.T) {
 		{name: "verify-flags-after-token", args: []string{"verify", valid, "--jwks", jwksFile, "--audience", "api"}, want: 0, wantOut: `"valid":true`},
 		{name: "verify-expired", args: []string{"verify", "--jwks", jwksFile, expired}, want: 1, wantOut: `"error":"expired"`},
 		{name: "verify-missing-jwks-file", args: []string{"verify", "--jwks", dir + "/nope.json", valid}, want: 2},
+		{name: "verify-keys-unavailable-exits-3", args: []string{"verify", "--jwks", "http://127.0.0.1:1/jwks", valid}, want: 3, wantOut: `"error":"keys_unavailable"`},
 		{name: "serve-no-config", args: []string{"serve"}, want: 2, wantErrs: "--config"},
 		{name: "serve-demo-and-config", args: []string{"serve", "--demo", "--config", jwksFile}, want: 2},
 		{name: "keys-no-source", args: []string{"keys"}, want: 2},
@@ -275,7 +276,7 @@ issuers:
 		{name: "jwks-file", args: []string{"--jwks", jwksFile, rs}, want: 0},
 		{name: "jwks-url", args: []string{"--jwks", iss + "/jwks", "--issuer", iss, "--audience", "api", rs}, want: 0},
 		{name: "discovery", args: []string{"--discovery", iss, "--issuer", iss, rs}, want: 0},
-		{name: "discovery-unreachable", args: []string{"--discovery", "http://127.0.0.1:1", rs}, want: 1, wantClass: "keys_unavailable"},
+		{name: "discovery-unreachable", args: []string{"--discovery", "http://127.0.0.1:1", rs}, want: 3, wantClass: "keys_unavailable"},
 		{name: "jwks-url-refuses-hmac", args: []string{"--jwks", iss + "/jwks", hs}, want: 1, wantClass: "alg_not_allowed"},
 		{name: "jwks-file-with-oct", args: []string{"--jwks", octJWKS, hs}, want: 0},
 		{name: "secret-file-with-kid", args: []string{"--secret-file", secretFile, hs}, want: 0},
@@ -350,7 +351,7 @@ func TestKeys(t *testing.T) {
 		{name: "enc-only-is-unusable", args: []string{"--jwks", encOnly}, want: 1, wantText: []string{"0 usable"}},
 		{name: "url", args: []string{"--jwks", srv.URL + "/jwks"}, want: 0, wantText: []string{"rsa-a", "ec-a", "2 usable"}},
 		{name: "discovery", args: []string{"--discovery", srv.URL}, want: 0, wantText: []string{"rsa-a", "EC/P-256"}},
-		{name: "unreachable", args: []string{"--jwks", "http://127.0.0.1:1/jwks"}, want: 1},
+		{name: "unreachable-exits-3", args: []string{"--jwks", "http://127.0.0.1:1/jwks"}, want: 3},
 		{name: "both-sources", args: []string{"--jwks", encOnly, "--discovery", srv.URL}, want: 2},
 	}
 	for _, tt := range tests {

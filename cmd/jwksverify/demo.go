@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,8 +33,62 @@ const (
 	demoScope      = "demo:read demo:write"
 	demoTokenTTL   = time.Hour
 	demoJWKSMaxAge = 300 // seconds, Cache-Control on /jwks.json
-	demoMaxParam   = 256 // bytes of sub or aud
+	demoMaxParam   = 256 // bytes of sub, aud or scope
+	// demoMaxOffset bounds exp and nbf, seconds from now (either way).
+	demoMaxOffset = 7 * 24 * 3600
 )
+
+// demoRequest is what /token was asked to mint, validated.
+type demoRequest struct {
+	sub, aud, scope, alg string
+	exp                  time.Duration // from now; negative: already expired
+	nbf                  time.Duration // from now; positive: not yet valid
+}
+
+// parseDemoRequest reads and validates the parameters of /token: sub, aud
+// and scope (printable ASCII, at most demoMaxParam bytes; scope as RFC 6749
+// §3.3 scope tokens), alg (RS256 or ES256), exp and nbf (integer seconds
+// from now, within ±demoMaxOffset).
+func parseDemoRequest(form url.Values) (demoRequest, error) {
+	req := demoRequest{exp: demoTokenTTL, alg: cmp.Or(strings.ToUpper(form.Get("alg")), "RS256")}
+	for _, p := range []struct {
+		name string
+		v    *string
+		def  string
+	}{{"sub", &req.sub, demoSubject}, {"aud", &req.aud, demoAudience}, {"scope", &req.scope, demoScope}} {
+		v := form.Get(p.name)
+		if len(v) > demoMaxParam {
+			return req, fmt.Errorf("%s is limited to %d bytes", p.name, demoMaxParam)
+		}
+		for _, c := range []byte(v) {
+			if c < 0x20 || c > 0x7e || (p.name == "scope" && (c == '"' || c == '\\')) {
+				return req, fmt.Errorf("%s: printable ASCII only", p.name)
+			}
+		}
+		*p.v = cmp.Or(v, p.def)
+	}
+	if _, ok := demoAlgs[req.alg]; !ok {
+		return req, errors.New("alg must be RS256 or ES256")
+	}
+	for _, p := range []struct {
+		name string
+		d    *time.Duration
+	}{{"exp", &req.exp}, {"nbf", &req.nbf}} {
+		v := form.Get(p.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -demoMaxOffset || n > demoMaxOffset {
+			return req, fmt.Errorf("%s: integer seconds from now, within ±%d (exp=-60: expired a minute ago)", p.name, demoMaxOffset)
+		}
+		*p.d = time.Duration(n) * time.Second
+	}
+	return req, nil
+}
+
+// demoAlgs are the algorithms the demo issuer signs with.
+var demoAlgs = map[string]jwt.SigningMethod{"RS256": jwt.SigningMethodRS256, "ES256": jwt.SigningMethodES256}
 
 // demoIssuer is an OIDC-shaped token issuer on loopback: discovery, a JWKS
 // and a token endpoint that mints RS256 or ES256 tokens for anyone who asks.
@@ -65,8 +121,8 @@ func startDemoIssuer(logger *slog.Logger) (*demoIssuer, error) {
 		return nil, fmt.Errorf("demo: EC key: %w", err)
 	}
 	d := &demoIssuer{done: make(chan struct{}), keys: map[string]demoKey{
-		"RS256": {"demo-rs256-" + randomID(6), jwt.SigningMethodRS256, rk},
-		"ES256": {"demo-es256-" + randomID(6), jwt.SigningMethodES256, ek},
+		"RS256": {"demo-rs256-" + randomID(6), demoAlgs["RS256"], rk},
+		"ES256": {"demo-es256-" + randomID(6), demoAlgs["ES256"], ek},
 	}}
 	for alg, k := range d.keys {
 		meta := jwkset.JWKMetadataOptions{ALG: jwkset.ALG(alg), KID: k.kid, USE: jwkset.UseSig}
@@ -121,38 +177,51 @@ func (d *demoIssuer) serveJWKS(w http.ResponseWriter, r *http.Request) {
 	writeDemoJSON(w, d.jwks)
 }
 
-// serveToken mints a token: ?sub=...&aud=...&alg=RS256|ES256 (query or form).
+// serveToken mints a token (query or form): sub, aud, scope, alg
+// (RS256|ES256), exp and nbf in seconds from now (exp=-60: expired);
+// format=jwt answers the bare token as text, else JSON.
 func (d *demoIssuer) serveToken(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	if err := r.ParseForm(); err != nil {
 		http.Error(w, "bad form", http.StatusBadRequest)
 		return
 	}
-	sub, aud := r.Form.Get("sub"), r.Form.Get("aud")
-	if len(sub) > demoMaxParam || len(aud) > demoMaxParam {
-		http.Error(w, fmt.Sprintf("sub and aud are limited to %d bytes", demoMaxParam), http.StatusBadRequest)
-		return
-	}
-	tok, err := d.mint(sub, aud, r.Form.Get("alg"))
+	req, err := parseDemoRequest(r.Form)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	tok, err := d.mint(req, time.Now())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeDemoJSON(w, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(demoTokenTTL / time.Second)})
+	if r.Form.Get("format") == "jwt" {
+		w.Header().Set("Content-Type", "application/jwt")
+		fmt.Fprintln(w, tok)
+		return
+	}
+	writeDemoJSON(w, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(req.exp / time.Second)})
 }
 
-// mint signs a token for sub and aud ("" = the demo defaults) with alg
-// ("" = RS256), valid for demoTokenTTL.
-func (d *demoIssuer) mint(sub, aud, alg string) (string, error) {
-	k, ok := d.keys[cmp.Or(strings.ToUpper(alg), "RS256")]
-	if !ok {
-		return "", errors.New("alg must be RS256 or ES256")
+// mint signs the token req asks for at now. A token that expires within
+// the hour was issued an hour before its exp (an expired one was valid
+// once); nbf is the issue time unless req moves it.
+func (d *demoIssuer) mint(req demoRequest, now time.Time) (string, error) {
+	k := d.keys[req.alg]
+	exp := now.Add(req.exp)
+	iat := now
+	if exp.Before(now.Add(demoTokenTTL)) {
+		iat = exp.Add(-demoTokenTTL)
 	}
-	now := time.Now()
+	nbf := iat
+	if req.nbf != 0 {
+		nbf = now.Add(req.nbf)
+	}
 	t := jwt.NewWithClaims(k.method, jwt.MapClaims{
-		"iss": d.url, "sub": cmp.Or(sub, demoSubject), "aud": cmp.Or(aud, demoAudience), "scope": demoScope,
-		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(demoTokenTTL).Unix(), "jti": randomID(12),
+		"iss": d.url, "sub": req.sub, "aud": req.aud, "scope": req.scope,
+		"iat": iat.Unix(), "nbf": nbf.Unix(), "exp": exp.Unix(), "jti": randomID(12),
 	})
 	t.Header["kid"] = k.kid
 	return t.SignedString(k.priv)
@@ -199,7 +268,7 @@ func (a *app) serveDemo(ctx context.Context, ov config.Overrides) int {
 		return exitUsage
 	}
 	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), nil, func(ctx context.Context, base string) error {
-		tok, err := d.mint("", "", "")
+		tok, err := d.mint(demoRequest{sub: demoSubject, aud: demoAudience, scope: demoScope, alg: "RS256", exp: demoTokenTTL}, time.Now())
 		if err != nil {
 			return fmt.Errorf("demo: mint: %w", err)
 		}
@@ -221,9 +290,20 @@ Forward-auth, as nginx auth_request, Traefik, Caddy or Envoy would call it (200 
 
   curl -si %[1]s/v1/authz -H 'Authorization: Bearer %[3]s'
 
+Rejections: 401 with the class in WWW-Authenticate (expired; wrong_audience):
+
+  curl -si %[1]s/v1/authz -H "Authorization: Bearer $(curl -s '%[2]s/token?exp=-60&format=jwt')"
+  curl -si %[1]s/v1/authz -H "Authorization: Bearer $(curl -s '%[2]s/token?aud=someone-else&format=jwt')"
+
+The CLI against this issuer (exit 0 valid, 1 rejected, 3 keys unavailable; README, "The CLI"):
+
+  ISSUER=%[2]s
+  jwksverify verify --discovery "$ISSUER" --explain "$(curl -s "$ISSUER/token?exp=-60&format=jwt")"
+
 Issuers and key status:   curl -s %[1]s/v1/issuers
 Metrics:                  curl -s %[1]s/metrics
-Mint more tokens:         curl -s -X POST '%[2]s/token?sub=alice&aud=%[4]s&alg=ES256'
+Mint more tokens:         curl -s -X POST '%[2]s/token?sub=alice&aud=%[4]s&scope=orders:read&alg=ES256'
+                          (also exp=SECONDS and nbf=SECONDS from now, format=jwt for the bare token)
 Stop with Ctrl-C.
 `, base, issuer, tok, demoAudience)
 }

@@ -65,7 +65,7 @@ func (a *app) keys(ctx context.Context, args []string) int {
 		return exitUsage
 	case set == nil:
 		fmt.Fprintf(a.stderr, "jwksverify keys: %v\n", err)
-		return exitFailure
+		return exitUndecided
 	}
 	rep := listKeys(source, set)
 	if *asJSON {

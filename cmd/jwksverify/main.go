@@ -2,8 +2,10 @@
 // (serve), checks one token (verify), lists an issuer's keys (keys), prints
 // a proxy's configuration (proxy-config) and prints its version (version).
 //
-// Exit status: 0 success (a valid token for verify); 1 a rejected token, no
-// usable key, or a runtime failure; 2 a usage or configuration error.
+// Exit status: 0 success (a valid token for verify, a sound configuration
+// for check); 1 a rejected token, no usable key, or a runtime failure of
+// serve; 2 a usage or configuration error; 3 could not decide (the keys
+// could not be had: keys_unavailable).
 package main
 
 import (
@@ -16,15 +18,17 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
+
+	"github.com/jwksverify/jwksverify/internal/buildinfo"
 )
 
 // Exit statuses.
 const (
-	exitOK      = 0
-	exitFailure = 1 // rejected token, no usable key, runtime error
-	exitUsage   = 2 // usage or configuration error
+	exitOK        = 0
+	exitFailure   = 1 // rejected token, no usable key, runtime error of serve
+	exitUsage     = 2 // usage or configuration error
+	exitUndecided = 3 // could not decide: keys_unavailable
 )
 
 func main() {
@@ -68,6 +72,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.keys(ctx, rest)
 	case "proxy-config":
 		return a.proxyConfig(ctx, rest)
+	case "check":
+		return a.check(ctx, rest)
 	case "version", "--version", "-version":
 		return a.version(rest)
 	case "help", "-h", "--help", "-help":
@@ -84,11 +90,13 @@ Commands:
   verify    verify one token and print the result as JSON
   keys      fetch a JWKS and list its keys, with problems flagged
   proxy-config  print an nginx, Caddy, Traefik or Envoy configuration for a config
+  check     validate a configuration file as serve would (--online: fetch the keys too)
   version   print the version
   help      show help for a command: jwksverify help <command>
 
 Exit status: 0 ok (valid token), 1 rejected token / no usable key / failure,
-2 usage or configuration error.
+2 usage or configuration error, 3 could not decide (keys_unavailable: the
+keys could not be fetched).
 `
 
 var commandUsage = map[string]string{
@@ -114,12 +122,27 @@ only when --issuer / --audience are given; exp is required. --now judges the
 time claims at that instant. --explain prints every check before the result.
 
 Exit 0 and the result as JSON when valid; exit 1 and
-{"valid":false,"error":CLASS,"message":...} when not; exit 2 on usage errors.
+{"valid":false,"error":CLASS,"message":...} when not; exit 3 with
+"error":"keys_unavailable" when no keys could be had to decide; exit 2 on
+usage errors.
 `,
 	"keys": `Usage: jwksverify keys (--jwks URL|FILE | --discovery ISSUER) [--json]
 
 Fetches and parses a key set and lists each key (kid, kty, alg, use, size,
-RFC 7638 thumbprint) with problems flagged. Exit 1 when no key is usable.
+RFC 7638 thumbprint) with problems flagged. Exit 1 when no key is usable,
+3 when the keys could not be fetched, 2 when a file cannot be read.
+`,
+	"check": `Usage: jwksverify check --config FILE [--online] [--skip-secrets]
+
+Validates a configuration as serve would, without serving: every key and
+value serve refuses, the local files it needs (jwks_file read and its keys
+checked, secret_file, state_dir), and with --online each remote issuer's
+discovery document (its issuer must be the configured one exactly) and JWKS,
+whose keys must be usable. --skip-secrets leaves out the introspection
+clients' secrets, for a pipeline that does not hold them.
+
+Exit 0 when serve would start with it, 2 (with one line per problem on
+stderr) when not.
 `,
 	"proxy-config": `Usage: jwksverify proxy-config nginx|caddy|traefik|envoy --config FILE
                                [--listen ADDR] [--upstream ADDR]
@@ -134,7 +157,8 @@ another proxy is refused (exit 2); one without it gets a warning.
 `,
 	"version": `Usage: jwksverify version
 
-Prints the module version and the Go version it was built with.
+Prints the version (set at link time, else the module or VCS stamp, else the
+release the source tree carries), the Go version and the VCS revision.
 `,
 }
 
@@ -157,19 +181,9 @@ func (a *app) version(args []string) int {
 		fmt.Fprint(a.stderr, commandUsage["version"])
 		return exitUsage
 	}
-	fmt.Fprintf(a.stdout, "jwksverify %s %s\n", moduleVersion(), runtime.Version())
+	bi := buildinfo.Read()
+	fmt.Fprintf(a.stdout, "jwksverify %s %s (revision %s)\n", bi.Version, runtime.Version(), bi.Revision)
 	return exitOK
-}
-
-// moduleVersion is the version the toolchain stamped into the binary: the
-// module's version, or, built in a checkout, a pseudo-version naming the
-// VCS revision (+dirty when modified); "(devel)" when unknown. /healthz
-// reports it too.
-func moduleVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
 
 // newFlagSet returns a flag set that reports its errors to stderr with the

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/extauthz"
@@ -75,7 +76,8 @@ func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error)
 	if err != nil {
 		return nil, err
 	}
-	m, err := metrics.New(metrics.Options{Verifier: s.server.Verifier()})
+	bi := buildinfo.Read()
+	m, err := metrics.New(metrics.Options{Verifier: s.server.Verifier(), Version: bi.Version, Revision: bi.Revision})
 	if err != nil {
 		closeFetchers(fresh, logger)
 		return nil, err
@@ -157,7 +159,7 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 // before they exist) and tracer.
 func (l *live) newServer(plan *config.Plan, v *verify.Verifier) (*server.Server, error) {
 	so := plan.Server
-	so.Verifier, so.Logger, so.Version, so.ConfigHash = v, l.logger, moduleVersion(), plan.Hash
+	so.Verifier, so.Logger, so.Version, so.ConfigHash = v, l.logger, buildinfo.Read().Version, plan.Hash
 	if l.metrics != nil {
 		so.Metrics, so.MetricsHandler = l.metrics, l.metrics.Handler()
 	}

@@ -14,6 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/jwksverify/jwksverify/internal/buildinfo"
 )
 
 // tracerName names the instrumentation scope of every span.
@@ -69,13 +71,13 @@ func newTracing(ctx context.Context, env func(string) (string, bool)) (*tracing,
 	}
 	// The environment's resource (OTEL_SERVICE_NAME, ...) wins over ours.
 	res, err := resource.Merge(
-		resource.NewSchemaless(attribute.String("service.name", "jwksverify"), attribute.String("service.version", moduleVersion())),
+		resource.NewSchemaless(attribute.String("service.name", "jwksverify"), attribute.String("service.version", buildinfo.Read().Version)),
 		resource.Environment())
 	if err != nil {
 		return nil, fmt.Errorf("OTEL resource: %w", err)
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
-	return &tracing{tp: tp, tracer: tp.Tracer(tracerName, trace.WithInstrumentationVersion(moduleVersion()))}, nil
+	return &tracing{tp: tp, tracer: tp.Tracer(tracerName, trace.WithInstrumentationVersion(buildinfo.Read().Version))}, nil
 }
 
 // propagator is how the trace context of a request is read: W3C Trace

@@ -323,16 +323,20 @@ func isURL(s string) bool {
 
 // writeVerdict prints the result as the body /v1/verify writes
 // (server.AppendVerdict: the message never holds the token) and returns the
-// exit status.
+// exit status: 0 valid, 1 rejected, 3 could not decide (the verifier's
+// family of the error, ErrUnavailable, says so).
 func (a *app) writeVerdict(res *verify.Result, token string, err error) int {
 	if res == nil {
 		err = cmp.Or(err, verify.ErrMalformed) // no result is never a pass
 	}
 	_, _ = a.stdout.Write(server.AppendVerdict(nil, res, verify.Class(err), err, token))
-	if err != nil {
-		return exitFailure
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, verify.ErrUnavailable):
+		return exitUndecided
 	}
-	return exitOK
+	return exitFailure
 }
 
 // writeSteps prints the checks of --explain as a table.

@@ -6,9 +6,11 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +37,9 @@ type Options struct {
 	// Now returns the current time, for key ages and readiness. Nil means
 	// the verifier's clock ((*verify.Verifier).Now).
 	Now func() time.Time
+	// Version and Revision label jwksverify_build_info (with the Go
+	// version). Empty means "unknown".
+	Version, Revision string
 }
 
 // Metrics are the instruments of one server. Every label value is bounded:
@@ -52,8 +57,9 @@ type Metrics struct {
 	col      *collector
 	mu       sync.Mutex // serializes Use and SetConfigHash
 
-	reloads    *prometheus.CounterVec // config_reloads_total{result}
-	configInfo *prometheus.GaugeVec   // config_info{hash}
+	reloads    *prometheus.CounterVec        // config_reloads_total{result}
+	configInfo *prometheus.GaugeVec          // config_info{hash}
+	clientAuth map[string]prometheus.Counter // by reason
 }
 
 // Reload results, the values of config_reloads_total's result label.
@@ -111,6 +117,17 @@ func New(opts Options) (*Metrics, error) {
 			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 		},
 	}, []string{"endpoint"})
+	clientAuth := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "introspection_client_auth_failures_total",
+		Help:      `Calls to /introspect refused because the client did not authenticate, by reason ("missing", "unknown_client", "wrong_secret", "bearer").`,
+	}, []string{"reason"})
+	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "build_info",
+		Help:      "Always 1; the labels say which build runs: version, VCS revision, Go version.",
+	}, []string{"version", "revision", "go"})
+	build.WithLabelValues(cmp.Or(opts.Version, "unknown"), cmp.Or(opts.Revision, "unknown"), runtime.Version()).Set(1)
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "config_reloads_total",
@@ -124,7 +141,7 @@ func New(opts Options) (*Metrics, error) {
 	for _, r := range []string{ReloadSuccess, ReloadFailure} {
 		reloads.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{outcomes, latency, col, reloads, configInfo} {
+	for _, c := range []prometheus.Collector{outcomes, latency, clientAuth, build, col, reloads, configInfo} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -136,6 +153,10 @@ func New(opts Options) (*Metrics, error) {
 		col:        col,
 		reloads:    reloads,
 		configInfo: configInfo,
+		clientAuth: make(map[string]prometheus.Counter),
+	}
+	for _, r := range server.ClientAuthReasons() {
+		m.clientAuth[r] = clientAuth.WithLabelValues(r)
 	}
 	m.outcomes.Store(m.outcomesOf(issuers, nil))
 	for _, e := range server.Endpoints() {
@@ -217,6 +238,15 @@ func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration)
 	}
 }
 
+// ClientAuthFailed implements [server.Metrics]: it counts one refused
+// introspection client. A reason outside server.ClientAuthReasons is not
+// recorded.
+func (m *Metrics) ClientAuthFailed(reason string) {
+	if c, ok := m.clientAuth[reason]; ok {
+		c.Inc()
+	}
+}
+
 // Handler serves the registry in the Prometheus text format (GET /metrics).
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
@@ -252,7 +282,7 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 // the package keeps no globals.
 func newCollectorDescs() collectorDescs {
 	return collectorDescs{
-		fetches:     desc("jwks_fetches_total", "Requests sent to the issuer's key source (JWKS or discovery), failures included.", "issuer"),
+		fetches:     desc("jwks_fetches_total", "Requests sent to the issuer's key source (JWKS or discovery), or reads of its jwks_file; failures included.", "issuer"),
 		notModified: desc("jwks_not_modified_total", "304 Not Modified answers from the issuer's key source.", "issuer"),
 		errors:      desc("jwks_fetch_errors_total", "Failed attempts to get the issuer's keys (network, status, parse, policy).", "issuer"),
 		skippedTot:  desc("jwks_keys_skipped_total", "Keys left out of parsed sets (unsupported, broken, refused).", "issuer"),
@@ -262,7 +292,7 @@ func newCollectorDescs() collectorDescs {
 		failures:    desc("jwks_consecutive_failures", "Failed attempts since the issuer's last successful fetch.", "issuer"),
 		keys:        desc("jwks_keys", "Usable keys in the issuer's current set.", "issuer"),
 		skipped:     desc("jwks_skipped_keys", "Keys skipped in the issuer's current set.", "issuer"),
-		age:         desc("jwks_age_seconds", "Time since the issuer's current set was last confirmed by its source.", "issuer"),
+		age:         desc("jwks_age_seconds", "Time since the issuer's current set was last confirmed by its source (a fetch, a 304, or a poll that found its jwks_file unchanged).", "issuer"),
 		remaining:   desc("jwks_usable_remaining_seconds", "Time until the issuer's current set goes stale (absent for sets that never do).", "issuer"),
 		ready:       desc("issuer_ready", "1 when the issuer has a usable key set, else 0.", "issuer"),
 		hits:        desc("token_cache_hits_total", "Verified-token cache hits."),

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -39,7 +40,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Helper()
 	e := &env{Env: servertest.NewEnv(t, servertest.Config{TokenCache: cfg.tokenCache}), reg: prometheus.NewRegistry()}
 	var err error
-	if e.m, err = New(Options{Verifier: e.V, Registry: e.reg, Now: e.Clock.Now}); err != nil {
+	if e.m, err = New(Options{Verifier: e.V, Registry: e.reg, Now: e.Clock.Now, Version: "v1.2.3", Revision: "abc123"}); err != nil {
 		t.Fatalf("New() = %v", err)
 	}
 	e.srv, err = server.New(server.Options{
@@ -128,6 +129,7 @@ func TestMetrics(t *testing.T) {
 		`jwksverify_token_cache_entries 1`,
 		`jwksverify_crypto_cross_checks_total{result="agree"} 1`,
 		`jwksverify_crypto_cross_checks_total{result="mismatch"} 0`,
+		`jwksverify_build_info{go="` + runtime.Version() + `",revision="abc123",version="v1.2.3"} 1`,
 	} {
 		if !strings.Contains(body, line+"\n") && !strings.Contains(body, line+" ") {
 			t.Errorf("/metrics lacks %q", line)

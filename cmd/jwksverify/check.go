@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/server/metrics"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+func (a *app) check(ctx context.Context, args []string) int {
+	fs := a.newFlagSet("check")
+	configPath := fs.String("config", "", "configuration `file` (also JWKSVERIFY_CONFIG)")
+	online := fs.Bool("online", false, "also fetch each remote issuer's discovery document and JWKS, and check its keys")
+	skipSecrets := fs.Bool("skip-secrets", false, "do not resolve the introspection clients' secrets (secret_env, secret_file): for a pipeline that lacks them")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if len(pos) != 0 {
+		fmt.Fprintf(a.stderr, "jwksverify check: unexpected argument %q\n", pos[0])
+		return exitUsage
+	}
+	if *configPath == "" {
+		*configPath, _ = a.lookupEnv("JWKSVERIFY_CONFIG")
+	}
+	if *configPath == "" {
+		fmt.Fprint(a.stderr, "jwksverify check: --config FILE (or JWKSVERIFY_CONFIG) is required\n\n", commandUsage["check"])
+		return exitUsage
+	}
+	// The plan serve would build: the same loader, so that every key,
+	// value and secret serve refuses is refused here.
+	plan, err := config.Load(*configPath, config.Overrides{NoServerSecrets: *skipSecrets}, a.lookupEnv)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify check: %v\n", err)
+		return exitUsage
+	}
+	logger := newLogger(a.stderr, slog.LevelWarn, "text")
+	problems := checkPlan(ctx, plan, *online, logger, func(format string, args ...any) {
+		fmt.Fprintf(a.stdout, format+"\n", args...)
+	})
+	for _, p := range problems {
+		fmt.Fprintf(a.stderr, "jwksverify check: %s: %v\n", *configPath, p)
+	}
+	if len(problems) > 0 {
+		fmt.Fprintf(a.stdout, "%s: %d problems; serve would not work with it\n", *configPath, len(problems))
+		return exitUsage
+	}
+	mode := "offline: remote issuers not fetched; --online fetches them"
+	if *online {
+		mode = "online: every issuer's keys fetched and usable"
+	}
+	fmt.Fprintf(a.stdout, "%s: OK (%d issuers; %s)\n", *configPath, len(plan.Issuers), mode)
+	return exitOK
+}
+
+// checkPlan returns what would keep plan from serving: what the packages
+// serve builds refuse (jwks, verify, server, metrics options, built as
+// newService builds them but without starting a fetcher), the local files
+// that are missing or unusable (jwks_file, state_dir), and, online, the
+// remote issuers whose discovery document, JWKS or keys fail. report
+// prints one line per issuer.
+func checkPlan(ctx context.Context, plan *config.Plan, online bool, logger *slog.Logger, report func(string, ...any)) []error {
+	var problems []error
+	vo := plan.Verify
+	vo.Logger = logger
+	for i, is := range plan.Issuers {
+		name := fmt.Sprintf("issuers[%d] (%s)", i, is.JWKS.Issuer)
+		o := is.JWKS
+		o.Logger, o.StateDir = logger, ""
+		if err := jwks.CheckOptions(o); err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", name, err))
+		} else if what, err := checkKeys(ctx, is, o, online); err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", name, err))
+		} else {
+			report("%s: %s", name, what)
+		}
+		is.Verify.Keys = &cache.Keys{}
+		vo.Issuers = append(vo.Issuers, is.Verify)
+	}
+	if err := checkStateDir(plan); err != nil {
+		problems = append(problems, err)
+	}
+	v, err := verify.New(vo)
+	if err != nil {
+		return append(problems, err)
+	}
+	m, err := metrics.New(metrics.Options{Verifier: v})
+	if err != nil {
+		return append(problems, err)
+	}
+	so := plan.Server
+	so.Verifier, so.Logger, so.Metrics, so.MetricsHandler = v, logger, m, m.Handler()
+	if _, err := server.New(so); err != nil {
+		problems = append(problems, err)
+	}
+	return problems
+}
+
+// checkKeys reads an issuer's keys as serve would get them: a jwks_file
+// always (a missing or unusable file is a configuration error), a remote
+// source only online. Each key must fit an algorithm the issuer allows
+// (listKeys' rules, as `jwksverify keys` shows them).
+func checkKeys(ctx context.Context, is config.Issuer, o jwks.Options, online bool) (string, error) {
+	src := "secret_file"
+	switch {
+	case o.File != "":
+		src = "jwks_file " + o.File
+	case o.Discovery:
+		src = "discovery"
+	case o.URL != "":
+		src = "jwks_url " + o.URL
+	}
+	if !is.Local() && !online {
+		return src + ": not fetched (offline)", nil
+	}
+	set, err := jwks.Fetch(ctx, o)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", src, err)
+	}
+	rep := listKeys(src, set)
+	if rep.Usable == 0 {
+		return "", fmt.Errorf("%s: no usable signing key (%d keys, %d skipped; `jwksverify keys` lists them)", src, len(rep.Keys), len(rep.Skipped))
+	}
+	return fmt.Sprintf("%s: %d keys, %d usable, %d skipped", src, len(rep.Keys), rep.Usable, len(rep.Skipped)), nil
+}
+
+// checkStateDir reports a state_dir that serve could not create or use:
+// one that is not a directory, or whose nearest existing ancestor is not.
+func checkStateDir(plan *config.Plan) error {
+	dir := ""
+	for _, is := range plan.Issuers {
+		if is.JWKS.StateDir != "" {
+			dir = is.JWKS.StateDir
+		}
+	}
+	if dir == "" {
+		return nil
+	}
+	for p := dir; ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) && p != filepath.Dir(p):
+			continue // serve creates it
+		case err != nil:
+			return fmt.Errorf("state_dir %s: %w", dir, err)
+		case !fi.IsDir():
+			return fmt.Errorf("state_dir %s: %s is not a directory", dir, p)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// logMessageArg is, for each slog method (and newLogLimiter, whose second
+// argument is its summary line's message), the index of the message.
+var logMessageArg = map[string]int{
+	"Debug": 0, "Info": 0, "Warn": 0, "Error": 0,
+	"DebugContext": 1, "InfoContext": 1, "WarnContext": 1, "ErrorContext": 1,
+	"Log": 2, "LogAttrs": 2, "newLogLimiter": 1,
+}
+
+// codeLogMessages returns every log message literal of the module's
+// non-test Go files (bench/ and integration/ are other modules), with
+// where it is. A Log or LogAttrs call whose message is not a literal is an
+// error, except the limiter's summary (its message is newLogLimiter's
+// argument, scanned).
+func codeLogMessages(t *testing.T, root string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != root && (n == "bench" || n == "integration" || n == "testdata" || strings.HasPrefix(n, ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, p, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			var name string
+			switch fn := c.Fun.(type) {
+			case *ast.SelectorExpr:
+				name = fn.Sel.Name
+			case *ast.Ident:
+				name = fn.Name
+			}
+			i, ok := logMessageArg[name]
+			if !ok || len(c.Args) <= i {
+				return true
+			}
+			pos := fset.Position(c.Pos()).String()
+			bl, ok := c.Args[i].(*ast.BasicLit)
+			switch {
+			case ok && bl.Kind == token.STRING:
+				msg, err := strconv.Unquote(bl.Value)
+				if err != nil {
+					t.Fatalf("%s: %v", pos, err)
+				}
+				out[msg] = pos
+			case (name == "Log" || name == "LogAttrs") && !strings.HasSuffix(filepath.ToSlash(p), "server/loglimit.go"):
+				t.Errorf("%s: a log message that is not a string literal: OPERATIONS.md cannot list it", pos)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestOperationsLogMessages: docs/OPERATIONS.md's log table lists every
+// message the code can write, and no other.
+func TestOperationsLogMessages(t *testing.T) {
+	code := codeLogMessages(t, "../..")
+	if len(code) < 10 {
+		t.Fatalf("found %d log messages in the source, want the lot: is the scan broken?", len(code))
+	}
+	b, err := os.ReadFile("../../docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "| `msg` | level | when |")
+	if start < 0 {
+		t.Fatal("docs/OPERATIONS.md has no log table (| `msg` | level | when |)")
+	}
+	documented := map[string]bool{}
+	cell := regexp.MustCompile("`([^`]+)`")
+	for _, line := range strings.Split(doc[start:], "\n")[2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		first := strings.Split(line, "|")[1]
+		for _, m := range cell.FindAllStringSubmatch(first, -1) {
+			documented[m[1]] = true
+		}
+	}
+	var missing, stale []string
+	for msg, pos := range code {
+		if !documented[msg] {
+			missing = append(missing, msg+" ("+pos+")")
+		}
+	}
+	for msg := range documented {
+		if _, ok := code[msg]; !ok {
+			stale = append(stale, msg)
+		}
+	}
+	slices.Sort(missing)
+	slices.Sort(stale)
+	for _, m := range missing {
+		t.Errorf("docs/OPERATIONS.md's log table lacks %q", m)
+	}
+	for _, m := range stale {
+		t.Errorf("docs/OPERATIONS.md lists %q, which no code writes", m)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testlog"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -70,6 +71,8 @@ type envConfig struct {
 	maxBatch     int
 	maxBody      int64
 	maxTokenSize int
+	proxy        request.Proxy
+	apiAuth      bool
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
@@ -93,6 +96,8 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		Logger:         slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Now:            e.clock.Now,
 		Version:        "1.2.3-test",
+		Proxy:          cfg.proxy,
+		APIAuth:        cfg.apiAuth,
 	})
 	if err != nil {
 		t.Fatalf("New() = %v", err)

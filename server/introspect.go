@@ -64,6 +64,16 @@ func (s *Server) authenticateClient(r *http.Request) bool {
 	return false
 }
 
+// authenticateCaller reports whether r may use the JSON verify API under
+// [Options.APIAuth]: an introspection client's credentials, or a client
+// certificate that the TLS listener verified against its client CAs.
+func (s *Server) authenticateCaller(r *http.Request) bool {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return true
+	}
+	return s.authenticateClient(r)
+}
+
 // matchClient compares id (when withID) and secret with every client.
 func (s *Server) matchClient(id, secret string, withID bool) bool {
 	idSum, secretSum := sha256.Sum256([]byte(id)), sha256.Sum256([]byte(secret))

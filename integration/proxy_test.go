@@ -43,12 +43,25 @@ type proxyEnv struct {
 	upstream *echo
 }
 
+// backendConfig tunes the jwksverify behind a proxy.
+type backendConfig struct {
+	// extra is added to the configuration (top-level keys).
+	extra string
+	// claims is the issuer's claims_to_headers mapping; "" means
+	// {sub: X-Auth-Subject, scope: X-Auth-Scope}.
+	claims string
+}
+
 // startBackends starts the echo upstream and jwksverify with one issuer.
-func startBackends(t *testing.T) (*testIssuer, *echo, *jwksverifyProc) {
+func startBackends(t *testing.T, bc backendConfig) (*testIssuer, *echo, *jwksverifyProc) {
 	t.Helper()
 	is := newTestIssuer(t)
 	up := startEcho(t)
-	jv := startJWKSVerify(t, "listen: 127.0.0.1:0\nshutdown_timeout: 1s\nissuers:\n"+is.IssuerConfig())
+	issuer := is.IssuerConfig()
+	if bc.claims != "" {
+		issuer = strings.Replace(issuer, "{sub: X-Auth-Subject, scope: X-Auth-Scope}", bc.claims, 1)
+	}
+	jv := startJWKSVerify(t, "listen: 127.0.0.1:0\nshutdown_timeout: 1s\n"+bc.extra+"issuers:\n"+issuer)
 	return is, up, jv
 }
 
@@ -56,7 +69,10 @@ func startBackends(t *testing.T) (*testIssuer, *echo, *jwksverifyProc) {
 // foreground with its pid file and prefix in a temp dir. Its compiled-in
 // temporary paths (/var/lib/nginx/* on Debian) are the package's own and
 // need root, which CI has.
-func startNginx(t *testing.T) *proxyEnv {
+func startNginx(t *testing.T) *proxyEnv { return startNginxWith(t, backendConfig{}) }
+
+// startNginxWith is startNginx with jwksverify configured by bc.
+func startNginxWith(t *testing.T, bc backendConfig) *proxyEnv {
 	t.Helper()
 	nginx := requireTool(t, "nginx", "nginx")
 	if os.Geteuid() != 0 {
@@ -66,7 +82,7 @@ func startNginx(t *testing.T) *proxyEnv {
 		}
 		t.Skip(msg)
 	}
-	is, up, jv := startBackends(t)
+	is, up, jv := startBackends(t, bc)
 	port := freePort(t)
 	conf := substitute(t, "../deploy/nginx/nginx.conf", []substitution{
 		{"listen 8000", "listen 127.0.0.1:" + strconv.Itoa(port)},
@@ -88,10 +104,13 @@ func startNginx(t *testing.T) *proxyEnv {
 
 // startCaddy runs real Caddy with deploy/caddy/Caddyfile (admin off, no
 // automatic HTTPS), its data and config directories in temp dirs.
-func startCaddy(t *testing.T) *proxyEnv {
+func startCaddy(t *testing.T) *proxyEnv { return startCaddyWith(t, backendConfig{}) }
+
+// startCaddyWith is startCaddy with jwksverify configured by bc.
+func startCaddyWith(t *testing.T, bc backendConfig) *proxyEnv {
 	t.Helper()
 	caddy := requireTool(t, "caddy", "caddy")
-	is, up, jv := startBackends(t)
+	is, up, jv := startBackends(t, bc)
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	conf := substitute(t, "../deploy/caddy/Caddyfile", []substitution{

@@ -7,6 +7,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -292,12 +293,14 @@ func TestSurfaceBatchBoundWhileDecoding(t *testing.T) {
 	})
 	t.Run("over-the-bound-answered-mid-body", func(t *testing.T) {
 		pr, pw := io.Pipe()
-		defer pw.Close()
+		defer pw.CloseWithError(io.ErrUnexpectedEOF)
 		go func() {
 			_, _ = pw.Write([]byte(`{"tokens":[` + strings.Repeat(`"a",`, 101)))
 			// ... and the rest never comes (the writer is closed at the end).
 		}()
-		req, err := http.NewRequest(http.MethodPost, "http://"+jv.HTTP+"/v1/verify/batch", pr)
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+jv.HTTP+"/v1/verify/batch", pr)
 		if err != nil {
 			t.Fatal(err)
 		}

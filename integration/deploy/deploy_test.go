@@ -385,9 +385,9 @@ func loadKubernetes(t *testing.T) k8sObjects {
 // so this checks what the manifests depend on rather than every key;
 // integration/e2e_kubernetes_test.go runs the binary with the same file.
 type configMapConfig struct {
-	ShutdownDelay   string `yaml:"shutdown_delay"`
-	ShutdownTimeout string `yaml:"shutdown_timeout"`
-	Listen          string `yaml:"listen"`
+	ShutdownDelay   string       `yaml:"shutdown_delay"`
+	ShutdownTimeout string       `yaml:"shutdown_timeout"`
+	Listen          string       `yaml:"listen"`
 	GRPCListen      string       `yaml:"grpc_listen"`
 	AdminListen     string       `yaml:"admin_listen"`
 	TLS             configMapTLS `yaml:"tls"`

@@ -166,8 +166,16 @@ func FuzzTokenSources(f *testing.F) {
 				t.Fatalf("query %q split at %q holds access_token %d times, extracted %q", o.RawQuery, seps, n, tok)
 			}
 		}
-		if q, err := url.ParseQuery(o.RawQuery); err == nil && len(q["access_token"]) != 1 {
-			t.Fatalf("url.ParseQuery(%q) = %v, extracted %q", o.RawQuery, q["access_token"], tok)
+		if q, err := url.ParseQuery(o.RawQuery); err == nil {
+			var vals []string
+			for k, vs := range q {
+				if strings.EqualFold(k, "access_token") {
+					vals = append(vals, vs...)
+				}
+			}
+			if len(vals) != 1 || vals[0] != tok {
+				t.Fatalf("url.ParseQuery(%q) reads %q, extracted %q", o.RawQuery, vals, tok)
+			}
 		}
 	})
 }

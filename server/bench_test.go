@@ -1,9 +1,9 @@
 package server
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
-	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -121,6 +121,7 @@ func BenchmarkAuthzOverTLS(b *testing.B) {
 		})
 	}
 }
+
 // BenchmarkAuthzTracing is the cached /v1/authz path of cmd (shared token
 // cache) with tracing off (no tracer: the libraries record nothing), and
 // with an SDK tracer provider sampling 1% of root spans (its spans go to a

@@ -68,9 +68,14 @@ const (
 )
 
 // jwksverifyBinary returns the path of the jwksverify binary, built from
-// this module once per test run (go build caches across runs).
+// this module once per test run (go build caches across runs), or the one
+// JWKSVERIFY_E2E_BINARY names (to show that a regression test fails on
+// another build, such as main's).
 func jwksverifyBinary(t testing.TB) string {
 	t.Helper()
+	if p := os.Getenv("JWKSVERIFY_E2E_BINARY"); p != "" {
+		return p
+	}
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "jwksverify-e2e-")
 		if buildErr != nil {
@@ -318,8 +323,9 @@ func (is *testIssuer) IssuerConfig() string {
 // jwksverifyProc is a running jwksverify.
 type jwksverifyProc struct {
 	*process
-	// HTTP and GRPC are the addresses it listens on ("" when gRPC is off).
-	HTTP, GRPC string
+	// HTTP and GRPC are the addresses it listens on ("" when gRPC is off);
+	// Admin the admin listener's ("" when admin_listen is unset).
+	HTTP, GRPC, Admin string
 }
 
 // jwksverifyOptions tune [startJWKSVerifyWith].
@@ -329,6 +335,11 @@ type jwksverifyOptions struct {
 	// Unready returns once it listens, without waiting for /readyz 200
 	// (an issuer whose keys are meant to be unavailable).
 	Unready bool
+	// Ready is the client readiness is polled with, and ReadyScheme its
+	// scheme ("https" for a TLS listener). Nil and "" mean a plain client
+	// over http. /readyz is asked on the admin listener when there is one.
+	Ready       *http.Client
+	ReadyScheme string
 }
 
 // startJWKSVerify runs `jwksverify serve --config` with configYAML and
@@ -351,7 +362,7 @@ func startJWKSVerifyWith(t *testing.T, configYAML string, opts jwksverifyOptions
 	j := &jwksverifyProc{process: p}
 	deadline := time.Now().Add(startTimeout)
 	for j.HTTP == "" {
-		j.HTTP, j.GRPC = listeningLine(p.Output())
+		j.HTTP, j.GRPC, j.Admin = listeningLine(p.Output())
 		if j.HTTP != "" {
 			break
 		}
@@ -367,9 +378,18 @@ func startJWKSVerifyWith(t *testing.T, configYAML string, opts jwksverifyOptions
 		waitTCP(t, p, j.HTTP)
 		return j
 	}
-	c := httpClient()
+	c, readyURL := httpClient(), "http://"+j.HTTP+"/readyz"
+	if opts.Ready != nil {
+		c = opts.Ready
+	}
+	if opts.ReadyScheme != "" {
+		readyURL = opts.ReadyScheme + "://" + j.HTTP + "/readyz"
+	}
+	if j.Admin != "" {
+		readyURL = "http://" + j.Admin + "/readyz"
+	}
 	for {
-		resp, err := c.Get("http://" + j.HTTP + "/readyz")
+		resp, err := c.Get(readyURL)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -384,15 +404,15 @@ func startJWKSVerifyWith(t *testing.T, configYAML string, opts jwksverifyOptions
 }
 
 // listeningLine finds the JSON log line {"msg":"listening","http":ADDR,
-// "grpc":ADDR} in out.
-func listeningLine(out string) (httpAddr, grpcAddr string) {
+// "grpc":ADDR,"admin":ADDR} in out.
+func listeningLine(out string) (httpAddr, grpcAddr, adminAddr string) {
 	for line := range strings.Lines(out) {
-		var l struct{ Msg, HTTP, GRPC string }
+		var l struct{ Msg, HTTP, GRPC, Admin string }
 		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "listening" && l.HTTP != "" {
-			return l.HTTP, l.GRPC
+			return l.HTTP, l.GRPC, l.Admin
 		}
 	}
-	return "", ""
+	return "", "", ""
 }
 
 // echo is an upstream that answers 200 with the request it got, as JSON.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,8 @@ import (
 //
 //	"https://idp.example.com/"          -> a test IdP on loopback (discovery + JWKS)
 //	"state_dir: /var/lib/jwksverify"    -> a temp dir (not the host's /var/lib)
+//	"/etc/jwksverify-tls/"              -> a temp dir with a test CA's pair (the Secret)
+//	"admin_listen: 0.0.0.0:9090"        -> "admin_listen: 127.0.0.1:0"
 //
 // and the listeners are overridden with --listen/--grpc-listen 127.0.0.1:0,
 // as a flag would in any deployment.
@@ -31,11 +34,22 @@ func TestKubernetesConfigMapRuns(t *testing.T) {
 	}
 	p := startDiscoveryIdP(t)
 	stateDir := filepath.Join(t.TempDir(), "state")
+	tlsSetup := newTLSSetup(t)
 	cfg := substituteText(t, "configmap.yaml config.yaml", cm.Data["config.yaml"], []substitution{
 		{"https://idp.example.com/", p.Issuer},
 		{"state_dir: /var/lib/jwksverify", "state_dir: " + stateDir},
+		{"admin_listen: 0.0.0.0:9090", "admin_listen: 127.0.0.1:0"},
 	})
+	// The Secret's mount, twice (tls and grpc_tls), each file name once per section.
+	cfg = strings.ReplaceAll(cfg, "/etc/jwksverify-tls/tls.crt", tlsSetup.cert)
+	cfg = strings.ReplaceAll(cfg, "/etc/jwksverify-tls/tls.key", tlsSetup.key)
+	if strings.Contains(cfg, "/etc/jwksverify-tls") {
+		t.Fatal("configmap.yaml names another file of the TLS Secret")
+	}
 	jv := startJWKSVerifyWith(t, cfg, jwksverifyOptions{Args: []string{"--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0"}})
+	if jv.Admin == "" {
+		t.Error("the ConfigMap's admin_listen did not open the admin listener")
+	}
 	if jv.GRPC == "" {
 		t.Error("the ConfigMap's grpc_listen did not turn gRPC on")
 	}
@@ -43,7 +57,7 @@ func TestKubernetesConfigMapRuns(t *testing.T) {
 		t.Errorf("IdP fetches: discovery %d, jwks %d; want both (discovery: true)", d, j)
 	}
 
-	c := httpClient()
+	c := tlsSetup.client(nil, false)
 	for _, tc := range []struct {
 		name        string
 		token       string
@@ -55,7 +69,7 @@ func TestKubernetesConfigMapRuns(t *testing.T) {
 		{"forged", p.ForgedToken(), http.StatusUnauthorized, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req, err := http.NewRequest(http.MethodGet, "http://"+jv.HTTP+"/v1/authz", nil)
+			req, err := http.NewRequest(http.MethodGet, "https://"+jv.HTTP+"/v1/authz", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,7 +89,7 @@ func TestKubernetesConfigMapRuns(t *testing.T) {
 	}
 
 	t.Run("metrics-served-for-the-scrape-annotations", func(t *testing.T) {
-		resp, err := c.Get("http://" + jv.HTTP + "/metrics")
+		resp, err := httpClient().Get("http://" + jv.Admin + "/metrics")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,8 @@ type proxyBackends struct {
 // startBackends starts the echo upstream and, unless jwksverifyDown,
 // jwksverify with a configuration for proxy preset px on a fixed loopback
 // port: authAddr's port when given (a stand-in listening there instead).
-func startBackends(t *testing.T, px string, jwksverifyDown bool, authAddr string) proxyBackends {
+// extra is added to the configuration (top-level keys).
+func startBackends(t *testing.T, px string, jwksverifyDown bool, authAddr, extra string) proxyBackends {
 	t.Helper()
 	port := freePort(t)
 	if authAddr != "" {
@@ -77,14 +78,14 @@ func startBackends(t *testing.T, px string, jwksverifyDown bool, authAddr string
 	cfg := fmt.Sprintf(`listen: 127.0.0.1:%d
 shutdown_timeout: 1s
 forward_auth: {proxy: %s}
-issuers:
+%sissuers:
 %s    claims_to_headers: {%s}
   - issuer: %s
     jwks_url: http://127.0.0.1:%d/jwks
     allow_insecure_http: true
     audiences: [%s]
     refresh: {fetch_timeout: 1s, unknown_kid_wait: 200ms}
-`, port, px, strings.Replace(is.IssuerConfig(), "    claims_to_headers: {sub: X-Auth-Subject, scope: X-Auth-Scope}\n", "", 1),
+`, port, px, extra, strings.Replace(is.IssuerConfig(), "    claims_to_headers: {sub: X-Auth-Subject, scope: X-Auth-Scope}\n", "", 1),
 		strings.Join(mapping, ", "), down.Issuer, freePort(t), down.Audience)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
@@ -119,6 +120,13 @@ func proxyConfig(t *testing.T, px string, b proxyBackends, listen string) string
 // own and need root, which CI has.
 func startNginx(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 	t.Helper()
+	return startNginxWith(t, jwksverifyDown, authAddr, "")
+}
+
+// startNginxWith is startNginx with extra top-level keys in jwksverify's
+// configuration.
+func startNginxWith(t *testing.T, jwksverifyDown bool, authAddr, extra string) *proxyEnv {
+	t.Helper()
 	nginx := requireTool(t, "nginx", "nginx")
 	if os.Geteuid() != 0 {
 		msg := "nginx's compiled-in temporary paths (/var/lib/nginx) need root"
@@ -127,7 +135,7 @@ func startNginx(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 		}
 		t.Skip(msg)
 	}
-	b := startBackends(t, "nginx", jwksverifyDown, authAddr)
+	b := startBackends(t, "nginx", jwksverifyDown, authAddr, extra)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "nginx.conf")
@@ -147,7 +155,7 @@ func startNginx(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 func startCaddy(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 	t.Helper()
 	caddy := requireTool(t, "caddy", "caddy")
-	b := startBackends(t, "caddy", jwksverifyDown, authAddr)
+	b := startBackends(t, "caddy", jwksverifyDown, authAddr, "")
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "Caddyfile")

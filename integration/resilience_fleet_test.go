@@ -219,7 +219,7 @@ func TestResilienceFleet(t *testing.T) {
 
 // fleetAddr returns the HTTP address an instance logged, or "".
 func fleetAddr(p *process) string {
-	a, _ := listeningLine(p.Output())
+	a, _, _ := listeningLine(p.Output())
 	return a
 }
 

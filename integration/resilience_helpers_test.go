@@ -110,7 +110,7 @@ func rhStartFile(t *testing.T, cfg string) *jwksverifyProc {
 	j := &jwksverifyProc{process: p}
 	deadline := time.Now().Add(startTimeout)
 	for {
-		if j.HTTP, j.GRPC = listeningLine(p.Output()); j.HTTP != "" {
+		if j.HTTP, j.GRPC, _ = listeningLine(p.Output()); j.HTTP != "" {
 			return j
 		}
 		if p.exited() {
@@ -427,7 +427,7 @@ func rhStartLogged(t *testing.T, configYAML string) *rhLoggedProc {
 	c := httpClient()
 	for {
 		if p.HTTP == "" {
-			p.HTTP, _ = listeningLine(p.tail(64 << 10))
+			p.HTTP, _, _ = listeningLine(p.tail(64 << 10))
 		}
 		if p.HTTP != "" {
 			if s, err := rhReadyz(c, "http://"+p.HTTP); err == nil && s == 200 {

@@ -135,7 +135,7 @@ issuers:
 		"OTEL_SERVICE_NAME=jwksverify-test")
 	p := startProcess(t, "jwksverify", cmd)
 	var addr string
-	if _, ok := rhWaitFor(startTimeout, func() bool { addr, _ = listeningLine(p.Output()); return addr != "" }); !ok {
+	if _, ok := rhWaitFor(startTimeout, func() bool { addr, _, _ = listeningLine(p.Output()); return addr != "" }); !ok {
 		t.Fatalf("no listening line:\n%s", p.Output())
 	}
 	base := "http://" + addr

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // Defaults applied by [New] to zero-valued options (SPEC production values).
@@ -60,8 +61,9 @@ type Options struct {
 	FilePollInterval time.Duration
 	// StaticKeys are keys from local configuration (an HMAC secret, a PEM
 	// key), merged into every set the fetcher publishes: the static keys
-	// first, then the source's. Nil means none. New refuses a nil key and two
-	// static keys with the same non-empty kid. A key of the source whose kid
+	// first, then the source's. Nil means none. New refuses a nil key, an
+	// HMAC secret shorter than its algorithm needs (verify.CheckHMACKey), and
+	// two static keys with the same non-empty kid. A key of the source whose kid
 	// a static key holds is left out of the set and reported as skipped: the
 	// operator's configuration wins over what a source publishes.
 	//
@@ -212,6 +214,8 @@ func (o Options) withDefaults() (Options, error) {
 		switch {
 		case k == nil:
 			return invalid("StaticKeys[%d] is nil", i)
+		case verify.CheckHMACKey(k) != nil:
+			return invalid("StaticKeys[%d]: %v", i, verify.CheckHMACKey(k))
 		case k.Kid != "" && kids[k.Kid]:
 			return invalid("StaticKeys[%d]: kid %q is held by another static key", i, clip(k.Kid))
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/MicahParks/jwkset"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // maxJSONDepth bounds the nesting of JWKS and discovery documents. A JWKS
@@ -349,6 +350,9 @@ func parseKey(i int, raw json.RawMessage, opts ParseOptions) (*cache.Key, *cache
 	})
 	if err != nil {
 		return skip("%s", err.Error())
+	}
+	if err := verify.CheckHMACKey(k); err != nil {
+		return skip("%s", err.Error()) // a short secret, as the verifier would refuse it
 	}
 	return k, nil
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"net/url"
 	"slices"
 	"strings"
 
@@ -33,13 +32,32 @@ const (
 	tokenAmbiguous            // the first source present held more than one value
 )
 
+// queryFrom says where a request's query token source reads the query.
+type queryFrom int
+
+const (
+	// queryOriginal: the original request that the forward_auth.proxy
+	// preset names (request.Proxy.From); none when the preset is unset or
+	// its headers are missing.
+	queryOriginal queryFrom = iota
+	// queryOwn: the request itself is the original (Middleware).
+	queryOwn
+	// queryGiven: the caller read the original query (gRPC Check).
+	queryGiven
+)
+
 // tokenFromRequest returns the token of the first source that holds one. A
 // header whose value does not start with the source's prefix (Authorization:
-// Basic …) holds no token. A source present more than once is ambiguous:
-// the proxy's upstream could read another value than the one verified.
-func (s *Server) tokenFromRequest(r *http.Request) (string, tokenState) {
+// Basic …) holds no token. A source present more than once, in any form a
+// proxy or upstream could read (see queryParam, cookieValue), is ambiguous:
+// the proxy's upstream could read another value than the one verified. A
+// query source reads only the query of the original request (from says
+// where it is; given is the query for queryGiven), never another header.
+func (s *Server) tokenFromRequest(r *http.Request, from queryFrom, given string) (string, tokenState) {
 	for i := range s.sources {
 		ts := &s.sources[i]
+		var tok string
+		var st tokenState
 		switch {
 		case ts.header != "":
 			vals := r.Header[ts.header]
@@ -49,60 +67,42 @@ func (s *Server) tokenFromRequest(r *http.Request) (string, tokenState) {
 			if len(vals) > 1 {
 				return "", tokenAmbiguous
 			}
-			tok, ok := cutPrefixFold(vals[0], ts.prefix)
+			var ok bool
+			tok, ok = cutPrefixFold(vals[0], ts.prefix)
 			if !ok || tok == "" {
 				continue
 			}
-			return tok, tokenFound
+			st = tokenFound
 		case ts.cookie != "":
-			cs := r.CookiesNamed(ts.cookie)
-			if len(cs) == 0 || cs[0].Value == "" {
-				continue
-			}
-			if len(cs) > 1 {
-				return "", tokenAmbiguous
-			}
-			return cs[0].Value, tokenFound
+			tok, st = cookieValue(r, ts.cookie)
 		case ts.query != "":
-			tok, st := queryToken(r, ts.query)
-			if st == tokenMissing {
+			q, ok := s.originalQuery(r, from, given)
+			if !ok {
 				continue
 			}
+			tok, st = queryParam(q, ts.query)
+		}
+		if st != tokenMissing {
 			return tok, st
 		}
 	}
 	return "", tokenMissing
 }
 
-// queryToken looks for the parameter in the request's own query (Envoy
-// appends the original path and query), then in the original URI reported
-// by the proxy (X-Forwarded-Uri: Traefik, Caddy; X-Original-Uri: nginx).
-func queryToken(r *http.Request, name string) (string, tokenState) {
-	if vals := r.URL.Query()[name]; len(vals) > 0 {
-		return oneValue(vals)
+// originalQuery returns the raw query of the request a forward-auth call
+// decides, and false when it is not known.
+func (s *Server) originalQuery(r *http.Request, from queryFrom, given string) (string, bool) {
+	switch from {
+	case queryOwn:
+		return r.URL.RawQuery, true
+	case queryGiven:
+		return given, true
 	}
-	for _, h := range [...]string{"X-Forwarded-Uri", "X-Original-Uri"} {
-		uri := r.Header.Get(h)
-		_, rawQuery, ok := strings.Cut(uri, "?")
-		if !ok {
-			continue
-		}
-		q, _ := url.ParseQuery(rawQuery) // keep what parses
-		if vals := q[name]; len(vals) > 0 {
-			return oneValue(vals)
-		}
+	o, err := s.proxy.From(r, authzPath)
+	if err != nil {
+		return "", false
 	}
-	return "", tokenMissing
-}
-
-func oneValue(vals []string) (string, tokenState) {
-	if len(vals) > 1 {
-		return "", tokenAmbiguous
-	}
-	if vals[0] == "" {
-		return "", tokenMissing
-	}
-	return vals[0], tokenFound
+	return o.RawQuery, true
 }
 
 // bearerToken returns the token of an Authorization header value

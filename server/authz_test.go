@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -112,7 +113,7 @@ func TestAuthzTokenSources(t *testing.T) {
 		{Query: "access_token"},
 		{Header: "Authorization", Prefix: "Bearer "},
 	}
-	e := newEnv(t, envConfig{sources: sources})
+	e := newEnv(t, envConfig{sources: sources, proxy: request.Envoy})
 	tests := []struct {
 		name       string
 		setup      func(r *http.Request)
@@ -128,8 +129,10 @@ func TestAuthzTokenSources(t *testing.T) {
 		}, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="malformed"`},
 		{name: "query", target: "/v1/authz/x?access_token=" + valid, wantStatus: http.StatusOK},
 		{name: "query-twice", target: "/v1/authz/x?access_token=" + valid + "&access_token=" + valid, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="malformed"`},
-		{name: "forwarded-uri-query", setup: func(r *http.Request) { r.Header.Set("X-Forwarded-Uri", "/app?a=1&access_token="+valid) }, wantStatus: http.StatusOK},
-		{name: "original-uri-query", setup: func(r *http.Request) { r.Header.Set("X-Original-URI", "/app?access_token="+valid) }, wantStatus: http.StatusOK},
+		// Envoy's preset reads the forwarded request itself: another
+		// preset's header is a client's, never read.
+		{name: "forwarded-uri-ignored", setup: func(r *http.Request) { r.Header.Set("X-Forwarded-Uri", "/app?a=1&access_token="+valid) }, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer realm="jwksverify"`},
+		{name: "original-uri-ignored", setup: func(r *http.Request) { r.Header.Set("X-Original-URI", "/app?access_token="+valid) }, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer realm="jwksverify"`},
 		{name: "authorization-last", setup: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+valid) }, wantStatus: http.StatusOK},
 		{name: "first-source-wins", setup: func(r *http.Request) {
 			r.Header.Set("X-Token", toks["expired"])

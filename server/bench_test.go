@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -73,6 +75,58 @@ func BenchmarkAuthz(b *testing.B) {
 		e.srv.log = slog.New(slog.NewJSONHandler(io.Discard, nil))
 		bench(b, e.handler, toks["expired"], http.StatusUnauthorized)
 	})
+}
+
+// BenchmarkAuthzOverTLS is forward-auth with a cached token over real
+// loopback connections, kept alive (handshakes amortized): plaintext beside
+// TLS 1.3 (ECDSA P-256 certificate), so that their ratio is what TLS costs
+// the hot path. Parallel clients, one connection each.
+func BenchmarkAuthzOverTLS(b *testing.B) {
+	tok := tokens()["valid"]
+	for _, mode := range []string{"plain", "tls"} {
+		b.Run(mode, func(b *testing.B) {
+			e := newEnv(b, envConfig{})
+			e.srv.log = slog.New(slog.DiscardHandler)
+			ts := httptest.NewUnstartedServer(e.handler)
+			tr := &http.Transport{MaxIdleConnsPerHost: 64}
+			if mode == "tls" {
+				ca := testkeys.NewCA("bench CA")
+				certPEM, keyPEM := ca.Issue("bench", false)
+				pair, err := tls.X509KeyPair(certPEM, keyPEM)
+				if err != nil {
+					b.Fatal(err)
+				}
+				ts.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+				ts.StartTLS()
+				tr.TLSClientConfig = &tls.Config{RootCAs: ca.Pool}
+			} else {
+				ts.Start()
+			}
+			defer ts.Close()
+			defer tr.CloseIdleConnections()
+			c := &http.Client{Transport: tr}
+			url := ts.URL + "/v1/authz/app"
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				req.Header.Set("Authorization", "Bearer "+tok)
+				for pb.Next() {
+					resp, err := c.Do(req)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("status = %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+		})
+	}
 }
 
 // BenchmarkAuthzTracing is the cached /v1/authz path of cmd (shared token

@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"testing"
+
+	"github.com/jwksverify/jwksverify/request"
 )
 
 // TestCheckClaimHeader lists what a claim may never become, and checks that
@@ -57,6 +59,19 @@ func TestCheckClaimHeader(t *testing.T) {
 	}
 }
 
+// TestQuerySourceNeedsProxy: a query token is read only from the original
+// request the preset names, so a query source without one is refused.
+func TestQuerySourceNeedsProxy(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	_, err := New(Options{Verifier: e.v, TokenSources: []TokenSource{{Query: "access_token"}}})
+	if !errors.Is(err, ErrInvalidOptions) {
+		t.Fatalf("New(query source, no Proxy) = %v, want ErrInvalidOptions", err)
+	}
+	if _, err := Middleware(e.v, MiddlewareOptions{TokenSources: []TokenSource{{Query: "access_token"}}}); err != nil {
+		t.Fatalf("Middleware(query source) = %v, want nil (the request is the original)", err)
+	}
+}
+
 func TestCheckTokenSource(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	tests := []struct {
@@ -77,7 +92,7 @@ func TestCheckTokenSource(t *testing.T) {
 			if err := CheckTokenSource(tt.ts); (err == nil) != tt.ok {
 				t.Errorf("CheckTokenSource(%+v) = %v, want ok %v", tt.ts, err, tt.ok)
 			}
-			if _, err := New(Options{Verifier: e.v, TokenSources: []TokenSource{tt.ts}}); (err == nil) != tt.ok {
+			if _, err := New(Options{Verifier: e.v, TokenSources: []TokenSource{tt.ts}, Proxy: request.Envoy}); (err == nil) != tt.ok {
 				t.Errorf("New(TokenSources: [%+v]) = %v, want ok %v", tt.ts, err, tt.ok)
 			}
 		})

@@ -199,12 +199,31 @@ func (s *Server) Decide(ctx context.Context, endpoint, token string) Decision {
 
 // DecideRequest decides the token that r carries in the configured token
 // sources ([Options.TokenSources]), as [Server.Decide] does. A request whose
-// first source present holds more than one value is denied "malformed": a
-// proxy and its upstream could each read a different one. Only r's header,
-// cookies, URL query and the X-Forwarded-Uri / X-Original-Uri headers (for
-// a query source) are read; its body never is.
+// first source present holds more than one value, in any form (a repeated
+// header; a parameter or cookie repeated, empty or differently escaped,
+// split at ';'), is denied "malformed": a proxy and its upstream could each
+// read a different one. Only r's source headers and cookies are read, and,
+// for a query source, the query of the original request that
+// [Options.Proxy] names (none when it is [request.None]; the request's own
+// for [Middleware]); its body never is.
 func (s *Server) DecideRequest(r *http.Request, endpoint string) Decision {
-	switch tok, st := s.tokenFromRequest(r); st {
+	from := queryOriginal
+	if s.ownQuery {
+		from = queryOwn
+	}
+	return s.decideRequest(r, endpoint, from, "")
+}
+
+// DecideWithQuery is [Server.DecideRequest] for a caller that knows the
+// original request itself (gRPC Check: attributes.request.http, whatever
+// the preset): a query source reads rawQuery, the original query as sent
+// (without '?').
+func (s *Server) DecideWithQuery(r *http.Request, rawQuery, endpoint string) Decision {
+	return s.decideRequest(r, endpoint, queryGiven, rawQuery)
+}
+
+func (s *Server) decideRequest(r *http.Request, endpoint string, from queryFrom, rawQuery string) Decision {
+	switch tok, st := s.tokenFromRequest(r, from, rawQuery); st {
 	case tokenFound:
 		return s.Decide(r.Context(), endpoint, tok)
 	case tokenAmbiguous:

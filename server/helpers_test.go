@@ -17,6 +17,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testlog"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -72,6 +73,8 @@ type envConfig struct {
 	maxBatch     int
 	maxBody      int64
 	maxTokenSize int
+	proxy        request.Proxy
+	apiAuth      bool
 	sharedCache  bool
 	tracer       trace.Tracer // the server's and the verifier's
 }
@@ -98,6 +101,8 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		Logger:         slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Now:            e.clock.Now,
 		Version:        "1.2.3-test",
+		Proxy:          cfg.proxy,
+		APIAuth:        cfg.apiAuth,
 		Tracer:         cfg.tracer,
 	})
 	if err != nil {

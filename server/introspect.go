@@ -108,6 +108,21 @@ func (s *Server) clientAuthFailed(r *http.Request, reason, id string) {
 	)
 }
 
+// authenticateCaller reports whether r may use the JSON verify API under
+// [Options.APIAuth]: an introspection client's credentials, or a client
+// certificate that the TLS listener verified against its client CAs. A
+// refused caller is counted and logged as a refused introspection client.
+func (s *Server) authenticateCaller(r *http.Request) bool {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return true
+	}
+	ok, reason, id := s.authenticateClient(r)
+	if !ok {
+		s.clientAuthFailed(r, reason, id)
+	}
+	return ok
+}
+
 // matchClient compares id (when withID) and secret with every client.
 func (s *Server) matchClient(id, secret string, withID bool) bool {
 	idSum, secretSum := sha256.Sum256([]byte(id)), sha256.Sum256([]byte(secret))

@@ -83,36 +83,15 @@ func verifyStatus(d Decision) int {
 // serveBatch is POST /v1/verify/batch {"tokens":[...]}: 200
 // {"results":[...]} in order, each result shaped like /v1/verify's body,
 // whatever the verdicts (an unavailable issuer shows in its items). More
-// than MaxBatch tokens is 400.
+// than MaxBatch tokens is 400, found while decoding (decodeBatch).
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
-	body, err := s.readBody(w, r)
-	if err != nil {
+	tokens, msg, err := decodeBatch(http.MaxBytesReader(w, r.Body, s.maxBody), s.maxBatch)
+	switch {
+	case err != nil:
 		s.writeReadError(w, r, EndpointBatch, err)
 		return
-	}
-	// *string items: a null item is a bad request, as a null token is on
-	// /v1/verify (encoding/json would decode it into "" for a []string).
-	var req struct {
-		Tokens *[]*string `json:"tokens"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"tokens": [string, ...]}`)
-		return
-	}
-	if req.Tokens == nil {
-		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "tokens" array`)
-		return
-	}
-	tokens := make([]string, len(*req.Tokens))
-	for i, t := range *req.Tokens {
-		if t == nil {
-			writeError(w, http.StatusBadRequest, "bad_request", "tokens["+strconv.Itoa(i)+"] is null, not a string")
-			return
-		}
-		tokens[i] = *t
-	}
-	if len(tokens) > s.maxBatch {
-		writeError(w, http.StatusBadRequest, "bad_request", "a batch holds at most "+strconv.Itoa(s.maxBatch)+" tokens")
+	case msg != "":
+		writeError(w, http.StatusBadRequest, "bad_request", msg)
 		return
 	}
 	out := append(make([]byte, 0, 256*len(tokens)+16), `{"results":[`...)
@@ -128,6 +107,112 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	out = append(out, "]}\n"...)
 	writeRaw(w, http.StatusOK, out)
+}
+
+// errBadBatch is what decodeBatch says of a body that is not
+// {"tokens": [string, ...]}.
+const errBadBatch = `the body must be a JSON object {"tokens": [string, ...]}`
+
+// decodeBatch reads {"tokens": [string, ...]} from body as a stream,
+// enforcing max while it decodes: it stops at the max+1-th item, so a batch
+// over the bound costs no more than one within it. Other members are
+// skipped token by token, never kept. It returns the tokens, or the message
+// of a bad request, or the error of reading body (a *http.MaxBytesError
+// when it is too large).
+func decodeBatch(body io.Reader, max int) (_ []string, badRequest string, _ error) {
+	dec := json.NewDecoder(body)
+	// bad turns a decoding error into a bad request, or returns it when it
+	// is the body's (too large, cut).
+	bad := func(err error, msg string) ([]string, string, error) {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, "", err
+		}
+		return nil, msg, nil
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return bad(err, errBadBatch)
+	}
+	var tokens []string
+	seen := false
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return bad(err, errBadBatch)
+		}
+		if key != "tokens" {
+			if err := skipValue(dec); err != nil {
+				return bad(err, errBadBatch)
+			}
+			continue
+		}
+		if seen {
+			return nil, `the body has "tokens" more than once`, nil
+		}
+		seen = true
+		tok, err := dec.Token()
+		switch {
+		case err != nil:
+			return bad(err, errBadBatch)
+		case tok == nil: // "tokens": null
+			seen = false
+			continue
+		case tok != json.Delim('['):
+			return nil, errBadBatch, nil
+		}
+		tokens = []string{}
+		for dec.More() {
+			if len(tokens) == max {
+				return nil, "a batch holds at most " + strconv.Itoa(max) + " tokens", nil
+			}
+			item, err := dec.Token()
+			if err != nil {
+				return bad(err, errBadBatch)
+			}
+			switch v := item.(type) {
+			case string:
+				tokens = append(tokens, v)
+			case nil:
+				return nil, "tokens[" + strconv.Itoa(len(tokens)) + "] is null, not a string", nil
+			default:
+				return nil, errBadBatch, nil
+			}
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return bad(err, errBadBatch)
+		}
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return bad(err, errBadBatch)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return bad(err, errBadBatch) // trailing data
+	}
+	if !seen {
+		return nil, `the body has no "tokens" array`, nil
+	}
+	return tokens, "", nil
+}
+
+// skipValue reads past one JSON value of dec, token by token: nothing of it
+// is kept, however large.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
 }
 
 // AppendVerdict appends to b the /v1/verify body of one verifier answer for

@@ -37,6 +37,7 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 	if err != nil {
 		return nil, err
 	}
+	s.ownQuery = true
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			d := s.DecideRequest(r, EndpointMiddleware)

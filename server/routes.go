@@ -15,6 +15,10 @@ type route struct {
 	// with an Allow header.
 	methods []string
 	serve   http.HandlerFunc
+	// admin marks an operator endpoint (health, readiness, issuers,
+	// metrics): with [Options.SeparateAdmin] it is served by
+	// [Server.AdminHandler] only.
+	admin bool
 }
 
 // authzPath is forward-auth's path: it and every path below it, any method
@@ -28,26 +32,47 @@ func (s *Server) routeTable() []route {
 	get := []string{http.MethodGet, http.MethodHead}
 	post := []string{http.MethodPost}
 	routes := []route{
-		{"/v1/verify", post, s.serveVerify},
-		{"/v1/verify/batch", post, s.serveBatch},
-		{"/introspect", post, s.serveIntrospect},
-		{"/healthz", get, s.serveHealthz},
-		{"/readyz", get, s.serveReadyz},
-		{"/v1/issuers", get, s.serveIssuers},
+		{"/v1/verify", post, s.callerAuth(s.serveVerify), false},
+		{"/v1/verify/batch", post, s.callerAuth(s.serveBatch), false},
+		{"/introspect", post, s.serveIntrospect, false},
+		{"/healthz", get, s.serveHealthz, true},
+		{"/readyz", get, s.serveReadyz, true},
+		{"/v1/issuers", get, s.serveIssuers, true},
 	}
 	if s.metricsHandler != nil {
-		routes = append(routes, route{"/metrics", get, s.metricsHandler.ServeHTTP})
+		routes = append(routes, route{"/metrics", get, s.metricsHandler.ServeHTTP, true})
 	}
 	return routes
 }
 
-// routes builds the handler of every endpoint. Forward-auth is dispatched
-// before the mux: its paths are whatever the proxy appends (Envoy adds the
-// original path), which must not be cleaned or redirected, and it is the hot
-// path.
-func (s *Server) routes() http.Handler {
+// callerAuth wraps a JSON verify endpoint: with [Options.APIAuth] a caller
+// without an introspection client's credentials or a verified client
+// certificate gets 401 before its body is read.
+func (s *Server) callerAuth(serve http.HandlerFunc) http.HandlerFunc {
+	if !s.apiAuth {
+		return serve
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.authenticateCaller(r) {
+			w.Header().Set("WWW-Authenticate", `Basic realm="jwksverify"`)
+			writeError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed")
+			return
+		}
+		serve(w, r)
+	}
+}
+
+// routes builds the handler of the endpoints admin selects: all of them
+// (all), the main listener's (the API: all but the admin endpoints), or the
+// admin endpoints only. Forward-auth is dispatched before the mux: its paths
+// are whatever the proxy appends (Envoy adds the original path), which must
+// not be cleaned or redirected, and it is the hot path.
+func (s *Server) routes(sel routeSet) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routeTable() {
+		if (sel == apiRoutes && rt.admin) || (sel == adminRoutes && !rt.admin) {
+			continue
+		}
 		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {
 			if !allowMethods(w, r, rt.methods...) {
 				return
@@ -58,6 +83,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})
+	if sel == adminRoutes {
+		return mux
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isAuthzPath(r.URL.Path) {
 			s.serveAuthz(w, r)
@@ -66,6 +94,15 @@ func (s *Server) routes() http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 }
+
+// routeSet selects the endpoints a handler serves.
+type routeSet int
+
+const (
+	allRoutes   routeSet = iota
+	apiRoutes            // all but the admin endpoints
+	adminRoutes          // the admin endpoints only
+)
 
 // isAuthzPath reports whether path is /v1/authz or below it.
 func isAuthzPath(path string) bool {

@@ -44,9 +44,10 @@ type TokenSource struct {
 	Header, Prefix string
 	// Cookie is a cookie name.
 	Cookie string
-	// Query is a URL query parameter name. Forward-auth looks in the
-	// request's own query first, then in the original URI that the proxy
-	// reports (X-Forwarded-Uri, X-Original-Uri).
+	// Query is a URL query parameter name, read only from the original
+	// request: the one [Options.Proxy] names (New refuses a query source
+	// without a proxy preset), Envoy gRPC's attributes.request.http, or, for
+	// [Middleware], the request itself.
 	Query string
 }
 
@@ -83,9 +84,22 @@ type Options struct {
 	// original request (method, host, path, query) it decides. [request.None]
 	// means it is not known.
 	Proxy request.Proxy
-	// IntrospectionClients may call /introspect. Empty means every call to
+	// IntrospectionClients may call /introspect (and, with APIAuth,
+	// /v1/verify and /v1/verify/batch). Empty means every call to
 	// /introspect is refused with 401.
 	IntrospectionClients []IntrospectionClient
+	// APIAuth makes /v1/verify and /v1/verify/batch answer 401
+	// (invalid_client) to a caller that presents neither an introspection
+	// client's credentials (HTTP Basic id:secret, or Bearer secret) nor a TLS
+	// client certificate that the listener verified (r.TLS.VerifiedChains:
+	// the listener's ClientCAs accepted it). Forward-auth is unaffected.
+	// False means those endpoints answer anyone who reaches them.
+	APIAuth bool
+	// SeparateAdmin moves /healthz, /readyz, /v1/issuers and /metrics off
+	// [Server.Handler] (404 there) to [Server.AdminHandler] only, for a
+	// listener that only operators and probes reach. False means Handler
+	// serves them too.
+	SeparateAdmin bool
 	// MaxBodyBytes bounds request bodies (also a whole batch). Zero means
 	// 64 KiB.
 	MaxBodyBytes int64
@@ -152,6 +166,7 @@ type Server struct {
 	byName      map[string]*issuerInfo // by configured issuer name
 	stripAuthz  bool
 	proxy       request.Proxy
+	ownQuery    bool // Middleware: the request is the original
 	clients     []introspectionClient
 	maxBody     int64
 	maxBatch    int
@@ -167,6 +182,8 @@ type Server struct {
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler
 	handler        http.Handler
+	adminHandler   http.Handler
+	apiAuth        bool
 
 	drainOnce sync.Once
 	// drained is closed by SetDraining: readiness then says no, and open
@@ -197,6 +214,13 @@ func New(opts Options) (*Server, error) {
 	}
 	s.stripAuthz = opts.StripAuthorization
 	s.proxy = opts.Proxy
+	if s.proxy == request.None {
+		for _, ts := range s.sources {
+			if ts.query != "" {
+				return nil, fmt.Errorf("%w: token source query %q needs Proxy (forward_auth.proxy): the query is read only from the original request the proxy reports", ErrInvalidOptions, ts.query)
+			}
+		}
+	}
 	s.maxBody = opts.MaxBodyBytes
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -212,11 +236,16 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
+	s.apiAuth = opts.APIAuth
 	s.tracer, s.propagator, s.configHash = opts.Tracer, opts.Propagator, opts.ConfigHash
 	if s.propagator == nil {
 		s.propagator = propagation.TraceContext{}
 	}
-	s.handler = s.routes()
+	sel := allRoutes
+	if opts.SeparateAdmin {
+		sel = apiRoutes
+	}
+	s.handler, s.adminHandler = s.routes(sel), s.routes(adminRoutes)
 	if s.tracer != nil {
 		s.handler = s.traced(s.handler)
 	}
@@ -265,8 +294,14 @@ type staticHeaders struct {
 	noStore, stripAuthz, json, nosniff []string
 }
 
-// Handler returns the HTTP handler serving every endpoint of the server.
+// Handler returns the HTTP handler serving every endpoint of the server,
+// but the admin endpoints when [Options.SeparateAdmin] is set.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// AdminHandler returns the HTTP handler serving the admin endpoints only:
+// /healthz, /readyz, /v1/issuers and /metrics (when
+// [Options.MetricsHandler] is set); every other path is 404.
+func (s *Server) AdminHandler() http.Handler { return s.adminHandler }
 
 // Verifier returns the verifier the server decides with.
 func (s *Server) Verifier() *verify.Verifier { return s.v }

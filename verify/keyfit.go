@@ -30,6 +30,24 @@ func KeyFits(key *cache.Key, alg string) error {
 	return nil
 }
 
+// CheckHMACKey reports whether the symmetric (oct) key k is long enough for
+// the HMAC algorithm it may serve: its JWK alg, or without one the shortest,
+// HS256 (its hash size, [MinHMACBytes]; RFC 7518 §3.2). Key sources call it
+// so that a short secret is refused where it is read (package jwks skips it
+// and lists it, jwks.New refuses it as a static key), not only when a
+// token names it. It returns nil for a key of another type, and otherwise
+// the error of [KeyFits].
+func CheckHMACKey(k *cache.Key) error {
+	if k == nil || k.Kty != "oct" {
+		return nil
+	}
+	alg := k.Alg
+	if alg == "" {
+		alg = "HS256" // the shortest secret an HMAC algorithm takes
+	}
+	return KeyFits(k, alg)
+}
+
 // KeyIssuerFits applies key's per-key issuer member (Microsoft Entra) to a
 // token of issuer iss and tenant tid, by the verifier's rule: nil when the
 // key has none or iss matches it, else an error wrapping [ErrWrongIssuer].

@@ -355,7 +355,7 @@ func (r *router) route(iss string, hasIss bool, tid string) (*issuer, error) {
 	case is != nil:
 		return is, fmt.Errorf("%w: iss %s does not match the tenant of tid %s", ErrWrongIssuer, quote(iss), quote(tid))
 	case r.sole != nil:
-		return nil, fmt.Errorf("%w: iss %s is not %s", ErrWrongIssuer, quote(iss), quote(r.sole.cfg.Issuer))
+		return nil, fmt.Errorf("%w: iss %s is not the configured issuer", ErrWrongIssuer, quote(iss))
 	}
 	return nil, fmt.Errorf("%w: iss %s", ErrUnknownIssuer, quote(iss))
 }

@@ -37,8 +37,9 @@ type rsSpec struct {
 }
 
 // verifyRSPrepared reports whether sig is a valid RS* or PS* signature of
-// signing under the prepared key k. PS* accept any salt length, as
-// golang-jwt's PS* methods do (rsa.PSSSaltLengthAuto).
+// signing under the prepared key k. PS* require a salt of the hash's length
+// (RFC 7518 §3.5; golang-jwt's PS* methods would accept any,
+// rsa.PSSSaltLengthAuto: DECISIONS.md).
 func verifyRSPrepared(k *rsaverify.PublicKey, rs *rsSpec, signing string, sig []byte) bool {
 	var sum [sha512.Size]byte
 	digest := oneShotDigest(rs.hash, signing, &sum)
@@ -46,7 +47,7 @@ func verifyRSPrepared(k *rsaverify.PublicKey, rs *rsSpec, signing string, sig []
 	case digest == nil:
 		return false
 	case rs.pss:
-		return k.VerifyPSS(rs.hash, digest, sig) == nil
+		return k.VerifyPSSSaltHash(rs.hash, digest, sig) == nil
 	}
 	return k.VerifyPKCS1v15(rs.hash, digest, sig) == nil
 }
@@ -64,7 +65,7 @@ func verifyRSStandard(rs *rsSpec, pub *rsa.PublicKey, signing string, sig []byte
 	case digest == nil:
 		return false
 	case rs.pss:
-		return rsa.VerifyPSS(pub, rs.hash, digest, sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthAuto}) == nil
+		return rsa.VerifyPSS(pub, rs.hash, digest, sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash}) == nil
 	}
 	return rsa.VerifyPKCS1v15(pub, rs.hash, digest, sig) == nil
 }

@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 	"unicode"
-	"unicode/utf8"
 )
 
 // header is a decoded JOSE header. Immutable once built: it is shared
@@ -326,7 +325,8 @@ func hasMember(s, name string) bool {
 }
 
 // extract renders the named claims of the validated object s for
-// Result.Extracted.
+// Result.Extracted: a value that could not be a header value unchanged is
+// "" (see headerValue).
 func extract(s string, want []string) map[string]string {
 	out := make(map[string]string, len(want))
 	it, err := newMembers(s)
@@ -340,26 +340,51 @@ func extract(s string, want []string) map[string]string {
 		}
 		for _, w := range want {
 			if w == mb.name {
-				out[w] = sanitize(render(s[mb.start:mb.end]))
+				out[w] = headerValue(s[mb.start:mb.end])
 				break
 			}
 		}
 	}
 }
 
-// render gives a validated JSON value's string form: a string as its text,
-// a number as its literal, an array of strings joined by single spaces (a
-// space-separated scope list, RFC 8693 §4.2), anything else as compact JSON.
-func render(v string) string {
+// headerValue gives a validated JSON value's header form: a string as its
+// text, a number as its literal, an array of strings joined by single
+// spaces (a space-separated scope list, RFC 8693 §4.2), anything else as
+// compact JSON. A value that would have to change to become a header value
+// is "", never altered: two different claims must never become the same
+// header (ad\u0000min and admin). That is a value holding a control
+// character, starting or ending with a space, longer than MaxExtractedLen
+// bytes, or an array element that holds a space (["eng admin"] would read
+// as ["eng","admin"]).
+func headerValue(v string) string {
+	var out string
 	switch v[0] {
 	case '"':
-		return unescape(v[1 : len(v)-1])
+		out = unescape(v[1 : len(v)-1])
 	case '[':
-		if items, ok := stringArray(v); ok {
-			return strings.Join(items, " ")
+		items, ok := stringArray(v)
+		if !ok {
+			out = compact(v)
+			break
+		}
+		for _, it := range items {
+			if strings.ContainsRune(it, ' ') {
+				return ""
+			}
+		}
+		out = strings.Join(items, " ")
+	default:
+		out = compact(v)
+	}
+	if len(out) > MaxExtractedLen || strings.HasPrefix(out, " ") || strings.HasSuffix(out, " ") {
+		return ""
+	}
+	for _, r := range out {
+		if unicode.IsControl(r) {
+			return ""
 		}
 	}
-	return compact(v)
+	return out
 }
 
 // compact removes insignificant white space from validated JSON.
@@ -378,35 +403,6 @@ func compact(v string) string {
 		}
 	}
 	return b.String()
-}
-
-// sanitize drops every control character (so a value can never split or
-// forge a header line) and cuts the result at MaxExtractedLen bytes on a
-// UTF-8 boundary.
-func sanitize(s string) string {
-	clean := true
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			clean = false
-			break
-		}
-	}
-	if !clean {
-		s = strings.Map(func(r rune) rune {
-			if unicode.IsControl(r) {
-				return -1
-			}
-			return r
-		}, s)
-	}
-	if len(s) > MaxExtractedLen {
-		cut := MaxExtractedLen
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
-	}
-	return s
 }
 
 // headerCache remembers decoded headers by their base64url segment: an

@@ -374,7 +374,7 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud is required", ErrMissingClaim))
 		}
 		if !cl.audHas(auds) {
-			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud %s has none of %q", ErrWrongAudience, quoteList(cl.audList()), auds))
+			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud %s has none of the configured audiences", ErrWrongAudience, quoteList(cl.audList())))
 		}
 		if tr != nil {
 			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(cl.audList()), auds))
@@ -505,7 +505,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 	signing string, sig []byte, now time.Time, tr *trace) (*cache.Key, error) {
 	set := is.cfg.Keys.Load()
 	if !set.Usable(now) {
-		return nil, tr.fail("key", fmt.Errorf("%w: issuer %s has no usable key set", ErrKeysUnavailable, quote(is.cfg.Issuer)))
+		return nil, tr.fail("key", fmt.Errorf("%w: the issuer of the token has no usable key set", ErrKeysUnavailable))
 	}
 	if h.kid == "" {
 		return v.checkKidless(is, spec, cl, set, signing, sig, tr)
@@ -526,7 +526,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 		// published the kid meanwhile.
 		refreshed = rerr == nil
 		if set = is.cfg.Keys.Load(); !set.Usable(now) {
-			return nil, tr.fail("key", fmt.Errorf("%w: issuer %s has no usable key set", ErrKeysUnavailable, quote(is.cfg.Issuer)))
+			return nil, tr.fail("key", fmt.Errorf("%w: the issuer of the token has no usable key set", ErrKeysUnavailable))
 		}
 		if key, ok = set.Lookup(h.kid); !ok {
 			if rerr != nil {
@@ -539,7 +539,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 		return nil, tr.fail("key", fmt.Errorf("%w: kid %s: %s", ErrAlgNotAllowed, quote(h.kid), why))
 	}
 	if !keyIssuerMatches(key.Issuer, cl.iss, cl.tid) {
-		return nil, tr.fail("key", fmt.Errorf("%w: kid %s belongs to issuer %s, token iss %s", ErrWrongIssuer, quote(h.kid), quote(key.Issuer), quote(cl.iss)))
+		return nil, tr.fail("key", fmt.Errorf("%w: kid %s is bound to another issuer than the token's iss %s", ErrWrongIssuer, quote(h.kid), quote(cl.iss)))
 	}
 	if tr != nil {
 		d := fmt.Sprintf("kid %s: %s, thumbprint %s", quote(h.kid), strings.TrimSpace(key.Kty+" "+key.Crv), key.Thumbprint)

@@ -36,7 +36,8 @@ const (
 	DefaultMaxTokenBytes = 16384
 	DefaultLeeway        = 30 * time.Second
 	DefaultMaxKidless    = 8
-	// MaxExtractedLen bounds one extracted claim value, in bytes.
+	// MaxExtractedLen bounds one extracted claim value, in bytes: a longer
+	// value is extracted as "".
 	MaxExtractedLen = 1024
 )
 
@@ -85,8 +86,10 @@ type Issuer struct {
 	// accepts "application/at+jwt", RFC 9068 §4). Empty means not checked.
 	Type string
 	// ExtractClaims names claims whose values are rendered once at verify
-	// time into [Result.Extracted] (forward-auth headers), sanitized: no
-	// control characters, at most [MaxExtractedLen] bytes.
+	// time into [Result.Extracted] (forward-auth headers). A value that
+	// would need changing to become a header value (a control character, a
+	// leading or trailing space, over [MaxExtractedLen] bytes, an array
+	// element holding a space) is extracted as "", never altered.
 	ExtractClaims []string
 	// SkipIssuerCheck makes this issuer accept a token whatever its iss,
 	// including none. It is allowed only when it is the verifier's sole
@@ -201,7 +204,8 @@ type Result struct {
 	// ID is the jti claim, or "".
 	ID string
 	// Extracted maps each of the issuer's ExtractClaims present in the token
-	// to its sanitized string form.
+	// to its header form, or "" when it would need changing to be one
+	// ([Issuer.ExtractClaims]).
 	Extracted map[string]string
 	// Thumbprint identifies the key that verified the token (RFC 7638).
 	Thumbprint string

@@ -563,26 +563,40 @@ func TestExtractClaims(t *testing.T) {
 	keys := allKeys(t)
 	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{
 		Issuer: issA, Keys: keys,
-		ExtractClaims: []string{"sub", "scp", "n", "ok", "obj", "evil", "long", "mixed", "absent", "uni"},
+		ExtractClaims: []string{"sub", "scp", "n", "ok", "obj", "evil", "long", "mixed", "absent", "uni",
+			"nul", "tab", "spaced", "del", "joined", "fits", "c1", "inner"},
 	}}})
 	long := strings.Repeat("é", verify.MaxExtractedLen) // 2 bytes each
+	fits := strings.Repeat("x", verify.MaxExtractedLen)
 	payload := `{"iss":"` + issA + `","exp":` + fmt.Sprint(t0.Add(time.Hour).Unix()) + `,"sub":"alice",` +
 		`"scp":["read", "write"],"n":1.50,"ok":true,"obj":{"a": [1, 2]},"evil":"a\r\nX-Admin: yes\u0000\u0085",` +
-		`"long":"` + long + `","mixed":["a",1],"uni":"caf\u00e9"}`
+		`"long":"` + long + `","mixed":["a",1],"uni":"caf\u00e9",` +
+		// Values that would need changing to become a header value are
+		// sent empty: none of them may read as "admin" or "eng admin".
+		`"nul":"ad\u0000min","tab":"admin\t","spaced":"  admin ","del":"ad\u007fmin","joined":["eng admin"],` +
+		`"c1":"ad\u0085min","fits":"` + fits + `","inner":"eng admin"}`
 	res, err := v.Verify(context.Background(), signRaw(t, "EdDSA", `{"alg":"EdDSA","kid":"k-EdDSA"}`, payload))
 	if err != nil {
 		t.Fatalf("Verify() = %v, want nil", err)
 	}
 	want := map[string]string{
-		"sub":   "alice",
-		"scp":   "read write",
-		"n":     "1.50",
-		"ok":    "true",
-		"obj":   `{"a":[1,2]}`,
-		"evil":  "aX-Admin: yes",
-		"long":  strings.Repeat("é", verify.MaxExtractedLen/2),
-		"mixed": `["a",1]`,
-		"uni":   "café",
+		"sub":    "alice",
+		"scp":    "read write",
+		"n":      "1.50",
+		"ok":     "true",
+		"obj":    `{"a":[1,2]}`,
+		"evil":   "",
+		"long":   "",
+		"mixed":  `["a",1]`,
+		"uni":    "café",
+		"nul":    "",
+		"tab":    "",
+		"spaced": "",
+		"del":    "",
+		"joined": "",
+		"c1":     "",
+		"fits":   fits,
+		"inner":  "eng admin",
 	}
 	for k, w := range want {
 		if got := res.Extracted[k]; got != w {

@@ -23,7 +23,7 @@ type keyListing struct {
 	Use        string   `json:"use"`
 	KeyOps     []string `json:"key_ops,omitempty"`
 	Size       int      `json:"size"`
-	Thumbprint string   `json:"thumbprint"`
+	Thumbprint string   `json:"thumbprint,omitempty"` // none for oct keys
 	Usable     bool     `json:"usable"`
 	Problems   []string `json:"problems"`
 }
@@ -95,6 +95,11 @@ func listKeys(source string, set *cache.Set) keysReport {
 			Kid: k.Kid, Kty: k.Kty, Crv: k.Crv, Alg: k.Alg, Use: k.Use, KeyOps: k.KeyOps,
 			Size: k.Size, Thumbprint: k.Thumbprint, Usable: true, Problems: []string{},
 		}
+		if k.Kty == "oct" {
+			// A secret's thumbprint is a hash of the secret: an offline guess
+			// checks against it. /v1/issuers hides it too.
+			l.Thumbprint = ""
+		}
 		fatal := func(p string) { l.Problems, l.Usable = append(l.Problems, p), false }
 		warn := func(p string) { l.Problems = append(l.Problems, p) }
 		// The set holds only signing keys the parser kept, of sound
@@ -142,7 +147,7 @@ func (a *app) writeKeysTable(rep keysReport) {
 			kty += "/" + k.Crv
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n",
-			cmp.Or(k.Kid, "-"), kty, cmp.Or(k.Alg, "-"), cmp.Or(k.Use, "-"), k.Size, k.Thumbprint, oneLine(problems))
+			cmp.Or(k.Kid, "-"), kty, cmp.Or(k.Alg, "-"), cmp.Or(k.Use, "-"), k.Size, cmp.Or(k.Thumbprint, "-"), oneLine(problems))
 	}
 	_ = tw.Flush()
 	if len(rep.Skipped) > 0 {

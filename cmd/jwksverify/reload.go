@@ -246,6 +246,11 @@ func restartNeeded(cur, next *config.Plan) []string {
 	}{
 		{"listen", cur.Listen, next.Listen},
 		{"grpc_listen", cur.GRPCListen, next.GRPCListen},
+		{"admin_listen", cur.AdminListen, next.AdminListen},
+		// The files themselves are reloaded when they change (tlsfiles);
+		// which files, and whether TLS is on, is the listener's.
+		{"tls", cur.TLS, next.TLS},
+		{"grpc_tls", cur.GRPCTLS, next.GRPCTLS},
 		{"HTTP server timeouts (derived from the issuers' refresh waits)", cur.HTTP, next.HTTP},
 		{"log.level", cur.LogLevel, next.LogLevel},
 		{"log.format", cur.LogFormat, next.LogFormat},

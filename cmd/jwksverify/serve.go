@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,8 +15,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 	"github.com/jwksverify/jwksverify/server"
 )
 
@@ -75,6 +78,61 @@ func (a *app) serve(ctx context.Context, args []string) int {
 	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), reload, nil)
 }
 
+// adminHandler is the admin listener's handler: the current generation's
+// admin endpoints, closing connections from the signal on as handler does.
+func (l *live) adminHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := l.cur.Load()
+		if s.server.Draining() {
+			w.Header().Set("Connection", "close")
+		}
+		s.server.AdminHandler().ServeHTTP(w, r)
+	})
+}
+
+// newTLS loads a listener's TLS files; nil when it serves plaintext.
+func newTLS(t config.TLS, nextProtos []string, logger *slog.Logger) (*tlsfiles.Reloader, error) {
+	if !t.On() {
+		return nil, nil
+	}
+	return tlsfiles.New(tlsfiles.Options{
+		CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, ClientAuth: t.ClientAuth,
+		NextProtos: nextProtos, Logger: logger,
+	})
+}
+
+// warnPlaintext logs a warning for a plaintext listener that is not on a
+// loopback address: tokens and claims would cross the network in clear.
+func warnPlaintext(logger *slog.Logger, what, addr string, tlsOn bool) {
+	if tlsOn || isLoopback(addr) {
+		return
+	}
+	logger.Warn("plaintext listener on a non-loopback address: tokens and claims cross the network unencrypted; configure tls/grpc_tls",
+		"listener", what, "addr", addr)
+}
+
+// isLoopback reports whether the host of addr is a loopback address or
+// localhost.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// scheme is the URL scheme of the HTTP listener.
+func scheme(tlsOn bool) string {
+	if tlsOn {
+		return "https"
+	}
+	return "http"
+}
+
 // listen opens addr, with a message that says what to do when it is taken.
 func listen(addr, what, flagName string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
@@ -114,38 +172,84 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	}
 	defer svc.close()
 
+	// The TLS files load before any listener opens: a pair that does not
+	// load is a configuration error.
+	httpTLS, err := newTLS(plan.TLS, []string{"h2", "http/1.1"}, logger)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify serve: tls: %v\n", err)
+		return exitUsage
+	}
+	grpcTLS, err := newTLS(plan.GRPCTLS, nil, logger)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify serve: grpc_tls: %v\n", err)
+		return exitUsage
+	}
+
+	var lns []net.Listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
 	ln, err := listen(plan.Listen, "HTTP", "--listen")
 	if err != nil {
 		logger.Error("cannot listen", "err", err)
 		return exitFailure
 	}
-	var gln net.Listener
+	lns = append(lns, ln)
+	var gln, aln net.Listener
 	if plan.GRPCListen != "" {
 		if gln, err = listen(plan.GRPCListen, "gRPC", "--grpc-listen"); err != nil {
-			ln.Close()
+			closeAll()
+			logger.Error("cannot listen", "err", err)
+			return exitFailure
+		}
+		lns = append(lns, gln)
+	}
+	if plan.AdminListen != "" {
+		if aln, err = listen(plan.AdminListen, "admin", "admin_listen"); err != nil {
+			closeAll()
 			logger.Error("cannot listen", "err", err)
 			return exitFailure
 		}
 	}
 	t := plan.HTTP
-	httpSrv := &http.Server{
-		Handler:           svc.handler(),
-		ReadHeaderTimeout: t.ReadHeader,
-		ReadTimeout:       t.Read,
-		WriteTimeout:      t.Write,
-		IdleTimeout:       t.Idle,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	newHTTPServer := func(h http.Handler) *http.Server {
+		srv := &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: t.ReadHeader,
+			ReadTimeout:       t.Read,
+			WriteTimeout:      t.Write,
+			IdleTimeout:       t.Idle,
+			MaxHeaderBytes:    maxHeaderBytes,
+			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		}
+		fresh := new(freshConns)
+		srv.ConnState = fresh.track
+		srv.RegisterOnShutdown(fresh.close)
+		return srv
 	}
-	fresh := new(freshConns)
-	httpSrv.ConnState = fresh.track
-	httpSrv.RegisterOnShutdown(fresh.close)
+	httpSrv := newHTTPServer(svc.handler())
+	var adminSrv *http.Server
+	attrs := []any{"http", ln.Addr().String(), "tls", httpTLS != nil}
+	warnPlaintext(logger, "HTTP", plan.Listen, httpTLS != nil)
+	if httpTLS != nil {
+		ln = tls.NewListener(ln, httpTLS.Config())
+	}
 	var grpcSrv *grpc.Server
-	attrs := []any{"http", ln.Addr().String()}
 	if gln != nil {
-		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(cmp.Or(plan.Server.MaxBodyBytes, server.DefaultMaxBodyBytes))))
+		gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(cmp.Or(plan.Server.MaxBodyBytes, server.DefaultMaxBodyBytes)))}
+		if grpcTLS != nil {
+			gopts = append(gopts, grpc.Creds(credentials.NewTLS(grpcTLS.Config())))
+		}
+		grpcSrv = grpc.NewServer(gopts...)
 		svc.grpc.Register(grpcSrv)
-		attrs = append(attrs, "grpc", gln.Addr().String())
+		attrs = append(attrs, "grpc", gln.Addr().String(), "grpc_tls", grpcTLS != nil)
+		warnPlaintext(logger, "gRPC", plan.GRPCListen, grpcTLS != nil)
+	}
+	if aln != nil {
+		adminSrv = newHTTPServer(svc.adminHandler())
+		attrs = append(attrs, "admin", aln.Addr().String())
 	}
 	logger.Info("listening", attrs...)
 
@@ -156,6 +260,14 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 		}
 		return nil
 	})
+	if adminSrv != nil {
+		g.Go(func() error {
+			if err := adminSrv.Serve(aln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("admin HTTP server: %w", err)
+			}
+			return nil
+		})
+	}
 	if grpcSrv != nil {
 		g.Go(func() error {
 			if err := grpcSrv.Serve(gln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -171,7 +283,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 					return nil // stopping: not a failure of its own
 				}
 			}
-			return onReady(gctx, "http://"+dialable(ln.Addr().String()))
+			return onReady(gctx, scheme(httpTLS != nil)+"://"+dialable(ln.Addr().String()))
 		})
 	}
 	if reload != nil {
@@ -183,7 +295,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	var drainErr error
 	g.Go(func() error {
 		<-gctx.Done()
-		drainErr = drain(svc.setDraining(), ctx.Err() != nil, httpSrv, grpcSrv, logger)
+		drainErr = drain(svc.setDraining(), ctx.Err() != nil, httpSrv, adminSrv, grpcSrv, logger)
 		return nil
 	})
 	code := exitOK
@@ -207,7 +319,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 // served. After shutdown_delay, and at least drainGrace (on a signal only: a
 // failed server has nothing to wait for), it stops accepting, closes the idle
 // connections and lets what is in flight finish within shutdown_timeout.
-func drain(s *service, signalled bool, httpSrv *http.Server, grpcSrv *grpc.Server, logger *slog.Logger) error {
+func drain(s *service, signalled bool, httpSrv, adminSrv *http.Server, grpcSrv *grpc.Server, logger *slog.Logger) error {
 	logger.Info("shutting down", "delay", s.plan.ShutdownDelay.String(), "timeout", s.plan.ShutdownTimeout.String())
 	if signalled {
 		time.Sleep(max(s.plan.ShutdownDelay, drainGrace)) // a second signal ends the process at once (main)
@@ -220,6 +332,15 @@ func drain(s *service, signalled bool, httpSrv *http.Server, grpcSrv *grpc.Serve
 			stop := context.AfterFunc(sctx, grpcSrv.Stop)
 			defer stop()
 			grpcSrv.GracefulStop()
+		})
+	}
+	if adminSrv != nil {
+		// Probes and scrapers need no drain: the admin listener stops with
+		// the rest.
+		wg.Go(func() {
+			if adminSrv.Shutdown(sctx) != nil {
+				adminSrv.Close()
+			}
 		})
 	}
 	var err error

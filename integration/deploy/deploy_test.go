@@ -54,8 +54,9 @@ const (
 // Ports every deployment file must agree on: jwksverify's listen and
 // grpc_listen.
 const (
-	httpPort = 8080
-	grpcPort = 9001
+	httpPort  = 8080
+	grpcPort  = 9001
+	adminPort = 9090 // admin_listen: probes and /metrics
 )
 
 // The go-control-plane packages whose types envoy.yaml's typed_config
@@ -404,11 +405,14 @@ func (o k8sObjects) requireCore(t *testing.T, seen map[string]string) {
 // so this checks what the manifests depend on rather than every key;
 // integration/e2e_kubernetes_test.go runs the binary with the same file.
 type configMapConfig struct {
-	ShutdownDelay   string `yaml:"shutdown_delay"`
-	ShutdownTimeout string `yaml:"shutdown_timeout"`
-	Listen          string `yaml:"listen"`
-	GRPCListen      string `yaml:"grpc_listen"`
-	StateDir        string `yaml:"state_dir"`
+	ShutdownDelay   string       `yaml:"shutdown_delay"`
+	ShutdownTimeout string       `yaml:"shutdown_timeout"`
+	Listen          string       `yaml:"listen"`
+	GRPCListen      string       `yaml:"grpc_listen"`
+	AdminListen     string       `yaml:"admin_listen"`
+	TLS             configMapTLS `yaml:"tls"`
+	GRPCTLS         configMapTLS `yaml:"grpc_tls"`
+	StateDir        string       `yaml:"state_dir"`
 	Issuers         []struct {
 		Issuer          string            `yaml:"issuer"`
 		Discovery       bool              `yaml:"discovery"`
@@ -416,6 +420,12 @@ type configMapConfig struct {
 		JWKSFile        string            `yaml:"jwks_file"`
 		ClaimsToHeaders map[string]string `yaml:"claims_to_headers"`
 	} `yaml:"issuers"`
+}
+
+// configMapTLS is a tls or grpc_tls section.
+type configMapTLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 func parseConfigMap(t *testing.T, cm *corev1.ConfigMap) configMapConfig {
@@ -518,8 +528,8 @@ func TestKubernetes(t *testing.T) {
 	}
 
 	t.Run("container-ports", func(t *testing.T) {
-		if ports["http"] != httpPort || ports["grpc"] != grpcPort {
-			t.Errorf("container ports = %v, want http %d and grpc %d", ports, httpPort, grpcPort)
+		if ports["http"] != httpPort || ports["grpc"] != grpcPort || ports["admin"] != adminPort {
+			t.Errorf("container ports = %v, want http %d, grpc %d and admin %d", ports, httpPort, grpcPort, adminPort)
 		}
 	})
 
@@ -539,8 +549,8 @@ func TestKubernetes(t *testing.T) {
 			if g.Path != tc.path {
 				t.Errorf("%s path = %q, want %q", tc.name, g.Path, tc.path)
 			}
-			if port := resolvePort(g.Port, ports); port != httpPort {
-				t.Errorf("%s port = %v (%d), want the http port %d", tc.name, g.Port.String(), port, httpPort)
+			if port := resolvePort(g.Port, ports); port != adminPort {
+				t.Errorf("%s port = %v (%d), want the admin port %d (admin_listen)", tc.name, g.Port.String(), port, adminPort)
 			}
 		})
 	}
@@ -570,8 +580,8 @@ func TestKubernetes(t *testing.T) {
 	t.Run("prometheus-annotations", func(t *testing.T) {
 		a := d.Spec.Template.Annotations
 		if a["prometheus.io/scrape"] != "true" || a["prometheus.io/path"] != "/metrics" ||
-			a["prometheus.io/port"] != strconv.Itoa(httpPort) {
-			t.Errorf("pod annotations = %v, want prometheus.io scrape/path/port for /metrics on %d", a, httpPort)
+			a["prometheus.io/port"] != strconv.Itoa(adminPort) {
+			t.Errorf("pod annotations = %v, want prometheus.io scrape/path/port for /metrics on %d", a, adminPort)
 		}
 	})
 
@@ -611,6 +621,27 @@ func TestKubernetes(t *testing.T) {
 		}
 		if !strings.HasPrefix(cfg.GRPCListen, "0.0.0.0:") || portOf(t, cfg.GRPCListen) != grpcPort {
 			t.Errorf("grpc_listen = %q, want 0.0.0.0:%d", cfg.GRPCListen, grpcPort)
+		}
+		if !strings.HasPrefix(cfg.AdminListen, "0.0.0.0:") || portOf(t, cfg.AdminListen) != adminPort {
+			t.Errorf("admin_listen = %q, want 0.0.0.0:%d (probes and scraping)", cfg.AdminListen, adminPort)
+		}
+		// TLS from the mounted Secret, for both listeners.
+		for name, tl := range map[string]configMapTLS{"tls": cfg.TLS, "grpc_tls": cfg.GRPCTLS} {
+			if tl.CertFile == "" || tl.KeyFile == "" {
+				t.Errorf("%s: want cert_file and key_file (TLS from a Secret)", name)
+				continue
+			}
+			var secretVol string
+			for _, v := range d.Spec.Template.Spec.Volumes {
+				if v.Secret != nil && v.Secret.SecretName != "" {
+					secretVol = v.Name
+				}
+			}
+			if !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+				return m.Name == secretVol && strings.HasPrefix(tl.CertFile, m.MountPath+"/") && strings.HasPrefix(tl.KeyFile, m.MountPath+"/")
+			}) {
+				t.Errorf("%s files %s, %s are not in a mounted Secret", name, tl.CertFile, tl.KeyFile)
+			}
 		}
 		if cfg.StateDir != "" && !slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
 			return m.MountPath == cfg.StateDir && !m.ReadOnly

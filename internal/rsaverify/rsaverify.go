@@ -164,6 +164,20 @@ func (k *PublicKey) VerifyPKCS1v15(hash crypto.Hash, hashed, sig []byte) error {
 // for PS256/384/512. It returns nil or [ErrVerification]; digest and sig are
 // not modified or retained.
 func (k *PublicKey) VerifyPSS(hash crypto.Hash, digest, sig []byte) error {
+	return k.verifyPSS(hash, digest, sig, saltAuto)
+}
+
+// VerifyPSSSaltHash is [PublicKey.VerifyPSS] with the salt length fixed to
+// the hash's size, as RFC 7518 §3.5 requires of PS256/384/512 — what
+// crypto/rsa.VerifyPSS does with rsa.PSSSaltLengthEqualsHash.
+func (k *PublicKey) VerifyPSSSaltHash(hash crypto.Hash, digest, sig []byte) error {
+	return k.verifyPSS(hash, digest, sig, hash.Size())
+}
+
+// saltAuto asks emsaPSSVerify to detect the salt length.
+const saltAuto = -1
+
+func (k *PublicKey) verifyPSS(hash crypto.Hash, digest, sig []byte, sLen int) error {
 	if hash != crypto.SHA256 && hash != crypto.SHA384 && hash != crypto.SHA512 {
 		return ErrVerification
 	}
@@ -181,7 +195,7 @@ func (k *PublicKey) VerifyPSS(hash crypto.Hash, digest, sig []byte) error {
 		}
 		em = em[1:]
 	}
-	return emsaPSSVerify(digest, em, emBits, hash)
+	return emsaPSSVerify(digest, em, emBits, sLen, hash)
 }
 
 // sum writes the hash of data under h (SHA-256, SHA-384 or SHA-512) into
@@ -202,9 +216,10 @@ func sum(h crypto.Hash, out *[sha512.Size]byte, data []byte) []byte {
 }
 
 // emsaPSSVerify is EMSA-PSS-VERIFY (RFC 8017 §9.1.2) with the salt length
-// detected from the 0x01 delimiter, following crypto/internal/fips140/rsa's
-// function of the same name step by step. em is modified.
-func emsaPSSVerify(mHash, em []byte, emBits int, hash crypto.Hash) error {
+// sLen, or, for saltAuto, detected from the 0x01 delimiter, following
+// crypto/internal/fips140/rsa's function of the same name step by step. em
+// is modified.
+func emsaPSSVerify(mHash, em []byte, emBits, sLen int, hash crypto.Hash) error {
 	hLen := hash.Size()
 	emLen := (emBits + 7) / 8
 	if emLen != len(em) {
@@ -244,8 +259,13 @@ func emsaPSSVerify(mHash, em []byte, emBits int, hash crypto.Hash) error {
 			return ErrVerification
 		}
 	}
-	// 11. The salt is the rest of DB.
+	// 11. The salt is the rest of DB: with a fixed sLen, PS must have left
+	// exactly sLen octets (crypto/rsa places the 0x01 at emLen-hLen-sLen-2
+	// and requires zeros before it: the same condition).
 	salt := db[psLen+1:]
+	if sLen != saltAuto && len(salt) != sLen {
+		return ErrVerification
+	}
 	// 12, 13. H' = Hash(M') with M' = 0x00 × 8 || mHash || salt.
 	var mBuf [8 + sha512.Size + 512]byte // M' of keys up to 4096 bits
 	m := mBuf[:0]

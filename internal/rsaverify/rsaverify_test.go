@@ -540,3 +540,35 @@ func TestEnabled(t *testing.T) {
 		t.Fatalf("Enabled() = %v, want %v (fips140 %v, boringcrypto build %v)", got, want, fips140.Enabled(), boringBuild)
 	}
 }
+
+// TestVerifyPSSSaltHashAgreesWithCryptoRSA: with the salt fixed to the
+// hash's length (RFC 7518 §3.5), VerifyPSSSaltHash accepts exactly what
+// crypto/rsa.VerifyPSS with PSSSaltLengthEqualsHash accepts, for salts of
+// every nearby length.
+func TestVerifyPSSSaltHashAgreesWithCryptoRSA(t *testing.T) {
+	msg := []byte("eyJhbGciOiJQUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9")
+	for _, name := range keyNames {
+		priv := private(t, name)
+		pub := prepared(t, &priv.PublicKey)
+		for _, h := range hashes {
+			d := digest(h, msg)
+			maxSalt := (priv.N.BitLen()-1+7)/8 - 2 - h.Size()
+			for _, salt := range []int{0, 1, h.Size() - 1, h.Size(), h.Size() + 1, rsa.PSSSaltLengthAuto} {
+				if salt > maxSalt {
+					continue
+				}
+				t.Run(fmt.Sprintf("%s/%v/salt=%d", name, h, salt), func(t *testing.T) {
+					sig := sign(t, priv, "pss", h, d, salt)
+					want := rsa.VerifyPSS(&priv.PublicKey, h, d, sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash}) == nil
+					got := pub.VerifyPSSSaltHash(h, d, sig) == nil
+					if got != want {
+						t.Fatalf("VerifyPSSSaltHash() ok = %v, crypto/rsa ok = %v", got, want)
+					}
+					if salt == h.Size() && !got {
+						t.Fatal("a salt of the hash's length is refused")
+					}
+				})
+			}
+		}
+	}
+}

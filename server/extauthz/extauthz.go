@@ -151,7 +151,7 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 	if hr == nil {
 		d = a.s.Decide(ctx, server.EndpointGRPC, "")
 	} else {
-		d = a.s.DecideRequest(a.request(ctx, hr), server.EndpointGRPC)
+		d = a.s.DecideWithQuery(a.request(ctx, hr), originalQuery(hr), server.EndpointGRPC)
 	}
 	return a.respond(d)
 }
@@ -172,8 +172,8 @@ func (a *authzGRPC) respond(d server.Decision) (*authv3.CheckResponse, error) {
 // request builds the part of an *http.Request that the token sources read
 // from Envoy's HTTP attributes: the source headers (Envoy sends header keys
 // in lower case; with encode_raw_headers, as header_map, where a repeated
-// header stays repeated), the cookie header, and the query of the original
-// request target (:path). Nothing else of the attributes is copied, so a
+// header stays repeated) and the cookie header; a query source reads
+// originalQuery. Nothing else of the attributes is copied, so a
 // client cannot add a source (X-Forwarded-Uri, say) that Envoy did not.
 func (a *authzGRPC) request(ctx context.Context, hr *authv3.AttributeContext_HttpRequest) *http.Request {
 	r := (&http.Request{Header: make(http.Header, len(a.headers)+1), URL: &url.URL{}}).WithContext(ctx)
@@ -203,12 +203,17 @@ func (a *authzGRPC) request(ctx context.Context, hr *authv3.AttributeContext_Htt
 	if a.cookies {
 		add("cookie", "Cookie")
 	}
-	if _, q, ok := strings.Cut(hr.GetPath(), "?"); ok {
-		r.URL.RawQuery = q
-	} else {
-		r.URL.RawQuery = hr.GetQuery()
-	}
 	return r
+}
+
+// originalQuery is the query of the original request target: after the '?'
+// of :path (fragment cut), else attributes.request.http.query.
+func originalQuery(hr *authv3.AttributeContext_HttpRequest) string {
+	if _, q, ok := strings.Cut(hr.GetPath(), "?"); ok {
+		q, _, _ = strings.Cut(q, "#")
+		return q
+	}
+	return hr.GetQuery()
 }
 
 // allow builds the OK response: each configured claim header set to the

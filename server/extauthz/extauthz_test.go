@@ -597,3 +597,36 @@ func FuzzGRPCCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestGRPCQueryTokenAmbiguity: the query of :path is read the way the most
+// lenient upstream would. A parameter repeated behind a ';' (which
+// url.ParseQuery drops) or in another escaping is malformed; headers that
+// another preset reads are never a source.
+func TestGRPCQueryTokenAmbiguity(t *testing.T) {
+	valid, forged := tokens()["valid"], "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9."
+	e := newEnv(t, envConfig{sources: []server.TokenSource{{Query: "access_token"}}})
+	g := startGRPC(t, e)
+	tests := []struct {
+		name   string
+		req    *authv3.CheckRequest
+		wantOK bool
+	}{
+		{"single", envoyRequest("GET", "/ws?room=1&access_token="+valid, nil), true},
+		{"semicolon-hides-second", envoyRequest("GET", "/ws?access_token="+valid+"&access_token="+forged+";", nil), false},
+		{"semicolon-split", envoyRequest("GET", "/ws?access_token="+valid+";access_token="+forged, nil), false},
+		{"escaped-name", envoyRequest("GET", "/ws?access_token="+valid+"&access%5Ftoken="+forged, nil), false},
+		{"empty-first", envoyRequest("GET", "/ws?access_token=&access_token="+valid, nil), false},
+		{"other-preset-header", envoyRequest("GET", "/ws", map[string]string{"x-original-uri": "/?access_token=" + valid}), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, err := g.authz.Check(t.Context(), tc.req)
+			if err != nil {
+				t.Fatalf("Check() error = %v", err)
+			}
+			if ok := codes.Code(resp.GetStatus().GetCode()) == codes.OK; ok != tc.wantOK {
+				t.Fatalf("Check() OK = %v, want %v (%v)", ok, tc.wantOK, resp.GetStatus())
+			}
+		})
+	}
+}

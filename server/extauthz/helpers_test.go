@@ -10,6 +10,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testlog"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
 	"github.com/jwksverify/jwksverify/server/metrics"
@@ -66,6 +67,9 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		MetricsHandler:     m.Handler(),
 		Logger:             slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Now:                e.clock.Now,
+		// gRPC reads attributes.request.http whatever the preset: nginx's
+		// headers are never consulted here.
+		Proxy: request.Nginx,
 	})
 	if err != nil {
 		t.Fatalf("server.New() = %v", err)

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
@@ -49,8 +50,13 @@ var logLevels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.Lev
 // default of the library that takes it. It holds secrets (HMAC keys,
 // introspection client secrets): never log it.
 type Plan struct {
-	// Listen is the HTTP listen address; GRPCListen the gRPC one, "" = off.
-	Listen, GRPCListen string
+	// Listen is the HTTP listen address; GRPCListen the gRPC one, "" = off;
+	// AdminListen the admin endpoints' one (/healthz, /readyz, /v1/issuers,
+	// /metrics), "" = on Listen (Server.SeparateAdmin is set when it is not).
+	Listen, GRPCListen, AdminListen string
+	// TLS and GRPCTLS are the HTTP and gRPC listeners' TLS files; a zero
+	// CertFile means plaintext.
+	TLS, GRPCTLS TLS
 	// ShutdownTimeout bounds the drain; ShutdownDelay is how long the
 	// service reports draining before it starts.
 	ShutdownTimeout, ShutdownDelay time.Duration
@@ -89,6 +95,17 @@ func FileHash(path string) (string, error) {
 	}
 	return Hash(data), nil
 }
+
+// TLS is a listener's tls (or grpc_tls) section, checked: CertFile and
+// KeyFile both set or both empty; ClientAuth request or require only with a
+// ClientCAFile. tlsfiles.New loads the files.
+type TLS struct {
+	CertFile, KeyFile, ClientCAFile string
+	ClientAuth                      tlsfiles.ClientAuth
+}
+
+// On reports whether the listener serves TLS.
+func (t TLS) On() bool { return t.CertFile != "" }
 
 // Issuer is the plan of one configured issuer.
 type Issuer struct {
@@ -146,6 +163,11 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		}
 	}
 	abs(&f.StateDir)
+	for _, t := range []*fileTLS{&f.TLS, &f.GRPCTLS} {
+		abs(&t.CertFile)
+		abs(&t.KeyFile)
+		abs(&t.ClientCAFile)
+	}
 	for i := range f.Issuers {
 		abs(&f.Issuers[i].JWKSFile)
 		abs(&f.Issuers[i].SecretFile)
@@ -190,6 +212,22 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		if _, port, _ := net.SplitHostPort(p.GRPCListen); p.GRPCListen == p.Listen && port != "0" {
 			return nil, fmt.Errorf("%s: %q is also the HTTP listen address", grpcField, p.GRPCListen)
 		}
+	}
+	if p.AdminListen = deref(f.AdminListen); p.AdminListen != "" {
+		if err := checkListen(p.AdminListen); err != nil {
+			return nil, fmt.Errorf("admin_listen: %w", err)
+		}
+		if _, port, _ := net.SplitHostPort(p.AdminListen); port != "0" && (p.AdminListen == p.Listen || p.AdminListen == p.GRPCListen) {
+			return nil, fmt.Errorf("admin_listen: %q is also the HTTP or gRPC listen address", p.AdminListen)
+		}
+		p.Server.SeparateAdmin = true
+	}
+	var err error
+	if p.TLS, err = f.TLS.plan("tls"); err != nil {
+		return nil, err
+	}
+	if p.GRPCTLS, err = f.GRPCTLS.plan("grpc_tls"); err != nil {
+		return nil, err
 	}
 	if err := between("shutdown_timeout", p.ShutdownTimeout, time.Second, 10*time.Minute); err != nil {
 		return nil, err
@@ -264,6 +302,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		p.Verify.TokenCache.MaxEntries = *f.TokenCache.MaxEntries
 	}
 	p.Server.StripAuthorization = f.ForwardAuth.StripAuthorization
+	p.Server.APIAuth = f.APIAuth.Required
 	proxy, err := request.ParseProxy(f.ForwardAuth.Proxy)
 	if err != nil {
 		return nil, fmt.Errorf("forward_auth.proxy: %w", err)
@@ -284,6 +323,9 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		}
 	}
 	p.Server.TokenSources = f.TokenSources
+	if i := slices.IndexFunc(f.TokenSources, func(ts server.TokenSource) bool { return ts.Query != "" }); i >= 0 && proxy == request.None {
+		return nil, fmt.Errorf("token_sources[%d].query: needs forward_auth.proxy (one of %s): a query token is read only from the original request the proxy reports", i, strings.Join(request.Proxies(), ", "))
+	}
 
 	for i, cl := range f.Introspection.Clients {
 		path := fmt.Sprintf("introspection.clients[%d]", i)
@@ -302,7 +344,30 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		}
 		p.Server.IntrospectionClients = append(p.Server.IntrospectionClients, server.IntrospectionClient{ID: cl.ID, Secret: secret})
 	}
+	if p.Server.APIAuth && len(f.Introspection.Clients) == 0 && p.TLS.ClientCAFile == "" {
+		return nil, errors.New("api_auth.required: no caller could authenticate; configure introspection.clients or tls.client_ca_file")
+	}
 	return p, nil
+}
+
+// plan checks a tls or grpc_tls section; path is its key.
+func (t fileTLS) plan(path string) (TLS, error) {
+	ca, err := tlsfiles.ParseClientAuth(t.ClientAuth)
+	if err != nil {
+		return TLS{}, fmt.Errorf("%s.client_auth: %w", path, err)
+	}
+	out := TLS{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, ClientAuth: ca}
+	switch {
+	case (t.CertFile == "") != (t.KeyFile == ""):
+		return TLS{}, fmt.Errorf("%s: cert_file and key_file go together", path)
+	case t.CertFile == "" && (t.ClientCAFile != "" || t.ClientAuth != ""):
+		return TLS{}, fmt.Errorf("%s: client_ca_file and client_auth need cert_file and key_file", path)
+	case ca != tlsfiles.ClientAuthNone && t.ClientCAFile == "":
+		return TLS{}, fmt.Errorf("%s.client_auth: %s needs client_ca_file to verify client certificates against", path, ca)
+	case ca == tlsfiles.ClientAuthNone && t.ClientCAFile != "":
+		return TLS{}, fmt.Errorf("%s.client_ca_file: set with client_auth none; set client_auth to request or require", path)
+	}
+	return out, nil
 }
 
 // plan builds one issuer; path is its place in the file (issuers[0]).

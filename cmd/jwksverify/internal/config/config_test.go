@@ -208,12 +208,69 @@ func TestURLsAreJWKS(t *testing.T) {
 	}
 }
 
+// TestQuerySourceNeedsProxy: a query token source without
+// forward_auth.proxy is a configuration error naming the entry.
+func TestQuerySourceNeedsProxy(t *testing.T) {
+	_, err := parse(t, disc+"token_sources: [{header: X-T}, {query: access_token}]\n")
+	if err == nil || !strings.Contains(err.Error(), "token_sources[1].query") {
+		t.Fatalf("parse() = %v, want an error naming token_sources[1].query", err)
+	}
+	for _, p := range []string{"nginx", "traefik", "caddy", "envoy"} {
+		if _, err := parse(t, disc+"token_sources: [{query: access_token}]\nforward_auth: {proxy: "+p+"}\n"); err != nil {
+			t.Errorf("with proxy %s: parse() = %v", p, err)
+		}
+	}
+}
+
+// TestSurfaceKeys: tls, grpc_tls, admin_listen and api_auth are checked in
+// the plan, with the path of the key.
+func TestSurfaceKeys(t *testing.T) {
+	tests := []struct {
+		name, doc, wantErr string
+	}{
+		{"tls-pair", "tls: {cert_file: c.pem, key_file: k.pem}\n", ""},
+		{"tls-cert-only", "tls: {cert_file: c.pem}\n", "tls: cert_file and key_file go together"},
+		{"tls-client-require", "tls: {cert_file: c.pem, key_file: k.pem, client_ca_file: ca.pem, client_auth: require}\n", ""},
+		{"tls-client-bad", "tls: {cert_file: c.pem, key_file: k.pem, client_ca_file: ca.pem, client_auth: maybe}\n", "tls.client_auth"},
+		{"tls-require-without-ca", "tls: {cert_file: c.pem, key_file: k.pem, client_auth: require}\n", "tls.client_auth: require needs client_ca_file"},
+		{"tls-ca-without-auth", "tls: {cert_file: c.pem, key_file: k.pem, client_ca_file: ca.pem}\n", "tls.client_ca_file"},
+		{"tls-ca-without-pair", "tls: {client_ca_file: ca.pem, client_auth: request}\n", "tls: client_ca_file and client_auth need"},
+		{"grpc-tls-cert-only", "grpc_tls: {key_file: k.pem}\n", "grpc_tls: cert_file and key_file go together"},
+		{"admin", "admin_listen: 127.0.0.1:9090\n", ""},
+		{"admin-same-as-listen", "listen: 127.0.0.1:8080\nadmin_listen: 127.0.0.1:8080\n", "admin_listen"},
+		{"admin-bad", "admin_listen: nope\n", "admin_listen"},
+		{"api-auth-nobody", "api_auth: {required: true}\n", "api_auth.required"},
+		{"api-auth-cert", "api_auth: {required: true}\ntls: {cert_file: c.pem, key_file: k.pem, client_ca_file: ca.pem, client_auth: request}\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := parse(t, disc+tt.doc)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("parse() = %v, want nil", err)
+				}
+				if strings.Contains(tt.doc, "admin_listen") != p.Server.SeparateAdmin {
+					t.Errorf("Server.SeparateAdmin = %v", p.Server.SeparateAdmin)
+				}
+				if p.TLS.On() && !filepath.IsAbs(p.TLS.CertFile) {
+					t.Errorf("tls.cert_file %q not resolved against the file's directory", p.TLS.CertFile)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("parse() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
 // TestTokenSourcesAreServers: config accepts exactly the sources
 // server.CheckTokenSource accepts.
 func TestTokenSourcesAreServers(t *testing.T) {
 	for _, ts := range []server.TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Cookie: "s"}, {Query: "t"},
 		{Header: "X-T", Cookie: "c"}, {Query: "t", Prefix: "Bearer "}, {Header: "X T"}, {Prefix: "x"}} {
-		doc := disc + `token_sources: [{header: "` + ts.Header + `", prefix: "` + ts.Prefix + `", cookie: "` + ts.Cookie + `", query: "` + ts.Query + `"}]` + "\n"
+		doc := disc + `token_sources: [{header: "` + ts.Header + `", prefix: "` + ts.Prefix + `", cookie: "` + ts.Cookie + `", query: "` + ts.Query + `"}]` + "\n" +
+			"forward_auth: {proxy: nginx}\n"
 		_, err := parse(t, doc)
 		if want := server.CheckTokenSource(ts); (want == nil) != (err == nil) {
 			t.Errorf("token_sources [%+v]: %v; server.CheckTokenSource: %v", ts, err, want)

@@ -22,6 +22,10 @@ import (
 type file struct {
 	Listen          *string              `yaml:"listen"`
 	GRPCListen      *string              `yaml:"grpc_listen"`
+	AdminListen     *string              `yaml:"admin_listen"`
+	TLS             fileTLS              `yaml:"tls"`
+	GRPCTLS         fileTLS              `yaml:"grpc_tls"`
+	APIAuth         fileAPIAuth          `yaml:"api_auth"`
 	ShutdownTimeout *duration            `yaml:"shutdown_timeout"`
 	ShutdownDelay   *duration            `yaml:"shutdown_delay"`
 	Issuers         []fileIssuer         `yaml:"issuers"`
@@ -34,6 +38,17 @@ type file struct {
 	Limits          fileLimits           `yaml:"limits"`
 	Batch           fileBatch            `yaml:"batch"`
 	Crypto          fileCrypto           `yaml:"crypto"`
+}
+
+type fileTLS struct {
+	CertFile     string `yaml:"cert_file"`
+	KeyFile      string `yaml:"key_file"`
+	ClientCAFile string `yaml:"client_ca_file"`
+	ClientAuth   string `yaml:"client_auth"`
+}
+
+type fileAPIAuth struct {
+	Required bool `yaml:"required"`
 }
 
 type fileIssuer struct {

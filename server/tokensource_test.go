@@ -1,0 +1,181 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jwksverify/jwksverify/request"
+)
+
+// tokenSourceEnv is a server behind nginx with one source of each kind.
+func tokenSourceEnv(t testing.TB) *env {
+	return newEnv(t, envConfig{proxy: request.Nginx, sources: []TokenSource{
+		{Header: "X-Token"},
+		{Cookie: "session"},
+		{Query: "access_token"},
+		{Header: "Authorization", Prefix: "Bearer "},
+	}})
+}
+
+// nginxRequest is an auth subrequest of nginx for the original URI uri.
+func nginxRequest(uri string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/v1/authz", nil)
+	r.Header.Set("X-Original-Method", "GET")
+	r.Header.Set("X-Original-URI", uri)
+	r.Header.Set("X-Original-Host", "app.example.com")
+	return r
+}
+
+// TestTokenSourceForms: exactly one value in every form an upstream could
+// read is a token; anything else is missing or ambiguous (malformed).
+func TestTokenSourceForms(t *testing.T) {
+	e := tokenSourceEnv(t)
+	tests := []struct {
+		name      string
+		uri       string
+		setup     func(r *http.Request)
+		wantToken string
+		wantState tokenState
+	}{
+		{name: "query-from-original-uri", uri: "/app?a=1&access_token=GOOD", wantToken: "GOOD"},
+		{name: "query-escaped-value", uri: "/app?access_token=a%2Eb", wantToken: "a.b"},
+		// The request's own query and other presets' headers are a client's.
+		{name: "own-query-not-read", uri: "/app", setup: func(r *http.Request) { r.URL.RawQuery = "access_token=GOOD" }, wantState: tokenMissing},
+		{name: "forwarded-uri-not-read", uri: "/app?access_token=FORGED", setup: func(r *http.Request) {
+			r.Header.Set("X-Forwarded-Uri", "/?access_token=GOOD")
+		}, wantToken: "FORGED"},
+		{name: "no-original-uri", uri: "", setup: func(r *http.Request) {
+			r.Header.Del("X-Original-URI")
+			r.Header.Set("X-Forwarded-Uri", "/?access_token=GOOD")
+		}, wantState: tokenMissing},
+		{name: "query-twice", uri: "/?access_token=GOOD&access_token=GOOD", wantState: tokenAmbiguous},
+		{name: "query-semicolon-hides-second", uri: "/?access_token=GOOD&access_token=FORGED;", wantState: tokenAmbiguous},
+		{name: "query-semicolon-split", uri: "/?access_token=GOOD;access_token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-semicolon-in-value", uri: "/?access_token=GOOD;", wantState: tokenAmbiguous},
+		{name: "query-empty-first", uri: "/?access_token=&access_token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-bare-name", uri: "/?access_token&access_token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-escaped-name", uri: "/?access_token=GOOD&access%5Ftoken=FORGED", wantState: tokenAmbiguous},
+		{name: "query-other-case", uri: "/?access_token=GOOD&ACCESS_TOKEN=FORGED", wantState: tokenAmbiguous},
+		{name: "query-plus-name", uri: "/?access_token=GOOD&access_token+=FORGED", wantState: tokenMissing + 99},
+		{name: "query-bad-escape", uri: "/?access_token=GO%zzOD", wantState: tokenAmbiguous},
+		{name: "query-empty", uri: "/?access_token=", wantState: tokenMissing},
+		{name: "cookie", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "theme=dark; session=GOOD") }, wantToken: "GOOD"},
+		{name: "cookie-quoted", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", `session="GOOD"`) }, wantToken: "GOOD"},
+		{name: "cookie-empty-first", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=; session=FORGED") }, wantState: tokenAmbiguous},
+		{name: "cookie-twice", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD; session=FORGED") }, wantState: tokenAmbiguous},
+		{name: "cookie-two-headers", uri: "/", setup: func(r *http.Request) {
+			r.Header.Add("Cookie", "session=GOOD")
+			r.Header.Add("Cookie", "session=FORGED")
+		}, wantState: tokenAmbiguous},
+		{name: "cookie-value-net-http-drops", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", `session=GOOD; session=FOR"GED`) }, wantState: tokenAmbiguous},
+		{name: "cookie-escaped-name", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD; sess%69on=FORGED") }, wantState: tokenAmbiguous},
+		{name: "cookie-spaced-name", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD;  session =FORGED") }, wantState: tokenAmbiguous},
+		{name: "cookie-empty", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=") }, wantState: tokenMissing},
+		{name: "header", uri: "/", setup: func(r *http.Request) { r.Header.Set("X-Token", "GOOD") }, wantToken: "GOOD"},
+		{name: "header-twice", uri: "/", setup: func(r *http.Request) {
+			r.Header.Add("X-Token", "GOOD")
+			r.Header.Add("X-Token", "FORGED")
+		}, wantState: tokenAmbiguous},
+		{name: "bearer", uri: "/", setup: func(r *http.Request) { r.Header.Set("Authorization", "Bearer GOOD") }, wantToken: "GOOD"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.wantState == tokenMissing+99 {
+				// '+' decodes to a space: "access_token " is another name.
+				tt.wantState, tt.wantToken = tokenFound, "GOOD"
+			}
+			r := nginxRequest(tt.uri)
+			if tt.setup != nil {
+				tt.setup(r)
+			}
+			tok, st := e.srv.tokenFromRequest(r, queryOriginal, "")
+			if st != tt.wantState || tok != tt.wantToken {
+				t.Errorf("tokenFromRequest() = %q, %v, want %q, %v", tok, st, tt.wantToken, tt.wantState)
+			}
+		})
+	}
+}
+
+// FuzzTokenSources: for any Authorization value, Cookie header and original
+// URI, either exactly one token is extracted, which every common parser of
+// that form reads as the only value, or the request is malformed (no token
+// or an ambiguous one).
+func FuzzTokenSources(f *testing.F) {
+	f.Add("Bearer abc", "session=x", "/?access_token=y")
+	f.Add("", "session=; session=FORGED", "/?access_token=GOOD&access_token=FORGED;")
+	f.Add("", `session="a"; theme=b`, "/?a=1;access_token=z")
+	f.Add("", "sess%69on=a", "/?access%5Ftoken=a&access_token=b")
+	e := tokenSourceEnv(f)
+	f.Fuzz(func(t *testing.T, authorization, cookie, uri string) {
+		r := nginxRequest("/")
+		r.Header["X-Original-Uri"] = []string{uri}
+		if authorization != "" {
+			r.Header["Authorization"] = []string{authorization}
+		}
+		if cookie != "" {
+			r.Header["Cookie"] = []string{cookie}
+		}
+		tok, st := e.srv.tokenFromRequest(r, queryOriginal, "")
+		if st != tokenFound {
+			if tok != "" {
+				t.Fatalf("state %v with token %q", st, tok)
+			}
+			d := e.srv.DecideRequest(r, EndpointAuthz)
+			if d.Class != "malformed" || d.Allowed() {
+				t.Fatalf("no single token, decision class %q, want malformed", d.Class)
+			}
+			return
+		}
+		if tok == "" {
+			t.Fatal("found an empty token")
+		}
+		// The cookie source comes before the query: when it holds a value,
+		// that is the token, and net/http reads no other.
+		if cs := r.CookiesNamed("session"); len(cs) > 1 || (len(cs) == 1 && cs[0].Value != "" && cs[0].Value != tok) {
+			t.Fatalf("net/http reads cookies %v, extracted %q", cs, tok)
+		}
+		if _, cst := cookieValue(r, "session"); cst != tokenMissing {
+			return
+		}
+		o, err := request.Nginx.From(r, authzPath)
+		if err != nil {
+			return
+		}
+		if _, qst := queryParam(o.RawQuery, "access_token"); qst != tokenFound {
+			return // the token is the Authorization header's
+		}
+		// From the query: split at '&' alone and at '&' and ';', decoded,
+		// access_token appears once, with the extracted value.
+		for _, seps := range []string{"&", "&;"} {
+			n := 0
+			for pair := range strings.FieldsFuncSeq(o.RawQuery, func(c rune) bool { return strings.ContainsRune(seps, c) }) {
+				k, v, _ := strings.Cut(pair, "=")
+				dk, err := url.QueryUnescape(k)
+				if err != nil || !strings.EqualFold(dk, "access_token") {
+					continue
+				}
+				n++
+				if dv, err := url.QueryUnescape(v); err != nil || dv != tok {
+					t.Fatalf("query %q split at %q holds access_token=%q, extracted %q", o.RawQuery, seps, v, tok)
+				}
+			}
+			if n != 1 {
+				t.Fatalf("query %q split at %q holds access_token %d times, extracted %q", o.RawQuery, seps, n, tok)
+			}
+		}
+		if q, err := url.ParseQuery(o.RawQuery); err == nil {
+			var vals []string
+			for k, vs := range q {
+				if strings.EqualFold(k, "access_token") {
+					vals = append(vals, vs...)
+				}
+			}
+			if len(vals) != 1 || vals[0] != tok {
+				t.Fatalf("url.ParseQuery(%q) reads %q, extracted %q", o.RawQuery, vals, tok)
+			}
+		}
+	})
+}

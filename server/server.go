@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -80,6 +81,15 @@ type Options struct {
 	// original request (method, host, path, query) it decides. [request.None]
 	// means it is not known.
 	Proxy request.Proxy
+	// Policies are the authorization policies and routes that forward-auth
+	// (/v1/authz by routes, /v1/policy/<name>), gRPC Check and /v1/verify
+	// with "policy" decide by. Nil means none: any valid token passes
+	// (wave-1 behaviour). Routes need Proxy.
+	Policies *policy.Set
+	// ResourceMetadata, if set, is served as RFC 9728 protected resource
+	// metadata, and every 401 names it (resource_metadata="URL"). Nil means
+	// neither.
+	ResourceMetadata *ResourceMetadata
 	// IntrospectionClients may call /introspect. Empty means every call to
 	// /introspect is refused with 401.
 	IntrospectionClients []IntrospectionClient
@@ -139,6 +149,15 @@ type Server struct {
 	noTokenDeny denial
 	static      staticHeaders
 
+	policies      *policy.Set // nil: none
+	authorizes    bool        // forward-auth reads the original request and runs policies
+	forbidAny     denial      // 403 when no policy could be chosen
+	forbidden     map[string]denial
+	policyHeaders map[string][]claimHeader // policy name -> its claims_to_headers
+	identity      []claimHeader            // every configured identity header, for anonymous requests
+	policyMetrics PolicyMetrics            // nil: none
+	resource      *resourceMetadata        // nil: none
+
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler
 	handler        http.Handler
@@ -185,7 +204,14 @@ func New(opts Options) (*Server, error) {
 	if s.clients, err = newClients(opts.IntrospectionClients); err != nil {
 		return nil, err
 	}
+	if err := s.setPolicies(opts.Policies, opts.Verifier.Issuers(), s.proxy); err != nil {
+		return nil, err
+	}
+	if err := s.setResourceMetadata(opts.ResourceMetadata); err != nil {
+		return nil, err
+	}
 	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
+	s.policyMetrics, _ = opts.Metrics.(PolicyMetrics)
 	s.handler = s.routes()
 	return s, nil
 }
@@ -208,14 +234,7 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 	if s.issuers, s.byName, err = newIssuers(v.Issuers()); err != nil {
 		return nil, err
 	}
-	classes := verify.Classes()
-	s.rejected = make(map[string]denial, len(classes))
-	s.unavailable = make(map[string]denial, len(classes))
-	for _, c := range classes {
-		s.rejected[c] = newDenial(c, http.StatusUnauthorized, false)
-		s.unavailable[c] = newDenial(c, http.StatusServiceUnavailable, false)
-	}
-	s.noTokenDeny = newDenial(verify.Class(errNoToken), http.StatusUnauthorized, true)
+	s.buildDenials("")
 	s.static = staticHeaders{
 		noStore:    []string{"no-store"},
 		stripAuthz: []string{"authorization"},
@@ -223,6 +242,19 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 		nosniff:    []string{"nosniff"},
 	}
 	return s, nil
+}
+
+// buildDenials precomputes the 401s and 503s of every class; metadata is
+// the RFC 9728 resource metadata URL every 401 names ("" for none).
+func (s *Server) buildDenials(metadata string) {
+	classes := verify.Classes()
+	s.rejected = make(map[string]denial, len(classes))
+	s.unavailable = make(map[string]denial, len(classes))
+	for _, c := range classes {
+		s.rejected[c] = newDenial(c, http.StatusUnauthorized, false, metadata)
+		s.unavailable[c] = newDenial(c, http.StatusServiceUnavailable, false, metadata)
+	}
+	s.noTokenDeny = newDenial(verify.Class(errNoToken), http.StatusUnauthorized, true, metadata)
 }
 
 // staticHeaders are header values shared by every response of the hot

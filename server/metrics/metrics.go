@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -33,6 +34,10 @@ type Options struct {
 	// Now returns the current time, for key ages and readiness. Nil means
 	// the verifier's clock ((*verify.Verifier).Now).
 	Now func() time.Time
+	// Policies are the server's policies (server.Options.Policies): their
+	// names label policy_decisions_total. Nil means none (the labels of
+	// server's PolicyAnyToken, PolicyUnknown and PolicyUnrouted only).
+	Policies *policy.Set
 }
 
 // Metrics are the instruments of one server. Every label value is bounded:
@@ -42,6 +47,7 @@ type Options struct {
 // lookup and atomic adds. It is safe for concurrent use.
 type Metrics struct {
 	reg      *prometheus.Registry
+	policies map[string]map[string]prometheus.Counter // policy label -> class -> counter
 	outcomes map[string]*issuerOutcomes // by issuer label
 	latency  map[string]prometheus.Observer
 }
@@ -94,7 +100,12 @@ func New(opts Options) (*Metrics, error) {
 			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 		},
 	}, []string{"endpoint"})
-	for _, c := range []prometheus.Collector{outcomes, latency, col} {
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "policy_decisions_total",
+		Help:      `Requests decided under an authorization policy, by policy (its name; "_any" for the empty default_policy, "_unknown" for a named policy that does not exist, "_unrouted" when the original request was missing or ambiguous) and class ("valid" allowed, "anonymous" allowed without a token, "forbidden", or the token's rejection class).`,
+	}, []string{"policy", "class"})
+	for _, c := range []prometheus.Collector{outcomes, latency, decisions, col} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -118,6 +129,21 @@ func New(opts Options) (*Metrics, error) {
 	for _, e := range server.Endpoints() {
 		m.latency[e] = latency.WithLabelValues(e)
 	}
+	policyLabels := []string{server.PolicyAnyToken, server.PolicyUnknown, server.PolicyUnrouted}
+	for _, p := range opts.Policies.Policies() {
+		policyLabels = append(policyLabels, p.Name())
+	}
+	m.policies = make(map[string]map[string]prometheus.Counter, len(policyLabels))
+	for _, pl := range policyLabels {
+		byClass := map[string]prometheus.Counter{
+			server.ClassValid:     decisions.WithLabelValues(pl, server.ClassValid),
+			server.ClassAnonymous: decisions.WithLabelValues(pl, server.ClassAnonymous),
+		}
+		for _, c := range verify.Classes() {
+			byClass[c] = decisions.WithLabelValues(pl, c)
+		}
+		m.policies[pl] = byClass
+	}
 	return m, nil
 }
 
@@ -133,6 +159,14 @@ func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration)
 	}
 	if o, ok := m.latency[endpoint]; ok {
 		o.Observe(elapsed.Seconds())
+	}
+}
+
+// Authorized implements server.PolicyMetrics: it counts one decision
+// under a policy. Labels outside the bounded sets are not recorded.
+func (m *Metrics) Authorized(policy, class string) {
+	if c, ok := m.policies[policy][class]; ok {
+		c.Inc()
 	}
 }
 

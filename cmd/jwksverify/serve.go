@@ -112,7 +112,7 @@ func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) 
 	if err != nil {
 		return nil, err
 	}
-	m, err := metrics.New(metrics.Options{Verifier: v})
+	m, err := metrics.New(metrics.Options{Verifier: v, Policies: plan.Server.Policies})
 	if err != nil {
 		return nil, err
 	}

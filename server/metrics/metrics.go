@@ -48,7 +48,7 @@ type Options struct {
 type Metrics struct {
 	reg      *prometheus.Registry
 	policies map[string]map[string]prometheus.Counter // policy label -> class -> counter
-	outcomes map[string]*issuerOutcomes // by issuer label
+	outcomes map[string]*issuerOutcomes               // by issuer label
 	latency  map[string]prometheus.Observer
 }
 

@@ -44,11 +44,11 @@ type proxyEnv struct {
 }
 
 // startBackends starts the echo upstream and jwksverify with one issuer.
-func startBackends(t *testing.T) (*testIssuer, *echo, *jwksverifyProc) {
+func startBackends(t *testing.T, extra string) (*testIssuer, *echo, *jwksverifyProc) {
 	t.Helper()
 	is := newTestIssuer(t)
 	up := startEcho(t)
-	jv := startJWKSVerify(t, "listen: 127.0.0.1:0\nshutdown_timeout: 1s\nissuers:\n"+is.IssuerConfig())
+	jv := startJWKSVerify(t, "listen: 127.0.0.1:0\nshutdown_timeout: 1s\n"+extra+"issuers:\n"+is.IssuerConfig())
 	return is, up, jv
 }
 
@@ -56,7 +56,7 @@ func startBackends(t *testing.T) (*testIssuer, *echo, *jwksverifyProc) {
 // foreground with its pid file and prefix in a temp dir. Its compiled-in
 // temporary paths (/var/lib/nginx/* on Debian) are the package's own and
 // need root, which CI has.
-func startNginx(t *testing.T) *proxyEnv {
+func startNginx(t *testing.T, extra string) *proxyEnv {
 	t.Helper()
 	nginx := requireTool(t, "nginx", "nginx")
 	if os.Geteuid() != 0 {
@@ -66,7 +66,7 @@ func startNginx(t *testing.T) *proxyEnv {
 		}
 		t.Skip(msg)
 	}
-	is, up, jv := startBackends(t)
+	is, up, jv := startBackends(t, extra)
 	port := freePort(t)
 	conf := substitute(t, "../deploy/nginx/nginx.conf", []substitution{
 		{"listen 8000", "listen 127.0.0.1:" + strconv.Itoa(port)},
@@ -88,10 +88,10 @@ func startNginx(t *testing.T) *proxyEnv {
 
 // startCaddy runs real Caddy with deploy/caddy/Caddyfile (admin off, no
 // automatic HTTPS), its data and config directories in temp dirs.
-func startCaddy(t *testing.T) *proxyEnv {
+func startCaddy(t *testing.T, extra string) *proxyEnv {
 	t.Helper()
 	caddy := requireTool(t, "caddy", "caddy")
-	is, up, jv := startBackends(t)
+	is, up, jv := startBackends(t, extra)
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	conf := substitute(t, "../deploy/caddy/Caddyfile", []substitution{
@@ -115,9 +115,9 @@ func startCaddy(t *testing.T) *proxyEnv {
 	return &proxyEnv{URL: "http://" + addr, issuer: is, upstream: up}
 }
 
-func TestNginxForwardAuth(t *testing.T) { testForwardAuth(t, startNginx(t)) }
+func TestNginxForwardAuth(t *testing.T) { testForwardAuth(t, startNginx(t, "")) }
 
-func TestCaddyForwardAuth(t *testing.T) { testForwardAuth(t, startCaddy(t)) }
+func TestCaddyForwardAuth(t *testing.T) { testForwardAuth(t, startCaddy(t, "")) }
 
 // testForwardAuth runs the forward-auth cases through a proxy: a valid token
 // reaches the upstream with the subject header; no or an invalid token gets

@@ -24,9 +24,13 @@ default_policy: admin
 `
 }
 
-func TestNginxPolicies(t *testing.T) { testPolicies(t, startNginx(t, policyConfig("nginx")), "X-Forwarded") }
+func TestNginxPolicies(t *testing.T) {
+	testPolicies(t, startNginx(t, policyConfig("nginx")), "X-Forwarded")
+}
 
-func TestCaddyPolicies(t *testing.T) { testPolicies(t, startCaddy(t, policyConfig("caddy")), "X-Original") }
+func TestCaddyPolicies(t *testing.T) {
+	testPolicies(t, startCaddy(t, policyConfig("caddy")), "X-Original")
+}
 
 // testPolicies runs the acceptance cases of authorization policies through
 // a real proxy with the shipped file: read-only token, scoped routes, the

@@ -298,6 +298,22 @@ func (s *Set) Lookup(name string) (*Policy, bool) {
 	return p, ok
 }
 
+// ClaimNames returns every claim a policy's scopes and matchers read
+// ("scope", "scp", the matchers' claims), sorted: pass it as
+// verify.Options.IndexClaims, so that evaluating a policy on a token-cache
+// hit scans no claims. The slice is the caller's.
+func (s *Set) ClaimNames() []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range s.list {
+		out = append(out, p.names...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // Policies returns the configured policies in order. The slice is the
 // caller's; the policies are shared and immutable.
 func (s *Set) Policies() []*Policy {

@@ -92,6 +92,7 @@ func New(opts Options) (*Verifier, error) {
 	}
 	v.router = r
 	opts.Issuers = cfgs
+	opts.IndexClaims = slices.Clone(opts.IndexClaims)
 	if opts.TokenCache.MaxEntries > 0 {
 		if opts.TokenCache.MaxBytes == 0 {
 			opts.TokenCache.MaxBytes = max(int64(opts.TokenCache.MaxEntries)*1024, 1<<20)
@@ -397,6 +398,10 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	}
 	if len(is.cfg.ExtractClaims) > 0 {
 		res.Extracted = extract(ps, is.cfg.ExtractClaims)
+	}
+	if names := v.opts.IndexClaims; len(names) > 0 {
+		res.idxNames, res.idxSpans = names, make([]claimSpan, len(names))
+		scanClaims(ps, names, res.idxSpans)
 	}
 	return res, is, key, nil
 }

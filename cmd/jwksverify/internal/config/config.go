@@ -332,6 +332,7 @@ func (f *file) planPolicies(p *Plan) error {
 		}
 	}
 	p.Server.Policies = set
+	p.Verify.IndexClaims = set.ClaimNames()
 	return f.planResourceMetadata(p)
 }
 

@@ -211,7 +211,7 @@ func parseNumber(s string) (number, bool) {
 	}
 	// Significant digits: leading zeros of int dropped; if int is all
 	// zeros, leading zeros of frac shift the exponent.
-	exp := int64(len(intDigits))
+	var exp int64
 	intDigits = strings.TrimLeft(intDigits, "0")
 	if intDigits == "" {
 		trimmed := strings.TrimLeft(fracDigits, "0")

@@ -452,7 +452,7 @@ func (p *Policy) Evaluate(res *verify.Result, req Request) error {
 	if len(p.names) > 0 {
 		// One pass over the claims finds every claim the policy reads.
 		var buf [8]string
-		vals := buf[:0]
+		var vals []string
 		if len(p.names) <= len(buf) {
 			vals = buf[:len(p.names)]
 		} else {

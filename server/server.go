@@ -173,9 +173,9 @@ type Server struct {
 	identity      []claimHeader            // every configured identity header, for anonymous requests
 	policyMetrics PolicyMetrics            // nil: none
 	resource      *resourceMetadata        // nil: none
-	tracer     trace.Tracer // nil: no spans
-	propagator propagation.TextMapPropagator
-	configHash string
+	tracer        trace.Tracer             // nil: no spans
+	propagator    propagation.TextMapPropagator
+	configHash    string
 
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler

@@ -59,7 +59,7 @@ func (r *Result) ClaimValues(names []string, out []string) int {
 		return found
 	}
 	var buf [8]claimSpan
-	spans := buf[:0]
+	var spans []claimSpan
 	if len(names) <= len(buf) {
 		spans = buf[:len(names)]
 	} else {

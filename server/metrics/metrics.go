@@ -51,14 +51,14 @@ type Metrics struct {
 	reg *prometheus.Registry
 	// outcomes are the verify_total children by issuer label: an immutable
 	// map, replaced whole by Use.
-	outcomes atomic.Pointer[map[string]*issuerOutcomes]
+	outcomes  atomic.Pointer[map[string]*issuerOutcomes]
 	policies  map[string]map[string]prometheus.Counter // policy label -> class -> counter, made by New
 	decisions *prometheus.CounterVec                   // for policies a reload added
 	classes   map[string]bool                          // the class labels of policy_decisions_total
-	latency  map[string]prometheus.Observer
-	vec      *prometheus.CounterVec // verify_total
-	col      *collector
-	mu       sync.Mutex // serializes Use and SetConfigHash
+	latency   map[string]prometheus.Observer
+	vec       *prometheus.CounterVec // verify_total
+	col       *collector
+	mu        sync.Mutex // serializes Use and SetConfigHash
 
 	reloads    *prometheus.CounterVec // config_reloads_total{result}
 	configInfo *prometheus.GaugeVec   // config_info{hash}

@@ -154,8 +154,15 @@ func startNginxWith(t *testing.T, jwksverifyDown bool, authAddr, extra string) *
 // directories in temp dirs.
 func startCaddy(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 	t.Helper()
+	return startCaddyWith(t, jwksverifyDown, authAddr, "")
+}
+
+// startCaddyWith is startCaddy with extra top-level keys in jwksverify's
+// configuration.
+func startCaddyWith(t *testing.T, jwksverifyDown bool, authAddr, extra string) *proxyEnv {
+	t.Helper()
 	caddy := requireTool(t, "caddy", "caddy")
-	b := startBackends(t, "caddy", jwksverifyDown, authAddr, "")
+	b := startBackends(t, "caddy", jwksverifyDown, authAddr, extra)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "Caddyfile")

@@ -199,7 +199,17 @@ func (s *Server) setClaimHeaders(cfg map[string]map[string]string, issuers []ver
 // the RFC 6750 challenge; 503 only when keys are unavailable. It never reads
 // the request body.
 func (s *Server) serveAuthz(w http.ResponseWriter, r *http.Request) {
-	d := s.DecideRequest(r, EndpointAuthz)
+	if !s.authorizes {
+		s.writeForwardAuth(w, s.DecideRequest(r, EndpointAuthz))
+		return
+	}
+	o, err := s.proxy.From(r, authzPath)
+	s.writeForwardAuth(w, s.AuthorizeRequest(r, EndpointAuthz, Selection{Original: o, OriginalErr: err}))
+}
+
+// writeForwardAuth writes the forward-auth answer of d: 200 with the claim
+// headers, or the denial (401, 403, 503).
+func (s *Server) writeForwardAuth(w http.ResponseWriter, d Decision) {
 	if !d.Allowed() {
 		s.writeDenial(w, d)
 		return
@@ -209,7 +219,7 @@ func (s *Server) serveAuthz(w http.ResponseWriter, r *http.Request) {
 		// One backing array for every claim header: one allocation.
 		vals := make([]string, len(d.headers))
 		for i, ch := range d.headers {
-			vals[i] = d.claimValue(ch.claim)
+			vals[i] = d.claimValue(ch.claim) // "" for an anonymous request
 			h[ch.header] = vals[i : i+1 : i+1]
 		}
 	}
@@ -220,8 +230,9 @@ func (s *Server) serveAuthz(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// writeDenial writes a 401 or 503 for a token that was not allowed, with
-// the challenge and the body {"valid":false,"error":CLASS}.
+// writeDenial writes a 401, 403 or 503 for a request that was not allowed,
+// with the challenge and the body ({"valid":false,"error":CLASS}, or for a
+// 403 {"valid":true,"allowed":false,"error":"forbidden"}).
 func (s *Server) writeDenial(w http.ResponseWriter, d Decision) {
 	h := w.Header()
 	if d.www != nil {

@@ -99,13 +99,15 @@ var (
 )
 
 // Decision is the outcome of one token, with everything a front end needs
-// to answer it: allow (200), deny (401) or could not decide (503). It is a
+// to answer it: allow (200), deny (401), a valid token that a policy refuses
+// (403, [Server.AuthorizeRequest]) or could not decide (503). It is a
 // value; its slices are shared with the server and must not be modified.
 type Decision struct {
-	// Status is http.StatusOK, http.StatusUnauthorized or
-	// http.StatusServiceUnavailable. It is decided by the error's family
-	// (errors.Is verify.ErrRejected or verify.ErrUnavailable); an error of
-	// neither family fails closed as 503.
+	// Status is http.StatusOK, http.StatusUnauthorized,
+	// http.StatusForbidden or http.StatusServiceUnavailable. It is decided
+	// by the error's family (errors.Is verify.ErrRejected,
+	// verify.ErrDenied or verify.ErrUnavailable); an error of no family
+	// fails closed as 503.
 	Status int
 	// Class is the SPEC class word of a denial or a 503; "" when allowed.
 	Class string
@@ -115,18 +117,30 @@ type Decision struct {
 	// NoToken reports that the request carried no token at all (RFC 6750
 	// §3.1: the challenge then carries no error code).
 	NoToken bool
-	// Result is the verified token when allowed, else nil. It is shared: do
-	// not modify it.
+	// Result is the verified token when allowed or forbidden (a valid
+	// token a policy refused), else nil. It is shared: do not modify it.
 	Result *verify.Result
+	// Policy is the name of the policy that decided ("" for none, or the
+	// any-token default); set by [Server.AuthorizeRequest].
+	Policy string
+	// Requirement is, for a forbidden decision, the requirement that failed
+	// (policy.ReqScopes, …). It tells what the policy requires: show it
+	// only to the operator (logs, the CLI), never to the proxy's client.
+	Requirement string
+	// Anonymous reports a request without a token that an allow_anonymous
+	// policy let pass: Result is nil, and ClaimHeaders yields every
+	// configured identity header empty.
+	Anonymous bool
 	// Err is the verifier's error when not allowed (a *verify.Error, or a
 	// server error wrapping a class sentinel); its text never holds the
 	// token. Nil when allowed.
 	Err error
-	// Challenge is the WWW-Authenticate value of a 401 (RFC 6750), "" for
-	// an allowed decision or a 503.
+	// Challenge is the WWW-Authenticate value of a 401 or 403 (RFC 6750),
+	// "" for an allowed decision or a 503.
 	Challenge string
-	// Body is the JSON body of a 401 or 503, {"valid":false,"error":CLASS}
-	// and a newline; nil when allowed.
+	// Body is the JSON body of a 401 or 503, {"valid":false,"error":CLASS},
+	// or of a 403, {"valid":true,"allowed":false,"error":"forbidden"}, and
+	// a newline; nil when allowed.
 	Body []byte
 	// RemoveAuthorization reports, for an allowed decision, that the proxy
 	// should drop the Authorization header before the upstream
@@ -163,6 +177,9 @@ func (d Decision) ClaimHeaders() iter.Seq2[string, string] {
 // claimValue is the header value of an extracted claim, or "" when it is
 // absent or unsafe.
 func (d *Decision) claimValue(claim string) string {
+	if d.Result == nil {
+		return "" // anonymous
+	}
 	v := d.Result.Extracted[claim]
 	if !httpguts.ValidHeaderFieldValue(v) || strings.ContainsAny(v, "\r\n") {
 		return ""
@@ -265,6 +282,8 @@ func (s *Server) reject(ctx context.Context, endpoint string, now time.Time, tok
 			d.Class = verify.Class(verify.ErrKeysUnavailable)
 		}
 	case errors.Is(err, verify.ErrRejected) && d.Class != "":
+	case errors.Is(err, verify.ErrDenied) && d.Class != "":
+		d.Status = http.StatusForbidden
 	default:
 		// The verifier promises a class in one of the two families. Anything
 		// else is a fault, not a verdict: fail closed, as "could not decide".
@@ -309,9 +328,9 @@ type denial struct {
 }
 
 // newDenial builds the denial of class with status: for a 401 the RFC 6750
-// challenge (no error code when the request carried no token, §3.1), and
-// the JSON body.
-func newDenial(class string, status int, noToken bool) denial {
+// challenge (no error code when the request carried no token, §3.1), naming
+// the RFC 9728 resource metadata when metadata is not "", and the JSON body.
+func newDenial(class string, status int, noToken bool, metadata string) denial {
 	d := denial{body: []byte(`{"valid":false,"error":"` + class + `"}` + "\n")}
 	switch {
 	case status != http.StatusUnauthorized:
@@ -319,6 +338,9 @@ func newDenial(class string, status int, noToken bool) denial {
 		d.challenge = `Bearer realm="jwksverify"`
 	default:
 		d.challenge = `Bearer error="invalid_token", error_description="` + class + `"`
+	}
+	if d.challenge != "" && metadata != "" {
+		d.challenge += `, resource_metadata="` + metadata + `"`
 	}
 	if d.challenge != "" {
 		d.www = []string{d.challenge}
@@ -335,12 +357,14 @@ func (s *Server) denialOf(d Decision) denial {
 		if dn, ok := s.rejected[d.Class]; ok {
 			return dn
 		}
+	case d.Status == http.StatusForbidden:
+		return s.forbidAny
 	default:
 		if dn, ok := s.unavailable[d.Class]; ok {
 			return dn
 		}
 	}
-	return newDenial(d.Class, d.Status, false)
+	return newDenial(d.Class, d.Status, false, "")
 }
 
 // safeMessage returns the human message of a rejection: the verifier's error

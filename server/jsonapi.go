@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -36,7 +37,13 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Token *string `json:"token"`
+		Token   *string `json:"token"`
+		Policy  *string `json:"policy"`
+		Request *struct {
+			Method string `json:"method"`
+			Host   string `json:"host"`
+			Path   string `json:"path"`
+		} `json:"request"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"token": string}`)
@@ -46,8 +53,58 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
 		return
 	}
-	d := s.Decide(r.Context(), EndpointVerify, *req.Token)
-	writeRaw(w, verifyStatus(d), AppendVerdict(nil, d.Result, d.Class, d.Err, *req.Token))
+	if req.Policy == nil {
+		d := s.Decide(r.Context(), EndpointVerify, *req.Token)
+		writeRaw(w, verifyStatus(d), AppendVerdict(nil, d.Result, d.Class, d.Err, *req.Token))
+		return
+	}
+	if _, ok := s.policies.Lookup(*req.Policy); !ok {
+		writeError(w, http.StatusBadRequest, "bad_request", "no such policy")
+		return
+	}
+	// The request is the caller's word, not a proxy's: absent fields are
+	// empty, and a path that does not normalize is denied as forward-auth
+	// denies it.
+	sel := Selection{Policy: *req.Policy}
+	if rq := req.Request; rq != nil {
+		sel.Original = request.Original{Method: rq.Method, Host: request.NormalizeHost(rq.Host)}
+		sel.Original.Path, sel.OriginalErr = request.NormalizePath(rq.Path)
+	} else {
+		sel.OriginalErr = request.ErrMissing
+	}
+	d := s.Authorize(r.Context(), EndpointVerify, *req.Token, sel)
+	writeRaw(w, verifyStatus(d), AppendAuthorized(nil, d, *req.Token))
+}
+
+// AppendAuthorized appends to b the /v1/verify body of a decision made
+// under a policy: the verdict of [AppendVerdict] with "allowed" after
+// "valid", "error":"forbidden" when a valid token was refused, and the
+// "policy" that ran. The failed requirement is not shown: /v1/verify
+// callers are not the operator. A single verdict (b nil) ends with a
+// newline.
+func AppendAuthorized(b []byte, d Decision, token string) []byte {
+	single := b == nil
+	var v []byte
+	switch {
+	case d.Status == http.StatusForbidden && d.Result != nil:
+		v = AppendVerdict(nil, d.Result, "", nil, token)
+		v = append([]byte(`{"valid":true,"allowed":false,"error":"forbidden",`), v[len(`{"valid":true,`):]...)
+	case d.Allowed():
+		v = AppendVerdict(nil, d.Result, "", nil, token)
+		v = append([]byte(`{"valid":true,"allowed":true,`), v[len(`{"valid":true,`):]...)
+	default:
+		v = AppendVerdict(nil, d.Result, d.Class, d.Err, token)
+		v = append([]byte(`{"valid":false,"allowed":false,`), v[len(`{"valid":false,`):]...)
+	}
+	v = v[:len(v)-2] // "}\n"
+	v = append(v, `,"policy":`...)
+	v = appendString(v, d.Policy)
+	v = append(v, '}')
+	b = append(b, v...)
+	if single {
+		b = append(b, '\n')
+	}
+	return b
 }
 
 // writeReadError answers a body that could not be read: 413 when too
@@ -67,7 +124,8 @@ func (s *Server) writeReadError(w http.ResponseWriter, r *http.Request, endpoint
 }
 
 // verifyStatus maps a decision to the status of /v1/verify: a verdict is
-// 200 (valid or not), except token_too_large (413); keys unavailable is 503.
+// 200 (valid or not, allowed or forbidden), except token_too_large (413);
+// keys unavailable is 503.
 func verifyStatus(d Decision) int {
 	switch {
 	case d.Allowed():

@@ -42,6 +42,11 @@ func (s *Server) routeTable() []route {
 	if s.metricsHandler != nil {
 		routes = append(routes, route{"/metrics", get, s.metricsHandler.ServeHTTP, true})
 	}
+	if s.resource != nil {
+		for _, p := range s.resource.paths {
+			routes = append(routes, route{p, get, s.serveResourceMetadata, false})
+		}
+	}
 	return routes
 }
 
@@ -89,6 +94,10 @@ func (s *Server) routes(sel routeSet) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isAuthzPath(r.URL.Path) {
 			s.serveAuthz(w, r)
+			return
+		}
+		if strings.HasPrefix(r.URL.Path, policyPrefix) {
+			s.servePolicy(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -84,6 +85,15 @@ type Options struct {
 	// original request (method, host, path, query) it decides. [request.None]
 	// means it is not known.
 	Proxy request.Proxy
+	// Policies are the authorization policies and routes that forward-auth
+	// (/v1/authz by routes, /v1/policy/<name>), gRPC Check and /v1/verify
+	// with "policy" decide by. Nil means none: any valid token passes
+	// (wave-1 behaviour). Routes need Proxy.
+	Policies *policy.Set
+	// ResourceMetadata, if set, is served as RFC 9728 protected resource
+	// metadata, and every 401 names it (resource_metadata="URL"). Nil means
+	// neither.
+	ResourceMetadata *ResourceMetadata
 	// IntrospectionClients may call /introspect (and, with APIAuth,
 	// /v1/verify and /v1/verify/batch). Empty means every call to
 	// /introspect is refused with 401.
@@ -175,9 +185,17 @@ type Server struct {
 	noTokenDeny denial
 	static      staticHeaders
 
-	tracer     trace.Tracer // nil: no spans
-	propagator propagation.TextMapPropagator
-	configHash string
+	policies      *policy.Set // nil: none
+	authorizes    bool        // forward-auth reads the original request and runs policies
+	forbidAny     denial      // 403 when no policy could be chosen
+	forbidden     map[string]denial
+	policyHeaders map[string][]claimHeader // policy name -> its claims_to_headers
+	identity      []claimHeader            // every configured identity header, for anonymous requests
+	policyMetrics PolicyMetrics            // nil: none
+	resource      *resourceMetadata        // nil: none
+	tracer        trace.Tracer             // nil: no spans
+	propagator    propagation.TextMapPropagator
+	configHash    string
 
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler
@@ -235,8 +253,15 @@ func New(opts Options) (*Server, error) {
 	if s.clients, err = newClients(opts.IntrospectionClients); err != nil {
 		return nil, err
 	}
+	if err := s.setPolicies(opts.Policies, opts.Verifier.Issuers(), s.proxy); err != nil {
+		return nil, err
+	}
+	if err := s.setResourceMetadata(opts.ResourceMetadata); err != nil {
+		return nil, err
+	}
 	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
 	s.apiAuth = opts.APIAuth
+	s.policyMetrics, _ = opts.Metrics.(PolicyMetrics)
 	s.tracer, s.propagator, s.configHash = opts.Tracer, opts.Propagator, opts.ConfigHash
 	if s.propagator == nil {
 		s.propagator = propagation.TraceContext{}
@@ -270,14 +295,7 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 	if s.issuers, s.byName, err = newIssuers(v.Issuers()); err != nil {
 		return nil, err
 	}
-	classes := verify.Classes()
-	s.rejected = make(map[string]denial, len(classes))
-	s.unavailable = make(map[string]denial, len(classes))
-	for _, c := range classes {
-		s.rejected[c] = newDenial(c, http.StatusUnauthorized, false)
-		s.unavailable[c] = newDenial(c, http.StatusServiceUnavailable, false)
-	}
-	s.noTokenDeny = newDenial(verify.Class(errNoToken), http.StatusUnauthorized, true)
+	s.buildDenials("")
 	s.static = staticHeaders{
 		noStore:    []string{"no-store"},
 		stripAuthz: []string{"authorization"},
@@ -285,6 +303,19 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 		nosniff:    []string{"nosniff"},
 	}
 	return s, nil
+}
+
+// buildDenials precomputes the 401s and 503s of every class; metadata is
+// the RFC 9728 resource metadata URL every 401 names ("" for none).
+func (s *Server) buildDenials(metadata string) {
+	classes := verify.Classes()
+	s.rejected = make(map[string]denial, len(classes))
+	s.unavailable = make(map[string]denial, len(classes))
+	for _, c := range classes {
+		s.rejected[c] = newDenial(c, http.StatusUnauthorized, false, metadata)
+		s.unavailable[c] = newDenial(c, http.StatusServiceUnavailable, false, metadata)
+	}
+	s.noTokenDeny = newDenial(verify.Class(errNoToken), http.StatusUnauthorized, true, metadata)
 }
 
 // staticHeaders are header values shared by every response of the hot

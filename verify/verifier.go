@@ -101,6 +101,7 @@ func New(opts Options) (*Verifier, error) {
 	}
 	v.router = r
 	opts.Issuers = cfgs
+	opts.IndexClaims = slices.Clone(opts.IndexClaims)
 	switch {
 	case opts.Cache != nil:
 		v.tokens, v.owned = opts.Cache.c, newIssuerSet(v.issuers)
@@ -442,6 +443,10 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	}
 	if len(is.cfg.ExtractClaims) > 0 {
 		res.Extracted = extract(ps, is.cfg.ExtractClaims)
+	}
+	if names := v.opts.IndexClaims; len(names) > 0 {
+		res.idxNames, res.idxSpans = names, make([]claimSpan, len(names))
+		scanClaims(ps, names, res.idxSpans)
 	}
 	return res, is, key, nil
 }

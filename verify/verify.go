@@ -155,6 +155,13 @@ type Options struct {
 	// every accept (doubling the signature cost); a negative value checks
 	// only until the key is proven. NaN or above 1 is refused.
 	CrossCheckRate float64
+	// IndexClaims names top-level claims that a caller reads with
+	// [Result.ClaimValues] on every request (authorization policies:
+	// policy.Set.ClaimNames). The verifier records where each one is in the
+	// claims set when it verifies a token, so that reading them later, on
+	// every token-cache hit, scans nothing. Nil means none: ClaimValues
+	// scans the claims set.
+	IndexClaims []string
 	// Logger receives the verifier's error logs: cross-check disagreements,
 	// with the issuer, alg and key, never the token. Nil discards them.
 	Logger *slog.Logger
@@ -209,6 +216,12 @@ type Result struct {
 	Extracted map[string]string
 	// Thumbprint identifies the key that verified the token (RFC 7638).
 	Thumbprint string
+
+	// idxNames are the verifier's IndexClaims (shared), idxSpans where
+	// each is in Claims (end 0: absent). Offsets, not strings, so that the
+	// token cache's compact copy of Claims keeps them true.
+	idxNames []string
+	idxSpans []claimSpan
 }
 
 // Step is one check of [Verifier.Explain], in the order the verifier runs them.

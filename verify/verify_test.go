@@ -126,7 +126,9 @@ func TestEveryErrorClass(t *testing.T) {
 		})
 	}
 	for _, c := range verify.Classes() {
-		if !seen[c] {
+		// forbidden is the policy layer's (package policy tests produce it):
+		// the verifier never refuses a valid token.
+		if !seen[c] && c != verify.Class(verify.ErrForbidden) {
 			t.Errorf("no test produced class %q", c)
 		}
 	}

@@ -60,6 +60,14 @@ func TestBadConfig(t *testing.T) {
 		{name: "claim-header-reserved", yaml: disc + "    claims_to_headers: {sub: Content-Length}\n", wantField: "issuers[0].claims_to_headers.sub: \"Content-Length\" is a header"},
 		{name: "limits-out-of-range", yaml: disc + "limits: {max_keys: 0}\n", wantField: "limits.max_keys: 0 is out of range"},
 		{name: "state-dir-is-a-file", yaml: disc + "state_dir: " + good + "\n", wantField: "issuers[0] (https://idp.example.com/): jwks: invalid options: state_dir: mkdir " + good + ": not a directory"},
+		{name: "route-unknown-policy", yaml: disc + "forward_auth: {proxy: nginx}\npolicies: [{name: read}]\nroutes: [{path: /orders/**, policy: write}]\n", wantField: `routes[0].policy: "write" is not a configured policy`},
+		{name: "cel-does-not-compile", yaml: disc + "policies: [{name: p, expression: 'claims.tid =='}]\n", wantField: "policies[0] (p).expression: does not compile"},
+		{name: "cel-not-bool", yaml: disc + "policies: [{name: p, expression: 'request.method'}]\n", wantField: "policies[0] (p).expression: is of type string, want bool"},
+		{name: "routes-without-proxy", yaml: disc + "policies: [{name: p}]\nroutes: [{path: /x, policy: p}]\n", wantField: "routes: routes choose a policy by the original request: set forward_auth.proxy"},
+		{name: "policy-bad-name", yaml: disc + "policies: [{name: Orders}]\n", wantField: `policies[0].name: "Orders" is not`},
+		{name: "policy-unknown-issuer", yaml: disc + "policies: [{name: p, issuers: [https://other.example/]}]\n", wantField: `policies[0] (p).issuers[0]: "https://other.example/" is not a configured issuer`},
+		{name: "policy-claim-header-reserved", yaml: disc + "policies: [{name: p, claims_to_headers: {sub: Authorization}}]\n", wantField: `policies[0] (p).claims_to_headers: claim "sub": "Authorization" is a header`},
+		{name: "default-policy-unknown", yaml: disc + "default_policy: nope\n", wantField: `default_policy: "nope" is not a configured policy`},
 		{name: "two-documents", yaml: disc + "---\nlisten: 127.0.0.1:0\n", wantField: "more than one YAML document"},
 	}
 	for _, tt := range tests {

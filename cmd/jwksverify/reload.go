@@ -77,7 +77,7 @@ func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error)
 		return nil, err
 	}
 	bi := buildinfo.Read()
-	m, err := metrics.New(metrics.Options{Verifier: s.server.Verifier(), Version: bi.Version, Revision: bi.Revision})
+	m, err := metrics.New(metrics.Options{Verifier: s.server.Verifier(), Version: bi.Version, Revision: bi.Revision, Policies: plan.Server.Policies})
 	if err != nil {
 		closeFetchers(fresh, logger)
 		return nil, err

@@ -26,7 +26,10 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 )
 
@@ -37,6 +40,8 @@ import (
 //     StripAuthorization is set;
 //   - deny: status UNAUTHENTICATED and a DeniedHttpResponse: HTTP 401, the
 //     RFC 6750 WWW-Authenticate challenge and the JSON body of forward-auth;
+//     for a valid token a policy refuses, PERMISSION_DENIED and HTTP 403
+//     with the insufficient_scope challenge;
 //   - could not decide (keys unavailable): the call fails with the gRPC
 //     status UNAVAILABLE and no CheckResponse. Envoy counts a failed call as
 //     an ext_authz error, not a denial: failure_mode_allow decides whether
@@ -136,7 +141,9 @@ func newAuthzGRPC(s *server.Server) *authzGRPC {
 // failed. It blocks only as long as the verifier does.
 func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	var d server.Decision
-	hr := req.GetAttributes().GetRequest().GetHttp()
+	attrs := req.GetAttributes()
+	hr := attrs.GetRequest().GetHttp()
+	named := attrs.GetContextExtensions()["policy"]
 	// The span continues Envoy's trace of this call (gRPC metadata), or
 	// else the client's, from the forwarded request's headers.
 	if a.s.Tracing() {
@@ -148,16 +155,27 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 		ctx, span = a.s.StartSpan(ctx, carrier, authv3.Authorization_Check_FullMethodName)
 		defer span.End()
 	}
-	if hr == nil {
+	switch {
+	case hr == nil:
 		d = a.s.Decide(ctx, server.EndpointGRPC, "")
-	} else {
+	case a.s.Authorizes() || named != "":
+		// The original request is Envoy's own attributes, whatever the
+		// forward_auth.proxy preset says; context_extensions name the
+		// policy before the routes choose one. A named policy is honoured
+		// (an unknown one denied) even when no policies are configured.
+		o, err := request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), hr.GetPath())
+		if err == nil {
+			o.RawQuery = originalQuery(hr)
+		}
+		d = a.s.AuthorizeRequest(a.request(ctx, hr), server.EndpointGRPC, server.Selection{Policy: named, Original: o, OriginalErr: err})
+	default:
 		d = a.s.DecideWithQuery(a.request(ctx, hr), originalQuery(hr), server.EndpointGRPC)
 	}
 	return a.respond(d)
 }
 
-// respond turns a decision into Check's answer: OK, DENIED, or the gRPC
-// status UNAVAILABLE when keys are unavailable.
+// respond turns a decision into Check's answer: OK, DENIED (401 or 403),
+// or the gRPC status UNAVAILABLE when keys are unavailable.
 func (a *authzGRPC) respond(d server.Decision) (*authv3.CheckResponse, error) {
 	switch {
 	case d.Allowed():
@@ -238,13 +256,39 @@ func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")
 	}
 	return &authv3.CheckResponse{
-		Status:       &rpcstatus.Status{Code: int32(codes.OK)},
-		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: ok},
+		Status:          &rpcstatus.Status{Code: int32(codes.OK)},
+		HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: ok},
+		DynamicMetadata: dynamicMetadata(d),
 	}
 }
 
-// deny builds the DENIED response: HTTP 401 with the forward-auth challenge
-// and JSON body, and the rpc status UNAUTHENTICATED carrying the class word.
+// MetadataNamespace is the dynamic_metadata namespace of an OK answer:
+// {"jwksverify": {"issuer", "policy", "claims"}}, for Envoy's RBAC and
+// routing (metadata matchers on filter "envoy.filters.http.ext_authz").
+const MetadataNamespace = "jwksverify"
+
+// dynamicMetadata is the OK answer's metadata: the verified token's iss,
+// the policy that allowed it ("" for none) and its claims as JSON values
+// (numbers as doubles, as protobuf Struct holds them). An anonymous request
+// has no issuer and no claims.
+func dynamicMetadata(d server.Decision) *structpb.Struct {
+	fields := map[string]*structpb.Value{"policy": structpb.NewStringValue(d.Policy)}
+	if d.Result != nil {
+		fields["issuer"] = structpb.NewStringValue(d.Result.Issuer)
+		claims := &structpb.Struct{}
+		if err := protojson.Unmarshal(d.Result.Claims, claims); err == nil {
+			fields["claims"] = structpb.NewStructValue(claims)
+		}
+	}
+	return &structpb.Struct{Fields: map[string]*structpb.Value{
+		MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: fields}),
+	}}
+}
+
+// deny builds the DENIED response: HTTP 401 (the rpc status
+// UNAUTHENTICATED) or, for a valid token a policy refused, 403 (the rpc
+// status PERMISSION_DENIED), with the forward-auth challenge and JSON body,
+// the rpc status carrying the class word.
 func (a *authzGRPC) deny(d server.Decision) *authv3.CheckResponse {
 	headers := []*corev3.HeaderValueOption{
 		header("content-type", "application/json"),
@@ -253,10 +297,14 @@ func (a *authzGRPC) deny(d server.Decision) *authv3.CheckResponse {
 	if d.Challenge != "" {
 		headers = append(headers, header("www-authenticate", d.Challenge))
 	}
+	code, httpCode := codes.Unauthenticated, typev3.StatusCode_Unauthorized
+	if d.Status == http.StatusForbidden {
+		code, httpCode = codes.PermissionDenied, typev3.StatusCode_Forbidden
+	}
 	return &authv3.CheckResponse{
-		Status: &rpcstatus.Status{Code: int32(codes.Unauthenticated), Message: d.Class},
+		Status: &rpcstatus.Status{Code: int32(code), Message: d.Class},
 		HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
-			Status:  &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
+			Status:  &typev3.HttpStatus{Code: httpCode},
 			Headers: headers,
 			Body:    string(d.Body),
 		}},

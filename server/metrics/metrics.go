@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -40,6 +41,10 @@ type Options struct {
 	// Version and Revision label jwksverify_build_info (with the Go
 	// version). Empty means "unknown".
 	Version, Revision string
+	// Policies are the server's policies (server.Options.Policies): their
+	// names label policy_decisions_total. Nil means none (the labels of
+	// server's PolicyAnyToken, PolicyUnknown and PolicyUnrouted only).
+	Policies *policy.Set
 }
 
 // Metrics are the instruments of one server. Every label value is bounded:
@@ -51,11 +56,14 @@ type Metrics struct {
 	reg *prometheus.Registry
 	// outcomes are the verify_total children by issuer label: an immutable
 	// map, replaced whole by Use.
-	outcomes atomic.Pointer[map[string]*issuerOutcomes]
-	latency  map[string]prometheus.Observer
-	vec      *prometheus.CounterVec // verify_total
-	col      *collector
-	mu       sync.Mutex // serializes Use and SetConfigHash
+	outcomes  atomic.Pointer[map[string]*issuerOutcomes]
+	policies  map[string]map[string]prometheus.Counter // policy label -> class -> counter, made by New
+	decisions *prometheus.CounterVec                   // for policies a reload added
+	classes   map[string]bool                          // the class labels of policy_decisions_total
+	latency   map[string]prometheus.Observer
+	vec       *prometheus.CounterVec // verify_total
+	col       *collector
+	mu        sync.Mutex // serializes Use and SetConfigHash
 
 	reloads    *prometheus.CounterVec        // config_reloads_total{result}
 	configInfo *prometheus.GaugeVec          // config_info{hash}
@@ -128,6 +136,11 @@ func New(opts Options) (*Metrics, error) {
 		Help:      "Always 1; the labels say which build runs: version, VCS revision, Go version.",
 	}, []string{"version", "revision", "go"})
 	build.WithLabelValues(cmp.Or(opts.Version, "unknown"), cmp.Or(opts.Revision, "unknown"), runtime.Version()).Set(1)
+	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "policy_decisions_total",
+		Help:      `Requests decided under an authorization policy, by policy (its name; "_any" for the empty default_policy, "_unknown" for a named policy that does not exist, "_unrouted" when the original request was missing or ambiguous) and class ("valid" allowed, "anonymous" allowed without a token, "forbidden", or the token's rejection class).`,
+	}, []string{"policy", "class"})
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "config_reloads_total",
@@ -141,7 +154,7 @@ func New(opts Options) (*Metrics, error) {
 	for _, r := range []string{ReloadSuccess, ReloadFailure} {
 		reloads.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{outcomes, latency, clientAuth, build, col, reloads, configInfo} {
+	for _, c := range []prometheus.Collector{outcomes, latency, clientAuth, build, decisions, col, reloads, configInfo} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -161,6 +174,25 @@ func New(opts Options) (*Metrics, error) {
 	m.outcomes.Store(m.outcomesOf(issuers, nil))
 	for _, e := range server.Endpoints() {
 		m.latency[e] = latency.WithLabelValues(e)
+	}
+	policyLabels := []string{server.PolicyAnyToken, server.PolicyUnknown, server.PolicyUnrouted}
+	for _, p := range opts.Policies.Policies() {
+		policyLabels = append(policyLabels, p.Name())
+	}
+	m.decisions, m.classes = decisions, map[string]bool{server.ClassValid: true, server.ClassAnonymous: true}
+	for _, c := range verify.Classes() {
+		m.classes[c] = true
+	}
+	m.policies = make(map[string]map[string]prometheus.Counter, len(policyLabels))
+	for _, pl := range policyLabels {
+		byClass := map[string]prometheus.Counter{
+			server.ClassValid:     decisions.WithLabelValues(pl, server.ClassValid),
+			server.ClassAnonymous: decisions.WithLabelValues(pl, server.ClassAnonymous),
+		}
+		for _, c := range verify.Classes() {
+			byClass[c] = decisions.WithLabelValues(pl, c)
+		}
+		m.policies[pl] = byClass
 	}
 	return m, nil
 }
@@ -244,6 +276,20 @@ func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration)
 func (m *Metrics) ClientAuthFailed(reason string) {
 	if c, ok := m.clientAuth[reason]; ok {
 		c.Inc()
+	}
+}
+
+// Authorized implements server.PolicyMetrics: it counts one decision
+// under a policy. Labels outside the bounded sets are not recorded.
+func (m *Metrics) Authorized(policy, class string) {
+	if c, ok := m.policies[policy][class]; ok {
+		c.Inc()
+		return
+	}
+	// A policy a reload added: its name comes from the configuration, so
+	// the label set stays bounded.
+	if m.classes[class] {
+		m.decisions.WithLabelValues(policy, class).Inc()
 	}
 }
 

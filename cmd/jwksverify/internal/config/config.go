@@ -26,6 +26,8 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/policy/celexpr"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -327,6 +329,10 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		return nil, fmt.Errorf("token_sources[%d].query: needs forward_auth.proxy (one of %s): a query token is read only from the original request the proxy reports", i, strings.Join(request.Proxies(), ", "))
 	}
 
+	if err := f.planPolicies(p); err != nil {
+		return nil, err
+	}
+
 	for i, cl := range f.Introspection.Clients {
 		path := fmt.Sprintf("introspection.clients[%d]", i)
 		if cl.SecretEnv == "" {
@@ -368,6 +374,69 @@ func (t fileTLS) plan(path string) (TLS, error) {
 		return TLS{}, fmt.Errorf("%s.client_ca_file: set with client_auth none; set client_auth to request or require", path)
 	}
 	return out, nil
+}
+
+// planPolicies compiles policies, routes and default_policy (package policy
+// names the field of every error), adds each policy's claims_to_headers
+// claims to the claims its issuers extract, and plans resource_metadata.
+func (f *file) planPolicies(p *Plan) error {
+	if len(f.Policies) == 0 && len(f.Routes) == 0 && f.DefaultPolicy == "" {
+		return f.planResourceMetadata(p)
+	}
+	if len(f.Routes) > 0 && p.Server.Proxy == request.None {
+		return errors.New("routes: routes choose a policy by the original request: set forward_auth.proxy (one of " + strings.Join(request.Proxies(), ", ") + ")")
+	}
+	opts := policy.Options{DefaultPolicy: f.DefaultPolicy, Compiler: &celexpr.Compiler{}}
+	for _, is := range p.Issuers {
+		opts.Issuers = append(opts.Issuers, is.Verify.Issuer)
+	}
+	for _, fp := range f.Policies {
+		sp := policy.Spec{Name: fp.Name, Issuers: fp.Issuers, Scopes: policy.Scopes{All: fp.Scopes.All, Any: fp.Scopes.Any},
+			Expression: fp.Expression, AllowAnonymous: fp.AllowAnonymous, ClaimsToHeaders: fp.ClaimsToHeaders}
+		for _, c := range fp.Claims {
+			sp.Claims = append(sp.Claims, policy.Claim{Claim: c.Claim, AnyOf: c.AnyOf, Equals: c.Equals})
+		}
+		opts.Policies = append(opts.Policies, sp)
+	}
+	for _, fr := range f.Routes {
+		opts.Routes = append(opts.Routes, policy.Route{Methods: fr.Methods, Host: fr.Host, Path: fr.Path, Policy: fr.Policy})
+	}
+	set, err := policy.New(opts)
+	if err != nil {
+		// The field-naming detail, without the package's prefix.
+		return errors.New(strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": "))
+	}
+	for i, fp := range f.Policies {
+		for claim, header := range fp.ClaimsToHeaders {
+			if err := server.CheckClaimHeader(header); err != nil {
+				return fmt.Errorf("policies[%d] (%s).claims_to_headers: claim %q: %w", i, fp.Name, claim, err)
+			}
+			for j := range p.Issuers {
+				v := &p.Issuers[j].Verify
+				if (len(fp.Issuers) == 0 || slices.Contains(fp.Issuers, v.Issuer)) && !slices.Contains(v.ExtractClaims, claim) {
+					v.ExtractClaims = append(v.ExtractClaims, claim)
+					slices.Sort(v.ExtractClaims)
+				}
+			}
+		}
+	}
+	p.Server.Policies = set
+	p.Verify.IndexClaims = set.ClaimNames()
+	return f.planResourceMetadata(p)
+}
+
+// planResourceMetadata plans resource_metadata (server checks the URLs).
+func (f *file) planResourceMetadata(p *Plan) error {
+	rm := f.ResourceMeta
+	if rm == nil {
+		return nil
+	}
+	if rm.Resource == "" {
+		return errors.New("resource_metadata.resource: empty; set the protected resource's URL (RFC 9728)")
+	}
+	p.Server.ResourceMetadata = &server.ResourceMetadata{Resource: rm.Resource, URL: rm.URL,
+		AuthorizationServers: rm.AuthorizationServers, ScopesSupported: rm.ScopesSupported}
+	return nil
 }
 
 // plan builds one issuer; path is its place in the file (issuers[0]).

@@ -38,6 +38,45 @@ type file struct {
 	Limits          fileLimits           `yaml:"limits"`
 	Batch           fileBatch            `yaml:"batch"`
 	Crypto          fileCrypto           `yaml:"crypto"`
+	Policies        []filePolicy         `yaml:"policies"`
+	Routes          []fileRoute          `yaml:"routes"`
+	DefaultPolicy   string               `yaml:"default_policy"`
+	ResourceMeta    *fileResourceMeta    `yaml:"resource_metadata"`
+}
+
+type filePolicy struct {
+	Name            string            `yaml:"name"`
+	Issuers         []string          `yaml:"issuers"`
+	Scopes          fileScopes        `yaml:"scopes"`
+	Claims          []fileClaim       `yaml:"claims"`
+	Expression      string            `yaml:"expression"`
+	AllowAnonymous  bool              `yaml:"allow_anonymous"`
+	ClaimsToHeaders map[string]string `yaml:"claims_to_headers"`
+}
+
+type fileScopes struct {
+	All []string `yaml:"all"`
+	Any []string `yaml:"any"`
+}
+
+type fileClaim struct {
+	Claim  string `yaml:"claim"`
+	AnyOf  []any  `yaml:"any_of"`
+	Equals any    `yaml:"equals"`
+}
+
+type fileRoute struct {
+	Methods []string `yaml:"methods"`
+	Host    string   `yaml:"host"`
+	Path    string   `yaml:"path"`
+	Policy  string   `yaml:"policy"`
+}
+
+type fileResourceMeta struct {
+	Resource             string   `yaml:"resource"`
+	URL                  string   `yaml:"url"`
+	AuthorizationServers []string `yaml:"authorization_servers"`
+	ScopesSupported      []string `yaml:"scopes_supported"`
 }
 
 type fileTLS struct {

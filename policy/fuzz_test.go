@@ -1,0 +1,114 @@
+package policy_test
+
+import (
+	"encoding/json"
+	"math/big"
+
+	"errors"
+	"github.com/jwksverify/jwksverify/verify"
+	"strings"
+	"testing"
+
+	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/request"
+)
+
+// FuzzSelect feeds raw request targets through the normalizer and the
+// route matcher: no panic; an encoded '/', a '\' or a NUL is always
+// ErrAmbiguousPath; a normalized path never climbs above '/'; and the
+// route chosen is the one a plain string comparison of the normalized
+// path chooses (so /public/../admin, in any encoding, is /admin's).
+func FuzzSelect(f *testing.F) {
+	for _, s := range []string{"/admin", "/public/../admin", "/public/%2e%2e/admin", "/public/%2E%2E/admin", "/public%2F..%2Fadmin",
+		"/public/..%5Cadmin", "//admin", "/admin/", "/administrator", "/items/1/detail", "/public/./x", "/%61dmin/x", "/public\x00/../admin",
+		"/orders/1?x=/admin", "/a/../../admin", "/public/..;/admin"} {
+		f.Add(s)
+	}
+	s := mustSet(f, policy.Options{
+		Policies: []policy.Spec{{Name: "admin"}, {Name: "public"}, {Name: "item"}, {Name: "fallback"}},
+		Routes: []policy.Route{
+			{Path: "/admin/**", Policy: "admin"},
+			{Path: "/public/**", Policy: "public"},
+			{Path: "/items/*/detail", Policy: "item"},
+		},
+		DefaultPolicy: "fallback",
+	})
+	f.Fuzz(func(t *testing.T, raw string) {
+		o, err := request.FromParts("GET", "https", "h", raw)
+		path, _, _ := strings.Cut(raw, "?")
+		path, _, _ = strings.Cut(path, "#")
+		lower := strings.ToLower(path)
+		if strings.Contains(lower, "%2f") || strings.Contains(lower, "%5c") || strings.Contains(lower, "%00") ||
+			strings.ContainsAny(path, "\\\x00") {
+			if !errors.Is(err, request.ErrAmbiguousPath) {
+				t.Fatalf("FromParts(%q) = %q, %v; want ErrAmbiguousPath", raw, o.Path, err)
+			}
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, request.ErrAmbiguousPath) {
+				t.Fatalf("FromParts(%q) error %v is not ErrAmbiguousPath", raw, err)
+			}
+			return
+		}
+		if !strings.HasPrefix(o.Path, "/") || o.Path == "/.." || strings.HasPrefix(o.Path, "/../") || strings.Contains(o.Path, "/../") || strings.HasSuffix(o.Path, "/..") {
+			t.Fatalf("FromParts(%q).Path = %q climbs or keeps a dot segment", raw, o.Path)
+		}
+		want := "fallback"
+		segs := strings.Split(o.Path[1:], "/")
+		switch {
+		case o.Path == "/admin" || strings.HasPrefix(o.Path, "/admin/"):
+			want = "admin"
+		case o.Path == "/public" || strings.HasPrefix(o.Path, "/public/"):
+			want = "public"
+		case len(segs) == 3 && segs[0] == "items" && segs[1] != "" && segs[2] == "detail":
+			want = "item"
+		}
+		if got := s.Select(o).Name(); got != want {
+			t.Fatalf("Select(%q → %q) = %q, want %q", raw, o.Path, got, want)
+		}
+	})
+}
+
+// FuzzClaimMatch feeds claim values (untrusted JSON from a signed token)
+// to the claim matcher, the scope reader and the claim scanner: no panic,
+// and a number equals the configured one exactly when big.Rat says so.
+func FuzzClaimMatch(f *testing.F) {
+	for _, s := range []string{`3`, `3.0`, `30e-1`, `-0`, `"3"`, `[1,"x",3]`, `true`, `"a b"`, `["a",["b"]]`, `1e999999999999999`, `0.3e1`, `{"a":3}`} {
+		f.Add(s, "3")
+	}
+	f.Fuzz(func(t *testing.T, value, want string) {
+		claims := `{"v":` + value + `,"scope":` + value + `}`
+		if !json.Valid([]byte(claims)) || !json.Valid([]byte(want)) {
+			return
+		}
+		num := json.Number(want)
+		if _, err := num.Float64(); err != nil || strings.ContainsAny(want, " \t\r\n") {
+			return
+		}
+		s, err := policy.New(policy.Options{Policies: []policy.Spec{
+			{Name: "n", Claims: []policy.Claim{{Claim: "v", Equals: num}}},
+			{Name: "s", Scopes: policy.Scopes{Any: []string{"a"}}},
+		}})
+		if err != nil {
+			return // a number beyond the exponent bound
+		}
+		res := &verify.Result{Claims: json.RawMessage(claims)}
+		pn, _ := s.Lookup("n")
+		got := pn.Evaluate(res, policy.Request{}) == nil
+		wantEq := false
+		if r1, ok := new(big.Rat).SetString(strings.TrimSpace(value)); ok && !strings.ContainsAny(value, "[\"{tfn") {
+			if r2, ok := new(big.Rat).SetString(want); ok {
+				wantEq = r1.Cmp(r2) == 0
+			}
+		}
+		if strings.HasPrefix(strings.TrimSpace(value), "[") {
+			return // arrays: any element; checked by the table tests
+		}
+		if got != wantEq {
+			t.Fatalf("claim %s equals %s = %v, want %v", value, want, got, wantEq)
+		}
+		ps, _ := s.Lookup("s")
+		_ = ps.Evaluate(res, policy.Request{})
+	})
+}

@@ -1,0 +1,125 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jwksverify/jwksverify/request"
+)
+
+// route is a compiled [Route].
+type route struct {
+	methods []string // nil: any
+	host    string   // "": any; normalized
+	segs    []string // the pattern's segments after the leading '/'; "*" matches one non-empty segment
+	subtree bool     // the pattern ended in "/**": itself and everything below
+	policy  *Policy
+}
+
+func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
+	p, ok := byName[rt.Policy]
+	if !ok {
+		return route{}, fmt.Errorf("policy: %q is not a configured policy", rt.Policy)
+	}
+	r := route{policy: p, methods: slices.Clone(rt.Methods)}
+	for i, m := range rt.Methods {
+		if m == "" || strings.ToUpper(m) != m || strings.ContainsAny(m, " \t/") {
+			return route{}, fmt.Errorf("methods[%d]: %q is not an upper-case HTTP method", i, m)
+		}
+	}
+	if rt.Host != "" {
+		r.host = request.NormalizeHost(rt.Host)
+		if r.host == "" || strings.ContainsAny(r.host, "/ *") {
+			return route{}, fmt.Errorf("host: %q is not a host name", rt.Host)
+		}
+	}
+	path := rt.Path
+	if path == "" {
+		path = "/**"
+	}
+	segs, subtree, err := compilePath(path)
+	if err != nil {
+		return route{}, fmt.Errorf("path: %q: %w", rt.Path, err)
+	}
+	r.segs, r.subtree = segs, subtree
+	return r, nil
+}
+
+// compilePath splits a route's path pattern. A pattern must be what
+// request.NormalizePath leaves unchanged (with "*" segments), so that it
+// can match a normalized request path at all.
+func compilePath(pattern string) ([]string, bool, error) {
+	subtree := false
+	if rest, ok := strings.CutSuffix(pattern, "/**"); ok {
+		subtree, pattern = true, rest
+		if pattern == "" {
+			return nil, true, nil
+		}
+	}
+	if !strings.HasPrefix(pattern, "/") {
+		return nil, false, fmt.Errorf("want a path starting with '/'")
+	}
+	if strings.Contains(pattern, "**") {
+		return nil, false, fmt.Errorf("'**' only as the last segment, after '/'")
+	}
+	norm, err := request.NormalizePath(strings.ReplaceAll(pattern, "*", "x"))
+	if err != nil || norm != strings.ReplaceAll(pattern, "*", "x") {
+		return nil, false, fmt.Errorf("not a normalized path (no '//', dot segments, encoded unreserved characters, '\\' or NUL)")
+	}
+	segs := strings.Split(pattern[1:], "/")
+	for _, s := range segs {
+		if s != "*" && strings.Contains(s, "*") {
+			return nil, false, fmt.Errorf("'*' must be a whole segment")
+		}
+	}
+	if subtree && segs[len(segs)-1] == "" {
+		return nil, false, fmt.Errorf("'/**' after a trailing '/'")
+	}
+	return segs, subtree, nil
+}
+
+// match reports whether r matches o (method, host, normalized path).
+func (r *route) match(o request.Original) bool {
+	if r.methods != nil && !slices.Contains(r.methods, o.Method) {
+		return false
+	}
+	if r.host != "" && r.host != o.Host {
+		return false
+	}
+	return matchPath(r.segs, r.subtree, o.Path)
+}
+
+// matchPath matches a normalized path against a compiled pattern without
+// allocating: segment by segment; a subtree pattern also matches every
+// path below its segments (at a segment boundary: /admin/** matches
+// /admin, /admin/ and /admin/x, not /administrator).
+func matchPath(segs []string, subtree bool, path string) bool {
+	if path == "" || path[0] != '/' {
+		return false
+	}
+	rest := path[1:]
+	if len(segs) == 0 { // "/**"
+		return subtree
+	}
+	for i, want := range segs {
+		seg, after, more := strings.Cut(rest, "/")
+		if want == "*" {
+			if seg == "" {
+				return false
+			}
+		} else if seg != want {
+			return false
+		}
+		last := i == len(segs)-1
+		switch {
+		case !last && !more:
+			return false
+		case last:
+			// Exact: nothing may follow. Subtree: anything may.
+			return !more || subtree
+		}
+		rest = after
+	}
+	return false
+}

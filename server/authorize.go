@@ -1,0 +1,295 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// This file is authorization: the policy a forward-auth request is decided
+// by (routes, an explicit name), evaluated after the token verified, on
+// every request (a token-cache hit too), and the 403 it answers.
+
+// Policy labels of [PolicyMetrics] besides the configured policy names
+// (which are [a-z0-9][a-z0-9-]*, so these never collide with one).
+const (
+	// PolicyAnyToken labels decisions of the empty default_policy: any
+	// valid token of a configured issuer.
+	PolicyAnyToken = "_any"
+	// PolicyUnknown labels requests that named a policy that does not
+	// exist (gRPC context_extensions).
+	PolicyUnknown = "_unknown"
+	// PolicyUnrouted labels requests whose policy could not be chosen:
+	// routes need the original request and the proxy did not forward it,
+	// or its path is ambiguous.
+	PolicyUnrouted = "_unrouted"
+	// ClassAnonymous is the class label of a request without a token that
+	// an allow_anonymous policy let pass.
+	ClassAnonymous = "anonymous"
+)
+
+// PolicyMetrics records authorization decisions. A [Metrics] that also
+// implements it (server/metrics does) receives one call per request decided
+// under a policy. It must be safe for concurrent use and not block.
+type PolicyMetrics interface {
+	// Authorized records one decision: the policy label (a policy name or
+	// one of PolicyAnyToken, PolicyUnknown, PolicyUnrouted) and the class
+	// ([ClassValid] allowed, "forbidden", [ClassAnonymous], or the class
+	// of the token's rejection).
+	Authorized(policy, class string)
+}
+
+// Selection says which policy decides a request, and what the original
+// request is.
+type Selection struct {
+	// Policy names the policy explicitly (/v1/policy/<name>, gRPC
+	// context_extensions). "" chooses by the routes.
+	Policy string
+	// Original is the original request; meaningful when OriginalErr is nil.
+	Original request.Original
+	// OriginalErr says why the original request is not known
+	// (request.ErrMissing, request.ErrAmbiguousPath). An ambiguous path is
+	// denied whatever the routes say; a missing request is denied when the
+	// routes or the policy need it.
+	OriginalErr error
+}
+
+// Errors of a selection, as the log detail of a forbidden decision.
+var (
+	errUnknownPolicy = fmt.Errorf("%w: the request names a policy that is not configured", verify.ErrForbidden)
+	errUnrouted      = fmt.Errorf("%w: routes choose the policy, and the proxy did not forward the original request", verify.ErrForbidden)
+	errAmbiguousPath = fmt.Errorf("%w: the original request's path is ambiguous", verify.ErrForbidden)
+)
+
+// forbiddenBody is the body of every 403.
+var forbiddenBody = []byte(`{"valid":true,"allowed":false,"error":"forbidden"}` + "\n")
+
+// Policies returns the server's policy set (nil when none is configured).
+func (s *Server) Policies() *policy.Set { return s.policies }
+
+// Authorizes reports whether forward-auth decides by policies: policies are
+// configured or a proxy preset is (an ambiguous original path is then
+// denied even without policies). False means the wave-1 decision: any
+// valid token.
+func (s *Server) Authorizes() bool { return s.authorizes }
+
+// AuthorizeRequest decides r as [Server.DecideRequest] does and then, for a
+// valid token, the policy that sel chooses; a request with no token at all
+// passes when that policy allows anonymous requests. A valid token that the
+// policy refuses is a 403 decision of class "forbidden". The policy runs
+// after every successful verification, a token-cache hit too, and never
+// before: a request without a valid token learns nothing of what a policy
+// requires.
+//
+// A query token source reads the query of sel.Original when it is known
+// (the request itself for [Middleware]), and finds nothing otherwise.
+func (s *Server) AuthorizeRequest(r *http.Request, endpoint string, sel Selection) Decision {
+	from, given := queryOriginal, ""
+	switch {
+	case s.ownQuery:
+		from = queryOwn
+	case sel.OriginalErr == nil && sel.Original.Method != "":
+		from, given = queryGiven, sel.Original.RawQuery
+	}
+	tok, st := s.tokenFromRequest(r, from, given)
+	return s.authorize(r.Context(), endpoint, tok, st, sel)
+}
+
+// Authorize decides token (empty: no token) under the policy that sel
+// chooses, as [Server.AuthorizeRequest] does.
+func (s *Server) Authorize(ctx context.Context, endpoint, token string, sel Selection) Decision {
+	st := tokenFound
+	if token == "" {
+		st = tokenMissing
+	}
+	return s.authorize(ctx, endpoint, token, st, sel)
+}
+
+func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenState, sel Selection) Decision {
+	p, label, selErr := s.choose(sel)
+	if st == tokenMissing && selErr == nil && p.AllowAnonymous() {
+		s.authorized(label, ClassAnonymous)
+		return Decision{Status: http.StatusOK, Issuer: UnknownIssuer, Anonymous: true, Policy: p.Name(), headers: s.identity}
+	}
+	var d Decision
+	switch st {
+	case tokenFound:
+		d = s.Decide(ctx, endpoint, tok)
+	case tokenAmbiguous:
+		d = s.reject(ctx, endpoint, s.now(), "", errAmbiguousToken, false)
+	default:
+		d = s.Decide(ctx, endpoint, "")
+	}
+	if p != nil {
+		d.Policy = p.Name()
+	}
+	if !d.Allowed() {
+		s.authorized(label, d.Class)
+		return d
+	}
+	if selErr != nil {
+		return s.forbid(ctx, endpoint, d, nil, label, policy.ReqRequest, selErr)
+	}
+	if err := p.Evaluate(d.Result, policy.Request{Original: sel.Original, Known: sel.OriginalErr == nil}); err != nil {
+		var dn *policy.Denial
+		req := policy.ReqPolicy
+		if errors.As(err, &dn) {
+			req = dn.Requirement
+		}
+		return s.forbid(ctx, endpoint, d, p, label, req, err)
+	}
+	if h := p.ClaimHeaders(); h != nil {
+		d.headers = s.policyHeaders[p.Name()]
+	}
+	s.authorized(label, ClassValid)
+	return d
+}
+
+// choose returns the policy of sel and its metric label, or why none can
+// be chosen (then p is nil when no policy was named).
+func (s *Server) choose(sel Selection) (p *policy.Policy, label string, err error) {
+	if sel.Policy != "" {
+		p, ok := s.policies.Lookup(sel.Policy)
+		if !ok {
+			return nil, PolicyUnknown, errUnknownPolicy
+		}
+		if errors.Is(sel.OriginalErr, request.ErrAmbiguousPath) {
+			return p, p.Name(), errAmbiguousPath
+		}
+		return p, p.Name(), nil
+	}
+	switch {
+	case errors.Is(sel.OriginalErr, request.ErrAmbiguousPath):
+		return nil, PolicyUnrouted, errAmbiguousPath
+	case s.policies.HasRoutes() && sel.OriginalErr != nil:
+		return nil, PolicyUnrouted, errUnrouted
+	}
+	p = s.policies.Select(sel.Original)
+	if p.Name() == "" {
+		return p, PolicyAnyToken, nil
+	}
+	return p, p.Name(), nil
+}
+
+func (s *Server) authorized(label, class string) {
+	if s.policyMetrics != nil {
+		s.policyMetrics.Authorized(label, class)
+	}
+}
+
+// forbid turns the allowed decision d of a valid token into a 403: the
+// policy p (nil when none could be chosen) refused it for requirement.
+func (s *Server) forbid(ctx context.Context, endpoint string, d Decision, p *policy.Policy, label, requirement string, err error) Decision {
+	d.Status, d.Class, d.Err, d.Requirement = http.StatusForbidden, verify.Class(verify.ErrForbidden), err, requirement
+	d.RemoveAuthorization, d.headers = false, nil
+	fd := s.forbidAny
+	if p != nil {
+		d.Policy = p.Name()
+		if f, ok := s.forbidden[p.Name()]; ok {
+			fd = f
+		}
+	}
+	d.Challenge, d.Body, d.www = fd.challenge, fd.body, fd.www
+	s.authorized(label, d.Class)
+	level := slog.LevelInfo
+	var dn *policy.Denial
+	if errors.As(err, &dn) && dn.Err != nil {
+		level = slog.LevelWarn // an expression that fails at run time is a configuration problem
+	}
+	now := s.now()
+	if s.log.Enabled(ctx, level) && s.logRate.allow(ctx, s.log, level, now) {
+		s.log.LogAttrs(ctx, level, "request forbidden",
+			slog.String("endpoint", endpoint),
+			slog.String("issuer", d.Issuer),
+			slog.String("policy", label),
+			slog.String("requirement", requirement),
+			slog.String("detail", truncate(err.Error(), maxMessage)),
+		)
+	}
+	return d
+}
+
+// newForbidden builds the 403 of a policy: RFC 6750 §3.1
+// insufficient_scope, with the policy's scopes when it requires any.
+func newForbidden(scopes string) denial {
+	ch := `Bearer error="insufficient_scope"`
+	if scopes != "" {
+		ch += `, scope="` + scopes + `"`
+	}
+	return denial{challenge: ch, www: []string{ch}, body: forbiddenBody}
+}
+
+// setPolicies validates the policies against the issuers and precomputes
+// their 403s and claim headers.
+func (s *Server) setPolicies(set *policy.Set, issuers []verify.Issuer, proxy request.Proxy) error {
+	s.policies = set
+	s.authorizes = set != nil || proxy != request.None
+	if set.HasRoutes() && proxy == request.None {
+		return fmt.Errorf("%w: routes need the original request: set Proxy (forward_auth.proxy)", ErrInvalidOptions)
+	}
+	s.forbidAny = newForbidden("")
+	s.forbidden = map[string]denial{}
+	s.policyHeaders = map[string][]claimHeader{}
+	seen := map[string]bool{}
+	var identity []claimHeader
+	for _, is := range s.issuers {
+		for _, h := range is.headers {
+			if !seen[h.header] {
+				seen[h.header] = true
+				identity = append(identity, h)
+			}
+		}
+	}
+	for _, p := range set.Policies() {
+		s.forbidden[p.Name()] = newForbidden(p.Scopes())
+		hs := p.ClaimHeaders()
+		if hs == nil {
+			continue
+		}
+		var out []claimHeader
+		for _, h := range hs {
+			if err := CheckClaimHeader(h.Header); err != nil {
+				return fmt.Errorf("%w: policy %q: claim %q: %w", ErrInvalidOptions, p.Name(), h.Claim, err)
+			}
+			for _, vi := range issuers {
+				if (len(p.Issuers()) == 0 || slices.Contains(p.Issuers(), vi.Issuer)) && !slices.Contains(vi.ExtractClaims, h.Claim) {
+					return fmt.Errorf("%w: policy %q: claim %q is not extracted by the verifier for issuer %q (ExtractClaims)", ErrInvalidOptions, p.Name(), h.Claim, vi.Issuer)
+				}
+			}
+			out = append(out, claimHeader{claim: h.Claim, header: h.Header})
+			if !seen[h.Header] {
+				seen[h.Header] = true
+				identity = append(identity, claimHeader{claim: h.Claim, header: h.Header})
+			}
+		}
+		s.policyHeaders[p.Name()] = out
+	}
+	slices.SortFunc(identity, func(a, b claimHeader) int { return strings.Compare(a.header, b.header) })
+	s.identity = identity
+	return nil
+}
+
+// policyPrefix is the path of explicitly named policies: /v1/policy/<name>
+// and below it.
+const policyPrefix = "/v1/policy/"
+
+// servePolicy is forward-auth under a named policy: /v1/policy/<name> and
+// /v1/policy/<name>/*, any method. An unknown name is 404.
+func (s *Server) servePolicy(w http.ResponseWriter, r *http.Request) {
+	rest := strings.TrimPrefix(r.URL.EscapedPath(), policyPrefix)
+	name, _, _ := strings.Cut(rest, "/")
+	if _, ok := s.policies.Lookup(name); !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no such policy")
+		return
+	}
+	o, err := s.proxy.From(r, policyPrefix+name)
+	s.writeForwardAuth(w, s.AuthorizeRequest(r, EndpointAuthz, Selection{Policy: name, Original: o, OriginalErr: err}))
+}

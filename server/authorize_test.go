@@ -1,0 +1,208 @@
+package server
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/policy/celexpr"
+	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
+)
+
+// newPolicyEnv is a server behind nginx with the policies of POLICIES.md's
+// example: orders read/write by scope, admin by group, public anonymous.
+func newPolicyEnv(t *testing.T, rm *ResourceMetadata) *env {
+	t.Helper()
+	ve := servertest.NewEnv(t, servertest.Config{TokenCache: 100})
+	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}
+	set, err := policy.New(policy.Options{
+		Compiler: &celexpr.Compiler{},
+		Policies: []policy.Spec{
+			{Name: "orders-read", Scopes: policy.Scopes{Any: []string{"orders:read", "orders:write"}}},
+			{Name: "orders-write", Scopes: policy.Scopes{All: []string{"orders:write"}}},
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "public", AllowAnonymous: true},
+			{Name: "allow"},
+			{Name: "deny", Expression: `claims.sub == "nobody"`},
+		},
+		Routes: []policy.Route{
+			{Methods: []string{"POST", "PUT", "PATCH", "DELETE"}, Path: "/orders/**", Policy: "orders-write"},
+			{Path: "/orders/**", Policy: "orders-read"},
+			{Path: "/admin/**", Policy: "admin"},
+			{Path: "/public/**", Policy: "public"},
+		},
+		DefaultPolicy: "admin",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.srv, err = New(Options{
+		Verifier: ve.V, ClaimsToHeaders: servertest.ClaimsToHeaders(), Proxy: request.Nginx, Policies: set,
+		ResourceMetadata: rm, Metrics: e.metrics, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Now: e.clock.Now,
+	})
+	if err != nil {
+		t.Fatalf("New() = %v", err)
+	}
+	e.handler = e.srv.Handler()
+	return e
+}
+
+func nginxAuthz(method, uri, token string, extra map[string]string) *http.Request {
+	r := httptest.NewRequest(http.MethodGet, "/v1/authz", nil)
+	r.Header.Set("X-Original-Method", method)
+	r.Header.Set("X-Original-Uri", uri)
+	r.Header.Set("X-Original-Host", "api.example.com")
+	if token != "" {
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	for k, v := range extra {
+		if v == "" {
+			r.Header.Del(k)
+			continue
+		}
+		r.Header.Set(k, v)
+	}
+	return r
+}
+
+func TestAuthzPolicies(t *testing.T) {
+	e := newPolicyEnv(t, nil)
+	read := mint(claims(map[string]any{"scope": "orders:read"}))
+	none := mint(claims(map[string]any{"scope": nil}))
+	admin := mint(claims(map[string]any{"scope": nil, "groups": []string{"admins"}}))
+	expired := tokens()["expired"]
+	tests := []struct {
+		name       string
+		req        *http.Request
+		wantStatus int
+		wantWWW    string
+		wantPolicy string
+	}{
+		{"read-get-order", nginxAuthz("GET", "/orders/1", read, nil), 200, "", "orders-read"},
+		{"read-post-orders", nginxAuthz("POST", "/orders", read, nil), 403, `Bearer error="insufficient_scope", scope="orders:write"`, "orders-write"},
+		{"no-scopes-order", nginxAuthz("GET", "/orders/1", none, nil), 403, `Bearer error="insufficient_scope", scope="orders:read orders:write"`, "orders-read"},
+		{"no-scopes-public", nginxAuthz("GET", "/public", none, nil), 200, "", "public"},
+		{"anonymous-public", nginxAuthz("GET", "/public/x", "", nil), 200, "", "public"},
+		{"anonymous-order", nginxAuthz("GET", "/orders/1", "", nil), 401, `Bearer realm="jwksverify"`, "orders-read"},
+		{"expired-public", nginxAuthz("GET", "/public", expired, nil), 401, `Bearer error="invalid_token", error_description="expired"`, "public"},
+		{"dotdot-reaches-admin", nginxAuthz("GET", "/public/../admin", read, nil), 403, `Bearer error="insufficient_scope"`, "admin"},
+		{"encoded-dotdot-reaches-admin", nginxAuthz("GET", "/public/%2e%2e/admin", read, nil), 403, `Bearer error="insufficient_scope"`, "admin"},
+		{"encoded-slash-denied", nginxAuthz("GET", "/public%2F..%2Fadmin", read, nil), 403, `Bearer error="insufficient_scope"`, ""},
+		{"encoded-slash-anonymous-401", nginxAuthz("GET", "/public/..%2Fadmin", "", nil), 401, `Bearer realm="jwksverify"`, ""},
+		{"backslash-denied", nginxAuthz("GET", "/public/..\\admin", admin, nil), 403, `Bearer error="insufficient_scope"`, ""},
+		{"climb-denied", nginxAuthz("GET", "/public/../../admin", admin, nil), 403, `Bearer error="insufficient_scope"`, ""},
+		{"admin-admin", nginxAuthz("GET", "/public/../admin/x", admin, nil), 200, "", "admin"},
+		{"other-preset-header-ignored", nginxAuthz("GET", "/admin", read, map[string]string{"X-Forwarded-Uri": "/public", "X-Forwarded-Method": "GET"}), 403, `Bearer error="insufficient_scope"`, "admin"},
+		{"missing-original-denied", nginxAuthz("GET", "/public", read, map[string]string{"X-Original-Uri": ""}), 403, `Bearer error="insufficient_scope"`, ""},
+		{"query-never-matches", nginxAuthz("GET", "/admin?x=/public", read, nil), 403, `Bearer error="insufficient_scope"`, "admin"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := do(e.handler, tt.req)
+			if w.Code != tt.wantStatus || w.Header().Get("Www-Authenticate") != tt.wantWWW {
+				t.Fatalf("status %d, WWW-Authenticate %q; want %d, %q", w.Code, w.Header().Get("Www-Authenticate"), tt.wantStatus, tt.wantWWW)
+			}
+			if w.Code == 403 && w.Body.String() != `{"valid":true,"allowed":false,"error":"forbidden"}`+"\n" {
+				t.Errorf("403 body = %q", w.Body.String())
+			}
+			if tt.name == "anonymous-public" {
+				if v, ok := w.Header()["X-Auth-Subject"]; !ok || len(v) != 1 || v[0] != "" {
+					t.Errorf("anonymous X-Auth-Subject = %q, %v; want present and empty", v, ok)
+				}
+			}
+			d := e.srv.AuthorizeRequest(tt.req, EndpointAuthz, selectionOf(e.srv, tt.req))
+			if d.Policy != tt.wantPolicy {
+				t.Errorf("Decision.Policy = %q, want %q", d.Policy, tt.wantPolicy)
+			}
+		})
+	}
+}
+
+func selectionOf(s *Server, r *http.Request) Selection {
+	o, err := s.proxy.From(r, authzPath)
+	return Selection{Original: o, OriginalErr: err}
+}
+
+// TestPolicyOnCacheHit: the same token, first under a policy that allows it
+// and then under one that refuses it: 200, then 403 from a token-cache hit.
+func TestPolicyOnCacheHit(t *testing.T) {
+	e := newPolicyEnv(t, nil)
+	tok := mint(claims(nil))
+	r := func(name string) *http.Request { return nginxAuthz("GET", "/x", tok, nil).WithContext(t.Context()) }
+	req := r("allow")
+	req.URL.Path = "/v1/policy/allow"
+	if w := do(e.handler, req); w.Code != 200 {
+		t.Fatalf("allow = %d, want 200", w.Code)
+	}
+	before := e.v.CacheStats()
+	req = r("deny")
+	req.URL.Path = "/v1/policy/deny"
+	if w := do(e.handler, req); w.Code != 403 || w.Header().Get("Www-Authenticate") != `Bearer error="insufficient_scope"` {
+		t.Fatalf("deny = %d %q, want 403 insufficient_scope", w.Code, w.Header().Get("Www-Authenticate"))
+	}
+	if after := e.v.CacheStats(); after.Hits != before.Hits+1 || after.Misses != before.Misses {
+		t.Fatalf("CacheStats %+v -> %+v: the second request was not a token-cache hit", before, after)
+	}
+	req = r("nope")
+	req.URL.Path = "/v1/policy/nope"
+	if w := do(e.handler, req); w.Code != 404 {
+		t.Fatalf("/v1/policy/nope = %d, want 404", w.Code)
+	}
+}
+
+func TestVerifyWithPolicy(t *testing.T) {
+	e := newPolicyEnv(t, nil)
+	tok := mint(claims(map[string]any{"scope": "orders:read"}))
+	for _, tt := range []struct {
+		name, body string
+		status     int
+		want       map[string]any
+	}{
+		{"allowed", `{"token":"` + tok + `","policy":"orders-read"}`, 200, map[string]any{"valid": true, "allowed": true, "policy": "orders-read"}},
+		{"refused", `{"token":"` + tok + `","policy":"orders-write"}`, 200, map[string]any{"valid": true, "allowed": false, "error": "forbidden", "policy": "orders-write"}},
+		{"invalid-token", `{"token":"x.y.z","policy":"orders-read"}`, 200, map[string]any{"valid": false, "allowed": false, "error": "malformed"}},
+		{"unknown-policy", `{"token":"` + tok + `","policy":"nope"}`, 400, map[string]any{"error": "bad_request"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			w := do(e.handler, httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(tt.body)))
+			var got map[string]any
+			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != tt.status {
+				t.Fatalf("status %d body %q (%v); want %d", w.Code, w.Body.String(), err, tt.status)
+			}
+			for k, v := range tt.want {
+				if got[k] != v {
+					t.Errorf("%s = %v, want %v (body %s)", k, got[k], v, w.Body.String())
+				}
+			}
+			if _, ok := got["requirement"]; ok {
+				t.Errorf("the body shows the failed requirement to the caller: %s", w.Body.String())
+			}
+		})
+	}
+}
+
+func TestResourceMetadata(t *testing.T) {
+	e := newPolicyEnv(t, &ResourceMetadata{Resource: "https://api.example.com/orders", AuthorizationServers: []string{servertest.IssuerA}})
+	const url = "https://api.example.com/.well-known/oauth-protected-resource/orders"
+	w := do(e.handler, nginxAuthz("GET", "/orders/1", "", nil))
+	if want := `Bearer realm="jwksverify", resource_metadata="` + url + `"`; w.Code != 401 || w.Header().Get("Www-Authenticate") != want {
+		t.Fatalf("401 challenge %q, want %q", w.Header().Get("Www-Authenticate"), want)
+	}
+	for _, p := range []string{"/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/orders"} {
+		w := get(e.handler, p)
+		var doc struct {
+			Resource string   `json:"resource"`
+			AS       []string `json:"authorization_servers"`
+			Scopes   []string `json:"scopes_supported"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &doc); err != nil || w.Code != 200 || doc.Resource != "https://api.example.com/orders" ||
+			len(doc.AS) != 1 || strings.Join(doc.Scopes, " ") != "orders:read orders:write" {
+			t.Fatalf("GET %s = %d %s", p, w.Code, w.Body.String())
+		}
+	}
+}

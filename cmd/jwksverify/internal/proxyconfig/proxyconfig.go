@@ -77,6 +77,18 @@ type Input struct {
 // adding a source (per-policy claims_to_headers) is one line here.
 var headerSources = []func(*config.Plan) []string{
 	issuerHeaders,
+	policyHeaders,
+}
+
+// policyHeaders are the policies' own claims_to_headers headers.
+func policyHeaders(p *config.Plan) []string {
+	var hs []string
+	for _, pol := range p.Server.Policies.Policies() {
+		for _, ch := range pol.ClaimHeaders() {
+			hs = append(hs, ch.Header)
+		}
+	}
+	return hs
 }
 
 // issuerHeaders are the issuers' claims_to_headers headers.

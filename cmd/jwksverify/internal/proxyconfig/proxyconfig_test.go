@@ -214,3 +214,15 @@ func TestDialable(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimHeadersOfPolicies: a policy's own claims_to_headers are cleared
+// and copied too, or a client could forge them past the proxy.
+func TestClaimHeadersOfPolicies(t *testing.T) {
+	got := ClaimHeaders(loadPlan(t, threeHeaders+`policies:
+  - {name: tenants, claims_to_headers: {tid: X-Auth-Tenant}}
+`))
+	want := []string{"X-Auth-Email", "X-Auth-Scope", "X-Auth-Subject", "X-Auth-Tenant"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("ClaimHeaders() = %q, want %q", got, want)
+	}
+}

@@ -100,7 +100,6 @@ func newTokenCache(o TokenCacheOptions, useGMAC bool) *tokenCache {
 	return c
 }
 
-
 // get returns the cached verdict for token if it is still valid at now, and
 // the token's identity (for put, on a miss).
 func (c *tokenCache) get(token string, now time.Time) (*Result, tokenID) {

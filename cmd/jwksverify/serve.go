@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/extauthz"
@@ -83,6 +84,7 @@ func (a *app) serve(ctx context.Context, args []string) int {
 type service struct {
 	plan     *config.Plan
 	fetchers []*jwks.Fetcher
+	clients  []*introspect.Client // the issuers' introspection clients
 	server   *server.Server
 }
 
@@ -106,6 +108,19 @@ func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) 
 		}
 		s.fetchers = append(s.fetchers, f)
 		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
+		if is.Introspection != nil {
+			o := *is.Introspection
+			o.Logger = logger
+			if o.URL == "" {
+				o.Endpoint = f.IntrospectionEndpoint
+			}
+			c, err := introspect.New(o)
+			if err != nil {
+				return nil, fmt.Errorf("issuers[%d] (%s): introspection: %w", i, is.JWKS.Issuer, err)
+			}
+			s.clients = append(s.clients, c)
+			is.Verify.Introspector = c
+		}
 		vo.Issuers = append(vo.Issuers, is.Verify)
 	}
 	v, err := verify.New(vo)
@@ -124,8 +139,11 @@ func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) 
 	return s, nil
 }
 
-// close stops every fetcher and waits for them.
+// close stops every fetcher and introspection client and waits for them.
 func (s *service) close(logger *slog.Logger) {
+	for _, c := range s.clients {
+		c.Close()
+	}
 	for _, f := range s.fetchers {
 		if err := f.Close(); err != nil {
 			logger.Warn("closing key fetcher", "err", err)

@@ -192,7 +192,7 @@ var ClassSentinels = []error{
 	verify.ErrMalformed, verify.ErrTokenTooLarge, verify.ErrAlgNotAllowed, verify.ErrUnknownIssuer,
 	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
 	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
-	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable,
+	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable, verify.ErrInactive,
 }
 
 // APIDoc reads docs/API.md, at path from the test's package directory.

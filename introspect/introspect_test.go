@@ -18,6 +18,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -346,4 +347,34 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("Claims %s hold active", a.Claims)
 		}
 	})
+}
+
+// BenchmarkCachedAnswer is the hot path of an opaque token: a fresh cached
+// answer, through the verifier (routing, cache lookup, memoized Result, exp
+// check); the upstream call is made once, before the timer.
+func BenchmarkCachedAnswer(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, activeAnswer(t0.Add(time.Hour)))
+	}))
+	defer srv.Close()
+	c, err := introspect.New(introspect.Options{Issuer: "https://as.example.com/", URL: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	keys := &cache.Keys{}
+	v, err := verify.New(verify.Options{Issuers: []verify.Issuer{{Issuer: "https://as.example.com/", Keys: keys, Introspector: c}}, Now: func() time.Time { return t0 }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := "ory_at_" + strings.Repeat("x", 43) + "." + strings.Repeat("y", 43)
+	if _, err := v.VerifyAt(context.Background(), tok, t0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.VerifyAt(context.Background(), tok, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

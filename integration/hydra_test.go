@@ -197,8 +197,10 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) t
 func TestHydraOpaqueTokens(t *testing.T) {
 	h := startHydra(t)
 	const maxTTL, negativeTTL, staleFor = 2 * time.Second, time.Second, 3 * time.Second
+	t.Setenv("HYDRA_IT_INTROSPECT_SECRET", "an-introspection-client-secret")
 	j := startJWKSVerify(t, fmt.Sprintf(`
 listen: 127.0.0.1:0
+introspection: {clients: [{id: gateway, secret_env: HYDRA_IT_INTROSPECT_SECRET}]}
 issuers:
   - issuer: %q
     discovery: true
@@ -222,8 +224,23 @@ issuers:
 		if code := authz(t, j, tok); code != http.StatusOK {
 			t.Errorf("/v1/authz = %d, want 200", code)
 		}
+		// jwksverify's own RFC 7662 endpoint answers the opaque token from
+		// Hydra's answer.
+		req, _ := http.NewRequest(http.MethodPost, "http://"+j.HTTP+"/introspect", strings.NewReader("token="+url.QueryEscape(tok)))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth("gateway", "an-introspection-client-secret")
+		resp, err := httpClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ans map[string]any
+		json.NewDecoder(resp.Body).Decode(&ans)
+		resp.Body.Close()
+		if ans["active"] != true || ans["client_id"] != opaque.id {
+			t.Errorf("/introspect = %d %v, want active with client_id %s", resp.StatusCode, ans, opaque.id)
+		}
 		if n := h.calls.Load() - before; n != 1 {
-			t.Errorf("introspection calls = %d, want 1 (the second answer is cached)", n)
+			t.Errorf("introspection calls = %d, want 1 (the other answers are cached)", n)
 		}
 	})
 

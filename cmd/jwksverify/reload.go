@@ -106,11 +106,14 @@ func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error)
 // schedule and its counters, no refetch; the others get a new fetcher,
 // returned in fresh (on error they are closed and nothing else changed).
 func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwks.Fetcher, err error) {
-	s = &service{plan: plan}
+	gen := &service{plan: plan}
+	s = gen
+	var made []*jwks.Fetcher // fresh, which the error returns set to nil
 	defer func() {
 		if err != nil {
-			closeFetchers(fresh, l.logger)
-			closeClients(s.clients)
+			// The returns set s and fresh to nil: close what was built.
+			closeFetchers(made, l.logger)
+			closeClients(gen.clients)
 			s, fresh = nil, nil
 		}
 	}()
@@ -141,6 +144,7 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 				return nil, nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
 			}
 			fresh = append(fresh, f)
+			made = fresh
 		}
 		taken[f] = true
 		s.fetchers = append(s.fetchers, fetcher{opts: is.JWKS, f: f})

@@ -48,9 +48,9 @@ func startHydra(t *testing.T) *hydra {
 	waitTCP(t, h.proc, fmt.Sprintf("127.0.0.1:%d", pub))
 	waitTCP(t, h.proc, fmt.Sprintf("127.0.0.1:%d", adm))
 
-	// Hydra creates its signing keys on first use: ask until discovery
-	// and the JWKS answer.
-	waitFor(t, startTimeout, "Hydra discovery and keys", func() bool {
+	// Hydra creates its signing keys (RSA 4096) on first use, which takes
+	// seconds on a loaded machine: ask until discovery and the JWKS answer.
+	waitFor(t, 90*time.Second, "Hydra discovery and keys", func() bool {
 		var disc struct {
 			Issuer string `json:"issuer"`
 		}
@@ -78,9 +78,11 @@ func startHydra(t *testing.T) *hydra {
 
 func (h *hydra) getJSON(t *testing.T, u string, out any) {
 	t.Helper()
-	resp, err := httpClient().Get(u)
+	c := httpClient()
+	c.Timeout = 30 * time.Second // the first answers wait for Hydra's key generation
+	resp, err := c.Get(u)
 	if err != nil {
-		t.Fatal(err)
+		return // out stays zero: callers poll
 	}
 	defer resp.Body.Close()
 	json.NewDecoder(resp.Body).Decode(out) // a failed decode leaves out zero: callers poll

@@ -42,10 +42,11 @@ func Fetch(ctx context.Context, opts Options) (*cache.Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys, skipped, _, err := parse(data, ParseOptions{Local: local, MaxKeys: f.opts.MaxKeys, static: f.staticKid})
+	doc, err := f.parseDoc(data, local, nil)
 	if err != nil {
 		return nil, err
 	}
+	keys, skipped := doc.keys, doc.skipped
 	now := f.opts.Now()
 	var until time.Time
 	if !local {

@@ -52,6 +52,9 @@ type Fetcher struct {
 	sourced  atomic.Bool // a set holding the source's keys has been published
 	sf       singleflight.Group
 	stats    *cache.Counters // the live counters of keys
+	// introspection is the introspection_endpoint of the last discovery
+	// document read (IntrospectionEndpoint).
+	introspection atomic.Pointer[string]
 
 	mu          sync.Mutex
 	closed      bool
@@ -156,7 +159,9 @@ func build(opts Options) (*Fetcher, error) {
 		f.source = "static"
 	}
 	if o.URL != "" || o.Discovery {
-		f.client, f.transport = newClient(o)
+		if f.client, f.transport, err = newClient(o); err != nil {
+			return nil, err
+		}
 	}
 	f.log = o.Logger.With("source", f.source)
 	if o.Issuer != "" {

@@ -61,10 +61,11 @@ func (f *Fetcher) loadFile(now time.Time) (os.FileInfo, error) {
 	if err != nil {
 		return fi, err
 	}
-	keys, skipped, _, err := parse(data, ParseOptions{Local: true, MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load(), static: f.staticKid})
+	doc, err := f.parseDoc(data, true, f.keys.Load())
 	if err != nil {
 		return fi, err
 	}
+	keys, skipped := doc.keys, doc.skipped
 	// Keys from a local file never go stale: the file is the source of truth
 	// and is not subject to an IdP outage.
 	set := f.newSet(keys, skipped, now, time.Time{})

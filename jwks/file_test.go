@@ -28,7 +28,7 @@ func TestFileIssuerCountersAndLog(t *testing.T) {
 	})
 	failedLines := func() []map[string]any {
 		var out []map[string]any
-		for _, l := range logLines(t, buf) {
+		for _, l := range testlog.Lines(t, buf) {
 			if l["msg"] == "jwks fetch failed" {
 				out = append(out, l)
 			}

@@ -78,12 +78,18 @@ func FuzzParseDiscovery(f *testing.F) {
 	f.Add([]byte(`{"issuer":"https://idp.example.com","jwks_uri":"https://idp.example.com/keys"}`), "https://idp.example.com")
 	f.Add([]byte(`{"issuer":"https://idp.example.com","jwks_uri":"http://evil.example/keys"}`), "https://idp.example.com")
 	f.Fuzz(func(t *testing.T, body []byte, issuer string) {
-		uri, err := parseDiscovery(body, issuer, false)
+		d, err := parseDiscovery(body, issuer, false)
+		uri := d.jwksURI
 		if err != nil {
-			if uri != "" {
-				t.Fatalf("parseDiscovery() = %q with error %v, want no URI", uri, err)
+			if d != (discovery{}) {
+				t.Fatalf("parseDiscovery() = %+v with error %v, want nothing", d, err)
 			}
 			return
+		}
+		if ie := d.introspectionEndpoint; ie != "" {
+			if _, perr := parseURL(ie, false); perr != nil {
+				t.Fatalf("parseDiscovery() introspection endpoint %q, which the URL rule refuses: %v", ie, perr)
+			}
 		}
 		// Members are matched exactly, as parseDiscovery does (a struct
 		// would match "ISSUER" too).

@@ -91,7 +91,7 @@ func redactString(raw string) string {
 // newClient returns the client a fetcher uses, and the transport it owns (nil
 // when the caller gave the client). A caller's client is copied, so that the
 // redirect rule can be added without changing it.
-func newClient(opts Options) (*http.Client, *http.Transport) {
+func newClient(opts Options) (*http.Client, *http.Transport, error) {
 	var c http.Client
 	var owned *http.Transport
 	if opts.Client != nil {
@@ -101,6 +101,13 @@ func newClient(opts Options) (*http.Client, *http.Transport) {
 		// a caller's client too.
 		owned = http.DefaultTransport.(*http.Transport).Clone()
 		owned.MaxResponseHeaderBytes = maxHeaderBytes
+		tc, err := TLSConfig(opts.CAFile)
+		if err != nil {
+			return nil, nil, err
+		}
+		if tc != nil {
+			owned.TLSClientConfig = tc
+		}
 		c = http.Client{Transport: owned}
 	}
 	inner := c.CheckRedirect
@@ -120,7 +127,7 @@ func newClient(opts Options) (*http.Client, *http.Transport) {
 		}
 		return nil
 	}
-	return &c, owned
+	return &c, owned, nil
 }
 
 // response is the part of an HTTP answer a fetch keeps.
@@ -180,6 +187,14 @@ func (f *Fetcher) doGet(ctx context.Context, rawURL, accept, etag, lastModified 
 	if lastModified != "" {
 		req.Header.Set("If-Modified-Since", lastModified)
 	}
+	if f.opts.BearerTokenFile != "" {
+		// Read for every fetch: a rotated token is used on the next one.
+		tok, err := ReadBearerToken(f.opts.BearerTokenFile)
+		if err != nil {
+			return response{}, fmt.Errorf("jwks: GET %s: %w", shown, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
 	f.stats.Fetches.Add(1)
 	resp, err := f.client.Do(req)
 	if err != nil {
@@ -224,43 +239,74 @@ func readBounded(r io.Reader, size, limit int64) ([]byte, error) {
 // discover reads the issuer's OIDC discovery document and returns its
 // jwks_uri, after checking that its issuer is exactly the configured one.
 func (f *Fetcher) discover(ctx context.Context) (string, error) {
-	u := strings.TrimSuffix(f.opts.Issuer, "/") + wellKnownOIDC
+	u := f.opts.DiscoveryURL
+	if u == "" {
+		u = strings.TrimSuffix(f.opts.Issuer, "/") + wellKnownOIDC
+	}
 	resp, err := f.get(ctx, u, acceptJSON, "", "")
 	if err != nil {
 		return "", fmt.Errorf("discovery: %w", err)
 	}
-	return parseDiscovery(resp.body, f.opts.Issuer, f.opts.InsecureAllowHTTP)
+	doc, err := parseDiscovery(resp.body, f.opts.Issuer, f.opts.InsecureAllowHTTP)
+	if err != nil {
+		return "", err
+	}
+	f.introspection.Store(&doc.introspectionEndpoint)
+	return doc.jwksURI, nil
+}
+
+// IntrospectionEndpoint returns the introspection_endpoint (RFC 8414) of
+// the last discovery document read, "" when discovery is off, has not
+// succeeded yet, or the document names none (or one that breaks the URL
+// rule). It does not block.
+func (f *Fetcher) IntrospectionEndpoint() string {
+	if p := f.introspection.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// discovery is what a discovery document names.
+type discovery struct {
+	jwksURI               string
+	introspectionEndpoint string // "" when absent or refused by the URL rule
 }
 
 // parseDiscovery reads an OIDC discovery document (untrusted input): it must
 // be a JSON object whose "issuer" equals issuer exactly (RFC 8414 §3.3, OIDC
 // Discovery §4) and whose "jwks_uri" passes the URL rule. It returns the
-// jwks_uri.
-func parseDiscovery(body []byte, issuer string, insecure bool) (string, error) {
+// jwks_uri and the introspection_endpoint when that passes the rule too.
+func parseDiscovery(body []byte, issuer string, insecure bool) (discovery, error) {
 	if err := checkDepth(body, maxJSONDepth); err != nil {
-		return "", fmt.Errorf("discovery: %w", err)
+		return discovery{}, fmt.Errorf("discovery: %w", err)
 	}
 	// A map, not a struct: encoding/json matches struct fields
 	// case-insensitively, and the members must be matched exactly.
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
-		return "", fmt.Errorf("discovery: %w: not a JSON object", ErrMalformed)
+		return discovery{}, fmt.Errorf("discovery: %w: not a JSON object", ErrMalformed)
 	}
 	got, ok := stringMember(doc, "issuer")
 	if _, present := doc["issuer"]; !ok || !present {
-		return "", fmt.Errorf("discovery: %w: no issuer string", ErrMalformed)
+		return discovery{}, fmt.Errorf("discovery: %w: no issuer string", ErrMalformed)
 	}
 	if got != issuer {
-		return "", fmt.Errorf("%w: document says %q, configured %q", ErrIssuerMismatch, clip(got), issuer)
+		return discovery{}, fmt.Errorf("%w: document says %q, configured %q", ErrIssuerMismatch, clip(got), issuer)
 	}
 	jwksURI, ok := stringMember(doc, "jwks_uri")
 	if !ok || jwksURI == "" {
-		return "", fmt.Errorf("discovery: %w: no jwks_uri string", ErrMalformed)
+		return discovery{}, fmt.Errorf("discovery: %w: no jwks_uri string", ErrMalformed)
 	}
 	if _, err := parseURL(jwksURI, insecure); err != nil {
-		return "", fmt.Errorf("discovery: jwks_uri: %w", err)
+		return discovery{}, fmt.Errorf("discovery: jwks_uri: %w", err)
 	}
-	return jwksURI, nil
+	d := discovery{jwksURI: jwksURI}
+	if ie, ok := stringMember(doc, "introspection_endpoint"); ok && ie != "" {
+		if _, err := parseURL(ie, insecure); err == nil {
+			d.introspectionEndpoint = ie
+		}
+	}
+	return d, nil
 }
 
 // cacheLifetime returns the freshness lifetime a response grants: max-age

@@ -19,6 +19,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jwksverify/jwksverify/cache"
@@ -53,6 +54,31 @@ type Options struct {
 	URL string
 	// Discovery fetches the JWKS URL from the issuer's OIDC discovery document.
 	Discovery bool
+	// DiscoveryURL, with Discovery, is where the discovery document is
+	// fetched from, when it is not under the issuer (a Kubernetes API
+	// server's in-cluster address). The document's issuer must still equal
+	// Issuer exactly. Empty means <Issuer>/.well-known/openid-configuration.
+	DiscoveryURL string
+	// CAFile is a PEM file of the root certificates that discovery and JWKS
+	// fetches trust (a private CA, a cluster CA), instead of the system's.
+	// It is read by New; it cannot be combined with Client. Empty means the
+	// system roots.
+	CAFile string
+	// BearerTokenFile, if set, is a file whose content (trimmed of white
+	// space) is sent as "Authorization: Bearer" with every discovery and
+	// JWKS request. It is read again for every fetch, so a rotated token
+	// (a projected Kubernetes service-account token) is used on the next
+	// fetch; it is never logged. An unreadable or empty file fails the fetch
+	// (the last good set keeps serving). Empty means no Authorization.
+	BearerTokenFile string
+	// TrustDomain, if set, makes the source a SPIFFE trust bundle of that
+	// trust domain (a name such as "example.org"): it is parsed with
+	// go-spiffe, its jwt-svid keys are published with use "jwt-svid" (its
+	// x509-svid entries are not keys for tokens), and its
+	// spiffe_refresh_hint, clamped to [MinInterval, MaxInterval], is the
+	// refresh interval instead of the response's caching headers. A bundle
+	// that go-spiffe refuses fails the fetch whole. Empty means a JWKS.
+	TrustDomain string
 	// File is a local JWKS file, reloaded when it changes. Keys from a file
 	// are Local: oct (HMAC) keys are accepted from it.
 	File string
@@ -222,6 +248,25 @@ func (o Options) withDefaults() (Options, error) {
 		kids[k.Kid] = true
 	}
 	o.StaticKeys = slices.Clone(o.StaticKeys)
+	if o.DiscoveryURL != "" {
+		if !o.Discovery {
+			return invalid("DiscoveryURL needs Discovery")
+		}
+		if _, err := parseURL(o.DiscoveryURL, o.InsecureAllowHTTP); err != nil {
+			return invalid("DiscoveryURL: %w", err)
+		}
+	}
+	if o.CAFile != "" && o.Client != nil {
+		return invalid("CAFile cannot be combined with Client (configure the client's TLS instead)")
+	}
+	if o.TrustDomain != "" {
+		if _, err := spiffeid.TrustDomainFromString(o.TrustDomain); err != nil {
+			return invalid("TrustDomain: %w", err)
+		}
+		if o.Discovery {
+			return invalid("TrustDomain needs URL or File, not Discovery")
+		}
+	}
 	if o.URL != "" {
 		if _, err := parseURL(o.URL, o.InsecureAllowHTTP); err != nil {
 			return invalid("URL: %w", err)

@@ -18,8 +18,9 @@ type fetchState struct {
 	etag, lastModified string
 	body               []byte // the last good JWKS document (for the state file)
 	bodyHash           [32]byte
-	file               os.FileInfo // the file last read, or nil
-	fileErr            error       // the outcome of reading it
+	hint               time.Duration // a SPIFFE bundle's refresh hint, 0 when none
+	file               os.FileInfo   // the file last read, or nil
+	fileErr            error         // the outcome of reading it
 
 	lastAttempt, lastSuccess, nextAt time.Time
 	lastErr                          string

@@ -68,10 +68,12 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 		f.publish(cur.WithTimes(now, until))
 		f.log.Debug("jwks unchanged", "keys", cur.Len())
 	default:
-		keys, skipped, extra, err := parse(resp.body, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: cur, static: f.staticKid})
+		doc, err := f.parseDoc(resp.body, false, cur)
 		if err != nil {
 			return 0, err
 		}
+		keys, skipped, extra := doc.keys, doc.skipped, doc.extra
+		st.hint = doc.hint
 		if extra > 0 {
 			// A set cut at MaxKeys would drop whichever keys come last —
 			// perhaps the one in use — and reject valid tokens at once.
@@ -93,6 +95,10 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 	}
 	if lm := resp.header.Get("Last-Modified"); lm != "" || !resp.notModified {
 		st.lastModified = validator(lm)
+	}
+	if st.hint > 0 {
+		// A SPIFFE bundle's spiffe_refresh_hint rules, not HTTP caching.
+		return f.jittered(min(max(st.hint, f.opts.MinInterval), f.opts.MaxInterval)), nil
 	}
 	return f.interval(resp.header, now), nil
 }

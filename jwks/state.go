@@ -98,7 +98,8 @@ func (f *Fetcher) loadState() {
 		f.log.Info("jwks state ignored: another issuer or source", "path", f.statePath)
 		return
 	}
-	keys, skipped, _, err := parse(s.JWKS, ParseOptions{MaxKeys: f.opts.MaxKeys, Previous: f.keys.Load(), static: f.staticKid})
+	doc, err := f.parseDoc(s.JWKS, false, f.keys.Load())
+	keys, skipped := doc.keys, doc.skipped
 	if err != nil || len(keys) == 0 {
 		f.log.Warn("jwks state not loaded: no usable keys", "path", f.statePath)
 		return

@@ -1,58 +1,40 @@
 package jwks
 
 import (
-	"bufio"
-	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/internal/testlog"
-	"github.com/jwksverify/jwksverify/server/metrics"
-	"github.com/jwksverify/jwksverify/verify"
 )
 
-// logLines decodes the JSON log lines written so far.
-func logLines(t *testing.T, buf *testlog.Buffer) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(buf.String()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line %q: %v", sc.Text(), err)
-		}
-		out = append(out, m)
+// observed is what /metrics exports of keys at now (server/metrics reads
+// the same Status and set; this package cannot import it: server/metrics
+// imports introspect, which imports jwks).
+func observed(keys *cache.Keys, now time.Time) map[string]string {
+	set, st := keys.Load(), keys.Status()
+	ready := "0"
+	if set.Usable(now) {
+		ready = "1"
 	}
-	return out
-}
-
-// scrape returns the /metrics sample lines of the issuer's series named.
-func scrape(t *testing.T, h http.Handler, names ...string) map[string]string {
-	t.Helper()
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
-	got := map[string]string{}
-	for _, line := range strings.Split(w.Body.String(), "\n") {
-		for _, n := range names {
-			if name, rest, ok := strings.Cut(line, "{"); ok && name == "jwksverify_"+n {
-				_, v, _ := strings.Cut(rest, "} ")
-				got[n] = v
-			}
-		}
+	return map[string]string{
+		"issuer_ready":              ready,
+		"jwks_consecutive_failures": strconv.Itoa(st.ConsecutiveFailures),
+		"jwks_fetch_errors_total":   strconv.FormatUint(st.Stats.Errors, 10),
+		"jwks_fetches_total":        strconv.FormatUint(st.Stats.Fetches, 10),
 	}
-	return got
 }
 
 // TestTransitionLogs drives an issuer through ready → stale → unusable →
 // recovered on the fetcher's clock and checks that each transition is
 // logged exactly once, at its level, naming the issuer, that the failures
 // in between stay "jwks fetch failed" warnings with their count, and what
-// /metrics says at each step.
+// /metrics says at each step (the Status and set it exports).
 func TestTransitionLogs(t *testing.T) {
 	const issuer = "https://idp.transition.test/"
 	ks := newKeyServer(t, testkeys.JWKS(keyA))
@@ -63,15 +45,6 @@ func TestTransitionLogs(t *testing.T) {
 		Issuer: issuer, URL: ks.URL(), MinInterval: 10 * time.Second, DefaultTTL: 30 * time.Second, StaleFor: staleFor,
 		Logger: slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
-	v, err := verify.New(verify.Options{Now: clk.Now, Issuers: []verify.Issuer{{Issuer: issuer, Keys: f.Keys(), Refresher: f}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := metrics.New(metrics.Options{Verifier: v})
-	if err != nil {
-		t.Fatal(err)
-	}
-	series := []string{"issuer_ready", "jwks_consecutive_failures", "jwks_fetch_errors_total", "jwks_fetches_total"}
 
 	type want struct {
 		msg, level string
@@ -103,7 +76,7 @@ func TestTransitionLogs(t *testing.T) {
 				d = clk.step(t, d)
 			}
 		}
-		lines := logLines(t, buf)
+		lines := testlog.Lines(t, buf)
 		var transitions, failures []map[string]any
 		for _, l := range lines[seen:] {
 			switch msg := l["msg"].(string); {
@@ -128,7 +101,7 @@ func TestTransitionLogs(t *testing.T) {
 		if st.name == "unusable" && len(failures) < 2 {
 			t.Errorf("unusable: %d failure warnings on the way, want one per failed attempt (several)", len(failures))
 		}
-		got := scrape(t, m.Handler(), series...)
+		got := observed(f.Keys(), clk.Now())
 		for k, w := range st.want.metrics {
 			if got[k] != w {
 				t.Errorf("%s: %s = %q, want %s", st.name, k, got[k], w)
@@ -141,7 +114,7 @@ func TestTransitionLogs(t *testing.T) {
 	ks.set(func(ks *keyServer) { ks.status = http.StatusBadGateway })
 	clk.step(t, d)
 	var again []string
-	for _, l := range logLines(t, buf)[seen:] {
+	for _, l := range testlog.Lines(t, buf)[seen:] {
 		if msg := l["msg"].(string); strings.HasPrefix(msg, "jwks issuer ") {
 			again = append(again, msg)
 		}
@@ -173,7 +146,7 @@ func TestTransitionColdStart(t *testing.T) {
 	}
 	var got []string
 	failures := 0
-	for _, l := range logLines(t, buf) {
+	for _, l := range testlog.Lines(t, buf) {
 		switch msg := l["msg"].(string); {
 		case strings.HasPrefix(msg, "jwks issuer "):
 			got = append(got, msg)

@@ -128,6 +128,11 @@ type issuerInfo struct {
 	name    string // the configured issuer string: the metrics label
 	keys    *cache.Keys
 	headers []claimHeader // sorted by claim
+	// introspector answers the issuer's opaque tokens, or nil; trustDomain
+	// is the SPIFFE trust domain of a SPIFFE issuer, or "". /v1/issuers
+	// shows both.
+	introspector verify.Introspector
+	trustDomain  string
 }
 
 // claimHeader maps one extracted claim to a forward-auth response header.
@@ -153,7 +158,7 @@ func newIssuers(issuers []verify.Issuer) ([]*issuerInfo, map[string]*issuerInfo,
 		if vi.Keys == nil {
 			return nil, nil, fmt.Errorf("%w: issuer %q has no Keys", ErrInvalidOptions, vi.Issuer)
 		}
-		is := &issuerInfo{name: vi.Issuer, keys: vi.Keys}
+		is := &issuerInfo{name: vi.Issuer, keys: vi.Keys, introspector: vi.Introspector, trustDomain: vi.TrustDomain}
 		list = append(list, is)
 		byName[vi.Issuer] = is
 	}

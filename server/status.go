@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/introspect"
 )
 
 // serveHealthz is GET /healthz: the process is alive.
@@ -76,6 +77,38 @@ type issuerView struct {
 	AgeSeconds          *float64  `json:"age_seconds"`
 	ConsecutiveFailures int       `json:"consecutive_failures"`
 	Stats               statsView `json:"stats"`
+	// Introspection is the issuer's RFC 7662 client, absent when opaque
+	// tokens are not introspected there.
+	Introspection *introspectionView `json:"introspection,omitempty"`
+	// SPIFFE is the issuer's trust domain, absent for a normal issuer.
+	SPIFFE *spiffeView `json:"spiffe,omitempty"`
+}
+
+// introspectionView is an issuer's introspection client in /v1/issuers.
+type introspectionView struct {
+	// Endpoint is the introspection endpoint in use, "" while discovery has
+	// not named one.
+	Endpoint    string  `json:"endpoint"`
+	LastSuccess *string `json:"last_success"`
+	LastError   string  `json:"last_error"`
+	// Calls counts upstream calls by result; the cache counters follow.
+	Calls        map[string]uint64 `json:"calls"`
+	CacheHits    uint64            `json:"cache_hits"`
+	StaleServed  uint64            `json:"stale_served"`
+	CacheEntries int               `json:"cache_entries"`
+	CacheBytes   int64             `json:"cache_bytes"`
+}
+
+// spiffeView is a SPIFFE issuer's trust domain in /v1/issuers (its bundle's
+// keys, refresh times and errors are the issuer's own fields).
+type spiffeView struct {
+	TrustDomain string `json:"trust_domain"`
+}
+
+// introspectionReporter is what /v1/issuers reads of an introspector
+// (*introspect.Client implements it).
+type introspectionReporter interface {
+	Status() introspect.Status
 }
 
 // keyView is one key in /v1/issuers. The thumbprint of a symmetric key is
@@ -134,6 +167,17 @@ func viewIssuer(is *issuerInfo, now time.Time) issuerView {
 			UnknownKidRefreshes: st.Stats.UnknownKidRefreshes,
 			SuppressedRefreshes: st.Stats.SuppressedRefreshes,
 		},
+	}
+	if r, ok := is.introspector.(introspectionReporter); ok {
+		st := r.Status()
+		v.Introspection = &introspectionView{
+			Endpoint: st.Endpoint, LastSuccess: timeString(st.LastSuccess), LastError: st.LastError,
+			Calls:     map[string]uint64{"active": st.Stats.Active, "inactive": st.Stats.Inactive, "error": st.Stats.Errors},
+			CacheHits: st.Stats.Hits, StaleServed: st.Stats.Stale, CacheEntries: st.Stats.Entries, CacheBytes: st.Stats.Bytes,
+		}
+	}
+	if is.trustDomain != "" {
+		v.SPIFFE = &spiffeView{TrustDomain: is.trustDomain}
 	}
 	if set == nil {
 		return v

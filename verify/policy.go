@@ -9,12 +9,20 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/jwksverify/jwksverify/cache"
 )
 
 // tenantPlaceholder is the Microsoft Entra multi-tenant issuer placeholder.
 const tenantPlaceholder = "{tenantid}"
+
+// useJWTSVID is the key use of a SPIFFE bundle's JWT authorities (the same
+// word as jwks.UseJWTSVID, which the bundle parser sets).
+const useJWTSVID = "jwt-svid"
+
+// spiffeScheme starts every SPIFFE ID.
+const spiffeScheme = "spiffe://"
 
 // noExpTTL bounds how long a verified token without exp stays in the token
 // cache.
@@ -65,7 +73,13 @@ func lookupAlg(name string) *algSpec {
 
 // fits reports why key cannot verify a token signed with alg, or "" when it
 // can: kty and curve, the JWK's alg, use and key_ops (RFC 8725 §3.1).
-func (a *algSpec) fits(k *cache.Key) string {
+func (a *algSpec) fits(k *cache.Key) string { return a.fitsFor(k, false) }
+
+// fitsFor is fits for an issuer that is a SPIFFE trust domain (svid true),
+// which also accepts keys of use "jwt-svid": the use of its bundle's keys.
+// Any other issuer refuses them, so that a bundle's key never verifies a
+// token of a normal issuer even if it reached that issuer's set.
+func (a *algSpec) fitsFor(k *cache.Key, svid bool) string {
 	if k.Kty != a.kty {
 		return "key type " + k.Kty + " does not fit " + a.name
 	}
@@ -83,7 +97,11 @@ func (a *algSpec) fits(k *cache.Key) string {
 	if k.Alg != "" && k.Alg != a.name {
 		return "key is for " + k.Alg + ", not " + a.name
 	}
-	if k.Use != "" && k.Use != "sig" {
+	switch {
+	case k.Use == useJWTSVID && !svid:
+		return "key use jwt-svid is accepted only for its SPIFFE trust domain"
+	case k.Use == useJWTSVID && svid:
+	case k.Use != "" && k.Use != "sig":
 		return "key use is not sig"
 	}
 	if k.KeyOps != nil && !slices.Contains(k.KeyOps, "verify") {
@@ -139,6 +157,7 @@ type issuer struct {
 	required uint16   // registered claims that must be present
 	others   []string // other claims that must be present
 	typ      string   // normalized Type, or ""
+	spiffe   string   // the trust domain name of a SPIFFE issuer, or ""
 }
 
 // sameIssuer reports whether a and b (defaults applied) configure the same
@@ -169,6 +188,23 @@ func compile(cfg Issuer) (*issuer, error) {
 	is := &issuer{}
 	if cfg.Keys == nil {
 		return nil, fmt.Errorf("verify: issuer %q: Keys is required", cfg.Issuer)
+	}
+	if cfg.TrustDomain != "" {
+		td, err := spiffeid.TrustDomainFromString(cfg.TrustDomain)
+		if err != nil {
+			return nil, fmt.Errorf("verify: issuer %q: TrustDomain: %w", cfg.Issuer, err)
+		}
+		if cfg.Issuer == "" {
+			cfg.Issuer = td.IDString()
+		}
+		if len(cfg.Audiences) == 0 {
+			return nil, fmt.Errorf("verify: SPIFFE trust domain %q: Audiences are required (a JWT-SVID must carry aud)", td.Name())
+		}
+		if cfg.Introspector != nil || cfg.SkipIssuerCheck {
+			return nil, fmt.Errorf("verify: SPIFFE trust domain %q: no Introspector or SkipIssuerCheck", td.Name())
+		}
+		is.spiffe = td.Name()
+		cfg.TrustDomain = td.Name()
 	}
 	if cfg.Issuer == "" && !cfg.SkipIssuerCheck {
 		return nil, fmt.Errorf("verify: an issuer needs an Issuer string (or SkipIssuerCheck)")
@@ -293,7 +329,8 @@ type router struct {
 	all       []*issuer
 	exact     map[string]*issuer
 	templates []*issuer
-	sole      *issuer // set when exactly one issuer is configured
+	spiffe    map[string]*issuer // SPIFFE issuers by trust domain name
+	sole      *issuer            // set when exactly one issuer is configured
 }
 
 func newRouter(list []*issuer) (*router, error) {
@@ -306,6 +343,15 @@ func newRouter(list []*issuer) (*router, error) {
 			return nil, fmt.Errorf("verify: issuer %q configured twice", is.cfg.Issuer)
 		}
 		r.exact[is.cfg.Issuer] = is
+		if is.spiffe != "" {
+			if r.spiffe == nil {
+				r.spiffe = make(map[string]*issuer)
+			}
+			if _, dup := r.spiffe[is.spiffe]; dup {
+				return nil, fmt.Errorf("verify: SPIFFE trust domain %q configured twice", is.spiffe)
+			}
+			r.spiffe[is.spiffe] = is
+		}
 		if is.template {
 			r.templates = append(r.templates, is)
 		}
@@ -317,18 +363,28 @@ func newRouter(list []*issuer) (*router, error) {
 }
 
 // find returns the configured issuer that a token with this iss (hasIss
-// false: none) and tid routes to, with ok true; when none does, it returns
-// the first {tenantid} template whose shape iss has (nil when none), with ok
-// false. It does not allocate.
-func (r *router) find(iss string, hasIss bool, tid string) (is *issuer, ok bool) {
+// false: none), tid and sub routes to, with ok true; when none does, it
+// returns the first {tenantid} template whose shape iss has (nil when none),
+// with ok false. An iss that names a configured issuer wins; a token whose
+// iss names none (or that has none) routes to the SPIFFE issuer of its
+// sub's trust domain, when sub is a SPIFFE ID (spiffe://<td>/<path>, parsed
+// by go-spiffe). It does not allocate for a token without a SPIFFE sub.
+func (r *router) find(iss string, hasIss bool, tid, sub string) (is *issuer, ok bool) {
 	if r.sole != nil && r.sole.cfg.SkipIssuerCheck {
 		return r.sole, true
 	}
+	if hasIss {
+		if is, ok := r.exact[iss]; ok && !is.template {
+			return is, true
+		}
+	}
+	if r.spiffe != nil && strings.HasPrefix(sub, spiffeScheme) {
+		if is := r.findSPIFFE(sub); is != nil {
+			return is, true
+		}
+	}
 	if !hasIss {
 		return nil, false
-	}
-	if is, ok := r.exact[iss]; ok && !is.template {
-		return is, true
 	}
 	var shaped *issuer
 	for _, is := range r.templates {
@@ -342,11 +398,29 @@ func (r *router) find(iss string, hasIss bool, tid string) (is *issuer, ok bool)
 	return shaped, false
 }
 
+// ownsSubject reports whether sub is a SPIFFE ID (with a path) of the
+// issuer's trust domain.
+func (is *issuer) ownsSubject(sub string) bool {
+	id, err := spiffeid.FromString(sub)
+	return err == nil && id.Path() != "" && id.TrustDomain().Name() == is.spiffe
+}
+
+// findSPIFFE returns the SPIFFE issuer of sub's trust domain, or nil when
+// sub is not a SPIFFE ID with a path (a JWT-SVID's sub names a workload,
+// never the trust domain itself) or its trust domain is not configured.
+func (r *router) findSPIFFE(sub string) *issuer {
+	id, err := spiffeid.FromString(sub)
+	if err != nil || id.Path() == "" {
+		return nil
+	}
+	return r.spiffe[id.TrustDomain().Name()]
+}
+
 // route finds the issuer of a token with the given iss (hasIss false when
-// the token has none) and tid. On a tid mismatch it returns, with the error,
-// the template the iss has the shape of.
-func (r *router) route(iss string, hasIss bool, tid string) (*issuer, error) {
-	is, ok := r.find(iss, hasIss, tid)
+// the token has none), tid and sub. On a tid mismatch it returns, with the
+// error, the template the iss has the shape of.
+func (r *router) route(iss string, hasIss bool, tid, sub string) (*issuer, error) {
+	is, ok := r.find(iss, hasIss, tid, sub)
 	switch {
 	case ok:
 		return is, nil

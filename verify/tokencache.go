@@ -1,12 +1,7 @@
 package verify
 
 import (
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
@@ -16,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/tokenid"
 )
 
 // The verified-token cache remembers successful verdicts by token. It is
@@ -34,7 +30,7 @@ import (
 // one.
 //
 // An entry does not keep the token. A token is identified by a 128-bit
-// AES-GMAC tag under a key drawn at random for each cache (tokenID): the
+// AES-GMAC tag under a key drawn at random for each cache (internal/tokenid): the
 // token itself (about 780 bytes for an RS256 token with a 250-byte payload)
 // was more than a third of an entry's memory, and the 1 KiB-per-token target
 // cannot be met while keeping it beside the decoded claims. GMAC, not
@@ -51,52 +47,10 @@ import (
 const tokenShards = 64
 
 // tokenID identifies a token in the cache (see above).
-type tokenID [16]byte
-
-// tokenIDs computes token identities. It is safe for concurrent use.
-type tokenIDs struct {
-	gmac  cipher.AEAD // nil: SHA-256
-	nonce [12]byte
-	// tags holds *tokenID scratch buffers for Seal: a buffer on the stack
-	// would escape through the interface call and cost an allocation per
-	// lookup.
-	tags sync.Pool
-}
-
-func newTokenIDs(useGMAC bool) *tokenIDs {
-	t := &tokenIDs{tags: sync.Pool{New: func() any { return new(tokenID) }}}
-	if !useGMAC {
-		return t
-	}
-	var key [16]byte
-	rand.Read(key[:]) // never fails (crypto/rand)
-	blk, err := aes.NewCipher(key[:])
-	if err != nil {
-		return t
-	}
-	if t.gmac, err = cipher.NewGCM(blk); err != nil {
-		t.gmac = nil // FIPS 140-only mode refuses GCM with a chosen nonce
-	}
-	return t
-}
-
-// of returns token's identity.
-func (t *tokenIDs) of(token string) (id tokenID) {
-	if t.gmac == nil {
-		sum := sha256.Sum256(readOnlyBytes(token))
-		copy(id[:], sum[:])
-		return id
-	}
-	buf := t.tags.Get().(*tokenID)
-	// The same nonce for every token is sound here: the tag is used as a
-	// MAC under a secret key and never disclosed, and nothing is encrypted.
-	copy(id[:], t.gmac.Seal(buf[:0], t.nonce[:], nil, readOnlyBytes(token)))
-	t.tags.Put(buf)
-	return id
-}
+type tokenID = tokenid.ID
 
 type tokenCache struct {
-	ids        *tokenIDs
+	ids        *tokenid.Hasher
 	maxEntries int64
 	maxBytes   int64
 	entries    atomic.Int64
@@ -137,7 +91,7 @@ const (
 
 func newTokenCache(o TokenCacheOptions, useGMAC bool) *tokenCache {
 	c := &tokenCache{
-		ids:        newTokenIDs(useGMAC),
+		ids:        tokenid.New(useGMAC),
 		maxEntries: int64(o.MaxEntries),
 		maxBytes:   o.MaxBytes,
 	}
@@ -147,15 +101,13 @@ func newTokenCache(o TokenCacheOptions, useGMAC bool) *tokenCache {
 	return c
 }
 
-func (id *tokenID) slot() uint64 { return binary.LittleEndian.Uint64(id[:8]) }
-
 // get returns the cached verdict for token if it is still valid at now and
 // its issuer is in owned (nil: any), and the token's identity (for put, on a
 // miss). A verdict of an issuer not in owned (one a reload removed or
 // changed) is dropped.
 func (c *tokenCache) get(token string, now time.Time, owned *issuerSet) (*Result, tokenID) {
-	id := c.ids.of(token)
-	h := id.slot()
+	id := c.ids.Of(token)
+	h := id.Slot()
 	sh := &c.shards[h%tokenShards]
 	sh.mu.RLock()
 	e := sh.m[h]
@@ -265,7 +217,7 @@ func (c *tokenCache) put(id tokenID, res *Result, is *issuer, key *cache.Key, no
 	if size > c.maxBytes {
 		return res
 	}
-	h := id.slot()
+	h := id.Slot()
 	idx := int(h % tokenShards)
 
 	// Reserve room first, evicting (one shard lock at a time) when full.

@@ -2,51 +2,12 @@ package verify
 
 import (
 	"context"
-	"crypto/fips140"
 	"testing"
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
-
-func TestTokenIDs(t *testing.T) {
-	tok := testkeys.Mint("HS256", testkeys.Secret(), nil, map[string]any{"sub": "a"})
-	altered := tok[:len(tok)-1] + "A"
-	if altered == tok {
-		altered = tok[:len(tok)-1] + "B"
-	}
-	for _, tt := range []struct {
-		name     string
-		useGMAC  bool
-		wantGMAC bool
-	}{
-		// GODEBUG=fips140=only refuses GCM with a chosen nonce: SHA-256.
-		{"gmac", true, !fips140.Enforced()},
-		{"sha256", false, false},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			ids := newTokenIDs(tt.useGMAC)
-			if got := ids.gmac != nil; got != tt.wantGMAC {
-				t.Fatalf("newTokenIDs(%v) uses GMAC = %v, want %v", tt.useGMAC, got, tt.wantGMAC)
-			}
-			a, b := ids.of(tok), ids.of(tok)
-			if a != b || a == (tokenID{}) {
-				t.Errorf("of(token) twice = %x, %x; want the same non-zero identity", a, b)
-			}
-			for _, other := range []string{altered, tok + ".", tok[:len(tok)-1], ""} {
-				if ids.of(other) == a {
-					t.Errorf("of(a different token) = of(token) = %x", a)
-				}
-			}
-		})
-	}
-	// Each cache draws its own GMAC key.
-	one, two := newTokenIDs(true), newTokenIDs(true)
-	if one.gmac != nil && one.of(tok) == two.of(tok) {
-		t.Errorf("two caches give a token the same identity; want a random key per cache")
-	}
-}
 
 // TestTokenCacheSHA256Fallback: the cache works the same with the SHA-256
 // identities it falls back to where GCM is refused.

@@ -29,6 +29,7 @@ import (
 type Verifier struct {
 	opts          Options
 	issuers       []*issuer
+	introspectors []*issuer // the issuers with an Introspector, in order
 	router        *router
 	now           func() time.Time
 	b64           *base64.Encoding
@@ -93,6 +94,9 @@ func New(opts Options) (*Verifier, error) {
 			is = opts.Previous.carry(is)
 		}
 		v.issuers = append(v.issuers, is)
+		if is.cfg.Introspector != nil {
+			v.introspectors = append(v.introspectors, is)
+		}
 		cfgs = append(cfgs, is.cfg)
 	}
 	r, err := newRouter(v.issuers)
@@ -153,25 +157,41 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Result, error) {
 // that reads its clock once per request (the server) passes that reading;
 // the CLI passes --now. It is safe for concurrent use.
 func (v *Verifier) VerifyAt(ctx context.Context, token string, now time.Time) (*Result, error) {
+	return v.VerifyAmong(ctx, token, now, nil)
+}
+
+// VerifyAmong is [Verifier.VerifyAt] with the issuers an opaque token may
+// be introspected at narrowed to issuers (configured [Issuer.Issuer]
+// names; empty means every issuer): an authorization policy passes its
+// issuers list. A token that is not a compact JWS is opaque: it is asked at
+// the one issuer among them that has an [Issuer.Introspector]; with none or
+// several it is unknown_issuer. When no issuer has an Introspector at all,
+// such a token is malformed, as before introspection existed. issuers does
+// not narrow the issuer of a JWT, which its iss claim names: the caller
+// (the policy) judges Result.ConfiguredIssuer itself. It is safe for
+// concurrent use and blocks for at most one introspection call or one
+// unknown-kid refresh, bounded by ctx.
+func (v *Verifier) VerifyAmong(ctx context.Context, token string, now time.Time, issuers []string) (*Result, error) {
 	if v.tracer != nil {
-		return v.verifyTraced(ctx, token, now)
+		return v.verifyTraced(ctx, token, now, issuers)
 	}
-	res, _, err := v.verifyCached(ctx, token, now)
+	res, _, err := v.verifyCached(ctx, token, now, issuers)
 	return res, err
 }
 
-// verifyCached is VerifyAt without the span; hit reports that the token
+// verifyCached is VerifyAmong without the span; hit reports that the token
 // cache answered.
-func (v *Verifier) verifyCached(ctx context.Context, token string, now time.Time) (_ *Result, hit bool, _ error) {
-	if v.tokens == nil || len(token) > v.maxTokenBytes {
-		res, _, _, err := v.verify(ctx, token, now, nil)
+func (v *Verifier) verifyCached(ctx context.Context, token string, now time.Time, among []string) (_ *Result, hit bool, _ error) {
+	if v.tokens == nil || len(token) > v.maxTokenBytes || (len(v.introspectors) > 0 && !v.compactJWS(token)) {
+		// Opaque answers are cached by their introspector, not here.
+		res, _, _, err := v.verify(ctx, token, now, nil, among)
 		return res, false, err
 	}
 	r, id := v.tokens.get(token, now, v.owned)
 	if r != nil {
 		return r, true, nil
 	}
-	res, is, key, err := v.verify(ctx, token, now, nil)
+	res, is, key, err := v.verify(ctx, token, now, nil, among)
 	if err != nil {
 		return nil, false, err
 	}
@@ -191,7 +211,7 @@ func (v *Verifier) Explain(ctx context.Context, token string) ([]Step, *Result, 
 // [Verifier.VerifyAt]).
 func (v *Verifier) ExplainAt(ctx context.Context, token string, now time.Time) ([]Step, *Result, error) {
 	tr := &trace{}
-	res, _, _, err := v.verify(ctx, token, now, tr)
+	res, _, _, err := v.verify(ctx, token, now, tr, nil)
 	return tr.steps, res, err
 }
 
@@ -239,6 +259,7 @@ func (t *trace) fail(check string, err error) error {
 type attempt struct {
 	kid          string
 	iss, tid     string
+	sub          string
 	hasIss       bool
 	parsed       bool    // the header and claims were read
 	routed       bool    // step 5 ran
@@ -248,9 +269,9 @@ type attempt struct {
 // verify runs every check in the order of docs/ARCHITECTURE.md and returns
 // the result, or a *Error. On success it also returns the issuer and the
 // key, for the token cache.
-func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *trace) (*Result, *issuer, *cache.Key, error) {
+func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *trace, among []string) (*Result, *issuer, *cache.Key, error) {
 	var at attempt
-	res, is, key, err := v.check(ctx, token, now, tr, &at)
+	res, is, key, err := v.check(ctx, token, now, tr, &at, among)
 	if err == nil {
 		return res, is, key, nil
 	}
@@ -260,7 +281,7 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 		// A check before routing failed (alg none, crit): name the issuer
 		// the claims point at all the same, so that the rejection is
 		// counted under it.
-		named, _ = v.router.find(at.iss, at.hasIss, at.tid)
+		named, _ = v.router.find(at.iss, at.hasIss, at.tid, at.sub)
 	}
 	if named != nil {
 		e.Issuer = named.cfg.Issuer
@@ -269,7 +290,9 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 }
 
 // check is verify without the *Error: it records in at what it learns.
-func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *trace, at *attempt) (*Result, *issuer, *cache.Key, error) {
+// An opaque token's answer comes with a nil issuer and key: it is cached by
+// its introspector, never in the token cache.
+func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *trace, at *attempt, among []string) (*Result, *issuer, *cache.Key, error) {
 	// 1. size
 	if len(token) > v.maxTokenBytes {
 		return nil, nil, nil, tr.fail("size", fmt.Errorf("%w: %d bytes, limit %d", ErrTokenTooLarge, len(token), v.maxTokenBytes))
@@ -278,12 +301,16 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		tr.add("size", true, fmt.Sprintf("%d bytes, limit %d", len(token), v.maxTokenBytes))
 	}
 
-	// 2. structure
+	// 2. structure (an opaque token goes to its introspector)
+	if len(v.introspectors) > 0 && !v.compactJWS(token) {
+		res, err := v.checkOpaque(ctx, token, now, among, tr, at)
+		return res, nil, nil, err
+	}
 	h, payload, ps, sig, signing, cl, err := v.parse(token)
 	if err != nil {
 		return nil, nil, nil, tr.fail("structure", err)
 	}
-	at.kid, at.iss, at.hasIss, at.tid, at.parsed = h.kid, cl.iss, cl.has(clIss), cl.tid, true
+	at.kid, at.iss, at.hasIss, at.tid, at.sub, at.parsed = h.kid, cl.iss, cl.has(clIss), cl.tid, cl.sub, true
 	if tr != nil {
 		tr.add("structure", true, fmt.Sprintf("header %d bytes, claims %d bytes, signature %d bytes", len(h.raw), len(payload), len(sig)))
 	}
@@ -312,10 +339,16 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	}
 
 	// 5. issuer
-	is, err := v.router.route(cl.iss, cl.has(clIss), cl.tid)
+	is, err := v.router.route(cl.iss, cl.has(clIss), cl.tid, cl.sub)
 	at.routed, at.routedIssuer = true, is
 	if err != nil {
 		return nil, nil, nil, tr.fail("issuer", err)
+	}
+	if is.spiffe != "" && !is.ownsSubject(cl.sub) {
+		// A JWT-SVID names its workload in sub, a SPIFFE ID of the trust
+		// domain whose keys sign it; an iss equal to the trust domain's ID
+		// does not stand in for that.
+		return nil, nil, nil, tr.fail("issuer", fmt.Errorf("%w: sub %s is not a SPIFFE ID of trust domain %s", ErrWrongIssuer, quote(cl.sub), quote(is.spiffe)))
 	}
 	if tr != nil {
 		if is.cfg.SkipIssuerCheck {
@@ -540,7 +573,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 			return nil, tr.fail("key", fmt.Errorf("%w: kid %s (not found after a refresh)", ErrUnknownKid, quote(h.kid)))
 		}
 	}
-	if why := spec.fits(key); why != "" {
+	if why := spec.fitsFor(key, is.spiffe != ""); why != "" {
 		return nil, tr.fail("key", fmt.Errorf("%w: kid %s: %s", ErrAlgNotAllowed, quote(h.kid), why))
 	}
 	if !keyIssuerMatches(key.Issuer, cl.iss, cl.tid) {
@@ -571,7 +604,7 @@ func (v *Verifier) checkKidless(is *issuer, spec *algSpec, cl *claims, set *cach
 	fitting, tried := 0, 0
 	wrongIssuer := false
 	for _, key := range set.Keys() {
-		if spec.fits(key) != "" {
+		if spec.fitsFor(key, is.spiffe != "") != "" {
 			continue
 		}
 		if !keyIssuerMatches(key.Issuer, cl.iss, cl.tid) {

@@ -96,6 +96,21 @@ type Issuer struct {
 	// issuer. It MUST NOT be used in a service: it exists for the CLI, where
 	// a single key set is given and no issuer is named.
 	SkipIssuerCheck bool
+	// TrustDomain, if set, makes the issuer a SPIFFE trust domain (a name
+	// such as "example.org", validated and normalized by go-spiffe): a
+	// token whose iss names no configured issuer (or that has none) is
+	// routed here when its sub is a SPIFFE ID of this trust domain
+	// (spiffe://example.org/<path>); keys of use "jwt-svid" (the bundle's,
+	// see jwks.Options.TrustDomain) are accepted for it and refused for
+	// every other issuer. Audiences are required. Issuer may be empty: it
+	// then becomes the trust domain's SPIFFE ID, spiffe://example.org.
+	TrustDomain string
+	// Introspector, if not nil, answers for opaque tokens (tokens that are
+	// not a compact JWS) routed to this issuer ([Verifier.VerifyAmong]).
+	// The answer's claims are held to the same Audiences, RequiredClaims,
+	// Leeway and exp/nbf checks as a JWT's, and its iss, when present, must
+	// be Issuer. Nil means the issuer answers for JWTs only.
+	Introspector Introspector
 }
 
 // Options configure a [Verifier].
@@ -214,8 +229,13 @@ type Result struct {
 	// to its header form, or "" when it would need changing to be one
 	// ([Issuer.ExtractClaims]).
 	Extracted map[string]string
-	// Thumbprint identifies the key that verified the token (RFC 7638).
+	// Thumbprint identifies the key that verified the token (RFC 7638);
+	// "" for an opaque token.
 	Thumbprint string
+	// Opaque reports that the token was not a JWT: its claims are the
+	// answer of the issuer's introspection endpoint (RFC 7662), and Kid,
+	// Alg, Type are "" and Header is {}.
+	Opaque bool
 
 	// idxNames are the verifier's IndexClaims (shared), idxSpans where
 	// each is in Claims (end 0: absent). Offsets, not strings, so that the

@@ -66,6 +66,9 @@ func TestEveryErrorClass(t *testing.T) {
 		{Issuer: "https://c.example.com/", Keys: &cache.Keys{}},
 		{Issuer: "https://t.example.com/", Keys: keys, Type: "at+jwt", RequiredClaims: []string{"exp", "scope"}},
 	}})
+	opaque := issuerA(keys)
+	opaque.Introspector = introspector(t, issA, nil)
+	withIntrospection := newVerifier(t, verify.Options{Issuers: []verify.Issuer{opaque}})
 	rs := func(extra map[string]any) string { return mint("RS256", "k-RS256", extra) }
 	goodSig := rs(nil)
 	parts := strings.Split(goodSig, ".")
@@ -106,6 +109,7 @@ func TestEveryErrorClass(t *testing.T) {
 		{"wrong-audience", one, rs(map[string]any{"aud": []string{"api://other", "x"}}), verify.ErrWrongAudience},
 		{"wrong-type", two, rs(map[string]any{"iss": "https://t.example.com/", "scope": "a"}), verify.ErrWrongType},
 		{"missing-custom-claim", two, testkeys.Mint("RS256", testkeys.SigningKey("RS256"), map[string]any{"kid": "k-RS256", "typ": "at+jwt"}, claims(map[string]any{"iss": "https://t.example.com/"})), verify.ErrMissingClaim},
+		{"inactive", withIntrospection, "opaque-and-revoked", verify.ErrInactive},
 		{"hs-token-rs-key", one, testkeys.Mint("HS256", testkeys.Secret(), map[string]any{"kid": "k-RS256"}, claims(nil)), verify.ErrAlgNotAllowed},
 	}
 	seen := map[string]bool{}

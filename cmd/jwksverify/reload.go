@@ -16,6 +16,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/internal/buildinfo"
+	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/extauthz"
@@ -58,8 +59,11 @@ type live struct {
 type service struct {
 	plan     *config.Plan
 	fetchers []fetcher // one per plan issuer, in order
-	server   *server.Server
-	cache    *verify.TokenCache // shared with the generations before when its bounds are the same; nil: off
+	// clients are the issuers' introspection clients, built anew by each
+	// generation (their answer caches do not carry over a reload).
+	clients []*introspect.Client
+	server  *server.Server
+	cache   *verify.TokenCache // shared with the generations before when its bounds are the same; nil: off
 }
 
 // fetcher is a running fetcher with the options it was built from, so that
@@ -80,6 +84,7 @@ func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error)
 	m, err := metrics.New(metrics.Options{Verifier: s.server.Verifier(), Version: bi.Version, Revision: bi.Revision, Policies: plan.Server.Policies})
 	if err != nil {
 		closeFetchers(fresh, logger)
+		closeClients(s.clients)
 		return nil, err
 	}
 	l.metrics = m
@@ -87,6 +92,7 @@ func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error)
 	// every generation's decisions.
 	if s.server, err = l.newServer(plan, s.server.Verifier()); err != nil {
 		closeFetchers(fresh, logger)
+		closeClients(s.clients)
 		return nil, err
 	}
 	if plan.Hash != "" {
@@ -102,10 +108,14 @@ func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error)
 // schedule and its counters, no refetch; the others get a new fetcher,
 // returned in fresh (on error they are closed and nothing else changed).
 func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwks.Fetcher, err error) {
-	s = &service{plan: plan}
+	gen := &service{plan: plan}
+	s = gen
+	var made []*jwks.Fetcher // fresh, which the error returns set to nil
 	defer func() {
 		if err != nil {
-			closeFetchers(fresh, l.logger)
+			// The returns set s and fresh to nil: close what was built.
+			closeFetchers(made, l.logger)
+			closeClients(gen.clients)
 			s, fresh = nil, nil
 		}
 	}()
@@ -136,10 +146,24 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 				return nil, nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
 			}
 			fresh = append(fresh, f)
+			made = fresh
 		}
 		taken[f] = true
 		s.fetchers = append(s.fetchers, fetcher{opts: is.JWKS, f: f})
 		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
+		if is.Introspection != nil {
+			o := *is.Introspection
+			o.Logger = l.logger
+			if o.URL == "" {
+				o.Endpoint = f.IntrospectionEndpoint
+			}
+			c, err := introspect.New(o)
+			if err != nil {
+				return nil, nil, fmt.Errorf("issuers[%d] (%s): introspection: %w", i, is.JWKS.Issuer, err)
+			}
+			s.clients = append(s.clients, c)
+			is.Verify.Introspector = c
+		}
 		vo.Issuers = append(vo.Issuers, is.Verify)
 	}
 	if prev != nil {
@@ -205,6 +229,7 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 	if l.draining {
 		l.mu.Unlock()
 		closeFetchers(fresh, l.logger)
+		closeClients(s.clients)
 		return
 	}
 	l.cur.Store(s)
@@ -227,7 +252,7 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 			old = append(old, f.f)
 		}
 	}
-	l.retire(old, prev.plan.HTTP.Write)
+	l.retire(old, prev.clients, prev.plan.HTTP.Write)
 	l.logger.Info("configuration reloaded", "hash", next.Hash, "issuers", len(next.Issuers),
 		"new_fetchers", len(fresh), "closed_fetchers", len(old))
 	for _, what := range restartNeeded(prev.plan, next) {
@@ -265,8 +290,8 @@ func restartNeeded(cur, next *config.Plan) []string {
 // retire closes fs once the requests still using them are done: after
 // grace (the longest a request may take, the HTTP write timeout), or at
 // once when the service closes.
-func (l *live) retire(fs []*jwks.Fetcher, grace time.Duration) {
-	if len(fs) == 0 {
+func (l *live) retire(fs []*jwks.Fetcher, cs []*introspect.Client, grace time.Duration) {
+	if len(fs) == 0 && len(cs) == 0 {
 		return
 	}
 	l.retired.Go(func() {
@@ -277,7 +302,15 @@ func (l *live) retire(fs []*jwks.Fetcher, grace time.Duration) {
 		case <-l.stop:
 		}
 		closeFetchers(fs, l.logger)
+		closeClients(cs)
 	})
+}
+
+// closeClients closes introspection clients and waits for their calls.
+func closeClients(cs []*introspect.Client) {
+	for _, c := range cs {
+		c.Close()
+	}
 }
 
 // setDraining marks the current generation draining, for good: no reload
@@ -301,6 +334,7 @@ func (l *live) close() {
 		fs = append(fs, f.f)
 	}
 	closeFetchers(fs, l.logger)
+	closeClients(l.cur.Load().clients)
 }
 
 func closeFetchers(fs []*jwks.Fetcher, logger *slog.Logger) {

@@ -3,8 +3,12 @@
 package testlog
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
+	"strings"
 	"sync"
+	"testing"
 )
 
 // Buffer is a bytes.Buffer safe for concurrent use: Write from any number of
@@ -41,4 +45,21 @@ func (b *Buffer) Reset() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.b.Reset()
+}
+
+// Lines decodes the JSON log lines written to b so far, one map per line;
+// a line that is not JSON fails the test.
+func Lines(t testing.TB, b *Buffer) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line %q: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
 }

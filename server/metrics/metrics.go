@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -106,7 +107,9 @@ func New(opts Options) (*Metrics, error) {
 	}
 	var issuers []issuer
 	for _, vi := range opts.Verifier.Issuers() {
-		issuers = append(issuers, issuer{name: vi.Issuer, keys: vi.Keys})
+		is := issuer{name: vi.Issuer, keys: vi.Keys}
+		is.introspection, _ = vi.Introspector.(introspectionStats)
+		issuers = append(issuers, is)
 	}
 	col := &collector{now: now, d: newCollectorDescs()}
 	col.cur.Store(&collected{v: opts.Verifier, issuers: issuers})
@@ -300,8 +303,15 @@ func (m *Metrics) Handler() http.Handler {
 
 // issuer is one configured issuer, as the collector reads it.
 type issuer struct {
-	name string
-	keys *cache.Keys
+	name          string
+	keys          *cache.Keys
+	introspection introspectionStats // nil: opaque tokens not introspected there
+}
+
+// introspectionStats is what the collector reads of an issuer's
+// introspector (*introspect.Client implements it).
+type introspectionStats interface {
+	Stats() introspect.Stats
 }
 
 // collector exports, at scrape time, what the issuers' cache.Keys and the
@@ -346,6 +356,10 @@ func newCollectorDescs() collectorDescs {
 		evictions:   desc("token_cache_evictions_total", "Verified-token cache evictions."),
 		entries:     desc("token_cache_entries", "Entries in the verified-token cache."),
 		bytes:       desc("token_cache_bytes", "Approximate bytes held by the verified-token cache."),
+		introCalls:  desc("introspection_calls_total", `Calls to the issuer's RFC 7662 introspection endpoint, by result ("active", "inactive", "error").`, "issuer", "result"),
+		introHits:   desc("introspection_cache_hits_total", "Opaque tokens answered from the introspection cache while fresh.", "issuer"),
+		introStale:  desc("introspection_stale_served_total", "Cached introspection answers served past their end because the endpoint could not answer.", "issuer"),
+		introSize:   desc("introspection_cache_entries", "Entries in the issuer's introspection cache.", "issuer"),
 		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
@@ -356,6 +370,7 @@ type collectorDescs struct {
 	failures, keys, skipped, age, remaining, ready                   *prometheus.Desc
 	hits, misses, evictions, entries, bytes                          *prometheus.Desc
 	crossChecks                                                      *prometheus.Desc
+	introCalls, introHits, introStale, introSize                     *prometheus.Desc
 }
 
 func (d collectorDescs) all() []*prometheus.Desc {
@@ -363,6 +378,7 @@ func (d collectorDescs) all() []*prometheus.Desc {
 		d.fetches, d.notModified, d.errors, d.skippedTot, d.unknownKid, d.suppressed, d.negative,
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
 		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
+		d.introCalls, d.introHits, d.introStale, d.introSize,
 	}
 }
 
@@ -406,6 +422,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if set != nil && !set.UsableUntil.IsZero() {
 			gauge(d.remaining, max(set.UsableUntil.Sub(now), 0).Seconds(), is.name)
+		}
+		if is.introspection != nil {
+			st := is.introspection.Stats()
+			counter(d.introCalls, st.Active, is.name, "active")
+			counter(d.introCalls, st.Inactive, is.name, "inactive")
+			counter(d.introCalls, st.Errors, is.name, "error")
+			counter(d.introHits, st.Hits, is.name)
+			counter(d.introStale, st.Stale, is.name)
+			gauge(d.introSize, float64(st.Entries), is.name)
 		}
 	}
 	cs := cur.v.CacheStats()

@@ -208,7 +208,7 @@ var ClassSentinels = []error{
 	verify.ErrMalformed, verify.ErrTokenTooLarge, verify.ErrAlgNotAllowed, verify.ErrUnknownIssuer,
 	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
 	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
-	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable, verify.ErrForbidden,
+	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable, verify.ErrForbidden, verify.ErrInactive,
 }
 
 // APIDoc reads docs/API.md, at path from the test's package directory.

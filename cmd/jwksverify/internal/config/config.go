@@ -23,8 +23,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spiffe/go-spiffe/v2/spiffeid"
+
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
+	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/policy/celexpr"
@@ -114,8 +117,14 @@ type Issuer struct {
 	// JWKS configures its key source, the secret_file key in StaticKeys.
 	// Logger is nil: a command sets it.
 	JWKS jwks.Options
-	// Verify is its policy. Keys and Refresher are nil: a command sets them.
+	// Verify is its policy. Keys, Refresher and Introspector are nil: a
+	// command sets them.
 	Verify verify.Issuer
+	// Introspection configures the issuer's RFC 7662 client; nil means
+	// opaque tokens are not introspected there. Logger is nil, and so is
+	// Endpoint when URL is empty: a command sets it to the fetcher's
+	// discovered introspection_endpoint.
+	Introspection *introspect.Options
 }
 
 // Local reports whether the issuer's keys come from local configuration
@@ -171,8 +180,17 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		abs(&t.ClientCAFile)
 	}
 	for i := range f.Issuers {
-		abs(&f.Issuers[i].JWKSFile)
-		abs(&f.Issuers[i].SecretFile)
+		fi := &f.Issuers[i]
+		abs(&fi.JWKSFile)
+		abs(&fi.SecretFile)
+		abs(&fi.CAFile)
+		abs(&fi.FetchBearerTokenFile)
+		if fi.Introspection != nil {
+			abs(&fi.Introspection.ClientSecretFile)
+		}
+		if fi.SPIFFE != nil {
+			abs(&fi.SPIFFE.BundleFile)
+		}
 	}
 	return f.plan(ov, env)
 }
@@ -441,6 +459,29 @@ func (f *file) planResourceMetadata(p *Plan) error {
 
 // plan builds one issuer; path is its place in the file (issuers[0]).
 func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
+	var td string
+	if sp := fi.SPIFFE; sp != nil {
+		// A SPIFFE trust domain: its bundle is the key source, its name
+		// (spiffe://<td>) the issuer's unless issuer is set.
+		d, err := spiffeid.TrustDomainFromString(sp.TrustDomain)
+		if err != nil {
+			return Issuer{}, fmt.Errorf("%s.spiffe.trust_domain: %w", path, err)
+		}
+		if (sp.BundleURL == "") == (sp.BundleFile == "") {
+			return Issuer{}, fmt.Errorf("%s.spiffe: exactly one of bundle_url and bundle_file is required", path)
+		}
+		if fi.Discovery || fi.JWKSURL != "" || fi.JWKSFile != "" || fi.SecretFile != "" || fi.Introspection != nil {
+			return Issuer{}, fmt.Errorf("%s.spiffe: the bundle is the key source; remove discovery, jwks_url, jwks_file, secret_file and introspection", path)
+		}
+		if len(fi.Audiences) == 0 {
+			return Issuer{}, fmt.Errorf("%s.audiences: required for a SPIFFE trust domain (a JWT-SVID must carry aud)", path)
+		}
+		td = d.Name()
+		if fi.Issuer == "" {
+			fi.Issuer = d.IDString()
+		}
+		fi.JWKSURL, fi.JWKSFile = sp.BundleURL, sp.BundleFile
+	}
 	if strings.TrimSpace(fi.Issuer) == "" {
 		return Issuer{}, fmt.Errorf("%s.issuer: empty; set the exact iss value of the tokens", path)
 	}
@@ -488,10 +529,28 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 			StaleFor: orDuration(r.StaleFor, 0),
 			MaxBytes: int64(deref(f.Limits.MaxJWKSBytes)), MaxKeys: deref(f.Limits.MaxKeys),
 			StateDir: f.StateDir, InsecureAllowHTTP: fi.AllowInsecureHTTP,
+			CAFile: fi.CAFile, BearerTokenFile: fi.FetchBearerTokenFile, DiscoveryURL: fi.DiscoveryURL,
+			TrustDomain: td,
 		},
 		Verify: verify.Issuer{
-			Issuer: fi.Issuer, Type: fi.Type, AllowHMAC: fi.JWKSFile != "" || fi.SecretFile != "",
+			Issuer: fi.Issuer, Type: fi.Type, AllowHMAC: (fi.JWKSFile != "" || fi.SecretFile != "") && td == "",
+			TrustDomain: td,
 		},
+	}
+	if fi.DiscoveryURL != "" {
+		if !fi.Discovery {
+			return Issuer{}, fmt.Errorf("%s.discovery_url: set without discovery: true", path)
+		}
+		if err := jwks.CheckURL(fi.DiscoveryURL, fi.AllowInsecureHTTP); err != nil {
+			return Issuer{}, fmt.Errorf("%s.discovery_url: %w", path, err)
+		}
+	}
+	if in := fi.Introspection; in != nil {
+		o, err := fi.introspection(path+".introspection", in)
+		if err != nil {
+			return Issuer{}, err
+		}
+		is.Introspection = o
 	}
 	var secret *cache.Key
 	var secretAlgs []string
@@ -562,6 +621,44 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 		return Issuer{}, fmt.Errorf("%s.refresh.fetch_timeout: %s is above the maximum of 5m", path, d)
 	}
 	return is, nil
+}
+
+// introspection builds the issuer's introspection client options.
+func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*introspect.Options, error) {
+	if in.URL == "" && !fi.Discovery {
+		return nil, fmt.Errorf("%s.url: empty and discovery is off; set url, or discovery: true for the discovered introspection_endpoint", path)
+	}
+	if in.URL != "" {
+		if err := jwks.CheckURL(in.URL, fi.AllowInsecureHTTP); err != nil {
+			return nil, fmt.Errorf("%s.url: %w", path, err)
+		}
+	}
+	if (in.ClientID == "") != (in.ClientSecretFile == "") {
+		return nil, fmt.Errorf("%s: client_id and client_secret_file go together", path)
+	}
+	if in.ClientSecretFile != "" {
+		if _, err := os.Stat(in.ClientSecretFile); err != nil {
+			return nil, fmt.Errorf("%s.client_secret_file: %w", path, err)
+		}
+	}
+	c := in.Cache
+	for _, d := range []struct {
+		name string
+		v    *duration
+	}{{"max_ttl", c.MaxTTL}, {"negative_ttl", c.NegativeTTL}, {"stale_for", c.StaleFor}} {
+		if d.v != nil && time.Duration(*d.v) < jwks.MinAnyInterval {
+			return nil, fmt.Errorf("%s.cache.%s: %s is below the minimum of %s", path, d.name, time.Duration(*d.v), jwks.MinAnyInterval)
+		}
+	}
+	if c.MaxEntries != nil && (*c.MaxEntries < 1 || *c.MaxEntries > 10_000_000) {
+		return nil, fmt.Errorf("%s.cache.max_entries: %d is out of range [1, 10000000]", path, *c.MaxEntries)
+	}
+	return &introspect.Options{
+		Issuer: fi.Issuer, URL: in.URL, ClientID: in.ClientID, ClientSecretFile: in.ClientSecretFile,
+		CAFile: fi.CAFile, InsecureAllowHTTP: fi.AllowInsecureHTTP,
+		MaxTTL: orDuration(c.MaxTTL, 0), NegativeTTL: orDuration(c.NegativeTTL, 0), StaleFor: orDuration(c.StaleFor, 0),
+		MaxEntries: deref(c.MaxEntries),
+	}, nil
 }
 
 // SecretKey reads the HMAC secret file at path (its raw bytes, at least the

@@ -105,6 +105,32 @@ type fileIssuer struct {
 	Type              string            `yaml:"type"`
 	ClaimsToHeaders   map[string]string `yaml:"claims_to_headers"`
 	Refresh           fileRefresh       `yaml:"refresh"`
+
+	Introspection        *fileIssuerIntrospection `yaml:"introspection"`
+	CAFile               string                   `yaml:"ca_file"`
+	FetchBearerTokenFile string                   `yaml:"fetch_bearer_token_file"`
+	DiscoveryURL         string                   `yaml:"discovery_url"`
+	SPIFFE               *fileSPIFFE              `yaml:"spiffe"`
+}
+
+type fileIssuerIntrospection struct {
+	URL              string                 `yaml:"url"`
+	ClientID         string                 `yaml:"client_id"`
+	ClientSecretFile string                 `yaml:"client_secret_file"`
+	Cache            fileIntrospectionCache `yaml:"cache"`
+}
+
+type fileIntrospectionCache struct {
+	MaxTTL      *duration `yaml:"max_ttl"`
+	NegativeTTL *duration `yaml:"negative_ttl"`
+	StaleFor    *duration `yaml:"stale_for"`
+	MaxEntries  *int      `yaml:"max_entries"`
+}
+
+type fileSPIFFE struct {
+	TrustDomain string `yaml:"trust_domain"`
+	BundleURL   string `yaml:"bundle_url"`
+	BundleFile  string `yaml:"bundle_file"`
 }
 
 type fileRefresh struct {

@@ -1,0 +1,96 @@
+package introspect
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+)
+
+// maxDepth bounds the nesting of an introspection answer.
+const maxDepth = 32
+
+// Answer is a decoded introspection response (RFC 7662 §2.2).
+type Answer struct {
+	// Active is the answer's "active" member.
+	Active bool
+	// Claims are the answer's other members, a JSON object (compact, member
+	// names sorted). Nil when not active: an inactive answer's other
+	// members are ignored (RFC 7662 §2.2).
+	Claims json.RawMessage
+	// ExpiresAt is the answer's exp, zero when absent.
+	ExpiresAt time.Time
+}
+
+// Decode reads an introspection response body (untrusted input, already
+// bounded in size by the caller): a JSON object in valid UTF-8, nested at
+// most 32 deep, whose "active" member is a boolean, and whose "exp", when
+// present in an active answer, is a finite number of seconds. Anything else
+// is an error wrapping [ErrBadAnswer]. Decode is safe for concurrent use.
+func Decode(body []byte) (Answer, error) {
+	if !utf8.Valid(body) {
+		return Answer{}, fmt.Errorf("%w: not valid UTF-8", ErrBadAnswer)
+	}
+	if err := checkDepth(body); err != nil {
+		return Answer{}, err
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
+		return Answer{}, fmt.Errorf("%w: not a JSON object", ErrBadAnswer)
+	}
+	var active bool
+	raw, ok := doc["active"]
+	if !ok || json.Unmarshal(raw, &active) != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return Answer{}, fmt.Errorf("%w: no boolean active member", ErrBadAnswer)
+	}
+	if !active {
+		return Answer{}, nil
+	}
+	delete(doc, "active")
+	var a Answer
+	a.Active = true
+	if raw, ok := doc["exp"]; ok {
+		var exp float64
+		if err := json.Unmarshal(raw, &exp); err != nil || math.IsNaN(exp) || math.IsInf(exp, 0) || exp < 0 || exp > 1e15 {
+			return Answer{}, fmt.Errorf("%w: exp is not a number of seconds", ErrBadAnswer)
+		}
+		sec, frac := math.Modf(exp)
+		a.ExpiresAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	}
+	claims, err := json.Marshal(doc)
+	if err != nil {
+		return Answer{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
+	}
+	a.Claims = claims
+	return a, nil
+}
+
+// checkDepth refuses JSON nested deeper than maxDepth (encoding/json would
+// recurse as deep as the input goes).
+func checkDepth(b []byte) error {
+	depth, inStr, esc := 0, false, false
+	for _, c := range b {
+		switch {
+		case esc:
+			esc = false
+		case inStr:
+			switch c {
+			case '\\':
+				esc = true
+			case '"':
+				inStr = false
+			}
+		case c == '"':
+			inStr = true
+		case c == '{' || c == '[':
+			if depth++; depth > maxDepth {
+				return fmt.Errorf("%w: nested deeper than %d", ErrBadAnswer, maxDepth)
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
+}

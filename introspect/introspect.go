@@ -1,0 +1,545 @@
+// Package introspect asks an authorization server about opaque tokens
+// (RFC 7662 token introspection) and caches its answers.
+//
+// A [Client] belongs to one issuer. It implements verify.Introspector: the
+// verifier routes a token that is not a compact JWS to the Client of the one
+// introspection-enabled issuer it may belong to, and builds the
+// verify.Result from the answer's claims.
+//
+// Answers are cached by a keyed 128-bit MAC of the token (internal/tokenid;
+// the token itself is never kept, logged or counted): an active answer no
+// longer than its exp and MaxTTL, an inactive one NegativeTTL. Concurrent
+// requests for one token share one upstream call, made under the Client's
+// lifetime context, while each caller waits under its own. When the
+// endpoint cannot be reached, a cached answer is served up to StaleFor past
+// its end (never past the token's exp); after that the answer is
+// keys_unavailable. The cache is bounded in entries and bytes.
+package introspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jwksverify/jwksverify/internal/tokenid"
+	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// Defaults applied by [New] to zero-valued options.
+const (
+	DefaultMaxTTL      = 5 * time.Minute
+	DefaultNegativeTTL = 10 * time.Second
+	DefaultStaleFor    = time.Minute
+	DefaultTimeout     = 5 * time.Second
+	DefaultMaxEntries  = 10000
+	DefaultMaxBytes    = 16 << 20
+	// DefaultMaxAnswerBytes bounds one introspection response body.
+	DefaultMaxAnswerBytes = 64 << 10
+	// maxSecretBytes bounds the client secret file.
+	maxSecretBytes = 4 << 10
+	// entryOverhead is what an entry costs besides its claims (the map
+	// slot, the entry, the Introspection), for the byte bound.
+	entryOverhead = 160
+)
+
+// Options configure a [Client].
+type Options struct {
+	// Issuer names the issuer the Client answers for (logs, status).
+	// Required.
+	Issuer string
+	// URL is the introspection endpoint: https, or http for loopback hosts
+	// (jwks.CheckURL). Empty means Endpoint is asked at each call.
+	URL string
+	// Endpoint returns the endpoint to use when URL is empty: the issuer's
+	// discovered introspection_endpoint (jwks.Fetcher.IntrospectionEndpoint).
+	// While it returns "", calls are answered keys_unavailable (stale
+	// answers aside). One of URL and Endpoint is required.
+	Endpoint func() string
+	// ClientID and ClientSecretFile authenticate the Client to the endpoint
+	// with HTTP Basic (RFC 7662 §2.1, RFC 6749 §2.3.1). The file is read at
+	// each upstream call (a rotated secret is used at once), trimmed of
+	// white space, and never logged. Empty ClientID means no
+	// authentication; a ClientID needs a ClientSecretFile.
+	ClientID, ClientSecretFile string
+	// CAFile is a PEM file of the roots the endpoint's TLS certificate must
+	// chain to (jwks.TLSConfig); empty means the system roots. Not used
+	// with HTTPClient.
+	CAFile string
+	// HTTPClient sends the calls. Nil means a client of its own (CAFile,
+	// no redirects followed).
+	HTTPClient *http.Client
+	// InsecureAllowHTTP accepts plain http:// for non-loopback hosts. It
+	// MUST NOT be used outside a trusted network: the token and the client
+	// secret cross it in the clear.
+	InsecureAllowHTTP bool
+
+	// MaxTTL bounds how long an active answer is cached (never past its
+	// exp). Zero means 5m.
+	MaxTTL time.Duration
+	// NegativeTTL is how long an inactive answer is cached. Zero means 10s.
+	NegativeTTL time.Duration
+	// StaleFor is how long past its end a cached answer is still served
+	// while the endpoint cannot answer. Zero means 1m; negative means never.
+	StaleFor time.Duration
+	// Timeout bounds one upstream call. Zero means 5s.
+	Timeout time.Duration
+	// MaxEntries and MaxBytes bound the cache. Zero means 10000 entries and
+	// 16 MiB.
+	MaxEntries int
+	MaxBytes   int64
+	// MaxAnswerBytes bounds one response body. Zero means 64 KiB.
+	MaxAnswerBytes int64
+
+	// Logger receives failed calls (never the token or the secret). Nil
+	// means slog.Default().
+	Logger *slog.Logger
+}
+
+// Stats are a Client's counters.
+type Stats struct {
+	// Calls counts upstream calls by their result: active, inactive, error.
+	Active, Inactive, Errors uint64
+	// Hits counts answers served from the cache while fresh.
+	Hits uint64
+	// Stale counts cached answers served past their end because the
+	// endpoint could not answer.
+	Stale uint64
+	// Entries and Bytes are the cache's current size.
+	Entries int
+	Bytes   int64
+}
+
+// Status is what /v1/issuers shows of a Client.
+type Status struct {
+	// Endpoint is the endpoint in use (without query), "" while unknown.
+	Endpoint string
+	// LastSuccess and LastError are the last answered call's time and the
+	// last failed call's error text ("" after a success).
+	LastSuccess time.Time
+	LastError   string
+	Stats       Stats
+}
+
+// Client answers for one issuer's opaque tokens. It is safe for concurrent
+// use. It owns the goroutines of its upstream calls: Close cancels them and
+// waits for them.
+type Client struct {
+	opts   Options
+	http   *http.Client
+	ids    *tokenid.Hasher
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.RWMutex
+	entries map[tokenid.ID]*entry
+	bytes   int64
+
+	fmu    sync.Mutex
+	closed bool
+	calls  map[tokenid.ID]*call
+
+	active, inactive, errs, hits, stale atomic.Uint64
+
+	smu         sync.Mutex
+	lastSuccess time.Time
+	lastErr     string
+}
+
+// entry is one cached answer. Immutable once stored.
+type entry struct {
+	ans   *verify.Introspection // nil: inactive
+	fresh time.Time             // served from the cache until then
+	stale time.Time             // served while the endpoint fails until then
+	size  int64
+}
+
+// call is one upstream call in flight, shared by every caller that asks for
+// the same token meanwhile.
+type call struct {
+	done chan struct{}
+	e    *entry // the answer, or nil with err
+	err  error
+}
+
+// New validates opts, applies defaults and returns a Client. It does no I/O
+// besides reading CAFile.
+func New(opts Options) (*Client, error) {
+	invalid := func(format string, args ...any) (*Client, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	switch {
+	case opts.Issuer == "":
+		return invalid("Issuer is required")
+	case opts.URL == "" && opts.Endpoint == nil:
+		return invalid("one of URL and Endpoint is required")
+	case opts.ClientID != "" && opts.ClientSecretFile == "":
+		return invalid("ClientID needs ClientSecretFile")
+	case opts.ClientID == "" && opts.ClientSecretFile != "":
+		return invalid("ClientSecretFile needs ClientID")
+	case opts.CAFile != "" && opts.HTTPClient != nil:
+		return invalid("CAFile cannot be combined with HTTPClient")
+	case opts.MaxTTL < 0 || opts.NegativeTTL < 0 || opts.Timeout < 0 || opts.MaxEntries < 0 || opts.MaxBytes < 0 || opts.MaxAnswerBytes < 0:
+		return invalid("negative durations or bounds")
+	}
+	if opts.URL != "" {
+		if err := jwks.CheckURL(opts.URL, opts.InsecureAllowHTTP); err != nil {
+			return invalid("URL: %w", err)
+		}
+	}
+	for _, d := range []struct {
+		p   *time.Duration
+		def time.Duration
+	}{{&opts.MaxTTL, DefaultMaxTTL}, {&opts.NegativeTTL, DefaultNegativeTTL}, {&opts.StaleFor, DefaultStaleFor}, {&opts.Timeout, DefaultTimeout}} {
+		if *d.p == 0 {
+			*d.p = d.def
+		}
+	}
+	if opts.StaleFor < 0 {
+		opts.StaleFor = 0
+	}
+	if opts.MaxEntries == 0 {
+		opts.MaxEntries = DefaultMaxEntries
+	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	if opts.MaxAnswerBytes == 0 {
+		opts.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		tc, err := jwks.TLSConfig(opts.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxResponseHeaderBytes = 64 << 10
+		if tc != nil {
+			tr.TLSClientConfig = tc
+		}
+		hc = &http.Client{
+			Transport: tr,
+			// The token and the credentials go to the configured endpoint
+			// only: a redirect is a failed call.
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	c := &Client{
+		opts:    opts,
+		http:    hc,
+		ids:     tokenid.New(true),
+		log:     opts.Logger.With("issuer", opts.Issuer),
+		entries: make(map[tokenid.ID]*entry),
+		calls:   make(map[tokenid.ID]*call),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c, nil
+}
+
+// Close cancels the upstream calls in flight and waits for them; later calls
+// of Introspect answer keys_unavailable (cached answers aside). It is
+// idempotent and returns nil.
+func (c *Client) Close() error {
+	c.fmu.Lock()
+	c.closed = true
+	c.fmu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	if c.opts.HTTPClient == nil {
+		c.http.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Introspect implements verify.Introspector: the cached answer for token
+// when fresh, else the endpoint's answer (one call shared by every
+// concurrent caller for the same token), else a cached answer within its
+// stale window. It returns an error wrapping verify.ErrInactive for an
+// inactive token, and one wrapping verify.ErrKeysUnavailable when no answer
+// could be had. It blocks for at most one upstream call, bounded by the
+// Client's Timeout and by ctx.
+func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*verify.Introspection, error) {
+	id := c.ids.Of(token)
+	c.mu.RLock()
+	e := c.entries[id]
+	c.mu.RUnlock()
+	if e != nil && now.Before(e.fresh) {
+		c.hits.Add(1)
+		return e.answer()
+	}
+
+	c.fmu.Lock()
+	if c.closed {
+		c.fmu.Unlock()
+		return c.staleOr(e, now, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, ErrClosed))
+	}
+	cl := c.calls[id]
+	if cl == nil {
+		cl = &call{done: make(chan struct{})}
+		c.calls[id] = cl
+		c.wg.Add(1)
+		go c.run(id, token, now, cl)
+	}
+	c.fmu.Unlock()
+
+	select {
+	case <-cl.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: introspection: %w", verify.ErrKeysUnavailable, ctx.Err())
+	}
+	if cl.err != nil {
+		return c.staleOr(e, now, cl.err)
+	}
+	return cl.e.answer()
+}
+
+// answer is the verifier's answer for an entry.
+func (e *entry) answer() (*verify.Introspection, error) {
+	if e.ans == nil {
+		return nil, fmt.Errorf("%w: the authorization server says the token is not active", verify.ErrInactive)
+	}
+	return e.ans, nil
+}
+
+// staleOr serves e while within its stale window, else returns err.
+func (c *Client) staleOr(e *entry, now time.Time, err error) (*verify.Introspection, error) {
+	if e != nil && now.Before(e.stale) {
+		c.stale.Add(1)
+		return e.answer()
+	}
+	return nil, err
+}
+
+// run makes the upstream call of cl under the Client's lifetime and
+// publishes its answer.
+func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
+	defer c.wg.Done()
+	defer func() {
+		c.fmu.Lock()
+		delete(c.calls, id)
+		c.fmu.Unlock()
+		close(cl.done)
+	}()
+	// An answer another flight stored since the caller looked (groupcache:
+	// check again inside the flight).
+	c.mu.RLock()
+	e := c.entries[id]
+	c.mu.RUnlock()
+	if e != nil && now.Before(e.fresh) {
+		cl.e = e
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+	defer cancel()
+	a, err := c.ask(ctx, token)
+	if err != nil {
+		c.errs.Add(1)
+		c.smu.Lock()
+		c.lastErr = err.Error()
+		c.smu.Unlock()
+		if c.ctx.Err() == nil {
+			c.log.Warn("introspection failed", "err", err.Error())
+		}
+		cl.err = fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
+		return
+	}
+	c.smu.Lock()
+	c.lastSuccess, c.lastErr = now, ""
+	c.smu.Unlock()
+	e = &entry{size: entryOverhead}
+	if a.Active {
+		c.active.Add(1)
+		e.ans = &verify.Introspection{Claims: a.Claims}
+		e.size += int64(len(a.Claims))
+		e.fresh = now.Add(c.opts.MaxTTL)
+		e.stale = e.fresh.Add(c.opts.StaleFor)
+		if !a.ExpiresAt.IsZero() {
+			// Never past the token's own exp, stale or not.
+			e.fresh = minTime(e.fresh, a.ExpiresAt)
+			e.stale = minTime(e.stale, a.ExpiresAt)
+		}
+	} else {
+		c.inactive.Add(1)
+		e.fresh = now.Add(c.opts.NegativeTTL)
+		e.stale = e.fresh.Add(c.opts.StaleFor)
+	}
+	cl.e = e
+	c.store(id, e, now)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// store caches e, evicting entries past their stale window first, then any,
+// to stay within MaxEntries and MaxBytes.
+func (c *Client) store(id tokenid.ID, e *entry, now time.Time) {
+	if !now.Before(e.stale) && !now.Before(e.fresh) {
+		return // nothing to serve later (exp already past)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old := c.entries[id]; old != nil {
+		c.bytes -= old.size
+		delete(c.entries, id)
+	}
+	for len(c.entries) > 0 && (len(c.entries) >= c.opts.MaxEntries || c.bytes+e.size > c.opts.MaxBytes) {
+		// Sample a few entries (map order is random): the first past its
+		// stale window, else the last sampled.
+		var victim tokenid.ID
+		n := 0
+		for k, v := range c.entries {
+			victim = k
+			if n++; !now.Before(v.stale) || n >= 8 {
+				break
+			}
+		}
+		c.bytes -= c.entries[victim].size
+		delete(c.entries, victim)
+	}
+	if e.size > c.opts.MaxBytes {
+		return
+	}
+	c.entries[id] = e
+	c.bytes += e.size
+}
+
+// ask makes one introspection call.
+func (c *Client) ask(ctx context.Context, token string) (Answer, error) {
+	endpoint := c.opts.URL
+	if endpoint == "" {
+		endpoint = c.opts.Endpoint()
+		if endpoint == "" {
+			return Answer{}, fmt.Errorf("%w: no introspection_endpoint discovered yet", ErrUpstream)
+		}
+		if err := jwks.CheckURL(endpoint, c.opts.InsecureAllowHTTP); err != nil {
+			return Answer{}, fmt.Errorf("%w: %w", ErrUpstream, err)
+		}
+	}
+	shown := redact(endpoint)
+	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return Answer{}, fmt.Errorf("%w: %s: %w", ErrUpstream, shown, err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "jwksverify")
+	if c.opts.ClientID != "" {
+		secret, err := readSecret(c.opts.ClientSecretFile)
+		if err != nil {
+			return Answer{}, fmt.Errorf("%w: %w", ErrUpstream, err)
+		}
+		// RFC 6749 §2.3.1: both form-urlencoded before Basic.
+		req.SetBasicAuth(url.QueryEscape(c.opts.ClientID), url.QueryEscape(secret))
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // *url.Error repeats the URL
+		}
+		return Answer{}, fmt.Errorf("%w: POST %s: %w", ErrUpstream, shown, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Answer{}, fmt.Errorf("%w: POST %s: status %d", ErrUpstream, shown, resp.StatusCode)
+	}
+	body, err := readBounded(resp, c.opts.MaxAnswerBytes)
+	if err != nil {
+		return Answer{}, fmt.Errorf("%w: POST %s: %w", ErrUpstream, shown, err)
+	}
+	a, err := Decode(body)
+	if err != nil {
+		return Answer{}, fmt.Errorf("POST %s: %w", shown, err)
+	}
+	return a, nil
+}
+
+func readBounded(resp *http.Response, limit int64) ([]byte, error) {
+	if resp.ContentLength > limit {
+		return nil, fmt.Errorf("answer of %d bytes (limit %d)", resp.ContentLength, limit)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("answer over %d bytes", limit)
+	}
+	return b, nil
+}
+
+// readSecret reads the client secret file; its content never reaches an
+// error or a log.
+func readSecret(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("client secret file: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, maxSecretBytes+1)
+	n, _ := f.Read(b)
+	if n > maxSecretBytes {
+		return "", fmt.Errorf("client secret file %s is over %d bytes", path, maxSecretBytes)
+	}
+	s := strings.TrimSpace(string(b[:n]))
+	if s == "" {
+		return "", fmt.Errorf("client secret file %s is empty", path)
+	}
+	return s, nil
+}
+
+// redact renders an endpoint without user info, query or fragment.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+}
+
+// Stats returns the Client's counters. It does not block on calls.
+func (c *Client) Stats() Stats {
+	c.mu.RLock()
+	n, b := len(c.entries), c.bytes
+	c.mu.RUnlock()
+	return Stats{
+		Active: c.active.Load(), Inactive: c.inactive.Load(), Errors: c.errs.Load(),
+		Hits: c.hits.Load(), Stale: c.stale.Load(), Entries: n, Bytes: b,
+	}
+}
+
+// Status returns the endpoint in use, the last outcome and the counters.
+func (c *Client) Status() Status {
+	ep := c.opts.URL
+	if ep == "" {
+		ep = c.opts.Endpoint()
+	}
+	if ep != "" {
+		ep = redact(ep)
+	}
+	c.smu.Lock()
+	st := Status{Endpoint: ep, LastSuccess: c.lastSuccess, LastError: c.lastErr}
+	c.smu.Unlock()
+	st.Stats = c.Stats()
+	return st
+}

@@ -1,0 +1,380 @@
+package introspect_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/introspect"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
+// server is an RFC 7662 endpoint whose answers the test sets.
+type server struct {
+	mu      sync.Mutex
+	answers map[string]string // token -> JSON answer
+	fail    bool
+	calls   atomic.Int64
+	auth    string // the last Authorization header
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.calls.Add(1)
+	if err := r.ParseForm(); err != nil || r.Method != http.MethodPost {
+		http.Error(w, "bad", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.auth = r.Header.Get("Authorization")
+	if s.fail {
+		http.Error(w, "down", http.StatusBadGateway)
+		return
+	}
+	a, ok := s.answers[r.PostForm.Get("token")]
+	if !ok {
+		a = `{"active":false}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, a)
+}
+
+func (s *server) set(token, answer string) {
+	s.mu.Lock()
+	s.answers[token] = answer
+	s.mu.Unlock()
+}
+
+func (s *server) setFail(f bool) {
+	s.mu.Lock()
+	s.fail = f
+	s.mu.Unlock()
+}
+
+func newServer(t *testing.T) (*server, string) {
+	s := &server{answers: map[string]string{}}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	return s, ts.URL
+}
+
+func newClient(t *testing.T, o introspect.Options) *introspect.Client {
+	t.Helper()
+	if o.Issuer == "" {
+		o.Issuer = "https://as.example.com/"
+	}
+	c, err := introspect.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func activeAnswer(exp time.Time) string {
+	return fmt.Sprintf(`{"active":true,"sub":"alice","scope":"read write","client_id":"c1","exp":%d,"iss":"https://as.example.com/"}`, exp.Unix())
+}
+
+func TestIntrospectCaching(t *testing.T) {
+	srv, url := newServer(t)
+	c := newClient(t, introspect.Options{URL: url, MaxTTL: time.Minute, NegativeTTL: 10 * time.Second, StaleFor: 30 * time.Second})
+	srv.set("tok-a", activeAnswer(t0.Add(time.Hour)))
+	srv.set("tok-short", activeAnswer(t0.Add(20*time.Second)))
+	ctx := context.Background()
+
+	tests := []struct {
+		name      string
+		token     string
+		at        time.Duration
+		wantErr   error
+		wantCalls int64 // upstream calls so far
+	}{
+		{"first-call", "tok-a", 0, nil, 1},
+		{"cached", "tok-a", 30 * time.Second, nil, 1},
+		{"past-max-ttl", "tok-a", 61 * time.Second, nil, 2},
+		{"inactive", "tok-x", 61 * time.Second, verify.ErrInactive, 3},
+		{"inactive-cached", "tok-x", 70 * time.Second, verify.ErrInactive, 3},
+		{"inactive-past-negative-ttl", "tok-x", 72 * time.Second, verify.ErrInactive, 4},
+		{"short-exp", "tok-short", 0, nil, 5},
+		{"short-exp-cached", "tok-short", 19 * time.Second, nil, 5},
+		{"never-past-exp", "tok-short", 21 * time.Second, nil, 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ans, err := c.Introspect(ctx, tt.token, t0.Add(tt.at))
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Introspect() = %v, want %v", err, tt.wantErr)
+			}
+			if err == nil && !strings.Contains(string(ans.Claims), `"sub":"alice"`) {
+				t.Errorf("Claims = %s, want the answer's sub", ans.Claims)
+			}
+			if err == nil && strings.Contains(string(ans.Claims), `"active"`) {
+				t.Errorf("Claims = %s, want no active member", ans.Claims)
+			}
+			if got := srv.calls.Load(); got != tt.wantCalls {
+				t.Errorf("upstream calls = %d, want %d", got, tt.wantCalls)
+			}
+		})
+	}
+	if st := c.Stats(); st.Hits != 3 || st.Inactive != 2 {
+		t.Errorf("Stats() = %+v, want 3 hits, 2 inactive answers", st)
+	}
+}
+
+func TestIntrospectStale(t *testing.T) {
+	srv, url := newServer(t)
+	c := newClient(t, introspect.Options{URL: url, MaxTTL: time.Minute, StaleFor: 30 * time.Second})
+	srv.set("tok", activeAnswer(t0.Add(time.Hour)))
+	ctx := context.Background()
+	if _, err := c.Introspect(ctx, "tok", t0); err != nil {
+		t.Fatal(err)
+	}
+	srv.setFail(true)
+	for _, tt := range []struct {
+		name    string
+		at      time.Duration
+		wantErr error
+	}{
+		{"fresh", 59 * time.Second, nil},
+		{"stale-served", 80 * time.Second, nil},
+		{"past-stale", 91 * time.Second, verify.ErrKeysUnavailable},
+		{"unknown-token", 10 * time.Second, verify.ErrKeysUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := "tok"
+			if tt.name == "unknown-token" {
+				tok = "other"
+			}
+			if _, err := c.Introspect(ctx, tok, t0.Add(tt.at)); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Introspect() = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	if st := c.Stats(); st.Stale != 1 || st.Errors != 3 {
+		t.Errorf("Stats() = %+v, want 1 stale answer, 3 errors", st)
+	}
+	if st := c.Status(); !strings.Contains(st.LastError, "502") {
+		t.Errorf("Status().LastError = %q, want the 502", st.LastError)
+	}
+}
+
+func TestIntrospectBasicAuthSecretReread(t *testing.T) {
+	srv, url := newServer(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, introspect.Options{URL: url, ClientID: "gate way", ClientSecretFile: secret})
+	want := func(id, sec string) string {
+		return "Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+sec))
+	}
+	c.Introspect(context.Background(), "t1", t0)
+	if srv.auth != want("gate+way", "s3cret") {
+		t.Errorf("Authorization = %q, want Basic of the form-encoded id and secret", srv.auth)
+	}
+	os.WriteFile(secret, []byte("n3w"), 0o600)
+	c.Introspect(context.Background(), "t2", t0)
+	if srv.auth != want("gate+way", "n3w") {
+		t.Errorf("Authorization = %q after the secret changed, want the new secret", srv.auth)
+	}
+	os.Remove(secret)
+	if _, err := c.Introspect(context.Background(), "t3", t0); !errors.Is(err, verify.ErrKeysUnavailable) || strings.Contains(err.Error(), "n3w") {
+		t.Errorf("Introspect() without a secret file = %v, want keys_unavailable without the secret", err)
+	}
+}
+
+// blockingTransport answers every request with an active answer once
+// released, counting the requests.
+type blockingTransport struct {
+	release chan struct{}
+	calls   atomic.Int64
+}
+
+func (b *blockingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	b.calls.Add(1)
+	<-b.release
+	body := activeAnswer(t0.Add(time.Hour))
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(body)), ContentLength: int64(len(body)), Header: http.Header{}, Request: r}, nil
+}
+
+// TestIntrospectSharedCall: 50 concurrent requests for a new token make one
+// upstream call; a caller whose context ends stops waiting, the call goes on.
+func TestIntrospectSharedCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bt := &blockingTransport{release: make(chan struct{})}
+		c, err := introspect.New(introspect.Options{Issuer: "https://as.example.com/", URL: "https://as.example.com/introspect", HTTPClient: &http.Client{Transport: bt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var wg sync.WaitGroup
+		var ok atomic.Int64
+		for range 50 {
+			wg.Go(func() {
+				if _, err := c.Introspect(context.Background(), "new-token", t0); err == nil {
+					ok.Add(1)
+				}
+			})
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		var impatient error
+		wg.Go(func() { _, impatient = c.Introspect(ctx, "new-token", t0) })
+		synctest.Wait() // everyone waits on the one call
+		cancel()
+		synctest.Wait()
+		close(bt.release)
+		wg.Wait()
+		if got := bt.calls.Load(); got != 1 {
+			t.Errorf("upstream calls = %d, want 1", got)
+		}
+		if ok.Load() != 50 {
+			t.Errorf("%d of 50 callers got the answer", ok.Load())
+		}
+		if !errors.Is(impatient, verify.ErrKeysUnavailable) || !errors.Is(impatient, context.Canceled) {
+			t.Errorf("Introspect() with a cancelled context = %v, want keys_unavailable, canceled", impatient)
+		}
+	})
+}
+
+func TestIntrospectBounded(t *testing.T) {
+	srv, url := newServer(t)
+	c := newClient(t, introspect.Options{URL: url, MaxEntries: 3})
+	for i := range 10 {
+		tok := fmt.Sprintf("tok-%d", i)
+		srv.set(tok, activeAnswer(t0.Add(time.Hour)))
+		if _, err := c.Introspect(context.Background(), tok, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := c.Stats(); st.Entries > 3 || st.Bytes <= 0 {
+		t.Errorf("Stats() = %+v, want at most 3 entries", st)
+	}
+	cb := newClient(t, introspect.Options{URL: url, MaxBytes: 1000})
+	for i := range 10 {
+		cb.Introspect(context.Background(), fmt.Sprintf("tok-%d", i), t0)
+	}
+	if st := cb.Stats(); st.Bytes > 1000 {
+		t.Errorf("Stats() = %+v, want at most 1000 bytes", st)
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    introspect.Options
+	}{
+		{"no-issuer", introspect.Options{URL: "https://as.example.com/i"}},
+		{"no-endpoint", introspect.Options{Issuer: "x"}},
+		{"plain-http", introspect.Options{Issuer: "x", URL: "http://as.example.com/i"}},
+		{"id-without-secret", introspect.Options{Issuer: "x", URL: "https://as.example.com/i", ClientID: "a"}},
+		{"missing-ca-file", introspect.Options{Issuer: "x", URL: "https://as.example.com/i", CAFile: "/nonexistent"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := introspect.New(tt.o); err == nil {
+				t.Fatal("New() = nil error, want a refusal")
+			}
+		})
+	}
+}
+
+func TestDecode(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		active     bool
+		wantErr    bool
+	}{
+		{"active", `{"active":true,"sub":"a","exp":1900000000}`, true, false},
+		{"inactive", `{"active":false,"sub":"ignored"}`, false, false},
+		{"no-active", `{"sub":"a"}`, false, true},
+		{"active-string", `{"active":"true"}`, false, true},
+		{"active-null", `{"active":null}`, false, true},
+		{"array", `[{"active":true}]`, false, true},
+		{"exp-string", `{"active":true,"exp":"soon"}`, false, true},
+		{"bad-utf8", "{\"active\":true,\"sub\":\"\xff\"}", false, true},
+		{"deep", `{"active":true,"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := introspect.Decode([]byte(tt.body))
+			if (err != nil) != tt.wantErr || (err == nil && a.Active != tt.active) {
+				t.Fatalf("Decode() = %+v, %v; want active %v, error %v", a, err, tt.active, tt.wantErr)
+			}
+			if err != nil && !errors.Is(err, introspect.ErrBadAnswer) {
+				t.Errorf("Decode() error %v, want ErrBadAnswer", err)
+			}
+		})
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"active":true,"sub":"a","exp":1900000000,"aud":["x"]}`))
+	f.Add([]byte(`{"active":false}`))
+	f.Add([]byte(`{"active":true,"exp":1e300}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		a, err := introspect.Decode(body)
+		if err != nil {
+			if a.Active || a.Claims != nil {
+				t.Fatalf("Decode() = %+v with error %v", a, err)
+			}
+			return
+		}
+		if !a.Active {
+			if a.Claims != nil {
+				t.Fatalf("inactive answer with claims %s", a.Claims)
+			}
+			return
+		}
+		var m map[string]json.RawMessage
+		if json.Unmarshal(a.Claims, &m) != nil {
+			t.Fatalf("Claims %q are not a JSON object", a.Claims)
+		}
+		if _, ok := m["active"]; ok {
+			t.Fatalf("Claims %s hold active", a.Claims)
+		}
+	})
+}
+
+// BenchmarkCachedAnswer is the hot path of an opaque token: a fresh cached
+// answer, through the verifier (routing, cache lookup, memoized Result, exp
+// check); the upstream call is made once, before the timer.
+func BenchmarkCachedAnswer(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, activeAnswer(t0.Add(time.Hour)))
+	}))
+	defer srv.Close()
+	c, err := introspect.New(introspect.Options{Issuer: "https://as.example.com/", URL: srv.URL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	keys := &cache.Keys{}
+	v, err := verify.New(verify.Options{Issuers: []verify.Issuer{{Issuer: "https://as.example.com/", Keys: keys, Introspector: c}}, Now: func() time.Time { return t0 }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := "ory_at_" + strings.Repeat("x", 43) + "." + strings.Repeat("y", 43)
+	if _, err := v.VerifyAt(context.Background(), tok, t0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.VerifyAt(context.Background(), tok, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -194,11 +194,18 @@ func (d *Decision) claimValue(claim string) string {
 // with NoToken set. It is safe for concurrent use and blocks only as long
 // as the verifier does (a bounded unknown-kid refresh).
 func (s *Server) Decide(ctx context.Context, endpoint, token string) Decision {
+	return s.decideAmong(ctx, endpoint, token, nil)
+}
+
+// decideAmong is Decide with the issuers an opaque token may be
+// introspected at narrowed to issuers (a policy's; nil: every issuer), see
+// [verify.Verifier.VerifyAmong].
+func (s *Server) decideAmong(ctx context.Context, endpoint, token string, issuers []string) Decision {
 	now := s.now()
 	if token == "" {
 		return s.reject(ctx, endpoint, now, "", errNoToken, true)
 	}
-	res, err := s.v.VerifyAt(ctx, token, now)
+	res, err := s.v.VerifyAmong(ctx, token, now, issuers)
 	if err != nil {
 		return s.reject(ctx, endpoint, now, token, err, false)
 	}

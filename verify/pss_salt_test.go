@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"crypto"
+	"crypto/fips140"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
@@ -25,8 +26,14 @@ func TestPSSSaltEqualsHash(t *testing.T) {
 			alg  string
 			hash crypto.Hash
 		}{{"PS256", crypto.SHA256}, {"PS384", crypto.SHA384}, {"PS512", crypto.SHA512}} {
-			for _, salt := range []int{0, 20, tc.hash.Size(), rsa.PSSSaltLengthAuto} {
+			// Explicit lengths: rsa.PSSSaltLengthAuto (0) signs with the
+			// largest salt, except in FIPS 140-3 mode, where it is the hash's
+			// length and longer salts are refused.
+			for _, salt := range []int{1, 20, tc.hash.Size(), tc.hash.Size() + 1} {
 				t.Run(fmt.Sprintf("std=%v/%s/salt=%d", std, tc.alg, salt), func(t *testing.T) {
+					if salt > tc.hash.Size() && fips140.Enabled() {
+						t.Skip("FIPS 140-3 mode signs no salt longer than the hash")
+					}
 					enc := base64.RawURLEncoding
 					in := enc.EncodeToString([]byte(`{"alg":"`+tc.alg+`","kid":"k-`+tc.alg+`"}`)) + "." + enc.EncodeToString([]byte(payload))
 					h := tc.hash.New()

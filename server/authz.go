@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/verify"
@@ -127,6 +128,7 @@ func cutPrefixFold(v, prefix string) (string, bool) {
 type issuerInfo struct {
 	name    string // the configured issuer string: the metrics label
 	keys    *cache.Keys
+	leeway  time.Duration // the verifier's, defaults applied; 0 none
 	headers []claimHeader // sorted by claim
 }
 
@@ -153,7 +155,7 @@ func newIssuers(issuers []verify.Issuer) ([]*issuerInfo, map[string]*issuerInfo,
 		if vi.Keys == nil {
 			return nil, nil, fmt.Errorf("%w: issuer %q has no Keys", ErrInvalidOptions, vi.Issuer)
 		}
-		is := &issuerInfo{name: vi.Issuer, keys: vi.Keys}
+		is := &issuerInfo{name: vi.Issuer, keys: vi.Keys, leeway: max(vi.Leeway, 0)}
 		list = append(list, is)
 		byName[vi.Issuer] = is
 	}

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/jwksverify/jwksverify/mtls"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -37,6 +39,12 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	var req struct {
 		Token *string `json:"token"`
+		// DPoP is a DPoP proof presented with the token (as with
+		// Authorization: DPoP), Request the request it is for, and
+		// ClientCert the client certificate in a forwarded form.
+		DPoP       *string      `json:"dpop"`
+		Request    *requestBody `json:"request"`
+		ClientCert *string      `json:"client_cert"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"token": string}`)
@@ -46,8 +54,51 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
 		return
 	}
-	d := s.Decide(r.Context(), EndpointVerify, *req.Token)
-	writeRaw(w, verifyStatus(d), AppendVerdict(nil, d.Result, d.Class, d.Err, *req.Token))
+	b := verifyBinding(req.DPoP, req.Request, req.ClientCert)
+	d := s.DecideBound(r.Context(), EndpointVerify, *req.Token, b)
+	out := AppendVerdict(nil, d.Result, d.Class, d.Err, *req.Token)
+	if len(d.Steps) > 0 {
+		// {"valid":…} + "\n" becomes {"valid":…,"binding_checks":[…]} + "\n".
+		steps, _ := json.Marshal(d.Steps) // verify.Step always encodes
+		out = append(append(append(out[:len(out)-2], `,"binding_checks":`...), steps...), "}\n"...)
+	}
+	writeRaw(w, verifyStatus(d), out)
+}
+
+// requestBody is the "request" member of /v1/verify: the request a DPoP
+// proof is for. Absent fields are empty.
+type requestBody struct {
+	Method string `json:"method"`
+	Scheme string `json:"scheme"`
+	Host   string `json:"host"`
+	Path   string `json:"path"`
+}
+
+// verifyBinding builds the Binding of a /v1/verify body: the proof (as the
+// DPoP scheme), the request it names, the client certificate. Every
+// binding check is explained.
+func verifyBinding(proof *string, req *requestBody, cert *string) *Binding {
+	b := &Binding{Explain: true}
+	if proof != nil {
+		b.DPoP, b.Proofs = true, []string{*proof}
+	}
+	if req != nil {
+		rb := *req
+		b.Request = func() (request.Original, error) {
+			return request.FromParts(rb.Method, rb.Scheme, rb.Host, rb.Path)
+		}
+	}
+	if cert != nil {
+		c := *cert
+		b.ClientCert = func() (string, error) {
+			t, err := mtls.ThumbprintForwarded(c)
+			if errors.Is(err, mtls.ErrNoCertificate) {
+				return "", nil
+			}
+			return t, err
+		}
+	}
+	return b
 }
 
 // writeReadError answers a body that could not be read: 413 when too

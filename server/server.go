@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -80,6 +81,19 @@ type Options struct {
 	// original request (method, host, path, query) it decides. [request.None]
 	// means it is not known.
 	Proxy request.Proxy
+	// SenderConstraints maps a configured issuer's name to its sender
+	// constraints (DPoP, certificate-bound tokens). Nil, or an issuer
+	// absent from it, means none: its tokens are bearer tokens, whatever
+	// their cnf claim.
+	SenderConstraints map[string]SenderConstraint
+	// DPoP checks the DPoP proofs of the issuers whose DPoP constraint is
+	// not off; it is required then. Nil means Authorization: DPoP is not
+	// read.
+	DPoP *dpop.Checker
+	// ClientCert says where forward-auth finds the client certificate, for
+	// certificate-bound tokens. The zero value reads none (gRPC Check
+	// reads attributes.source.certificate whatever it says).
+	ClientCert ClientCertSource
 	// IntrospectionClients may call /introspect. Empty means every call to
 	// /introspect is refused with 401.
 	IntrospectionClients []IntrospectionClient
@@ -139,6 +153,12 @@ type Server struct {
 	noTokenDeny denial
 	static      staticHeaders
 
+	constraints    map[string]SenderConstraint // nil: no issuer has one
+	dpop           *dpop.Checker
+	certHeader     string // canonical; "" none
+	xfcc           bool
+	bindingMetrics BindingMetrics // nil: none
+
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler
 	handler        http.Handler
@@ -186,6 +206,9 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
+	if err := s.setBinding(opts); err != nil {
+		return nil, err
+	}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -61,6 +61,7 @@ var classes = []string{
 	"malformed", "token_too_large", "alg_not_allowed", "unknown_issuer", "unknown_kid",
 	"bad_signature", "expired", "not_yet_valid", "wrong_issuer", "wrong_audience",
 	"missing_claim", "wrong_type", "unsupported_crit", "keys_unavailable",
+	"invalid_dpop_proof", "binding_mismatch",
 }
 
 // classError is a sentinel carrying its class word and its family.

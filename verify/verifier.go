@@ -398,6 +398,13 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	if len(is.cfg.ExtractClaims) > 0 {
 		res.Extracted = extract(ps, is.cfg.ExtractClaims)
 	}
+	if cl.cnf != "" {
+		cnf, err := decodeConfirmation(cl.cnf)
+		if err != nil {
+			return nil, nil, nil, tr.fail("claims", fmt.Errorf("%w: cnf: %w", ErrMalformed, err))
+		}
+		res.Confirmation = cnf
+	}
 	return res, is, key, nil
 }
 

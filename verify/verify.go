@@ -181,6 +181,24 @@ type Result struct {
 	Extracted map[string]string
 	// Thumbprint identifies the key that verified the token (RFC 7638).
 	Thumbprint string
+	// Confirmation is the token's cnf claim (RFC 7800), nil when absent:
+	// what a sender-constrained token is bound to, for the binding checks
+	// of DPoP (package dpop) and mTLS (package mtls).
+	Confirmation *Confirmation
+}
+
+// Confirmation is a decoded cnf claim.
+type Confirmation struct {
+	// JKT is cnf.jkt: the RFC 7638 thumbprint of the DPoP key the token is
+	// bound to (RFC 9449 §6.1), "" when absent.
+	JKT string
+	// X5tS256 is cnf["x5t#S256"]: base64url SHA-256 of the client
+	// certificate the token is bound to (RFC 8705 §3.1), "" when absent.
+	X5tS256 string
+	// Other lists the cnf members of other confirmation methods (jwk, jku,
+	// kid, …), which nothing here can check. A token bound only by them is
+	// refused wherever sender constraints are checked.
+	Other []string
 }
 
 // Step is one check of [Verifier.Explain], in the order the verifier runs them.

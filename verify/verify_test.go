@@ -125,8 +125,11 @@ func TestEveryErrorClass(t *testing.T) {
 			seen[verify.Class(err)] = true
 		})
 	}
+	// Classes decided after the verifier accepted a token: the binding
+	// checks of package dpop and of the server (their tests produce them).
+	afterVerify := map[string]bool{"invalid_dpop_proof": true, "binding_mismatch": true}
 	for _, c := range verify.Classes() {
-		if !seen[c] {
+		if !seen[c] && !afterVerify[c] {
 			t.Errorf("no test produced class %q", c)
 		}
 	}

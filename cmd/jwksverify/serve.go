@@ -16,7 +16,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/extauthz"
 	"github.com/jwksverify/jwksverify/server/metrics"
@@ -84,6 +86,7 @@ type service struct {
 	plan     *config.Plan
 	fetchers []*jwks.Fetcher
 	server   *server.Server
+	redis    *replay.Redis // nil unless dpop.replay_store is redis
 }
 
 // newService starts one fetcher per issuer and builds the verifier and the
@@ -118,14 +121,47 @@ func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) 
 	}
 	so := plan.Server
 	so.Verifier, so.Logger, so.Version, so.Metrics, so.MetricsHandler = v, logger, moduleVersion(), m, m.Handler()
+	if so.DPoP, err = s.dpopChecker(plan.DPoP); err != nil {
+		return nil, err
+	}
 	if s.server, err = server.New(so); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
-// close stops every fetcher and waits for them.
+// dpopChecker builds the DPoP checker of the plan (nil: none) over its
+// replay store.
+func (s *service) dpopChecker(p *config.DPoP) (*dpop.Checker, error) {
+	if p == nil {
+		return nil, nil
+	}
+	opts := p.Checker
+	switch p.ReplayStore {
+	case "redis":
+		r, err := replay.NewRedis(p.Redis)
+		if err != nil {
+			return nil, err
+		}
+		s.redis, opts.Replay = r, r
+	default:
+		m, err := replay.NewMemory(p.MemoryMaxEntries)
+		if err != nil {
+			return nil, err
+		}
+		opts.Replay = m
+	}
+	return dpop.New(opts)
+}
+
+// close stops every fetcher and waits for them, and closes the replay
+// store's connections.
 func (s *service) close(logger *slog.Logger) {
+	if s.redis != nil {
+		if err := s.redis.Close(); err != nil {
+			logger.Warn("closing the DPoP replay store", "err", err)
+		}
+	}
 	for _, f := range s.fetchers {
 		if err := f.Close(); err != nil {
 			logger.Warn("closing key fetcher", "err", err)

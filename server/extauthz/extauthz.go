@@ -23,6 +23,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/jwksverify/jwksverify/mtls"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 )
 
@@ -100,10 +102,36 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 	var d server.Decision
 	if hr := req.GetAttributes().GetRequest().GetHttp(); hr == nil {
 		d = a.s.Decide(ctx, server.EndpointGRPC, "")
+	} else if a.s.BindingEnabled() {
+		d = a.s.DecideRequestBound(a.request(ctx, hr), server.EndpointGRPC, a.binding(req, hr))
 	} else {
 		d = a.s.DecideRequest(a.request(ctx, hr), server.EndpointGRPC)
 	}
 	return a.respond(d)
+}
+
+// binding is what the sender constraints read of a Check request: the
+// original request from attributes.request.http, and the client
+// certificate Envoy saw (attributes.source.certificate, URL-escaped PEM,
+// with include_peer_certificate), else the configured header or XFCC.
+func (a *authzGRPC) binding(req *authv3.CheckRequest, hr *authv3.AttributeContext_HttpRequest) *server.Binding {
+	return &server.Binding{
+		Request: func() (request.Original, error) {
+			return request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), hr.GetPath())
+		},
+		ClientCert: func() (string, error) {
+			if pem := req.GetAttributes().GetSource().GetCertificate(); pem != "" {
+				return mtls.ThumbprintForwarded(pem)
+			}
+			h := http.Header{}
+			for _, name := range a.s.ClientCertHeaders() {
+				if v, ok := hr.GetHeaders()[strings.ToLower(name)]; ok {
+					h[name] = []string{v}
+				}
+			}
+			return a.s.ClientCertThumbprint(h)
+		},
+	}
 }
 
 // respond turns a decision into Check's answer: OK, DENIED, or the gRPC
@@ -149,6 +177,10 @@ func (a *authzGRPC) request(ctx context.Context, hr *authv3.AttributeContext_Htt
 	}
 	for _, h := range a.headers {
 		add(h.lower, h.canonical)
+	}
+	if a.s.BindingEnabled() {
+		add("authorization", "Authorization") // Authorization: DPoP
+		add("dpop", "Dpop")
 	}
 	if a.cookies {
 		add("cookie", "Cookie")

@@ -193,6 +193,7 @@ var ClassSentinels = []error{
 	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
 	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
 	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable,
+	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch,
 }
 
 // APIDoc reads docs/API.md, at path from the test's package directory.

@@ -34,23 +34,51 @@ type file struct {
 	Limits          fileLimits           `yaml:"limits"`
 	Batch           fileBatch            `yaml:"batch"`
 	Crypto          fileCrypto           `yaml:"crypto"`
+	DPoP            fileDPoP             `yaml:"dpop"`
+	MTLS            fileMTLS             `yaml:"mtls"`
+}
+
+// fileDPoP is the dpop section: how DPoP proofs are checked and where
+// their jti are remembered.
+type fileDPoP struct {
+	Algorithms       []string  `yaml:"algorithms"`
+	MaxAge           *duration `yaml:"max_age"`
+	ReplayStore      string    `yaml:"replay_store"`
+	ReplayMaxEntries *int      `yaml:"replay_max_entries"`
+	RedisURL         string    `yaml:"redis_url"`
+	RedisTimeout     *duration `yaml:"redis_timeout"`
+	RedisPoolSize    *int      `yaml:"redis_pool_size"`
+}
+
+// fileMTLS is the mtls section: where forward-auth finds the client
+// certificate.
+type fileMTLS struct {
+	ClientCertHeader string `yaml:"client_cert_header"`
+	XFCC             bool   `yaml:"xfcc"`
+}
+
+// fileSenderConstraint is an issuer's sender_constraint.
+type fileSenderConstraint struct {
+	DPoP string `yaml:"dpop"`
+	MTLS string `yaml:"mtls"`
 }
 
 type fileIssuer struct {
-	Issuer            string            `yaml:"issuer"`
-	Discovery         bool              `yaml:"discovery"`
-	JWKSURL           string            `yaml:"jwks_url"`
-	JWKSFile          string            `yaml:"jwks_file"`
-	SecretFile        string            `yaml:"secret_file"`
-	SecretKid         string            `yaml:"secret_kid"`
-	AllowInsecureHTTP bool              `yaml:"allow_insecure_http"`
-	Audiences         []string          `yaml:"audiences"`
-	Algorithms        []string          `yaml:"algorithms"`
-	Leeway            *duration         `yaml:"leeway"`
-	RequiredClaims    *[]string         `yaml:"required_claims"`
-	Type              string            `yaml:"type"`
-	ClaimsToHeaders   map[string]string `yaml:"claims_to_headers"`
-	Refresh           fileRefresh       `yaml:"refresh"`
+	Issuer            string               `yaml:"issuer"`
+	Discovery         bool                 `yaml:"discovery"`
+	JWKSURL           string               `yaml:"jwks_url"`
+	JWKSFile          string               `yaml:"jwks_file"`
+	SecretFile        string               `yaml:"secret_file"`
+	SecretKid         string               `yaml:"secret_kid"`
+	AllowInsecureHTTP bool                 `yaml:"allow_insecure_http"`
+	Audiences         []string             `yaml:"audiences"`
+	Algorithms        []string             `yaml:"algorithms"`
+	Leeway            *duration            `yaml:"leeway"`
+	RequiredClaims    *[]string            `yaml:"required_claims"`
+	Type              string               `yaml:"type"`
+	ClaimsToHeaders   map[string]string    `yaml:"claims_to_headers"`
+	Refresh           fileRefresh          `yaml:"refresh"`
+	SenderConstraint  fileSenderConstraint `yaml:"sender_constraint"`
 }
 
 type fileRefresh struct {

@@ -44,6 +44,9 @@ type Metrics struct {
 	reg      *prometheus.Registry
 	outcomes map[string]*issuerOutcomes // by issuer label
 	latency  map[string]prometheus.Observer
+	// binding holds the sender_constraint_total children, keyed by
+	// issuer, kind and outcome joined by spaces.
+	binding map[string]prometheus.Counter
 }
 
 // issuerOutcomes are the verify_total children of one issuer label.
@@ -94,7 +97,12 @@ func New(opts Options) (*Metrics, error) {
 			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 		},
 	}, []string{"endpoint"})
-	for _, c := range []prometheus.Collector{outcomes, latency, col} {
+	binding := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "sender_constraint_total",
+		Help:      `Sender-constraint checks of valid tokens, by configured issuer, kind (dpop, mtls) and outcome (ok, replayed, invalid_dpop_proof, binding_mismatch, keys_unavailable).`,
+	}, []string{"issuer", "kind", "outcome"})
+	for _, c := range []prometheus.Collector{outcomes, latency, binding, col} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -103,6 +111,14 @@ func New(opts Options) (*Metrics, error) {
 		reg:      reg,
 		outcomes: make(map[string]*issuerOutcomes, len(issuers)+1),
 		latency:  make(map[string]prometheus.Observer),
+		binding:  make(map[string]prometheus.Counter),
+	}
+	for _, is := range issuers {
+		for _, k := range server.BindingKinds() {
+			for _, o := range server.BindingOutcomes() {
+				m.binding[is.name+" "+k+" "+o] = binding.WithLabelValues(is.name, k, o)
+			}
+		}
 	}
 	labels := []string{server.UnknownIssuer}
 	for _, is := range issuers {
@@ -133,6 +149,14 @@ func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration)
 	}
 	if o, ok := m.latency[endpoint]; ok {
 		o.Observe(elapsed.Seconds())
+	}
+}
+
+// BindingChecked implements [server.BindingMetrics]: it counts one sender
+// constraint check. Labels outside the bounded sets are not recorded.
+func (m *Metrics) BindingChecked(issuer, kind, outcome string) {
+	if c, ok := m.binding[issuer+" "+kind+" "+outcome]; ok {
+		c.Inc()
 	}
 }
 

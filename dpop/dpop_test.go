@@ -213,7 +213,7 @@ func TestCheck(t *testing.T) {
 		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-signature"},
 		{"signature-altered", func() dpop.Input {
 			sig := []byte(segs[2])
-			sig[10] ^= 1
+			sig[10] = map[bool]byte{true: 'B', false: 'A'}[sig[10] == 'A'] // another base64url character
 			return input(segs[0]+"."+segs[1]+"."+string(sig), jktEC)
 		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-signature"},
 		// §4.3 8: htm.

@@ -114,3 +114,18 @@ func TestRedisURLChecked(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// BenchmarkMemoryUse is one fresh proof recorded in the memory store.
+func BenchmarkMemoryUse(b *testing.B) {
+	m, _ := replay.NewMemory(1 << 22)
+	var k [32]byte
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		k[0], k[1], k[2], k[3] = byte(i), byte(i>>8), byte(i>>16), byte(i>>24)
+		if ok, err := m.Use(context.Background(), k, time.Second, t0); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}

@@ -17,14 +17,14 @@ import (
 
 // redisServer is a real redis-server on 127.0.0.1, stopped by the test.
 type redisServer struct {
-	t    *testing.T
+	t    testing.TB
 	port int
 	cmd  *exec.Cmd
 }
 
 // startRedis starts redis-server, failing under CI=true when it is not
 // installed (.ci/run installs it), skipping elsewhere.
-func startRedis(t *testing.T) *redisServer {
+func startRedis(t testing.TB) *redisServer {
 	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
@@ -183,4 +183,37 @@ func TestNewRedisRefuses(t *testing.T) {
 			t.Errorf("NewRedis(%+v) = nil error", o)
 		}
 	}
+}
+
+// BenchmarkRedisUse is one SET NX PX round trip to a redis-server on
+// loopback, sequential and with 16 callers in parallel.
+func BenchmarkRedisUse(b *testing.B) {
+	srv := startRedis(b)
+	st, err := replay.NewRedis(replay.RedisOptions{URL: srv.url()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var n atomic.Uint64
+	use := func(b *testing.B) {
+		i := n.Add(1)
+		k := [32]byte{byte(i), byte(i >> 8), byte(i >> 16), byte(i >> 24), byte(i >> 32)}
+		if ok, err := st.Use(context.Background(), k, time.Minute, t0); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+	b.Run("sequential", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			use(b)
+		}
+	})
+	b.Run("parallel-16", func(b *testing.B) {
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				use(b)
+			}
+		})
+	})
 }

@@ -14,8 +14,6 @@ import (
 	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -87,14 +85,7 @@ func x5tS256(der []byte) string {
 // (ssl_verify_client, $ssl_client_escaped_cert): a certificate-bound token
 // passes with its certificate and fails with another or without one.
 func TestNginxMTLSBoundToken(t *testing.T) {
-	nginx := requireTool(t, "nginx", "nginx")
-	if os.Geteuid() != 0 {
-		msg := "nginx's compiled-in temporary paths (/var/lib/nginx) need root"
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	nginx := requireNginx(t)
 	pki := newTestPKI(t)
 	srvCert, srvKey := pki.issue(t, "127.0.0.1", true)
 	crt := pki.write(t, "server.crt", "CERTIFICATE", srvCert.Certificate[0])
@@ -121,15 +112,7 @@ issuers:
 		{placeholderJWKSVerify, jv.HTTP},
 		{placeholderUpstream, up.Addr},
 	})
-	dir := t.TempDir()
-	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := startProcess(t, "nginx", exec.Command(nginx, "-e", "stderr", "-p", dir+"/", "-c", confPath,
-		"-g", fmt.Sprintf("daemon off; pid %s;", filepath.Join(dir, "nginx.pid"))))
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	waitTCP(t, p, addr)
+	addr := runNginx(t, nginx, conf, port)
 
 	bound := is.Token(map[string]any{"cnf": map[string]any{"x5t#S256": x5tS256(certA.Certificate[0])}})
 	unbound := is.Token(nil)

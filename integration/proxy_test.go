@@ -58,6 +58,21 @@ func startBackends(t *testing.T) (*testIssuer, *echo, *jwksverifyProc) {
 // need root, which CI has.
 func startNginx(t *testing.T) *proxyEnv {
 	t.Helper()
+	nginx := requireNginx(t)
+	is, up, jv := startBackends(t)
+	port := freePort(t)
+	conf := substitute(t, "../deploy/nginx/nginx.conf", []substitution{
+		{"listen 8000", "listen 127.0.0.1:" + strconv.Itoa(port)},
+		{placeholderJWKSVerify, jv.HTTP},
+		{placeholderUpstream, up.Addr},
+	})
+	return &proxyEnv{URL: "http://" + runNginx(t, nginx, conf, port), issuer: is, upstream: up}
+}
+
+// requireNginx returns the nginx executable, failing under CI=true (and
+// skipping elsewhere) when it is missing or the test does not run as root.
+func requireNginx(t *testing.T) string {
+	t.Helper()
 	nginx := requireTool(t, "nginx", "nginx")
 	if os.Geteuid() != 0 {
 		msg := "nginx's compiled-in temporary paths (/var/lib/nginx) need root"
@@ -66,13 +81,13 @@ func startNginx(t *testing.T) *proxyEnv {
 		}
 		t.Skip(msg)
 	}
-	is, up, jv := startBackends(t)
-	port := freePort(t)
-	conf := substitute(t, "../deploy/nginx/nginx.conf", []substitution{
-		{"listen 8000", "listen 127.0.0.1:" + strconv.Itoa(port)},
-		{placeholderJWKSVerify, jv.HTTP},
-		{placeholderUpstream, up.Addr},
-	})
+	return nginx
+}
+
+// runNginx runs nginx in the foreground with conf, its pid file and prefix
+// in a temp dir, and returns its address once it listens on port.
+func runNginx(t *testing.T, nginx, conf string, port int) string {
+	t.Helper()
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "nginx.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
@@ -83,7 +98,7 @@ func startNginx(t *testing.T) *proxyEnv {
 		"-g", fmt.Sprintf("daemon off; pid %s;", filepath.Join(dir, "nginx.pid"))))
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	waitTCP(t, p, addr)
-	return &proxyEnv{URL: "http://" + addr, issuer: is, upstream: up}
+	return addr
 }
 
 // startCaddy runs real Caddy with deploy/caddy/Caddyfile (admin off, no

@@ -1,17 +1,11 @@
 package server
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/sha256"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"log/slog"
-	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -81,22 +75,6 @@ func newBindEnv(t *testing.T, mode ConstraintMode) *bindEnv {
 	return &bindEnv{env: e, bm: bm}
 }
 
-// selfSigned returns a fresh client certificate (DER) made at test time.
-func selfSigned(t *testing.T, cn string) []byte {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
-		NotBefore: servertest.Epoch.Add(-time.Hour), NotAfter: servertest.Epoch.Add(time.Hour)}
-	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
 func jktOf(t *testing.T, name string) string {
 	k, err := cache.NewKey(testkeys.Public(name), cache.KeyMeta{})
 	if err != nil {
@@ -135,7 +113,7 @@ func TestBindingForwardAuth(t *testing.T) {
 	jkt := jktOf(t, testkeys.EC256B)
 	bound := mint(claims(map[string]any{"cnf": map[string]any{"jkt": jkt}}))
 	unbound := mint(claims(nil))
-	certA, certB := selfSigned(t, "client-a"), selfSigned(t, "client-b")
+	certA, certB := servertest.ClientCert(t, "client-a"), servertest.ClientCert(t, "client-b")
 	certBound := mint(claims(map[string]any{"cnf": map[string]any{"x5t#S256": mtls.Thumbprint(certA)}}))
 	escaped := func(der []byte) string {
 		return url.PathEscape(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))

@@ -56,7 +56,14 @@ func ParseForwarded(v string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrMalformed, len(v), MaxCertBytes)
 	}
 	if strings.Contains(v, "%") {
-		u, err := url.PathUnescape(v) // PathUnescape: a '+' of base64 stays '+'
+		// Path escaping (nginx, Envoy: a space is %20, a '+' of base64
+		// stays '+'), unless the armor shows query escaping (a space is '+',
+		// and a '+' of base64 was escaped as %2B).
+		unescape := url.PathUnescape
+		if strings.HasPrefix(v, "-----BEGIN+") {
+			unescape = url.QueryUnescape
+		}
+		u, err := unescape(v)
 		if err != nil {
 			return nil, fmt.Errorf("%w: bad URL escape", ErrMalformed)
 		}

@@ -13,11 +13,13 @@
 package cache
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -102,6 +104,25 @@ func (k *Key) Memo(fill func(*Key) any) any {
 	}
 	m.once.Do(func() { m.v = fill(k) })
 	return m.v
+}
+
+// Equal reports whether k and o hold the same material and metadata (two
+// nil keys are equal). A process reloading its configuration compares a
+// re-read secret with the one it has, to keep what was built on it.
+func (k *Key) Equal(o *Key) bool {
+	if k == o {
+		return true
+	}
+	if k == nil || o == nil || k.Kid != o.Kid || k.Kty != o.Kty || k.Crv != o.Crv || k.Alg != o.Alg ||
+		k.Use != o.Use || !slices.Equal(k.KeyOps, o.KeyOps) || k.Size != o.Size || k.Local != o.Local || k.Issuer != o.Issuer {
+		return false
+	}
+	if a, ok := k.Public.([]byte); ok {
+		b, ok := o.Public.([]byte)
+		return ok && subtle.ConstantTimeCompare(a, b) == 1
+	}
+	pub, ok := k.Public.(interface{ Equal(crypto.PublicKey) bool })
+	return ok && pub.Equal(o.Public)
 }
 
 // KeyMeta carries the JWK members that describe a key besides its material.

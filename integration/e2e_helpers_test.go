@@ -186,12 +186,14 @@ func (p *process) Output() string { return p.out.String() }
 // startProcess starts cmd in its own process group, capturing its output.
 // t.Cleanup stops it: SIGTERM, then SIGKILL to the whole group after
 // stopTimeout (nginx workers must not outlive their master); when the test
-// failed, the output is logged.
+// failed, the output is logged. A test binary killed before its cleanups
+// run (go test's -timeout) takes the process with it (Pdeathsig), so no
+// server outlives the run holding a port or a pipe.
 func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
 	t.Helper()
 	p := &process{name: name, cmd: cmd, out: &output{max: 256 << 10}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = stopTimeout // children holding the output pipe cannot block Wait
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/jwksverify/jwksverify/cache"
@@ -68,6 +70,9 @@ type flight struct {
 	// budget reports that the flight holds the unknown-kid budget: an unknown
 	// kid started it, or joined it while the budget was free. f.mu.
 	budget bool
+	// parent is the span of the unknown-kid wait that started the flight,
+	// set before the flight runs; invalid for a scheduled one.
+	parent trace.SpanContext
 	// fetched is set once the flight's fetch has ended, before it leaves
 	// f.cur: a request arriving then does not join it (its kids would be
 	// judged by a fetch that ended before they were asked for).
@@ -241,7 +246,18 @@ func (f *Fetcher) Ready(ctx context.Context) error {
 // The wait is measured with Now and waited on a real timer (NewTimer
 // schedules refreshes only); under testing/synctest both are the bubble's.
 func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
-	return f.refreshUnknownKid(ctx, kid, false)
+	if f.opts.Tracer == nil {
+		return f.refreshUnknownKid(ctx, kid, false)
+	}
+	// The kid is not secret (it is in the token's header, and in the
+	// published set when it exists); the token is never seen here.
+	ctx, span := f.opts.Tracer.Start(ctx, "jwks.refresh_unknown_kid", trace.WithAttributes(attrIssuer.String(f.opts.Issuer)))
+	defer span.End()
+	err := f.refreshUnknownKid(ctx, kid, false)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	return err
 }
 
 // refreshUnknownKid is RefreshUnknownKid; retried reports that the caller
@@ -318,6 +334,7 @@ func (f *Fetcher) refreshUnknownKid(ctx context.Context, kid string, retried boo
 		f.stats.UnknownKidRefreshes.Add(1)
 		fl = f.startLocked()
 		fl.budget = true
+		fl.parent = trace.SpanContextFromContext(ctx) // its fetch spans are children of this wait's
 	}
 	if !late && len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {
 		fl.kids[kid] = struct{}{}
@@ -350,7 +367,11 @@ func (f *Fetcher) startLocked() *flight {
 	f.flights.Add(1)
 	fl.fn = func() (any, error) {
 		defer f.flights.Done()
-		err := f.attempt(f.ctx, func() { fl.answered.Store(true) })
+		ctx := f.ctx // the fetcher's lifetime, never a caller's
+		if fl.parent.IsValid() {
+			ctx = trace.ContextWithSpanContext(ctx, fl.parent)
+		}
+		err := f.attempt(ctx, func() { fl.answered.Store(true) })
 		fl.fetched.Store(true)
 		f.mu.Lock()
 		if err == nil && len(fl.kids) > 0 {

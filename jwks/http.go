@@ -12,6 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -127,8 +131,40 @@ type response struct {
 }
 
 // get sends one bounded GET. It counts the request, sends the validators when
-// given, and accepts 200 and, for a conditional request, 304.
+// given, and accepts 200 and, for a conditional request, 304. With a Tracer
+// it runs in a client span of its own.
 func (f *Fetcher) get(ctx context.Context, rawURL, accept, etag, lastModified string) (response, error) {
+	if f.opts.Tracer == nil {
+		return f.doGet(ctx, rawURL, accept, etag, lastModified)
+	}
+	name := "jwks.fetch"
+	if accept == acceptJSON {
+		name = "discovery.fetch"
+	}
+	ctx, span := f.opts.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attrIssuer.String(f.opts.Issuer), attribute.String("url.full", redactString(rawURL)),
+		attribute.Bool("jwksverify.conditional", etag != "" || lastModified != "")))
+	defer span.End()
+	resp, err := f.doGet(ctx, rawURL, accept, etag, lastModified)
+	switch {
+	case err != nil:
+		span.SetStatus(codes.Error, err.Error()) // URLs in it are redacted; no key material
+	case resp.notModified:
+		span.SetAttributes(attrOutcome.String("not_modified"))
+	default:
+		span.SetAttributes(attrOutcome.String("ok"), attribute.Int("jwksverify.bytes", len(resp.body)))
+	}
+	return resp, err
+}
+
+// Span attributes of the fetcher's spans.
+const (
+	attrIssuer  = attribute.Key("jwksverify.issuer")
+	attrOutcome = attribute.Key("jwksverify.outcome")
+)
+
+// doGet is get without the span.
+func (f *Fetcher) doGet(ctx context.Context, rawURL, accept, etag, lastModified string) (response, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.FetchTimeout)
 	defer cancel()
 	shown := redactString(rawURL)

@@ -15,8 +15,11 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"slices"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jwksverify/jwksverify/cache"
 )
@@ -137,6 +140,40 @@ type Options struct {
 	// Logger receives fetch outcomes and skipped keys (never key material).
 	// Nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer, if not nil, records a span per HTTP request to the source
+	// ("jwks.fetch" for a JWKS, "discovery.fetch" for the discovery
+	// document: the URL without credentials or query, the status, the
+	// outcome), and a "jwks.refresh_unknown_kid" span for each
+	// [Fetcher.RefreshUnknownKid] wait, a child of the caller's span; the
+	// fetch that an unknown kid starts is a child of that wait's span. Nil
+	// means no spans.
+	Tracer trace.Tracer
+}
+
+// Same reports whether a and b configure the same fetcher, so that a
+// process reloading its configuration may keep the fetcher of a (its key
+// set, schedule and counters: no refetch) for b: every field equal, the
+// static keys of equal material, Keys, Client, NewTimer, Now, Jitter,
+// Logger and Tracer by identity (a func-valued field set in either is
+// never the same).
+func Same(a, b Options) bool {
+	if len(a.StaticKeys) != len(b.StaticKeys) {
+		return false
+	}
+	for i, k := range a.StaticKeys {
+		if !k.Equal(b.StaticKeys[i]) {
+			return false
+		}
+	}
+	if a.Keys != b.Keys || a.Client != b.Client || a.Logger != b.Logger || a.Tracer != b.Tracer {
+		return false
+	}
+	if a.Now != nil || b.Now != nil || a.NewTimer != nil || b.NewTimer != nil || a.Jitter != nil || b.Jitter != nil {
+		return false
+	}
+	a.StaticKeys, a.Keys, a.Client, a.Logger, a.Tracer = nil, nil, nil, nil, nil
+	b.StaticKeys, b.Keys, b.Client, b.Logger, b.Tracer = nil, nil, nil, nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // Timer is the part of *time.Timer the fetcher uses.

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testlog"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
@@ -70,11 +72,14 @@ type envConfig struct {
 	maxBatch     int
 	maxBody      int64
 	maxTokenSize int
+	sharedCache  bool
+	tracer       trace.Tracer // the server's and the verifier's
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Helper()
-	ve := servertest.NewEnv(t, servertest.Config{TokenCache: cfg.tokenCache, NoDown: cfg.noDown, EmptyKeys: cfg.emptyKeys, MaxTokenSize: cfg.maxTokenSize})
+	ve := servertest.NewEnv(t, servertest.Config{TokenCache: cfg.tokenCache, NoDown: cfg.noDown, EmptyKeys: cfg.emptyKeys, MaxTokenSize: cfg.maxTokenSize,
+		SharedCache: cfg.sharedCache, Tracer: cfg.tracer})
 	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}
 	var err error
 	e.srv, err = New(Options{
@@ -93,6 +98,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		Logger:         slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Now:            e.clock.Now,
 		Version:        "1.2.3-test",
+		Tracer:         cfg.tracer,
 	})
 	if err != nil {
 		t.Fatalf("New() = %v", err)

@@ -20,6 +20,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
@@ -119,6 +122,19 @@ type Options struct {
 	Now func() time.Time
 	// Version is reported by /healthz. Empty means "dev".
 	Version string
+	// Tracer, if not nil, records a server span per HTTP request (and per
+	// gRPC call, server/extauthz) that continues the trace of the request's
+	// W3C traceparent header, the parent of the verifier's spans. Pass the
+	// same tracer provider's tracer to verify.Options.Tracer and
+	// jwks.Options.Tracer. Nil means no spans, at no cost.
+	Tracer trace.Tracer
+	// Propagator reads the incoming trace context. Nil means W3C Trace
+	// Context (traceparent, tracestate).
+	Propagator propagation.TextMapPropagator
+	// ConfigHash identifies the configuration the server was built from
+	// (cmd: a hash of the file); /v1/issuers reports it as config_hash.
+	// Empty means it is left out.
+	ConfigHash string
 	// RejectionLogRate bounds the "token rejected" log lines written per
 	// second; lines past it are counted and summarized in one line per
 	// second. Zero means [DefaultRejectionLogRate] (20); negative means no
@@ -158,6 +174,10 @@ type Server struct {
 	certHeader     string // canonical; "" none
 	xfcc           bool
 	bindingMetrics BindingMetrics // nil: none
+
+	tracer     trace.Tracer // nil: no spans
+	propagator propagation.TextMapPropagator
+	configHash string
 
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler
@@ -209,7 +229,14 @@ func New(opts Options) (*Server, error) {
 	if err := s.setBinding(opts); err != nil {
 		return nil, err
 	}
+	s.tracer, s.propagator, s.configHash = opts.Tracer, opts.Propagator, opts.ConfigHash
+	if s.propagator == nil {
+		s.propagator = propagation.TraceContext{}
+	}
 	s.handler = s.routes()
+	if s.tracer != nil {
+		s.handler = s.traced(s.handler)
+	}
 	return s, nil
 }
 

@@ -43,6 +43,8 @@ func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
 // issuersView is the body of /v1/issuers.
 type issuersView struct {
 	Issuers []issuerView `json:"issuers"`
+	// ConfigHash is Options.ConfigHash: which configuration is loaded.
+	ConfigHash string `json:"config_hash,omitempty"`
 }
 
 // issuerView is one issuer in /v1/issuers. Times are RFC 3339 in UTC, null
@@ -104,7 +106,7 @@ type statsView struct {
 // times, last error, staleness and counters, in configured order.
 func (s *Server) serveIssuers(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
-	out := issuersView{Issuers: make([]issuerView, 0, len(s.issuers))}
+	out := issuersView{Issuers: make([]issuerView, 0, len(s.issuers)), ConfigHash: s.configHash}
 	for _, is := range s.issuers {
 		out.Issuers = append(out.Issuers, viewIssuer(is, now))
 	}

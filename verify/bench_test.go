@@ -120,6 +120,33 @@ func BenchmarkVerifyStandardCrypto(b *testing.B) {
 
 // BenchmarkVerifyCached is a verified-token cache hit.
 func BenchmarkVerifyCached(b *testing.B) {
+	b.Run("ES256-shared", func(b *testing.B) {
+		// The cache as a reloading process (cmd) shares it across
+		// verifiers: a hit also checks that its issuer is the verifier's.
+		// Compare with ES256 (the same token on the verifier's own cache).
+		var c benchCase
+		for _, bc := range benchCases() {
+			if bc.name == "ES256" {
+				c = bc
+			}
+		}
+		tc, err := verify.NewTokenCache(verify.TokenCacheOptions{MaxEntries: 1000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		v := benchVerifierWith(b, c, verify.Options{Cache: tc})
+		tok := c.token()
+		ctx := context.Background()
+		if _, err := v.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := v.Verify(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, c := range benchCases() {
 		b.Run(c.name, func(b *testing.B) {
 			v := benchVerifier(b, c, verify.TokenCacheOptions{MaxEntries: 1000})

@@ -3,6 +3,7 @@ package verify
 import (
 	"crypto"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -138,6 +139,29 @@ type issuer struct {
 	required uint16   // registered claims that must be present
 	others   []string // other claims that must be present
 	typ      string   // normalized Type, or ""
+}
+
+// sameIssuer reports whether a and b (defaults applied) configure the same
+// issuer: the same Keys and Refresher, by identity, and every other field
+// equal. It compares by reflection so that a field added to Issuer is
+// compared without a change here (a func-valued field is never equal: such
+// an issuer is rebuilt, never wrongly carried over).
+func sameIssuer(a, b Issuer) bool {
+	if a.Keys != b.Keys || !sameRefresher(a.Refresher, b.Refresher) {
+		return false
+	}
+	a.Keys, a.Refresher, b.Keys, b.Refresher = nil, nil, nil, nil
+	return reflect.DeepEqual(a, b)
+}
+
+// sameRefresher compares two refreshers by identity, without the panic of
+// == on an uncomparable dynamic type (such refreshers are never the same).
+func sameRefresher(a, b Refresher) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
 }
 
 // compile validates cfg, applies its defaults and prepares it for the hot path.

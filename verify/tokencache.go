@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -148,9 +149,11 @@ func newTokenCache(o TokenCacheOptions, useGMAC bool) *tokenCache {
 
 func (id *tokenID) slot() uint64 { return binary.LittleEndian.Uint64(id[:8]) }
 
-// get returns the cached verdict for token if it is still valid at now, and
-// the token's identity (for put, on a miss).
-func (c *tokenCache) get(token string, now time.Time) (*Result, tokenID) {
+// get returns the cached verdict for token if it is still valid at now and
+// its issuer is in owned (nil: any), and the token's identity (for put, on a
+// miss). A verdict of an issuer not in owned (one a reload removed or
+// changed) is dropped.
+func (c *tokenCache) get(token string, now time.Time, owned *issuerSet) (*Result, tokenID) {
 	id := c.ids.of(token)
 	h := id.slot()
 	sh := &c.shards[h%tokenShards]
@@ -161,7 +164,7 @@ func (c *tokenCache) get(token string, now time.Time) (*Result, tokenID) {
 		sh.misses.Add(1)
 		return nil, id
 	}
-	if !e.valid(now) {
+	if !e.valid(now) || !owned.has(e.is) {
 		sh.misses.Add(1)
 		c.remove(sh, h, e)
 		return nil, id
@@ -203,6 +206,23 @@ func (c *tokenCache) remove(sh *tokenShard, h uint64, e *tokenEntry) {
 		c.evictions.Add(1)
 	}
 	sh.mu.Unlock()
+}
+
+// keep drops every cached verdict whose issuer is not in owned.
+func (c *tokenCache) keep(owned *issuerSet) {
+	for i := range c.shards {
+		sh := &c.shards[i]
+		sh.mu.Lock()
+		for h, e := range sh.m {
+			if !owned.has(e.is) {
+				delete(sh.m, h)
+				c.entries.Add(-1)
+				c.bytes.Add(-e.size)
+				c.evictions.Add(1)
+			}
+		}
+		sh.mu.Unlock()
+	}
 }
 
 // clear drops every cached verdict.
@@ -413,4 +433,78 @@ func (c *tokenCache) stats() CacheStats {
 	s.Entries = int(c.entries.Load())
 	s.Bytes = c.bytes.Load()
 	return s
+}
+
+// TokenCache is a verified-token cache that outlives a [Verifier]: the
+// successive verifiers of a process that reloads its configuration share
+// it ([Options.Cache]), so that the verdicts of the issuers a reload leaves
+// unchanged stay cached. Each verifier answers only verdicts of its own
+// issuers. It is safe for concurrent use; it holds no goroutine and needs
+// no Close.
+type TokenCache struct{ c *tokenCache }
+
+// NewTokenCache returns an empty cache bounded by o (defaults as in
+// [TokenCacheOptions]). It refuses negative bounds and a zero MaxEntries
+// (a cache that is off is no cache: leave [Options.Cache] nil).
+func NewTokenCache(o TokenCacheOptions) (*TokenCache, error) {
+	if o.MaxEntries <= 0 || o.MaxBytes < 0 {
+		return nil, errors.New("verify: a shared token cache needs MaxEntries > 0 and MaxBytes >= 0")
+	}
+	return &TokenCache{c: newTokenCache(o.withDefaults(), true)}, nil
+}
+
+// Keep drops every cached verdict whose issuer is not one of v's: after a
+// reload has swapped v in, the verdicts of the issuers it removed or
+// changed go. A verifier still finishing requests under the old
+// configuration may cache such a verdict afterwards; no verifier without
+// its issuer ever answers it, and the next lookup of it drops it.
+func (t *TokenCache) Keep(v *Verifier) { t.c.keep(newIssuerSet(v.issuers)) }
+
+// Stats returns the cache's counters since it was made.
+func (t *TokenCache) Stats() CacheStats { return t.c.stats() }
+
+// withDefaults applies the default MaxBytes.
+func (o TokenCacheOptions) withDefaults() TokenCacheOptions {
+	if o.MaxBytes == 0 {
+		o.MaxBytes = max(int64(o.MaxEntries)*1024, 1<<20)
+	}
+	return o
+}
+
+// issuerSet is the compiled issuers of one verifier, for the ownership
+// check of a shared cache's hit. A nil *issuerSet holds every issuer.
+type issuerSet struct {
+	list []*issuer
+	m    map[*issuer]struct{} // when list is long
+}
+
+// issuerSetScan is the size up to which a linear scan beats a map.
+const issuerSetScan = 8
+
+func newIssuerSet(list []*issuer) *issuerSet {
+	s := &issuerSet{list: slices.Clone(list)}
+	if len(list) > issuerSetScan {
+		s.m = make(map[*issuer]struct{}, len(list))
+		for _, is := range list {
+			s.m[is] = struct{}{}
+		}
+	}
+	return s
+}
+
+func (s *issuerSet) has(is *issuer) bool {
+	return s == nil || s.find(is) // inlined: a verifier's own cache pays one nil check
+}
+
+func (s *issuerSet) find(is *issuer) bool {
+	if s.m != nil {
+		_, ok := s.m[is]
+		return ok
+	}
+	for _, x := range s.list {
+		if x == is {
+			return true
+		}
+	}
+	return false
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/jwksverify/jwksverify/cache"
 )
 
@@ -35,7 +37,11 @@ type Verifier struct {
 
 	headers headerCache
 	tokens  *tokenCache // nil when the token cache is off
-	sig     signer      // the RS*, PS* and ES* signature step (crypto.go)
+	// owned is set when tokens is shared (Options.Cache): a cached verdict
+	// answers only when its issuer is one of this verifier's.
+	owned  *issuerSet
+	tracer oteltrace.Tracer // nil: no spans
+	sig    signer           // the RS*, PS* and ES* signature step (crypto.go)
 
 	// onAttempt, if set, is called before each signature check (tests count
 	// kid-less attempts with it).
@@ -83,6 +89,9 @@ func New(opts Options) (*Verifier, error) {
 		if err != nil {
 			return nil, err
 		}
+		if opts.Previous != nil {
+			is = opts.Previous.carry(is)
+		}
 		v.issuers = append(v.issuers, is)
 		cfgs = append(cfgs, is.cfg)
 	}
@@ -92,15 +101,40 @@ func New(opts Options) (*Verifier, error) {
 	}
 	v.router = r
 	opts.Issuers = cfgs
-	if opts.TokenCache.MaxEntries > 0 {
-		if opts.TokenCache.MaxBytes == 0 {
-			opts.TokenCache.MaxBytes = max(int64(opts.TokenCache.MaxEntries)*1024, 1<<20)
-		}
+	switch {
+	case opts.Cache != nil:
+		v.tokens, v.owned = opts.Cache.c, newIssuerSet(v.issuers)
+		v.sig.onMismatch = v.tokens.clear
+	case opts.TokenCache.MaxEntries > 0:
+		opts.TokenCache = opts.TokenCache.withDefaults()
 		v.tokens = newTokenCache(opts.TokenCache, true)
 		v.sig.onMismatch = v.tokens.clear
 	}
+	v.tracer = opts.Tracer
+	if p := opts.Previous; p != nil {
+		// The cross-check's counters continue (they are exported as
+		// counters), and a disagreement seen by the predecessor keeps the
+		// prepared verifiers off: a reload must not turn them back on.
+		v.sig.cross.checks.Add(p.sig.cross.checks.Load())
+		v.sig.cross.mismatches.Add(p.sig.cross.mismatches.Load())
+		if p.sig.cross.off.Load() {
+			v.sig.cross.off.Store(true)
+		}
+	}
+	opts.Previous = nil // not kept: a chain of reloads must not pin every old verifier
 	v.opts = opts
 	return v, nil
+}
+
+// carry returns v's compiled issuer equal to is, when it has one, else is:
+// the verdicts cached for it stay valid.
+func (v *Verifier) carry(is *issuer) *issuer {
+	for _, old := range v.issuers {
+		if sameIssuer(old.cfg, is.cfg) {
+			return old
+		}
+	}
+	return is
 }
 
 // Verify checks token and returns its verified contents, or a [*Error]
@@ -118,19 +152,29 @@ func (v *Verifier) Verify(ctx context.Context, token string) (*Result, error) {
 // that reads its clock once per request (the server) passes that reading;
 // the CLI passes --now. It is safe for concurrent use.
 func (v *Verifier) VerifyAt(ctx context.Context, token string, now time.Time) (*Result, error) {
+	if v.tracer != nil {
+		return v.verifyTraced(ctx, token, now)
+	}
+	res, _, err := v.verifyCached(ctx, token, now)
+	return res, err
+}
+
+// verifyCached is VerifyAt without the span; hit reports that the token
+// cache answered.
+func (v *Verifier) verifyCached(ctx context.Context, token string, now time.Time) (_ *Result, hit bool, _ error) {
 	if v.tokens == nil || len(token) > v.maxTokenBytes {
 		res, _, _, err := v.verify(ctx, token, now, nil)
-		return res, err
+		return res, false, err
 	}
-	r, id := v.tokens.get(token, now)
+	r, id := v.tokens.get(token, now, v.owned)
 	if r != nil {
-		return r, nil
+		return r, true, nil
 	}
 	res, is, key, err := v.verify(ctx, token, now, nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return v.tokens.put(id, res, is, key, now), nil
+	return v.tokens.put(id, res, is, key, now), false, nil
 }
 
 // Explain runs the same checks as Verify and also returns each check in order
@@ -162,7 +206,8 @@ func (v *Verifier) Now() time.Time { return v.now() }
 func (v *Verifier) Issuers() []Issuer { return slices.Clone(v.opts.Issuers) }
 
 // CacheStats returns the verified-token cache's counters (all zero when the
-// cache is off). It is safe for concurrent use.
+// cache is off; a shared cache's, [Options.Cache], since it was made). It
+// is safe for concurrent use.
 func (v *Verifier) CacheStats() CacheStats {
 	if v.tokens == nil {
 		return CacheStats{}

@@ -26,6 +26,8 @@ import (
 	"log/slog"
 	"time"
 
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/jwksverify/jwksverify/cache"
 )
 
@@ -108,8 +110,30 @@ type Options struct {
 	// take the instant from their caller instead. Nil means time.Now.
 	Now func() time.Time
 	// TokenCache configures the verified-token cache. The zero value turns
-	// it off.
+	// it off. It is ignored when Cache is set.
 	TokenCache TokenCacheOptions
+	// Cache, if not nil, is the verified-token cache the verifier uses
+	// instead of one of its own: a cache that outlives one verifier, shared
+	// by the successive verifiers of a process that reloads its
+	// configuration (see [Options.Previous] and [TokenCache.Keep]). Nil
+	// means the verifier's own cache, as TokenCache says.
+	Cache *TokenCache
+	// Previous, if not nil, is the verifier this one replaces (a
+	// configuration reload). Each of Issuers whose settings equal one of
+	// Previous's issuers (the same Keys and Refresher, every other field
+	// equal) is carried over as it is, and with it, when both verifiers use
+	// the same Cache, its cached verdicts; any other issuer is new, and
+	// verdicts cached for an issuer not carried over are never answered by
+	// this verifier. Previous keeps working unchanged. Nil means no
+	// predecessor.
+	Previous *Verifier
+	// Tracer, if not nil, records a "verify" span per [Verifier.VerifyAt]
+	// call, a child of the span in its context, with the configured issuer,
+	// the alg, the class ("valid" when accepted) and whether the token cache
+	// answered; never the token, its claims or key material. Under a span
+	// context that is valid and not sampled it records none (a
+	// parent-based sampler would drop it). Nil means no spans, at no cost.
+	Tracer oteltrace.Tracer
 	// StandardCrypto routes every RS*, PS* and ES* verification to
 	// crypto/rsa and crypto/ecdsa instead of the prepared verifiers
 	// (internal/rsaverify, internal/ecverify), which take 30–70% less

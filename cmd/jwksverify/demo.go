@@ -198,7 +198,7 @@ func (a *app) serveDemo(ctx context.Context, ov config.Overrides) int {
 		fmt.Fprintf(a.stderr, "jwksverify serve --demo: %v\n", err)
 		return exitUsage
 	}
-	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), func(ctx context.Context, base string) error {
+	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), nil, func(ctx context.Context, base string) error {
 		tok, err := d.mint("", "", "")
 		if err != nil {
 			return fmt.Errorf("demo: mint: %w", err)

@@ -16,13 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
-	"github.com/jwksverify/jwksverify/dpop"
-	"github.com/jwksverify/jwksverify/jwks"
-	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server"
-	"github.com/jwksverify/jwksverify/server/extauthz"
-	"github.com/jwksverify/jwksverify/server/metrics"
-	"github.com/jwksverify/jwksverify/verify"
 )
 
 const (
@@ -77,117 +71,8 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
 		return exitUsage
 	}
-	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), nil)
-}
-
-// service is a plan at work: one fetcher per issuer, the verifier and the
-// server.
-type service struct {
-	plan     *config.Plan
-	fetchers []*jwks.Fetcher
-	server   *server.Server
-	redis    *replay.Redis // nil unless dpop.replay_store is redis
-}
-
-// newService starts one fetcher per issuer and builds the verifier and the
-// server. Its errors are configuration errors; on error nothing is left
-// running.
-func newService(plan *config.Plan, logger *slog.Logger) (_ *service, err error) {
-	s := &service{plan: plan}
-	defer func() {
-		if err != nil {
-			s.close(logger)
-		}
-	}()
-	vo := plan.Verify
-	vo.Logger = logger
-	for i, is := range plan.Issuers {
-		is.JWKS.Logger = logger
-		f, err := jwks.New(is.JWKS)
-		if err != nil {
-			return nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
-		}
-		s.fetchers = append(s.fetchers, f)
-		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
-		vo.Issuers = append(vo.Issuers, is.Verify)
-	}
-	v, err := verify.New(vo)
-	if err != nil {
-		return nil, err
-	}
-	m, err := metrics.New(metrics.Options{Verifier: v})
-	if err != nil {
-		return nil, err
-	}
-	so := plan.Server
-	so.Verifier, so.Logger, so.Version, so.Metrics, so.MetricsHandler = v, logger, moduleVersion(), m, m.Handler()
-	if so.DPoP, err = s.dpopChecker(plan.DPoP); err != nil {
-		return nil, err
-	}
-	if s.server, err = server.New(so); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// dpopChecker builds the DPoP checker of the plan (nil: none) over its
-// replay store.
-func (s *service) dpopChecker(p *config.DPoP) (*dpop.Checker, error) {
-	if p == nil {
-		return nil, nil
-	}
-	opts := p.Checker
-	switch p.ReplayStore {
-	case "redis":
-		r, err := replay.NewRedis(p.Redis)
-		if err != nil {
-			return nil, err
-		}
-		s.redis, opts.Replay = r, r
-	default:
-		m, err := replay.NewMemory(p.MemoryMaxEntries)
-		if err != nil {
-			return nil, err
-		}
-		opts.Replay = m
-	}
-	return dpop.New(opts)
-}
-
-// close stops every fetcher and waits for them, and closes the replay
-// store's connections.
-func (s *service) close(logger *slog.Logger) {
-	if s.redis != nil {
-		if err := s.redis.Close(); err != nil {
-			logger.Warn("closing the DPoP replay store", "err", err)
-		}
-	}
-	for _, f := range s.fetchers {
-		if err := f.Close(); err != nil {
-			logger.Warn("closing key fetcher", "err", err)
-		}
-	}
-}
-
-// handler is the server's handler with the service's own rules: from the
-// signal on every answer closes its connection, so that pooled clients
-// reconnect to a ready instance; a request with a body (a batch may hold
-// tokens of every issuer) waits for unknown-kid refreshes at most
-// plan.HTTP.Wait in total, so that it is answered before the server's
-// timeouts close its connection.
-func (s *service) handler() http.Handler {
-	h := s.server.Handler()
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.server.Draining() {
-			w.Header().Set("Connection", "close")
-		}
-		if r.Body != http.NoBody {
-			ctx, cancel := context.WithTimeout(r.Context(), s.plan.HTTP.Wait)
-			defer cancel()
-			r = r.WithContext(ctx)
-		}
-		h.ServeHTTP(w, r)
-	})
+	reload := &reloadSource{path: *configPath, load: func() (*config.Plan, error) { return config.Load(*configPath, ov, a.lookupEnv) }}
+	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), reload, nil)
 }
 
 // listen opens addr, with a message that says what to do when it is taken.
@@ -202,15 +87,32 @@ func listen(addr, what, flagName string) (net.Listener, error) {
 	return ln, nil
 }
 
+// reloadSource is where a served plan comes from again on a reload: its
+// file, and the function that loads it.
+type reloadSource struct {
+	path string
+	load func() (*config.Plan, error)
+}
+
 // runService wires plan, serves until ctx is done, drains and shuts down.
-// onReady, if set, runs once every issuer has its first keys.
-func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Logger, onReady func(ctx context.Context, base string) error) int {
-	svc, err := newService(plan, logger)
+// onReady, if set, runs once every issuer has its first keys. reload, if
+// set, reloads the plan on SIGHUP and when its file changes (live.watch).
+func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Logger, reload *reloadSource, onReady func(ctx context.Context, base string) error) int {
+	tr, err := newTracing(ctx, a.lookupEnv)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
 		return exitUsage
 	}
-	defer svc.close(logger)
+	if tr.tracer != nil {
+		logger = slog.New(logHandler{logger.Handler()})
+	}
+	defer tr.shutdown(logger, plan.ShutdownTimeout)
+	svc, err := newLive(plan, logger, tr)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
+		return exitUsage
+	}
+	defer svc.close()
 
 	ln, err := listen(plan.Listen, "HTTP", "--listen")
 	if err != nil {
@@ -242,7 +144,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	attrs := []any{"http", ln.Addr().String()}
 	if gln != nil {
 		grpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(int(cmp.Or(plan.Server.MaxBodyBytes, server.DefaultMaxBodyBytes))))
-		extauthz.Register(grpcSrv, svc.server)
+		svc.grpc.Register(grpcSrv)
 		attrs = append(attrs, "grpc", gln.Addr().String())
 	}
 	logger.Info("listening", attrs...)
@@ -264,18 +166,24 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	}
 	if onReady != nil {
 		g.Go(func() error {
-			for _, f := range svc.fetchers { // the listener is open: ready with the keys
-				if err := f.Ready(gctx); err != nil {
+			for _, f := range svc.cur.Load().fetchers { // the listener is open: ready with the keys
+				if err := f.f.Ready(gctx); err != nil {
 					return nil // stopping: not a failure of its own
 				}
 			}
 			return onReady(gctx, "http://"+dialable(ln.Addr().String()))
 		})
 	}
+	if reload != nil {
+		g.Go(func() error {
+			svc.watch(gctx, reload.path, reload.load)
+			return nil
+		})
+	}
 	var drainErr error
 	g.Go(func() error {
 		<-gctx.Done()
-		drainErr = svc.drain(ctx.Err() != nil, httpSrv, grpcSrv, logger)
+		drainErr = drain(svc.setDraining(), ctx.Err() != nil, httpSrv, grpcSrv, logger)
 		return nil
 	})
 	code := exitOK
@@ -293,14 +201,13 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	return code
 }
 
-// drain stops the servers. First it tells load balancers and Envoy:
+// drain stops the servers of s, which is draining (live.setDraining). First it tells load balancers and Envoy:
 // /readyz answers 503 draining, gRPC health NOT_SERVING (open Watch streams
 // end), and every HTTP answer closes its connection; every request is still
 // served. After shutdown_delay, and at least drainGrace (on a signal only: a
 // failed server has nothing to wait for), it stops accepting, closes the idle
 // connections and lets what is in flight finish within shutdown_timeout.
-func (s *service) drain(signalled bool, httpSrv *http.Server, grpcSrv *grpc.Server, logger *slog.Logger) error {
-	s.server.SetDraining()
+func drain(s *service, signalled bool, httpSrv *http.Server, grpcSrv *grpc.Server, logger *slog.Logger) error {
 	logger.Info("shutting down", "delay", s.plan.ShutdownDelay.String(), "timeout", s.plan.ShutdownTimeout.String())
 	if signalled {
 		time.Sleep(max(s.plan.ShutdownDelay, drainGrace)) // a second signal ends the process at once (main)

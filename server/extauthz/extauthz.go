@@ -12,15 +12,19 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/jwksverify/jwksverify/mtls"
@@ -54,18 +58,52 @@ const (
 
 // Register registers on g, over s, the Envoy ext_authz service
 // (envoy.service.auth.v3.Authorization) and the gRPC health service
-// (grpc.health.v1.Health). Health answers SERVING for the overall server ("")
-// and for envoy.service.auth.v3.Authorization while [server.Server.Ready]
-// holds and the server is not draining, NOT_SERVING otherwise; it checks
-// readiness on every call, so it is always current and needs no goroutine.
-//
-// Call it before g.Serve. The caller owns g (its options — bound the message
-// size with grpc.MaxRecvMsgSize — and its shutdown). g.GracefulStop waits
-// for open health Watch streams; [server.Server.SetDraining] ends them
-// (after sending NOT_SERVING), so call it before g.GracefulStop.
-func Register(g *grpc.Server, s *server.Server) {
-	authv3.RegisterAuthorizationServer(g, newAuthzGRPC(s))
-	healthpb.RegisterHealthServer(g, &healthGRPC{s: s, interval: healthWatchInterval})
+// (grpc.health.v1.Health). It is New(s).Register(g): for a server that is
+// never replaced.
+func Register(g *grpc.Server, s *server.Server) { New(s).Register(g) }
+
+// Service is the ext_authz and health services over the current
+// [server.Server], which [Service.Swap] replaces (a configuration reload):
+// a call decides with the server current when it starts and finishes with
+// it. Health answers SERVING for the overall server ("") and for
+// envoy.service.auth.v3.Authorization while the current server is Ready and
+// not draining, NOT_SERVING otherwise; it checks readiness on every call, so
+// it is always current and needs no goroutine. It is safe for concurrent
+// use.
+type Service struct {
+	cur atomic.Pointer[authzGRPC]
+}
+
+// New returns the services over s.
+func New(s *server.Server) *Service {
+	v := &Service{}
+	v.Swap(s)
+	return v
+}
+
+// Swap makes s the server that calls from now on decide with. Calls in
+// progress finish with the server they started with.
+func (v *Service) Swap(s *server.Server) { v.cur.Store(newAuthzGRPC(s)) }
+
+// Server returns the current server.
+func (v *Service) Server() *server.Server { return v.cur.Load().s }
+
+// Register registers both services on g. Call it before g.Serve. The
+// caller owns g (its options — bound the message size with
+// grpc.MaxRecvMsgSize — and its shutdown). g.GracefulStop waits for open
+// health Watch streams; [server.Server.SetDraining] on the current server
+// ends them (after sending NOT_SERVING), so call it before g.GracefulStop.
+func (v *Service) Register(g *grpc.Server) {
+	authv3.RegisterAuthorizationServer(g, authzService{v})
+	healthpb.RegisterHealthServer(g, &healthGRPC{s: v.Server, interval: healthWatchInterval})
+}
+
+// authzService dispatches each Check to the current server's authzGRPC.
+type authzService struct{ v *Service }
+
+// Check implements authv3.AuthorizationServer.
+func (a authzService) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	return a.v.cur.Load().Check(ctx, req)
 }
 
 // authzGRPC implements authv3.AuthorizationServer. It is safe for
@@ -100,7 +138,19 @@ func newAuthzGRPC(s *server.Server) *authzGRPC {
 // failed. It blocks only as long as the verifier does.
 func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
 	var d server.Decision
-	if hr := req.GetAttributes().GetRequest().GetHttp(); hr == nil {
+	hr := req.GetAttributes().GetRequest().GetHttp()
+	// The span continues Envoy's trace of this call (gRPC metadata), or
+	// else the client's, from the forwarded request's headers.
+	if a.s.Tracing() {
+		var carrier propagation.TextMapCarrier = mdCarrier(metadataOf(ctx))
+		if carrier.Get("traceparent") == "" {
+			carrier = attrCarrier{hr}
+		}
+		var span trace.Span
+		ctx, span = a.s.StartSpan(ctx, carrier, authv3.Authorization_Check_FullMethodName)
+		defer span.End()
+	}
+	if hr == nil {
 		d = a.s.Decide(ctx, server.EndpointGRPC, "")
 	} else if a.s.BindingEnabled() {
 		d = a.s.DecideRequestBound(a.request(ctx, hr), server.EndpointGRPC, a.binding(req, hr))
@@ -251,7 +301,7 @@ func header(key, value string) *corev3.HeaderValueOption {
 // safe for concurrent use and holds no goroutine of its own.
 type healthGRPC struct {
 	healthpb.UnimplementedHealthServer
-	s *server.Server
+	s func() *server.Server // the current server
 	// interval is how often Watch re-checks readiness.
 	interval time.Duration
 }
@@ -262,10 +312,11 @@ func (h *healthGRPC) servingStatus(service string) (healthpb.HealthCheckResponse
 	if service != "" && service != authorizationService {
 		return healthpb.HealthCheckResponse_SERVICE_UNKNOWN, false
 	}
-	if h.s.Draining() {
+	s := h.s()
+	if s.Draining() {
 		return healthpb.HealthCheckResponse_NOT_SERVING, true
 	}
-	if ready, _ := h.s.Ready(); ready {
+	if ready, _ := s.Ready(); ready {
 		return healthpb.HealthCheckResponse_SERVING, true
 	}
 	return healthpb.HealthCheckResponse_NOT_SERVING, true
@@ -317,7 +368,7 @@ func (h *healthGRPC) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerS
 		select {
 		case <-stream.Context().Done():
 			return status.FromContextError(stream.Context().Err()).Err()
-		case <-h.s.Drained():
+		case <-h.s().Drained(): // a server swapped in meanwhile is read at the next tick
 			if st != healthpb.HealthCheckResponse_SERVICE_UNKNOWN {
 				if err := send(healthpb.HealthCheckResponse_NOT_SERVING); err != nil {
 					return err
@@ -328,3 +379,49 @@ func (h *healthGRPC) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerS
 		}
 	}
 }
+
+func metadataOf(ctx context.Context) metadata.MD {
+	md, _ := metadata.FromIncomingContext(ctx)
+	return md
+}
+
+// mdCarrier reads a trace context from gRPC metadata (keys in lower case).
+type mdCarrier metadata.MD
+
+func (c mdCarrier) Get(key string) string {
+	if v := metadata.MD(c).Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+func (c mdCarrier) Set(key, value string) { metadata.MD(c).Set(key, value) }
+func (c mdCarrier) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// attrCarrier reads a trace context from the forwarded request's headers
+// (Envoy sends their keys in lower case). It is read-only.
+type attrCarrier struct {
+	hr *authv3.AttributeContext_HttpRequest
+}
+
+func (c attrCarrier) Get(key string) string {
+	if hm := c.hr.GetHeaderMap(); hm != nil {
+		for _, h := range hm.GetHeaders() {
+			if strings.EqualFold(h.GetKey(), key) {
+				if len(h.GetRawValue()) > 0 {
+					return string(h.GetRawValue())
+				}
+				return h.GetValue()
+			}
+		}
+		return ""
+	}
+	return c.hr.GetHeaders()[key]
+}
+func (attrCarrier) Set(string, string) {}
+func (attrCarrier) Keys() []string     { return nil }

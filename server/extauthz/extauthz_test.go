@@ -518,7 +518,7 @@ func TestGRPCHealthFollowsReadiness(t *testing.T) {
 func TestGRPCHealthWatch(t *testing.T) {
 	e := newEnv(t, envConfig{noDown: true, emptyKeys: true})
 	g := startGRPC(t, e, func(g *grpc.Server) {
-		healthpb.RegisterHealthServer(g, &healthGRPC{s: e.srv, interval: 2 * time.Millisecond})
+		healthpb.RegisterHealthServer(g, &healthGRPC{s: func() *server.Server { return e.srv }, interval: 2 * time.Millisecond})
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 	defer cancel()

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,18 +43,33 @@ type Options struct {
 // children are created up front so that recording a decision is a map
 // lookup and atomic adds. It is safe for concurrent use.
 type Metrics struct {
-	reg      *prometheus.Registry
-	outcomes map[string]*issuerOutcomes // by issuer label
+	reg *prometheus.Registry
+	// outcomes are the verify_total children by issuer label: an immutable
+	// map, replaced whole by Use.
+	outcomes atomic.Pointer[map[string]*issuerOutcomes]
 	latency  map[string]prometheus.Observer
-	// binding holds the sender_constraint_total children, keyed by
-	// issuer, kind and outcome joined by spaces.
-	binding map[string]prometheus.Counter
+	vec      *prometheus.CounterVec // verify_total
+	col      *collector
+	mu       sync.Mutex // serializes Use and SetConfigHash
+
+	reloads    *prometheus.CounterVec // config_reloads_total{result}
+	configInfo *prometheus.GaugeVec   // config_info{hash}
+	binding    *prometheus.CounterVec // sender_constraint_total{issuer,kind,outcome}
 }
+
+// Reload results, the values of config_reloads_total's result label.
+const (
+	ReloadSuccess = "success"
+	ReloadFailure = "failure"
+)
 
 // issuerOutcomes are the verify_total children of one issuer label.
 type issuerOutcomes struct {
 	valid   prometheus.Counter
 	classes map[string]prometheus.Counter
+	// binding are the sender_constraint_total children, by kind and then
+	// outcome (none for server.UnknownIssuer).
+	binding map[string]map[string]prometheus.Counter
 }
 
 // New validates opts, registers the metrics on the registry and returns
@@ -81,7 +98,8 @@ func New(opts Options) (*Metrics, error) {
 	for _, vi := range opts.Verifier.Issuers() {
 		issuers = append(issuers, issuer{name: vi.Issuer, keys: vi.Keys})
 	}
-	col := &collector{v: opts.Verifier, issuers: issuers, now: now, d: newCollectorDescs()}
+	col := &collector{now: now, d: newCollectorDescs()}
+	col.cur.Store(&collected{v: opts.Verifier, issuers: issuers})
 
 	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
@@ -102,45 +120,112 @@ func New(opts Options) (*Metrics, error) {
 		Name:      "sender_constraint_total",
 		Help:      `Sender-constraint checks of valid tokens, by configured issuer, kind (dpop, mtls) and outcome (ok, replayed, invalid_dpop_proof, binding_mismatch, keys_unavailable).`,
 	}, []string{"issuer", "kind", "outcome"})
-	for _, c := range []prometheus.Collector{outcomes, latency, binding, col} {
+	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "config_reloads_total",
+		Help:      `Configuration reloads (SIGHUP or a change of the file), by result ("success", or "failure": the old configuration keeps serving).`,
+	}, []string{"result"})
+	configInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "config_info",
+		Help:      "1 for the hash of the configuration being served (the config_hash of /v1/issuers).",
+	}, []string{"hash"})
+	for _, r := range []string{ReloadSuccess, ReloadFailure} {
+		reloads.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{outcomes, latency, col, reloads, configInfo, binding} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
 	}
 	m := &Metrics{
-		reg:      reg,
-		outcomes: make(map[string]*issuerOutcomes, len(issuers)+1),
-		latency:  make(map[string]prometheus.Observer),
-		binding:  make(map[string]prometheus.Counter),
+		reg:        reg,
+		latency:    make(map[string]prometheus.Observer),
+		vec:        outcomes,
+		col:        col,
+		reloads:    reloads,
+		configInfo: configInfo,
+		binding:    binding,
 	}
-	for _, is := range issuers {
-		for _, k := range server.BindingKinds() {
-			for _, o := range server.BindingOutcomes() {
-				m.binding[is.name+" "+k+" "+o] = binding.WithLabelValues(is.name, k, o)
-			}
-		}
-	}
-	labels := []string{server.UnknownIssuer}
-	for _, is := range issuers {
-		labels = append(labels, is.name)
-	}
-	for _, iss := range labels {
-		o := &issuerOutcomes{valid: outcomes.WithLabelValues(iss, server.ClassValid), classes: make(map[string]prometheus.Counter)}
-		for _, c := range verify.Classes() {
-			o.classes[c] = outcomes.WithLabelValues(iss, c)
-		}
-		m.outcomes[iss] = o
-	}
+	m.outcomes.Store(m.outcomesOf(issuers, nil))
 	for _, e := range server.Endpoints() {
 		m.latency[e] = latency.WithLabelValues(e)
 	}
 	return m, nil
 }
 
+// outcomesOf returns the verify_total children of issuers and of
+// server.UnknownIssuer, reusing those of old.
+func (m *Metrics) outcomesOf(issuers []issuer, old map[string]*issuerOutcomes) *map[string]*issuerOutcomes {
+	out := make(map[string]*issuerOutcomes, len(issuers)+1)
+	labels := []string{server.UnknownIssuer}
+	for _, is := range issuers {
+		labels = append(labels, is.name)
+	}
+	for _, iss := range labels {
+		if o := old[iss]; o != nil {
+			out[iss] = o
+			continue
+		}
+		o := &issuerOutcomes{valid: m.vec.WithLabelValues(iss, server.ClassValid), classes: make(map[string]prometheus.Counter)}
+		for _, c := range verify.Classes() {
+			o.classes[c] = m.vec.WithLabelValues(iss, c)
+		}
+		if iss != server.UnknownIssuer {
+			o.binding = make(map[string]map[string]prometheus.Counter)
+			for _, k := range server.BindingKinds() {
+				o.binding[k] = make(map[string]prometheus.Counter)
+				for _, oc := range server.BindingOutcomes() {
+					o.binding[k][oc] = m.binding.WithLabelValues(iss, k, oc)
+				}
+			}
+		}
+		out[iss] = o
+	}
+	return &out
+}
+
+// Use makes v the verifier whose issuers and token cache are exported (a
+// configuration reload swapped it in): verify_total keeps counting the
+// issuers v shares with the previous one, starts at zero for new ones and
+// drops the series of removed ones. It is safe for concurrent use with
+// recording and scraping.
+func (m *Metrics) Use(v *verify.Verifier) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var issuers []issuer
+	for _, vi := range v.Issuers() {
+		issuers = append(issuers, issuer{name: vi.Issuer, keys: vi.Keys})
+	}
+	old := *m.outcomes.Load()
+	next := m.outcomesOf(issuers, old)
+	m.outcomes.Store(next)
+	for name := range old {
+		if _, ok := (*next)[name]; !ok {
+			m.vec.DeletePartialMatch(prometheus.Labels{"issuer": name})
+			m.binding.DeletePartialMatch(prometheus.Labels{"issuer": name})
+		}
+	}
+	m.col.cur.Store(&collected{v: v, issuers: issuers})
+}
+
+// Reloaded counts one configuration reload with its result (ReloadSuccess
+// or ReloadFailure).
+func (m *Metrics) Reloaded(result string) { m.reloads.WithLabelValues(result).Inc() }
+
+// SetConfigHash sets config_info to the hash of the configuration being
+// served.
+func (m *Metrics) SetConfigHash(hash string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.configInfo.Reset()
+	m.configInfo.WithLabelValues(hash).Set(1)
+}
+
 // Decided implements [server.Metrics]: it counts one decided token and
 // observes its latency. Labels outside the bounded sets are not recorded.
 func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration) {
-	if o := m.outcomes[issuer]; o != nil {
+	if o := (*m.outcomes.Load())[issuer]; o != nil {
 		if class == server.ClassValid {
 			o.valid.Inc()
 		} else if c, ok := o.classes[class]; ok {
@@ -155,8 +240,10 @@ func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration)
 // BindingChecked implements [server.BindingMetrics]: it counts one sender
 // constraint check. Labels outside the bounded sets are not recorded.
 func (m *Metrics) BindingChecked(issuer, kind, outcome string) {
-	if c, ok := m.binding[issuer+" "+kind+" "+outcome]; ok {
-		c.Inc()
+	if o := (*m.outcomes.Load())[issuer]; o != nil {
+		if c, ok := o.binding[kind][outcome]; ok {
+			c.Inc()
+		}
 	}
 }
 
@@ -175,10 +262,16 @@ type issuer struct {
 // verifier count: fetch counters, key-set age and size, readiness, token
 // cache counters and the crypto cross-checks.
 type collector struct {
+	cur atomic.Pointer[collected]
+	now func() time.Time
+	d   collectorDescs
+}
+
+// collected is what the collector reads: the current verifier and its
+// issuers, replaced whole by [Metrics.Use].
+type collected struct {
 	v       *verify.Verifier
 	issuers []issuer
-	now     func() time.Time
-	d       collectorDescs
 }
 
 func desc(name, help string, labels ...string) *prometheus.Desc {
@@ -238,13 +331,14 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	d := &c.d
 	now := c.now()
+	cur := c.cur.Load()
 	counter := func(desc *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(v), labels...)
 	}
 	gauge := func(desc *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, v, labels...)
 	}
-	for _, is := range c.issuers {
+	for _, is := range cur.issuers {
 		set, st := is.keys.Load(), is.keys.Status()
 		counter(d.fetches, st.Stats.Fetches, is.name)
 		counter(d.notModified, st.Stats.NotModified, is.name)
@@ -268,13 +362,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(d.remaining, max(set.UsableUntil.Sub(now), 0).Seconds(), is.name)
 		}
 	}
-	cs := c.v.CacheStats()
+	cs := cur.v.CacheStats()
 	counter(d.hits, cs.Hits)
 	counter(d.misses, cs.Misses)
 	counter(d.evictions, cs.Evictions)
 	gauge(d.entries, float64(cs.Entries))
 	gauge(d.bytes, float64(cs.Bytes))
-	crypto := c.v.CryptoStats()
+	crypto := cur.v.CryptoStats()
 	mismatches := min(crypto.Mismatches, crypto.CrossChecks) // two loads: never more mismatches than checks
 	counter(d.crossChecks, crypto.CrossChecks-mismatches, "agree")
 	counter(d.crossChecks, mismatches, "mismatch")

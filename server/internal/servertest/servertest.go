@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/internal/testlog"
@@ -100,6 +102,11 @@ type Config struct {
 	NoDown       bool // only IssuerA
 	EmptyKeys    bool // IssuerA starts without keys
 	MaxTokenSize int
+	// SharedCache makes the token cache a verify.TokenCache shared the way
+	// a reloading process shares it (verify.Options.Cache).
+	SharedCache bool
+	// Tracer, if set, is the verifier's tracer.
+	Tracer trace.Tracer
 }
 
 // Env is a real verifier over two issuers: IssuerA (keys loaded, claims
@@ -129,12 +136,21 @@ func NewEnv(t testing.TB, cfg Config) *Env {
 	if !cfg.NoDown {
 		issuers = append(issuers, verify.Issuer{Issuer: IssuerDown, Keys: e.KeysD, Audiences: []string{Audience}})
 	}
-	v, err := verify.New(verify.Options{
+	vo := verify.Options{
 		Issuers:       issuers,
 		Now:           e.Clock.Now,
 		TokenCache:    verify.TokenCacheOptions{MaxEntries: cfg.TokenCache},
 		MaxTokenBytes: cfg.MaxTokenSize,
-	})
+		Tracer:        cfg.Tracer,
+	}
+	if cfg.SharedCache && cfg.TokenCache > 0 {
+		tc, err := verify.NewTokenCache(vo.TokenCache)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vo.Cache = tc
+	}
+	v, err := verify.New(vo)
 	if err != nil {
 		t.Fatalf("verify.New() = %v", err)
 	}

@@ -9,6 +9,8 @@ package config
 
 import (
 	"cmp"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -71,6 +73,27 @@ type Plan struct {
 	// LogLevel and LogFormat ("json" or "text") configure the process log.
 	LogLevel  slog.Level
 	LogFormat string
+	// Hash identifies the file the plan was loaded from ([Hash] of its
+	// bytes); empty for a plan not loaded from a file (the demo).
+	Hash string
+}
+
+// Hash returns the identity of a configuration file's content: the first
+// 16 hex digits of its SHA-256. /v1/issuers and the config_info metric
+// report it, and the reload watcher compares it.
+func Hash(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// FileHash reads the file at path (bounded as Load bounds it) and returns
+// its [Hash].
+func FileHash(path string) (string, error) {
+	data, err := ReadFile(path, maxConfigBytes)
+	if err != nil {
+		return "", err
+	}
+	return Hash(data), nil
 }
 
 // DPoP is the plan of DPoP proof checking.
@@ -124,6 +147,7 @@ func Load(path string, ov Overrides, env func(string) (string, bool)) (*Plan, er
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", errConfig, path, err)
 	}
+	p.Hash = Hash(data)
 	return p, nil
 }
 

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// tracerName names the instrumentation scope of every span.
+const tracerName = "github.com/jwksverify/jwksverify"
+
+// tracing is the process's OpenTelemetry tracer provider, or none.
+type tracing struct {
+	tp     *sdktrace.TracerProvider // nil: tracing is off
+	tracer trace.Tracer             // nil: off (the libraries then record nothing, at no cost)
+}
+
+// newTracing configures tracing from the standard OTEL_* variables, read
+// through env: off unless OTEL_TRACES_EXPORTER is "otlp" or an OTLP
+// endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT), and always off with
+// OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The protocol is
+// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL
+// (http/protobuf, the default, or grpc). The exporter and the SDK read the
+// rest themselves from the process environment: endpoint, headers,
+// timeouts, TLS, the sampler (OTEL_TRACES_SAMPLER, _ARG: default
+// parentbased_always_on), the batch processor (OTEL_BSP_*), the resource
+// (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES; service.name defaults to
+// jwksverify).
+func newTracing(ctx context.Context, env func(string) (string, bool)) (*tracing, error) {
+	get := func(k string) string { v, _ := env(k); return strings.TrimSpace(v) }
+	exp := strings.ToLower(get("OTEL_TRACES_EXPORTER"))
+	switch {
+	case strings.EqualFold(get("OTEL_SDK_DISABLED"), "true"), exp == "none":
+		return &tracing{}, nil
+	case exp != "" && exp != "otlp":
+		return nil, fmt.Errorf("OTEL_TRACES_EXPORTER: %q is not supported; use otlp or none", exp)
+	case exp == "" && get("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "":
+		return &tracing{}, nil
+	}
+	proto := get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if proto == "" {
+		proto = get("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	var (
+		exporter sdktrace.SpanExporter
+		err      error
+	)
+	switch proto {
+	case "", "http/protobuf":
+		exporter, err = otlptracehttp.New(ctx)
+	case "grpc":
+		exporter, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL: %q is not supported; use http/protobuf or grpc", proto)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("OTLP trace exporter: %w", err)
+	}
+	// The environment's resource (OTEL_SERVICE_NAME, ...) wins over ours.
+	res, err := resource.Merge(
+		resource.NewSchemaless(attribute.String("service.name", "jwksverify"), attribute.String("service.version", moduleVersion())),
+		resource.Environment())
+	if err != nil {
+		return nil, fmt.Errorf("OTEL resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	return &tracing{tp: tp, tracer: tp.Tracer(tracerName, trace.WithInstrumentationVersion(moduleVersion()))}, nil
+}
+
+// propagator is how the trace context of a request is read: W3C Trace
+// Context.
+func (t *tracing) propagator() propagation.TextMapPropagator { return propagation.TraceContext{} }
+
+// shutdown flushes the spans not yet exported, within timeout.
+func (t *tracing) shutdown(logger *slog.Logger, timeout time.Duration) {
+	if t.tp == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := t.tp.Shutdown(ctx); err != nil {
+		logger.Warn("flushing traces", "err", err)
+	}
+}
+
+// logHandler adds trace_id and span_id to every log line written in the
+// context of a recorded span.
+type logHandler struct{ slog.Handler }
+
+func (h logHandler) Handle(ctx context.Context, r slog.Record) error {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		r = r.Clone()
+		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h logHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return logHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h logHandler) WithGroup(name string) slog.Handler { return logHandler{h.Handler.WithGroup(name)} }

@@ -15,7 +15,8 @@
 //     fails) and stopped in t.Cleanup; [waitTCP] polls until a port accepts.
 //   - [requireTool]: an executable from the system, or skip (locally) / fail
 //     (CI=true, where .ci/run installs it).
-//   - [substitute]: a deploy file with its documented placeholders replaced.
+//   - [substituteText]: a deploy file's text with its documented placeholders
+//     replaced.
 //   - [freePort], [httpClient].
 package integration
 
@@ -325,6 +326,9 @@ type jwksverifyProc struct {
 type jwksverifyOptions struct {
 	// Args are extra `serve` flags (--listen, --grpc-listen, …).
 	Args []string
+	// Unready returns once it listens, without waiting for /readyz 200
+	// (an issuer whose keys are meant to be unavailable).
+	Unready bool
 }
 
 // startJWKSVerify runs `jwksverify serve --config` with configYAML and
@@ -359,6 +363,10 @@ func startJWKSVerifyWith(t *testing.T, configYAML string, opts jwksverifyOptions
 		}
 		time.Sleep(pollEvery)
 	}
+	if opts.Unready {
+		waitTCP(t, p, j.HTTP)
+		return j
+	}
 	c := httpClient()
 	for {
 		resp, err := c.Get("http://" + j.HTTP + "/readyz")
@@ -392,6 +400,7 @@ type echo struct {
 	URL  string // http://127.0.0.1:PORT
 	Addr string // 127.0.0.1:PORT
 	hits atomic.Int64
+	last atomic.Pointer[echoed] // the last request
 }
 
 // echoed is the body an echo upstream answers with.
@@ -405,6 +414,9 @@ type echoed struct {
 // Hits returns how many requests reached the upstream.
 func (e *echo) Hits() int64 { return e.hits.Load() }
 
+// Last returns the last request that reached the upstream, nil before one.
+func (e *echo) Last() *echoed { return e.last.Load() }
+
 // startEcho starts an echo upstream on 127.0.0.1:0, closed in t.Cleanup.
 func startEcho(t *testing.T) *echo {
 	t.Helper()
@@ -413,8 +425,10 @@ func startEcho(t *testing.T) *echo {
 		e.hits.Add(1)
 		var body bytes.Buffer
 		_, _ = body.ReadFrom(http.MaxBytesReader(w, r.Body, 1<<20))
+		got := echoed{Method: r.Method, URI: r.RequestURI, Headers: r.Header.Clone(), Body: body.String()}
+		e.last.Store(&got)
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(echoed{Method: r.Method, URI: r.RequestURI, Headers: r.Header, Body: body.String()})
+		_ = json.NewEncoder(w).Encode(got)
 	}))
 	t.Cleanup(srv.Close)
 	e.URL = srv.URL
@@ -470,20 +484,10 @@ func (p *discoveryIdP) Fetches() (discovery, jwks int64) {
 // substitution replaces one placeholder of a deploy file.
 type substitution struct{ old, new string }
 
-// substitute returns the deploy file at path with subs applied to its
-// non-comment lines (lines starting with "#"), and fails unless each
-// placeholder was found on exactly one of them: an edit of the file that
-// breaks the substitution fails loudly instead of testing something else.
-func substitute(t *testing.T, path string, subs []substitution) string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return substituteText(t, path, string(data), subs)
-}
-
-// substituteText is [substitute] on text already read; name is for messages.
+// substituteText returns text with subs applied to its non-comment lines
+// (lines starting with "#"), and fails unless each placeholder was found on
+// exactly one of them: an edit of the file that breaks the substitution
+// fails loudly instead of testing something else. name is for messages.
 func substituteText(t *testing.T, name, text string, subs []substitution) string {
 	t.Helper()
 	counts := make([]int, len(subs))

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -105,14 +106,35 @@ issuers:
 `, is.IssuerConfig()))
 
 	port := freePort(t)
-	conf := substitute(t, "../deploy/nginx/nginx-mtls.conf", []substitution{
+	raw, err := os.ReadFile("../deploy/nginx/nginx-mtls.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(raw)
+	// The file's documented placeholders, each on exactly one non-comment
+	// line: an edit that breaks the substitution fails loudly.
+	for _, sub := range [][2]string{
 		{"listen 8443", "listen 127.0.0.1:" + strconv.Itoa(port)},
 		{"/etc/nginx/tls/server.crt", crt},
 		{"/etc/nginx/tls/server.key", key},
 		{"/etc/nginx/tls/client-ca.crt", filepath.Join(pki.dir, "client-ca.crt")},
-		{placeholderJWKSVerify, jv.HTTP},
-		{placeholderUpstream, up.Addr},
-	})
+		{"127.0.0.1:8080", jv.HTTP},
+		{"127.0.0.1:9000", up.Addr},
+	} {
+		var b strings.Builder
+		n := 0
+		for line := range strings.Lines(conf) {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, sub[0]) {
+				n++
+				line = strings.ReplaceAll(line, sub[0], sub[1])
+			}
+			b.WriteString(line)
+		}
+		if n != 1 {
+			t.Fatalf("deploy/nginx/nginx-mtls.conf: placeholder %q on %d non-comment lines, want 1", sub[0], n)
+		}
+		conf = b.String()
+	}
 	addr := runNginx(t, nginx, conf, port)
 
 	bound := is.Token(map[string]any{"cnf": map[string]any{"x5t#S256": x5tS256(certA.Certificate[0])}})

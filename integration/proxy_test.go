@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,57 +17,113 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/jwksverify/jwksverify/request"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// The proxies run the committed files deploy/nginx/nginx.conf and
-// deploy/caddy/Caddyfile. The test replaces only these documented
-// addresses (each must appear exactly once outside comments, so an edit of
-// the files that breaks the substitution fails loudly):
-//
-//	nginx:  "listen 8000"     -> "listen 127.0.0.1:<proxy port>"
-//	Caddy:  ":8000 {"         -> ":<proxy port> {" (a host here would turn on TLS)
-//	both:   "127.0.0.1:8080"  -> jwksverify's HTTP address
-//	both:   "127.0.0.1:9000"  -> the echo upstream's address
-const (
-	placeholderJWKSVerify = "127.0.0.1:8080"
-	placeholderUpstream   = "127.0.0.1:9000"
-)
+// The proxies run what `jwksverify proxy-config nginx|caddy` prints for the
+// configuration jwksverify itself runs (deploy/'s copies of that output for
+// the example configuration are checked against a fresh generation by
+// cmd/jwksverify/internal/proxyconfig's TestDeployFiles). The configuration
+// names three claim headers, and a second issuer whose keys never load, so
+// that its tokens are answered 503 keys_unavailable.
+
+// claimHeaders are the headers the proxy tests' configuration names, with
+// the claims they come from.
+var claimHeaders = []struct{ claim, header string }{
+	{"sub", "X-Auth-Subject"},
+	{"scope", "X-Auth-Scope"},
+	{"email", "X-Auth-Email"},
+}
 
 // proxyEnv is a proxy in front of the echo upstream, asking jwksverify.
 type proxyEnv struct {
 	URL      string // the proxy
 	issuer   *testIssuer
+	down     *testIssuer // its keys are unavailable: 503
 	upstream *echo
 }
 
-// startBackends starts the echo upstream and jwksverify with one issuer.
-func startBackends(t *testing.T) (*testIssuer, *echo, *jwksverifyProc) {
-	t.Helper()
-	is := newTestIssuer(t)
-	up := startEcho(t)
-	jv := startJWKSVerify(t, "listen: 127.0.0.1:0\nshutdown_timeout: 1s\nissuers:\n"+is.IssuerConfig())
-	return is, up, jv
+// proxyBackends are the echo upstream and the configuration of jwksverify
+// for a proxy preset; jv is nil when jwksverify is not started (down).
+type proxyBackends struct {
+	is, down *testIssuer
+	upstream *echo
+	config   string // the configuration file jwksverify runs
 }
 
-// startNginx runs real nginx with deploy/nginx/nginx.conf. nginx runs in the
-// foreground with its pid file and prefix in a temp dir. Its compiled-in
-// temporary paths (/var/lib/nginx/* on Debian) are the package's own and
-// need root, which CI has.
-func startNginx(t *testing.T) *proxyEnv {
+// startBackends starts the echo upstream and, unless jwksverifyDown,
+// jwksverify with a configuration for proxy preset px on a fixed loopback
+// port: authAddr's port when given (a stand-in listening there instead).
+func startBackends(t *testing.T, px string, jwksverifyDown bool, authAddr string) proxyBackends {
+	t.Helper()
+	port := freePort(t)
+	if authAddr != "" {
+		_, p, err := net.SplitHostPort(authAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, _ = strconv.Atoi(p)
+	}
+	is := newTestIssuer(t)
+	down := &testIssuer{Issuer: "https://down.e2e.example/", Audience: is.Audience}
+	var mapping []string
+	for _, c := range claimHeaders {
+		mapping = append(mapping, c.claim+": "+c.header)
+	}
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:%d
+shutdown_timeout: 1s
+forward_auth: {proxy: %s}
+issuers:
+%s    claims_to_headers: {%s}
+  - issuer: %s
+    jwks_url: http://127.0.0.1:%d/jwks
+    allow_insecure_http: true
+    audiences: [%s]
+    refresh: {fetch_timeout: 1s, unknown_kid_wait: 200ms}
+`, port, px, strings.Replace(is.IssuerConfig(), "    claims_to_headers: {sub: X-Auth-Subject, scope: X-Auth-Scope}\n", "", 1),
+		strings.Join(mapping, ", "), down.Issuer, freePort(t), down.Audience)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !jwksverifyDown {
+		startJWKSVerifyWith(t, cfg, jwksverifyOptions{Unready: true})
+	}
+	return proxyBackends{is: is, down: down, upstream: startEcho(t), config: path}
+}
+
+// proxyConfig runs `jwksverify proxy-config px` for b's configuration, the
+// proxy listening on listen.
+func proxyConfig(t *testing.T, px string, b proxyBackends, listen string) string {
+	t.Helper()
+	cmd := exec.Command(jwksverifyBinary(t), "proxy-config", px, "--config", b.config, "--listen", listen, "--upstream", b.upstream.Addr)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("jwksverify proxy-config %s: %v\n%s", px, err, stderr.String())
+	}
+	if stderr.Len() != 0 {
+		t.Errorf("jwksverify proxy-config %s warned for a configuration that sets forward_auth.proxy: %s", px, stderr.String())
+	}
+	return string(out)
+}
+
+// startNginx runs real nginx with the generated configuration. nginx runs
+// in the foreground with its pid file and prefix in a temp dir. Its
+// compiled-in temporary paths (/var/lib/nginx/* on Debian) are the package's
+// own and need root, which CI has.
+func startNginx(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 	t.Helper()
 	nginx := requireNginx(t)
-	is, up, jv := startBackends(t)
+	b := startBackends(t, "nginx", jwksverifyDown, authAddr)
 	port := freePort(t)
-	conf := substitute(t, "../deploy/nginx/nginx.conf", []substitution{
-		{"listen 8000", "listen 127.0.0.1:" + strconv.Itoa(port)},
-		{placeholderJWKSVerify, jv.HTTP},
-		{placeholderUpstream, up.Addr},
-	})
-	return &proxyEnv{URL: "http://" + runNginx(t, nginx, conf, port), issuer: is, upstream: up}
+	addr := runNginx(t, nginx, proxyConfig(t, "nginx", b, "127.0.0.1:"+strconv.Itoa(port)), port)
+	return &proxyEnv{URL: "http://" + addr, issuer: b.is, down: b.down, upstream: b.upstream}
 }
 
 // requireNginx returns the nginx executable, failing under CI=true (and
@@ -101,22 +158,17 @@ func runNginx(t *testing.T, nginx, conf string, port int) string {
 	return addr
 }
 
-// startCaddy runs real Caddy with deploy/caddy/Caddyfile (admin off, no
-// automatic HTTPS), its data and config directories in temp dirs.
-func startCaddy(t *testing.T) *proxyEnv {
+// startCaddy runs real Caddy with the generated configuration (admin off,
+// an http:// site address: no automatic HTTPS), its data and config
+// directories in temp dirs.
+func startCaddy(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 	t.Helper()
 	caddy := requireTool(t, "caddy", "caddy")
-	is, up, jv := startBackends(t)
-	port := freePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	conf := substitute(t, "../deploy/caddy/Caddyfile", []substitution{
-		{":8000 {", ":" + strconv.Itoa(port) + " {"},
-		{placeholderJWKSVerify, jv.HTTP},
-		{placeholderUpstream, up.Addr},
-	})
+	b := startBackends(t, "caddy", jwksverifyDown, authAddr)
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+	if err := os.WriteFile(confPath, []byte(proxyConfig(t, "caddy", b, addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(caddy, "run", "--config", confPath, "--adapter", "caddyfile")
@@ -127,33 +179,127 @@ func startCaddy(t *testing.T) *proxyEnv {
 	)
 	p := startProcess(t, "caddy", cmd)
 	waitTCP(t, p, addr)
-	return &proxyEnv{URL: "http://" + addr, issuer: is, upstream: up}
+	return &proxyEnv{URL: "http://" + addr, issuer: b.is, down: b.down, upstream: b.upstream}
 }
 
-func TestNginxForwardAuth(t *testing.T) { testForwardAuth(t, startNginx(t)) }
+func TestNginxForwardAuth(t *testing.T) { testForwardAuth(t, startNginx(t, false, "")) }
 
-func TestCaddyForwardAuth(t *testing.T) { testForwardAuth(t, startCaddy(t)) }
+func TestCaddyForwardAuth(t *testing.T) { testForwardAuth(t, startCaddy(t, false, "")) }
+
+// TestProxyOriginalRequestHeaders: the auth call of the generated nginx and
+// Caddy files carries the original request in exactly the headers the
+// forward_auth.proxy preset reads (request.Proxy.Headers), with the proxy's
+// values over the ones a client forged, and no claim header. An echo server
+// stands in for jwksverify to record the auth call (jwksverify reads these
+// headers only for routes and policies); it answers 200, so the request also
+// reaches the upstream.
+func TestProxyOriginalRequestHeaders(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		start  func(*testing.T, bool, string) *proxyEnv
+		preset request.Proxy
+	}{
+		{"nginx", startNginx, request.Nginx},
+		{"caddy", startCaddy, request.Caddy},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			auth := startEcho(t)
+			px := tc.start(t, true, auth.Addr)
+			req, _ := http.NewRequest("GET", px.URL+"/orders/7?page=2", nil)
+			for _, p := range []request.Proxy{request.Nginx, request.Caddy} {
+				h, _ := p.Headers()
+				for _, name := range []string{h.Method, h.URI, h.Host, h.Proto} {
+					req.Header.Set(name, "forged")
+				}
+			}
+			for _, h := range claimHeaders {
+				req.Header.Set(h.header, "forged-"+h.claim)
+			}
+			resp, err := httpClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			got := auth.Last()
+			if got == nil || auth.Hits() != 1 {
+				t.Fatalf("the auth stand-in got %d requests, want 1 (status %d)", auth.Hits(), resp.StatusCode)
+			}
+			host := strings.TrimPrefix(px.URL, "http://")
+			host, _, _ = strings.Cut(host, ":")
+			h, _ := tc.preset.Headers()
+			for name, want := range map[string]string{h.Method: "GET", h.URI: "/orders/7?page=2", h.Host: host, h.Proto: "http"} {
+				vals := got.Headers.Values(name)
+				if len(vals) == 1 && name == h.Host {
+					// With or without the port: jwksverify reads it as request.NormalizeHost does.
+					vals[0] = request.NormalizeHost(vals[0])
+				}
+				if len(vals) != 1 || vals[0] != want {
+					t.Errorf("auth call %s = %q, want exactly [%q]", name, vals, want)
+				}
+			}
+			for _, h := range claimHeaders {
+				if v := got.Headers.Get(h.header); v != "" {
+					t.Errorf("auth call carries the client's %s = %q, want it cleared", h.header, v)
+				}
+			}
+		})
+	}
+}
+
+// TestProxyJWKSVerifyDown: with jwksverify not running, nginx answers 503
+// (could not decide, as jwksverify's own 503) instead of auth_request's
+// 500; Caddy answers 502 (docs/DEPLOY.md says so). Neither lets the request
+// through.
+func TestProxyJWKSVerifyDown(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		start func(*testing.T, bool, string) *proxyEnv
+		want  int
+	}{
+		{"nginx", startNginx, http.StatusServiceUnavailable},
+		{"caddy", startCaddy, http.StatusBadGateway},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			px := tc.start(t, true, "")
+			req, _ := http.NewRequest("GET", px.URL+"/orders/7", nil)
+			req.Header.Set("Authorization", "Bearer "+px.issuer.Token(nil))
+			resp, err := httpClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want || px.upstream.Hits() != 0 {
+				t.Errorf("GET with jwksverify down = %d, upstream hits %d; want %d and 0", resp.StatusCode, px.upstream.Hits(), tc.want)
+			}
+		})
+	}
+}
 
 // testForwardAuth runs the forward-auth cases through a proxy: a valid token
-// reaches the upstream with the subject header; no or an invalid token gets
-// 401 with WWW-Authenticate from the proxy and never reaches the upstream;
-// a client-sent X-Auth-Subject never reaches the upstream.
+// reaches the upstream with the three claim headers from its claims; no or
+// an invalid token gets 401 with WWW-Authenticate from the proxy and never
+// reaches the upstream; a token whose keys are unavailable gets 503; a
+// client-sent value of any claim header never reaches the upstream.
 func testForwardAuth(t *testing.T, px *proxyEnv) {
 	is := px.issuer
+	email := map[string]any{"email": "alice@example.com"}
 	tests := []struct {
 		name        string
 		method      string
 		token       string // "" sends no Authorization
-		spoof       bool   // the client sends X-Auth-Subject: admin and X-Auth-Scope: root
+		spoof       bool   // the client sends a forged value of every claim header
 		body        string
 		wantStatus  int
 		wantSubject string // upstream's X-Auth-Subject ("" = absent or empty)
 		wantScope   string
+		wantEmail   string
 		wantWWW     string // the WWW-Authenticate the client gets (401s)
 	}{
-		{name: "valid", method: "GET", token: is.Token(nil), wantStatus: 200, wantSubject: "alice", wantScope: "orders:read"},
-		{name: "valid-spoofed-subject", method: "GET", token: is.Token(nil), spoof: true, wantStatus: 200, wantSubject: "alice", wantScope: "orders:read"},
+		{name: "valid", method: "GET", token: is.Token(email), wantStatus: 200, wantSubject: "alice", wantScope: "orders:read", wantEmail: "alice@example.com"},
+		{name: "valid-spoofed", method: "GET", token: is.Token(email), spoof: true, wantStatus: 200, wantSubject: "alice", wantScope: "orders:read", wantEmail: "alice@example.com"},
+		{name: "valid-without-email-spoofed", method: "GET", token: is.Token(nil), spoof: true, wantStatus: 200, wantSubject: "alice", wantScope: "orders:read"},
 		{name: "valid-without-claims-spoofed", method: "GET", token: is.Token(map[string]any{"sub": nil, "scope": nil}), spoof: true, wantStatus: 200},
+		{name: "keys-unavailable-spoofed", method: "GET", token: px.down.Token(nil), spoof: true, wantStatus: 503},
 		{name: "valid-post-body-reaches-upstream", method: "POST", token: is.Token(nil), body: `{"order":7}`, wantStatus: 200, wantSubject: "alice", wantScope: "orders:read"},
 		{name: "no-token", method: "GET", wantStatus: 401, wantWWW: `Bearer realm="jwksverify"`},
 		{name: "no-token-spoofed", method: "GET", spoof: true, wantStatus: 401, wantWWW: `Bearer realm="jwksverify"`},
@@ -181,8 +327,9 @@ func testForwardAuth(t *testing.T, px *proxyEnv) {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
 			}
 			if tc.spoof {
-				req.Header.Set("X-Auth-Subject", "admin")
-				req.Header.Set("X-Auth-Scope", "root")
+				for _, h := range claimHeaders {
+					req.Header.Set(h.header, "forged-"+h.claim)
+				}
 			}
 			hitsBefore := px.upstream.Hits()
 			resp, err := c.Do(req)
@@ -199,6 +346,9 @@ func testForwardAuth(t *testing.T, px *proxyEnv) {
 			}
 			hits := px.upstream.Hits() - hitsBefore
 			if tc.wantStatus != http.StatusOK {
+				if tc.wantStatus == http.StatusServiceUnavailable && !strings.Contains(string(data), "keys_unavailable") {
+					t.Errorf("503 body = %q, want it to name keys_unavailable", data)
+				}
 				if got := resp.Header.Get("WWW-Authenticate"); got != tc.wantWWW {
 					t.Errorf("WWW-Authenticate = %q, want %q", got, tc.wantWWW)
 				}
@@ -217,6 +367,7 @@ func testForwardAuth(t *testing.T, px *proxyEnv) {
 			for _, h := range []struct{ name, want string }{
 				{"X-Auth-Subject", tc.wantSubject},
 				{"X-Auth-Scope", tc.wantScope},
+				{"X-Auth-Email", tc.wantEmail},
 			} {
 				vals := got.Headers.Values(h.name)
 				switch {

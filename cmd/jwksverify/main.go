@@ -1,6 +1,6 @@
 // Command jwksverify verifies JWTs: it runs the verification service
-// (serve), checks one token (verify), lists an issuer's keys (keys) and
-// prints its version (version).
+// (serve), checks one token (verify), lists an issuer's keys (keys), prints
+// a proxy's configuration (proxy-config) and prints its version (version).
 //
 // Exit status: 0 success (a valid token for verify); 1 a rejected token, no
 // usable key, or a runtime failure; 2 a usage or configuration error.
@@ -66,6 +66,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.verify(ctx, rest)
 	case "keys":
 		return a.keys(ctx, rest)
+	case "proxy-config":
+		return a.proxyConfig(ctx, rest)
 	case "version", "--version", "-version":
 		return a.version(rest)
 	case "help", "-h", "--help", "-help":
@@ -81,6 +83,7 @@ Commands:
   serve     run the verification service (--config FILE, or --demo)
   verify    verify one token and print the result as JSON
   keys      fetch a JWKS and list its keys, with problems flagged
+  proxy-config  print an nginx, Caddy, Traefik or Envoy configuration for a config
   version   print the version
   help      show help for a command: jwksverify help <command>
 
@@ -120,6 +123,17 @@ Exit 0 and the result as JSON when valid; exit 1 and
 
 Fetches and parses a key set and lists each key (kid, kty, alg, use, size,
 RFC 7638 thumbprint) with problems flagged. Exit 1 when no key is usable.
+`,
+	"proxy-config": `Usage: jwksverify proxy-config nginx|caddy|traefik|envoy --config FILE
+                               [--listen ADDR] [--upstream ADDR]
+
+Prints a proxy configuration that asks jwksverify (at the config's listen
+address) about every request to the application at --upstream: each
+claims_to_headers header cleared before the auth call and set from the
+answer only, the original-request headers of the forward_auth.proxy preset
+set over the client's, 401/403/503 passed on, timeouts longer than
+jwksverify may take to answer. A config whose forward_auth.proxy names
+another proxy is refused (exit 2); one without it gets a warning.
 `,
 	"version": `Usage: jwksverify version
 

@@ -318,6 +318,9 @@ type k8sObjects struct {
 	configMap  *corev1.ConfigMap
 	hpa        *autoscalingv2.HorizontalPodAutoscaler
 	pdb        *policyv1.PodDisruptionBudget
+	// serviceMonitor is the Prometheus Operator's (the Helm chart's, when
+	// enabled); nil in kubernetes/.
+	serviceMonitor *serviceMonitor
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -335,48 +338,65 @@ func loadKubernetes(t *testing.T) k8sObjects {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range docSeparator.Split(string(data), -1) {
-			var meta struct{ APIVersion, Kind string }
-			if err := sigsyaml.Unmarshal([]byte(doc), &meta); err != nil {
-				t.Fatalf("%s doc %d: %v", f, i, err)
-			}
-			if meta.Kind == "" {
-				continue // an empty document (comments only)
-			}
-			key := meta.APIVersion + " " + meta.Kind
-			if prev, dup := seen[key]; dup {
-				t.Fatalf("%s: second %s (first in %s)", f, key, prev)
-			}
-			seen[key] = f
-			var obj any
-			switch key {
-			case "apps/v1 Deployment":
-				out.deployment = &appsv1.Deployment{}
-				obj = out.deployment
-			case "v1 Service":
-				out.service = &corev1.Service{}
-				obj = out.service
-			case "v1 ConfigMap":
-				out.configMap = &corev1.ConfigMap{}
-				obj = out.configMap
-			case "autoscaling/v2 HorizontalPodAutoscaler":
-				out.hpa = &autoscalingv2.HorizontalPodAutoscaler{}
-				obj = out.hpa
-			case "policy/v1 PodDisruptionBudget":
-				out.pdb = &policyv1.PodDisruptionBudget{}
-				obj = out.pdb
-			default:
-				t.Fatalf("%s doc %d: unexpected %s", f, i, key)
-			}
-			if err := sigsyaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-				t.Fatalf("%s doc %d (%s): UnmarshalStrict() = %v", f, i, key, err)
-			}
+		decodeManifests(t, f, data, &out, seen)
+	}
+	out.requireCore(t, seen)
+	return out
+}
+
+// decodeManifests decodes each YAML document of data (from source) strictly
+// into its API type in out, failing on an unknown kind, an unknown field or
+// a second object of a kind (seen: kind to source).
+func decodeManifests(t *testing.T, source string, data []byte, out *k8sObjects, seen map[string]string) {
+	t.Helper()
+	for i, doc := range docSeparator.Split(string(data), -1) {
+		var meta struct{ APIVersion, Kind string }
+		if err := sigsyaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("%s doc %d: %v", source, i, err)
+		}
+		if meta.Kind == "" {
+			continue // an empty document (comments only)
+		}
+		key := meta.APIVersion + " " + meta.Kind
+		if prev, dup := seen[key]; dup {
+			t.Fatalf("%s: second %s (first in %s)", source, key, prev)
+		}
+		seen[key] = source
+		var obj any
+		switch key {
+		case "apps/v1 Deployment":
+			out.deployment = &appsv1.Deployment{}
+			obj = out.deployment
+		case "v1 Service":
+			out.service = &corev1.Service{}
+			obj = out.service
+		case "v1 ConfigMap":
+			out.configMap = &corev1.ConfigMap{}
+			obj = out.configMap
+		case "autoscaling/v2 HorizontalPodAutoscaler":
+			out.hpa = &autoscalingv2.HorizontalPodAutoscaler{}
+			obj = out.hpa
+		case "policy/v1 PodDisruptionBudget":
+			out.pdb = &policyv1.PodDisruptionBudget{}
+			obj = out.pdb
+		case "monitoring.coreos.com/v1 ServiceMonitor":
+			out.serviceMonitor = &serviceMonitor{}
+			obj = out.serviceMonitor
+		default:
+			t.Fatalf("%s doc %d: unexpected %s", source, i, key)
+		}
+		if err := sigsyaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Fatalf("%s doc %d (%s): UnmarshalStrict() = %v", source, i, key, err)
 		}
 	}
-	if out.deployment == nil || out.service == nil || out.configMap == nil || out.hpa == nil || out.pdb == nil {
-		t.Fatalf("kubernetes/ kinds = %v, want Deployment, Service, ConfigMap, HorizontalPodAutoscaler, PodDisruptionBudget", seen)
+}
+
+// requireCore fails unless o holds the five kinds every deployment has.
+func (o k8sObjects) requireCore(t *testing.T, seen map[string]string) {
+	t.Helper()
+	if o.deployment == nil || o.service == nil || o.configMap == nil || o.hpa == nil || o.pdb == nil {
+		t.Fatalf("kinds = %v, want Deployment, Service, ConfigMap, HorizontalPodAutoscaler, PodDisruptionBudget", seen)
 	}
-	return out
 }
 
 // configMapConfig is the ConfigMap's config.yaml, parsed as plain YAML. The
@@ -433,20 +453,29 @@ func configMapClaimHeaders(t *testing.T) []string {
 // covers the service's shutdown: reporting draining for shutdown_delay, then
 // draining for up to shutdown_timeout. A shorter period gets the process
 // SIGKILLed with requests in flight.
+// drainTime is how long the service takes to stop after SIGTERM, for the
+// config's shutdown_delay and shutdown_timeout ("" = their defaults, 0s and
+// 15s): the pod's terminationGracePeriodSeconds must exceed it.
+func drainTime(t *testing.T, delay, timeout string) time.Duration {
+	t.Helper()
+	var total time.Duration
+	for _, d := range []struct{ v, def string }{{delay, "0s"}, {timeout, "15s"}} {
+		if d.v == "" {
+			d.v = d.def
+		}
+		x, err := time.ParseDuration(d.v)
+		if err != nil {
+			t.Fatalf("config duration %q: %v", d.v, err)
+		}
+		total += x
+	}
+	return total
+}
+
 func TestKubernetesGracePeriod(t *testing.T) {
 	k := loadKubernetes(t)
 	c := parseConfigMap(t, k.configMap)
-	dur := func(s, def string) time.Duration {
-		if s == "" {
-			s = def
-		}
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("ConfigMap duration %q: %v", s, err)
-		}
-		return d
-	}
-	need := dur(c.ShutdownDelay, "0s") + dur(c.ShutdownTimeout, "15s")
+	need := drainTime(t, c.ShutdownDelay, c.ShutdownTimeout)
 	gp := k.deployment.Spec.Template.Spec.TerminationGracePeriodSeconds
 	if gp == nil {
 		t.Fatalf("terminationGracePeriodSeconds unset (Kubernetes default 30s), want it stated and ≥ %v", need)

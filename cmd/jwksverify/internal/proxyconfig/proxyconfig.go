@@ -1,0 +1,242 @@
+// Package proxyconfig writes the configuration of a proxy (nginx, Caddy,
+// Traefik, Envoy) that asks jwksverify about every request: the claim
+// headers a configuration names cleared before the auth call and set from
+// its answer, the original-request headers of the forward_auth.proxy preset
+// set over the client's, jwksverify's 401, 403 and 503 passed on, and proxy
+// timeouts longer than jwksverify may take to answer. `jwksverify
+// proxy-config` prints it; the files in deploy/ are its output for
+// testdata/config/example.yaml.
+package proxyconfig
+
+import (
+	"bytes"
+	"cmp"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/textproto"
+	"slices"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/request"
+)
+
+// Defaults of [Input]'s addresses: a proxy on loopback in front of an
+// application on loopback.
+const (
+	DefaultListen   = "127.0.0.1:8000"
+	DefaultUpstream = "127.0.0.1:9000"
+	// DefaultGRPCPort is the port Envoy's gRPC ext_authz cluster uses when
+	// the configuration has no grpc_listen.
+	DefaultGRPCPort = "9001"
+)
+
+// Errors of [FromPlan] and [Write].
+var (
+	// ErrMismatch: forward_auth.proxy names another preset than the proxy
+	// asked for, so jwksverify would read headers this proxy never sets.
+	ErrMismatch = errors.New("proxyconfig: forward_auth.proxy names another proxy")
+	// ErrProxy: not a proxy this package writes for.
+	ErrProxy = errors.New("proxyconfig: unknown proxy")
+)
+
+// Input is what a proxy configuration is written from.
+type Input struct {
+	// Proxy is the proxy to configure: nginx, caddy, traefik or envoy.
+	Proxy request.Proxy
+	// Listen is where clients connect to the proxy ("" means
+	// DefaultListen). Envoy's two listeners use its port and the next.
+	Listen string
+	// Upstream is the application's address ("" means DefaultUpstream).
+	Upstream string
+	// JWKSVerify is jwksverify's HTTP address (host:port).
+	JWKSVerify string
+	// GRPC is jwksverify's gRPC address; "" means JWKSVerify's host with
+	// DefaultGRPCPort (Envoy's gRPC listener then needs grpc_listen set).
+	GRPC string
+	// ClaimHeaders are the headers jwksverify may set on an allowed answer,
+	// canonical and sorted: each is cleared before the auth call and set
+	// from the answer only.
+	ClaimHeaders []string
+	// Timeout bounds the auth call: longer than jwksverify may take to
+	// answer, so its answer always arrives.
+	Timeout time.Duration
+	// ClientCertHeader is the configuration's mtls.client_cert_header, ""
+	// for none: nginx then sends the verified client certificate
+	// ($ssl_client_escaped_cert) in it to the auth call, and never the
+	// client's own.
+	ClientCertHeader string
+	// ConfigProxy is the configuration's forward_auth.proxy. None means
+	// unset: Write notes that it should be set.
+	ConfigProxy request.Proxy
+}
+
+// headerSources are the places a configuration names claim headers in:
+// adding a source (per-policy claims_to_headers) is one line here.
+var headerSources = []func(*config.Plan) []string{
+	issuerHeaders,
+}
+
+// issuerHeaders are the issuers' claims_to_headers headers.
+func issuerHeaders(p *config.Plan) []string {
+	var hs []string
+	for _, m := range p.Server.ClaimsToHeaders {
+		for _, h := range m {
+			hs = append(hs, h)
+		}
+	}
+	return hs
+}
+
+// ClaimHeaders returns every header the plan may have jwksverify set on an
+// allowed answer, canonical, sorted, each once.
+func ClaimHeaders(p *config.Plan) []string {
+	var hs []string
+	for _, src := range headerSources {
+		for _, h := range src(p) {
+			hs = append(hs, textproto.CanonicalMIMEHeaderKey(h))
+		}
+	}
+	slices.Sort(hs)
+	return slices.Compact(hs)
+}
+
+// authMargin is what the proxy waits beyond jwksverify's longest answer.
+const authMargin = time.Second
+
+// Timeout returns how long a proxy waits for jwksverify's answer under p:
+// more than the server's write timeout (which covers every unknown-kid
+// wait, config.Timeouts) and more than any remote issuer's fetch plus its
+// unknown-kid wait, in whole seconds.
+func Timeout(p *config.Plan) time.Duration {
+	longest := p.HTTP.Write
+	for _, is := range p.Issuers {
+		if is.Local() {
+			continue
+		}
+		fetch := cmp.Or(is.JWKS.FetchTimeout, jwks.DefaultFetchTimeout)
+		wait := cmp.Or(is.JWKS.UnknownKidWait, jwks.DefaultUnknownKidWait)
+		longest = max(longest, fetch+wait)
+	}
+	return (longest + authMargin + time.Second - 1).Truncate(time.Second)
+}
+
+// FromPlan returns the input for proxy px under plan p. It returns
+// ErrMismatch when p's forward_auth.proxy names another preset.
+func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
+	if _, ok := templates[px]; !ok {
+		return Input{}, fmt.Errorf("%w %q, want one of %s", ErrProxy, px, strings.Join(request.Proxies(), ", "))
+	}
+	if cp := p.Server.Proxy; cp != request.None && cp != px {
+		return Input{}, fmt.Errorf("%w: the configuration says forward_auth.proxy: %s, not %s", ErrMismatch, cp, px)
+	}
+	in := Input{
+		Proxy:            px,
+		JWKSVerify:       dialable(p.Listen),
+		ClaimHeaders:     ClaimHeaders(p),
+		ClientCertHeader: textproto.CanonicalMIMEHeaderKey(p.Server.ClientCert.Header),
+		Timeout:          Timeout(p),
+		ConfigProxy:      p.Server.Proxy,
+	}
+	if p.GRPCListen != "" {
+		in.GRPC = dialable(p.GRPCListen)
+	}
+	return in, nil
+}
+
+// dialable turns a listen address into one to connect to: an unspecified
+// host (":8080", "0.0.0.0:8080", "[::]:8080") becomes loopback.
+func dialable(listen string) string {
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return listen
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+//go:embed templates
+var templateFS embed.FS
+
+// templates are the proxies' templates, by preset.
+var templates = map[request.Proxy]*template.Template{
+	request.Nginx:   parse("nginx.conf.tmpl"),
+	request.Caddy:   parse("Caddyfile.tmpl"),
+	request.Traefik: parse("traefik.yaml.tmpl"),
+	request.Envoy:   parse("envoy.yaml.tmpl"),
+}
+
+func parse(name string) *template.Template {
+	return template.Must(template.New(name).Funcs(template.FuncMap{
+		"lower":    strings.ToLower,
+		"nginxvar": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
+		"seconds":  func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
+		"host":     func(a string) string { h, _, _ := net.SplitHostPort(a); return h },
+		"port":     func(a string) string { _, p, _ := net.SplitHostPort(a); return p },
+		"nextport": func(a string) (string, error) {
+			_, p, _ := net.SplitHostPort(a)
+			n, err := strconv.Atoi(p)
+			if err != nil || n >= 65535 {
+				return "", fmt.Errorf("listen %q: no next port", a)
+			}
+			return strconv.Itoa(n + 1), nil
+		},
+	}).ParseFS(templateFS, "templates/"+name))
+}
+
+// original is the template's view of the preset's original-request
+// headers: each header name with the proxy's expression for its value.
+type original struct{ Name, Value string }
+
+// values are each proxy's expressions for method, URI, host and proto, in
+// request.Headers's order. Caddy and Traefik set their preset's headers
+// themselves.
+var values = map[request.Proxy][4]string{
+	request.Nginx: {"$request_method", "$request_uri", "$host", "$scheme"},
+}
+
+// Write writes the configuration of in.Proxy to w.
+func Write(w io.Writer, in Input) error {
+	t, ok := templates[in.Proxy]
+	if !ok {
+		return fmt.Errorf("%w %q", ErrProxy, in.Proxy)
+	}
+	in.Listen = cmp.Or(in.Listen, DefaultListen)
+	in.Upstream = cmp.Or(in.Upstream, DefaultUpstream)
+	for _, a := range []string{in.Listen, in.Upstream, in.JWKSVerify} {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("proxyconfig: address %q: %w", a, err)
+		}
+	}
+	grpcSet := in.GRPC != ""
+	if !grpcSet {
+		h, _, _ := net.SplitHostPort(in.JWKSVerify)
+		in.GRPC = net.JoinHostPort(h, DefaultGRPCPort)
+	}
+	data := struct {
+		Input
+		GRPCSet  bool
+		Original []original
+	}{Input: in, GRPCSet: grpcSet}
+	if h, ok := in.Proxy.Headers(); ok {
+		v := values[in.Proxy]
+		for i, name := range []string{h.Method, h.URI, h.Host, h.Proto} {
+			data.Original = append(data.Original, original{name, v[i]})
+		}
+	}
+	var b bytes.Buffer
+	if err := t.Execute(&b, data); err != nil {
+		return fmt.Errorf("proxyconfig: %s: %w", in.Proxy, err)
+	}
+	_, err := w.Write(b.Bytes())
+	return err
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/proxyconfig"
+	"github.com/jwksverify/jwksverify/request"
+)
+
+// proxyConfig prints the configuration of a proxy asking jwksverify, for
+// the configuration file it is given (package proxyconfig).
+func (a *app) proxyConfig(_ context.Context, args []string) int {
+	fs := a.newFlagSet("proxy-config")
+	path := fs.String("config", "", "configuration `file` (or JWKSVERIFY_CONFIG)")
+	listen := fs.String("listen", proxyconfig.DefaultListen, "`address` the proxy listens on for clients")
+	upstream := fs.String("upstream", proxyconfig.DefaultUpstream, "the application's `address`")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	if *path == "" {
+		*path, _ = a.lookupEnv("JWKSVERIFY_CONFIG")
+	}
+	if len(pos) != 1 || *path == "" {
+		fs.Usage()
+		return exitUsage
+	}
+	px, err := request.ParseProxy(pos[0])
+	if err != nil || px == request.None {
+		fmt.Fprintf(a.stderr, "jwksverify proxy-config: unknown proxy %q\n", pos[0])
+		return exitUsage
+	}
+	plan, err := config.Load(*path, config.Overrides{NoServerSecrets: true}, a.lookupEnv)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify proxy-config: %v\n", err)
+		return exitUsage
+	}
+	in, err := proxyconfig.FromPlan(plan, px)
+	if err != nil {
+		if errors.Is(err, proxyconfig.ErrMismatch) {
+			err = fmt.Errorf("%w: jwksverify would read headers %s does not set", err, px)
+		}
+		fmt.Fprintf(a.stderr, "jwksverify proxy-config: %s: %v\n", *path, err)
+		return exitUsage
+	}
+	in.Listen, in.Upstream = *listen, *upstream
+	if in.ConfigProxy == request.None {
+		fmt.Fprintf(a.stderr, "jwksverify proxy-config: warning: %s does not set forward_auth.proxy; add forward_auth: {proxy: %s}\n", *path, px)
+	}
+	if err := proxyconfig.Write(a.stdout, in); err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify proxy-config: %v\n", err)
+		return exitUsage
+	}
+	return exitOK
+}

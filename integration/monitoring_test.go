@@ -1,0 +1,141 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// metricName finds the jwksverify metric names a PromQL expression uses.
+var metricName = regexp.MustCompile(`\bjwksverify_[a-z0-9_]+`)
+
+// monitoredMetrics returns every jwksverify metric name that
+// deploy/prometheus/alerts.yaml and deploy/grafana/jwksverify.json use, with
+// where each is used.
+func monitoredMetrics(t *testing.T) map[string]string {
+	t.Helper()
+	names := map[string]string{}
+	add := func(where, expr string) {
+		for _, n := range metricName.FindAllString(expr, -1) {
+			names[n] = where
+		}
+	}
+	data, err := os.ReadFile("../deploy/prometheus/alerts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert, Expr string
+			}
+		}
+	}
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatalf("alerts.yaml: %v", err)
+	}
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			add("alert "+r.Alert, r.Expr)
+		}
+	}
+	data, err = os.ReadFile("../deploy/grafana/jwksverify.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+		Templating struct {
+			List []struct {
+				Name  string
+				Query any
+			}
+		}
+	}
+	if err := json.Unmarshal(data, &dash); err != nil {
+		t.Fatalf("jwksverify.json: %v", err)
+	}
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			add("panel "+p.Title, tg.Expr)
+		}
+	}
+	for _, v := range dash.Templating.List {
+		if q, ok := v.Query.(string); ok {
+			add("variable "+v.Name, q)
+		}
+	}
+	return names
+}
+
+// TestMonitoredMetricsExist: every metric the alert rules and the dashboard
+// name is in the /metrics of the real binary, serving a remote issuer (the
+// per-issuer JWKS series) after one decided token (the histogram's series).
+// A renamed metric fails here instead of in a silent alert.
+func TestMonitoredMetricsExist(t *testing.T) {
+	names := monitoredMetrics(t)
+	if len(names) < 15 {
+		t.Fatalf("found %d metric names in the rules and dashboard, want the ~20 they use: %v", len(names), names)
+	}
+	idp := startDiscoveryIdP(t)
+	jv := startJWKSVerify(t, fmt.Sprintf(`listen: 127.0.0.1:0
+shutdown_timeout: 1s
+issuers:
+  - issuer: %s
+    discovery: true
+    allow_insecure_http: true
+    audiences: [%s]
+`, idp.Issuer, idp.Audience))
+	c := httpClient()
+	req, _ := http.NewRequest("GET", "http://"+jv.HTTP+"/v1/authz", nil)
+	req.Header.Set("Authorization", "Bearer "+idp.Token(nil))
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/authz = %d, want 200", resp.StatusCode)
+	}
+	resp, err = c.Get("http://" + jv.HTTP + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	exported := map[string]bool{}
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 4<<20))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, _, _ := strings.Cut(line, "{")
+		name, _, _ = strings.Cut(name, " ")
+		exported[name] = true
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for n, where := range names {
+		if !exported[n] {
+			missing = append(missing, n+" ("+where+")")
+		}
+	}
+	slices.Sort(missing)
+	if len(missing) > 0 {
+		t.Errorf("metrics the rules or the dashboard use but /metrics does not export:\n%s", strings.Join(missing, "\n"))
+	}
+}

@@ -153,7 +153,11 @@ func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenSt
 	var d Decision
 	switch st {
 	case tokenFound:
-		d = s.DecideBound(ctx, endpoint, tok, b)
+		var among []string // an opaque token is introspected at the policy's issuers only
+		if p != nil {
+			among = p.Issuers()
+		}
+		d = s.decideAmong(ctx, endpoint, tok, among, b)
 	case tokenAmbiguous:
 		d = s.reject(ctx, endpoint, s.now(), "", errAmbiguousToken, false)
 	default:

@@ -197,7 +197,7 @@ func (d *Decision) claimValue(claim string) string {
 // with NoToken set. It is safe for concurrent use and blocks only as long
 // as the verifier does (a bounded unknown-kid refresh).
 func (s *Server) Decide(ctx context.Context, endpoint, token string) Decision {
-	return s.DecideBound(ctx, endpoint, token, nil)
+	return s.decideAmong(ctx, endpoint, token, nil, nil)
 }
 
 // DecideBound is [Server.Decide] for a token presented with b (nil: as a
@@ -208,11 +208,18 @@ func (s *Server) Decide(ctx context.Context, endpoint, token string) Decision {
 // store cannot answer. Introspection never checks them: its caller gets
 // the cnf claim and holds the proof. It is safe for concurrent use.
 func (s *Server) DecideBound(ctx context.Context, endpoint, token string, b *Binding) Decision {
+	return s.decideAmong(ctx, endpoint, token, nil, b)
+}
+
+// decideAmong is DecideBound with the issuers an opaque token may be
+// introspected at narrowed to issuers (a policy's; nil: every issuer), see
+// [verify.Verifier.VerifyAmong].
+func (s *Server) decideAmong(ctx context.Context, endpoint, token string, issuers []string, b *Binding) Decision {
 	now := s.now()
 	if token == "" {
 		return s.reject(ctx, endpoint, now, "", errNoToken, true)
 	}
-	res, err := s.v.VerifyAt(ctx, token, now)
+	res, err := s.v.VerifyAmong(ctx, token, now, issuers)
 	if err != nil {
 		return s.reject(ctx, endpoint, now, token, err, false)
 	}

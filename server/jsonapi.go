@@ -196,12 +196,20 @@ func verifyStatus(d Decision) int {
 // whatever the verdicts (an unavailable issuer shows in its items). More
 // than MaxBatch tokens is 400, found while decoding (decodeBatch).
 func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
-	tokens, msg, err := decodeBatch(http.MaxBytesReader(w, r.Body, s.maxBody), s.maxBatch)
+	body := http.MaxBytesReader(w, r.Body, s.maxBody)
+	tokens, msg, err := decodeBatch(body, s.maxBatch)
 	switch {
 	case err != nil:
 		s.writeReadError(w, r, EndpointBatch, err)
 		return
 	case msg != "":
+		// A short body's rest is read (not decoded) before the answer, as
+		// net/http would read it after: a client still sending it would
+		// otherwise race the answer and may see a broken pipe instead. A
+		// long or unknown-length one is answered at once.
+		if r.ContentLength > 0 && r.ContentLength <= drainBeforeAnswer {
+			_, _ = io.Copy(io.Discard, body)
+		}
 		writeError(w, http.StatusBadRequest, "bad_request", msg)
 		return
 	}
@@ -219,6 +227,10 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 	out = append(out, "]}\n"...)
 	writeRaw(w, http.StatusOK, out)
 }
+
+// drainBeforeAnswer is the largest refused batch body whose rest is read
+// before the answer (net/http's own post-handler discard is 256 KiB).
+const drainBeforeAnswer = 256 << 10
 
 // errBadBatch is what decodeBatch says of a body that is not
 // {"tokens": [string, ...]}.

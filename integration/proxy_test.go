@@ -127,6 +127,17 @@ func startNginx(t *testing.T, jwksverifyDown bool, authAddr string) *proxyEnv {
 // configuration.
 func startNginxWith(t *testing.T, jwksverifyDown bool, authAddr, extra string) *proxyEnv {
 	t.Helper()
+	nginx := requireNginx(t)
+	b := startBackends(t, "nginx", jwksverifyDown, authAddr, extra)
+	port := freePort(t)
+	addr := runNginx(t, nginx, proxyConfig(t, "nginx", b, "127.0.0.1:"+strconv.Itoa(port)), port)
+	return &proxyEnv{URL: "http://" + addr, issuer: b.is, down: b.down, upstream: b.upstream}
+}
+
+// requireNginx returns the nginx executable, failing under CI=true (and
+// skipping elsewhere) when it is missing or the test does not run as root.
+func requireNginx(t *testing.T) string {
+	t.Helper()
 	nginx := requireTool(t, "nginx", "nginx")
 	if os.Geteuid() != 0 {
 		msg := "nginx's compiled-in temporary paths (/var/lib/nginx) need root"
@@ -135,18 +146,24 @@ func startNginxWith(t *testing.T, jwksverifyDown bool, authAddr, extra string) *
 		}
 		t.Skip(msg)
 	}
-	b := startBackends(t, "nginx", jwksverifyDown, authAddr, extra)
-	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	return nginx
+}
+
+// runNginx runs nginx in the foreground with conf, its pid file and prefix
+// in a temp dir, and returns its address once it listens on port.
+func runNginx(t *testing.T, nginx, conf string, port int) string {
+	t.Helper()
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "nginx.conf")
-	if err := os.WriteFile(confPath, []byte(proxyConfig(t, "nginx", b, addr)), 0o644); err != nil {
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := startProcess(t, "nginx", exec.Command(nginx,
 		"-e", "stderr", "-p", dir+"/", "-c", confPath,
 		"-g", fmt.Sprintf("daemon off; pid %s;", filepath.Join(dir, "nginx.pid"))))
+	addr := "127.0.0.1:" + strconv.Itoa(port)
 	waitTCP(t, p, addr)
-	return &proxyEnv{URL: "http://" + addr, issuer: b.is, down: b.down, upstream: b.upstream}
+	return addr
 }
 
 // startCaddy runs real Caddy with the generated configuration (admin off,

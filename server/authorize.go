@@ -92,6 +92,24 @@ func (s *Server) Authorizes() bool { return s.authorizes }
 // A query token source reads the query of sel.Original when it is known
 // (the request itself for [Middleware]), and finds nothing otherwise.
 func (s *Server) AuthorizeRequest(r *http.Request, endpoint string, sel Selection) Decision {
+	var b *Binding
+	if s.constraints != nil {
+		b = s.requestBinding(r)
+		if sel.OriginalErr == nil && sel.Original.Method != "" {
+			// The request the policy is chosen by is the one the proof is for.
+			o := sel.Original
+			b.Request = func() (request.Original, error) { return o, nil }
+		}
+	}
+	return s.AuthorizeRequestBound(r, endpoint, sel, b)
+}
+
+// AuthorizeRequestBound is [Server.AuthorizeRequest] for a front end that
+// fills the [Binding] itself (gRPC Check; nil: none, as a bearer token): the
+// sender constraints of the token's issuer are checked after it verified
+// and before the policy runs, so that a policy only ever sees a token whose
+// binding held. The token's scheme and the DPoP proofs are read from r.
+func (s *Server) AuthorizeRequestBound(r *http.Request, endpoint string, sel Selection, b *Binding) Decision {
 	from, given := queryOriginal, ""
 	switch {
 	case s.ownQuery:
@@ -99,21 +117,34 @@ func (s *Server) AuthorizeRequest(r *http.Request, endpoint string, sel Selectio
 	case sel.OriginalErr == nil && sel.Original.Method != "":
 		from, given = queryGiven, sel.Original.RawQuery
 	}
-	tok, st := s.tokenFromRequest(r, from, given)
-	return s.authorize(r.Context(), endpoint, tok, st, sel)
+	var tok string
+	var st tokenState
+	if b != nil {
+		tok, st = s.boundToken(r, b, from, given)
+	} else {
+		tok, st = s.tokenFromRequest(r, from, given)
+	}
+	return s.authorize(r.Context(), endpoint, tok, st, sel, b)
 }
 
 // Authorize decides token (empty: no token) under the policy that sel
 // chooses, as [Server.AuthorizeRequest] does.
 func (s *Server) Authorize(ctx context.Context, endpoint, token string, sel Selection) Decision {
+	return s.AuthorizeBound(ctx, endpoint, token, sel, nil)
+}
+
+// AuthorizeBound is [Server.Authorize] for a token presented with b (nil:
+// as a bearer token), as [Server.DecideBound]: the binding is checked
+// before the policy runs.
+func (s *Server) AuthorizeBound(ctx context.Context, endpoint, token string, sel Selection, b *Binding) Decision {
 	st := tokenFound
 	if token == "" {
 		st = tokenMissing
 	}
-	return s.authorize(ctx, endpoint, token, st, sel)
+	return s.authorize(ctx, endpoint, token, st, sel, b)
 }
 
-func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenState, sel Selection) Decision {
+func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenState, sel Selection, b *Binding) Decision {
 	p, label, selErr := s.choose(sel)
 	if st == tokenMissing && selErr == nil && p.AllowAnonymous() {
 		s.authorized(label, ClassAnonymous)
@@ -126,7 +157,7 @@ func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenSt
 		if p != nil {
 			among = p.Issuers()
 		}
-		d = s.decideAmong(ctx, endpoint, tok, among)
+		d = s.decideAmong(ctx, endpoint, tok, among, b)
 	case tokenAmbiguous:
 		d = s.reject(ctx, endpoint, s.now(), "", errAmbiguousToken, false)
 	default:

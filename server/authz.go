@@ -6,6 +6,7 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/verify"
@@ -127,6 +128,7 @@ func cutPrefixFold(v, prefix string) (string, bool) {
 type issuerInfo struct {
 	name    string // the configured issuer string: the metrics label
 	keys    *cache.Keys
+	leeway  time.Duration // the verifier's, defaults applied; 0 none
 	headers []claimHeader // sorted by claim
 	// introspector answers the issuer's opaque tokens, or nil; trustDomain
 	// is the SPIFFE trust domain of a SPIFFE issuer, or "". /v1/issuers
@@ -158,7 +160,8 @@ func newIssuers(issuers []verify.Issuer) ([]*issuerInfo, map[string]*issuerInfo,
 		if vi.Keys == nil {
 			return nil, nil, fmt.Errorf("%w: issuer %q has no Keys", ErrInvalidOptions, vi.Issuer)
 		}
-		is := &issuerInfo{name: vi.Issuer, keys: vi.Keys, introspector: vi.Introspector, trustDomain: vi.TrustDomain}
+		is := &issuerInfo{name: vi.Issuer, keys: vi.Keys, introspector: vi.Introspector, trustDomain: vi.TrustDomain,
+			leeway: max(vi.Leeway, 0)}
 		list = append(list, is)
 		byName[vi.Issuer] = is
 	}

@@ -146,6 +146,9 @@ type Decision struct {
 	// should drop the Authorization header before the upstream
 	// ([Options.StripAuthorization]).
 	RemoveAuthorization bool
+	// Steps are the sender-constraint checks (DPoP, mTLS binding), in
+	// order, when the [Binding] asked for them (Explain); nil otherwise.
+	Steps []verify.Step
 
 	headers []claimHeader // of the allowed token's issuer, sorted by claim
 	www     []string      // Challenge as a header value, shared
@@ -194,13 +197,24 @@ func (d *Decision) claimValue(claim string) string {
 // with NoToken set. It is safe for concurrent use and blocks only as long
 // as the verifier does (a bounded unknown-kid refresh).
 func (s *Server) Decide(ctx context.Context, endpoint, token string) Decision {
-	return s.decideAmong(ctx, endpoint, token, nil)
+	return s.decideAmong(ctx, endpoint, token, nil, nil)
 }
 
-// decideAmong is Decide with the issuers an opaque token may be
+// DecideBound is [Server.Decide] for a token presented with b (nil: as a
+// bearer token, with nothing else): once the verifier accepted the token,
+// the sender constraints of its issuer ([Options.SenderConstraints]) are
+// checked against b, and a failure is denied invalid_dpop_proof or
+// binding_mismatch (401), or keys_unavailable (503) when the DPoP replay
+// store cannot answer. Introspection never checks them: its caller gets
+// the cnf claim and holds the proof. It is safe for concurrent use.
+func (s *Server) DecideBound(ctx context.Context, endpoint, token string, b *Binding) Decision {
+	return s.decideAmong(ctx, endpoint, token, nil, b)
+}
+
+// decideAmong is DecideBound with the issuers an opaque token may be
 // introspected at narrowed to issuers (a policy's; nil: every issuer), see
 // [verify.Verifier.VerifyAmong].
-func (s *Server) decideAmong(ctx context.Context, endpoint, token string, issuers []string) Decision {
+func (s *Server) decideAmong(ctx context.Context, endpoint, token string, issuers []string, b *Binding) Decision {
 	now := s.now()
 	if token == "" {
 		return s.reject(ctx, endpoint, now, "", errNoToken, true)
@@ -209,12 +223,20 @@ func (s *Server) decideAmong(ctx context.Context, endpoint, token string, issuer
 	if err != nil {
 		return s.reject(ctx, endpoint, now, token, err, false)
 	}
+	var steps []verify.Step
+	if s.constraints != nil && endpoint != EndpointIntrospect {
+		if steps, err = s.checkBinding(ctx, token, res, b, now); err != nil {
+			d := s.reject(ctx, endpoint, now, token, &verify.Error{Class: verify.Class(err), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: err}, false)
+			d.Steps = steps
+			return d
+		}
+	}
 	is := s.byName[res.ConfiguredIssuer]
 	label := is.label()
 	if s.metrics != nil {
 		s.metrics.Decided(endpoint, label, ClassValid, s.elapsed(now))
 	}
-	d := Decision{Status: http.StatusOK, Issuer: label, Result: res, RemoveAuthorization: s.stripAuthz}
+	d := Decision{Status: http.StatusOK, Issuer: label, Result: res, RemoveAuthorization: s.stripAuthz, Steps: steps}
 	if is != nil {
 		d.headers = is.headers
 	}
@@ -247,6 +269,9 @@ func (s *Server) DecideWithQuery(r *http.Request, rawQuery, endpoint string) Dec
 }
 
 func (s *Server) decideRequest(r *http.Request, endpoint string, from queryFrom, rawQuery string) Decision {
+	if s.constraints != nil {
+		return s.decideRequestBound(r, endpoint, s.requestBinding(r), from, rawQuery)
+	}
 	switch tok, st := s.tokenFromRequest(r, from, rawQuery); st {
 	case tokenFound:
 		return s.Decide(r.Context(), endpoint, tok)

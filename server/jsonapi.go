@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/jwksverify/jwksverify/mtls"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -37,13 +38,15 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req struct {
-		Token   *string `json:"token"`
-		Policy  *string `json:"policy"`
-		Request *struct {
-			Method string `json:"method"`
-			Host   string `json:"host"`
-			Path   string `json:"path"`
-		} `json:"request"`
+		Token  *string `json:"token"`
+		Policy *string `json:"policy"`
+		// DPoP is a DPoP proof presented with the token (as with
+		// Authorization: DPoP), Request the request it is for (and the
+		// original request a policy is decided by), and ClientCert the
+		// client certificate in a forwarded form.
+		DPoP       *string      `json:"dpop"`
+		Request    *requestBody `json:"request"`
+		ClientCert *string      `json:"client_cert"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"token": string}`)
@@ -53,9 +56,13 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
 		return
 	}
+	var b *Binding
+	if s.constraints != nil {
+		b = verifyBinding(req.DPoP, req.Request, req.ClientCert)
+	}
 	if req.Policy == nil {
-		d := s.Decide(r.Context(), EndpointVerify, *req.Token)
-		writeRaw(w, verifyStatus(d), AppendVerdict(nil, d.Result, d.Class, d.Err, *req.Token))
+		d := s.DecideBound(r.Context(), EndpointVerify, *req.Token, b)
+		writeRaw(w, verifyStatus(d), withSteps(AppendVerdict(nil, d.Result, d.Class, d.Err, *req.Token), d.Steps))
 		return
 	}
 	if _, ok := s.policies.Lookup(*req.Policy); !ok {
@@ -67,13 +74,23 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	// denies it.
 	sel := Selection{Policy: *req.Policy}
 	if rq := req.Request; rq != nil {
-		sel.Original = request.Original{Method: rq.Method, Host: request.NormalizeHost(rq.Host)}
+		sel.Original = request.Original{Method: rq.Method, Scheme: rq.Scheme, Host: request.NormalizeHost(rq.Host)}
 		sel.Original.Path, sel.OriginalErr = request.NormalizePath(rq.Path)
 	} else {
 		sel.OriginalErr = request.ErrMissing
 	}
-	d := s.Authorize(r.Context(), EndpointVerify, *req.Token, sel)
-	writeRaw(w, verifyStatus(d), AppendAuthorized(nil, d, *req.Token))
+	d := s.AuthorizeBound(r.Context(), EndpointVerify, *req.Token, sel, b)
+	writeRaw(w, verifyStatus(d), withSteps(AppendAuthorized(nil, d, *req.Token), d.Steps))
+}
+
+// withSteps adds the binding checks of a decision to a single /v1/verify
+// body: {"valid":…} + "\n" becomes {"valid":…,"binding_checks":[…]} + "\n".
+func withSteps(out []byte, steps []verify.Step) []byte {
+	if len(steps) == 0 {
+		return out
+	}
+	js, _ := json.Marshal(steps) // verify.Step always encodes
+	return append(append(append(out[:len(out)-2], `,"binding_checks":`...), js...), "}\n"...)
 }
 
 // AppendAuthorized appends to b the /v1/verify body of a decision made
@@ -103,6 +120,42 @@ func AppendAuthorized(b []byte, d Decision, token string) []byte {
 	b = append(b, v...)
 	if single {
 		b = append(b, '\n')
+	}
+	return b
+}
+
+// requestBody is the "request" member of /v1/verify: the request a DPoP
+// proof is for. Absent fields are empty.
+type requestBody struct {
+	Method string `json:"method"`
+	Scheme string `json:"scheme"`
+	Host   string `json:"host"`
+	Path   string `json:"path"`
+}
+
+// verifyBinding builds the Binding of a /v1/verify body: the proof (as the
+// DPoP scheme), the request it names, the client certificate. Every
+// binding check is explained.
+func verifyBinding(proof *string, req *requestBody, cert *string) *Binding {
+	b := &Binding{Explain: true}
+	if proof != nil {
+		b.DPoP, b.Proofs = true, []string{*proof}
+	}
+	if req != nil {
+		rb := *req
+		b.Request = func() (request.Original, error) {
+			return request.FromParts(rb.Method, rb.Scheme, rb.Host, rb.Path)
+		}
+	}
+	if cert != nil {
+		c := *cert
+		b.ClientCert = func() (string, error) {
+			t, err := mtls.ThumbprintForwarded(c)
+			if errors.Is(err, mtls.ErrNoCertificate) {
+				return "", nil
+			}
+			return t, err
+		}
 	}
 	return b
 }

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
@@ -94,8 +95,20 @@ type Options struct {
 	// metadata, and every 401 names it (resource_metadata="URL"). Nil means
 	// neither.
 	ResourceMetadata *ResourceMetadata
-	// IntrospectionClients may call /introspect (and, with APIAuth,
-	// /v1/verify and /v1/verify/batch). Empty means every call to
+	// SenderConstraints maps a configured issuer's name to its sender
+	// constraints (DPoP, certificate-bound tokens). Nil, or an issuer
+	// absent from it, means none: its tokens are bearer tokens, whatever
+	// their cnf claim.
+	SenderConstraints map[string]SenderConstraint
+	// DPoP checks the DPoP proofs of the issuers whose DPoP constraint is
+	// not off; it is required then. Nil means Authorization: DPoP is not
+	// read.
+	DPoP *dpop.Checker
+	// ClientCert says where forward-auth finds the client certificate, for
+	// certificate-bound tokens. The zero value reads none (gRPC Check
+	// reads attributes.source.certificate whatever it says).
+	ClientCert ClientCertSource
+	// IntrospectionClients may call /introspect. Empty means every call to
 	// /introspect is refused with 401.
 	IntrospectionClients []IntrospectionClient
 	// APIAuth makes /v1/verify and /v1/verify/batch answer 401
@@ -185,17 +198,22 @@ type Server struct {
 	noTokenDeny denial
 	static      staticHeaders
 
-	policies      *policy.Set // nil: none
-	authorizes    bool        // forward-auth reads the original request and runs policies
-	forbidAny     denial      // 403 when no policy could be chosen
-	forbidden     map[string]denial
-	policyHeaders map[string][]claimHeader // policy name -> its claims_to_headers
-	identity      []claimHeader            // every configured identity header, for anonymous requests
-	policyMetrics PolicyMetrics            // nil: none
-	resource      *resourceMetadata        // nil: none
-	tracer        trace.Tracer             // nil: no spans
-	propagator    propagation.TextMapPropagator
-	configHash    string
+	policies       *policy.Set // nil: none
+	authorizes     bool        // forward-auth reads the original request and runs policies
+	forbidAny      denial      // 403 when no policy could be chosen
+	forbidden      map[string]denial
+	policyHeaders  map[string][]claimHeader // policy name -> its claims_to_headers
+	identity       []claimHeader            // every configured identity header, for anonymous requests
+	policyMetrics  PolicyMetrics            // nil: none
+	resource       *resourceMetadata        // nil: none
+	tracer         trace.Tracer             // nil: no spans
+	propagator     propagation.TextMapPropagator
+	configHash     string
+	constraints    map[string]SenderConstraint // nil: no issuer has one
+	dpop           *dpop.Checker
+	certHeader     string // canonical; "" none
+	xfcc           bool
+	bindingMetrics BindingMetrics // nil: none
 
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler
@@ -262,6 +280,9 @@ func New(opts Options) (*Server, error) {
 	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
 	s.apiAuth = opts.APIAuth
 	s.policyMetrics, _ = opts.Metrics.(PolicyMetrics)
+	if err := s.setBinding(opts); err != nil {
+		return nil, err
+	}
 	s.tracer, s.propagator, s.configHash = opts.Tracer, opts.Propagator, opts.ConfigHash
 	if s.propagator == nil {
 		s.propagator = propagation.TraceContext{}

@@ -62,6 +62,7 @@ var classes = []string{
 	"bad_signature", "expired", "not_yet_valid", "wrong_issuer", "wrong_audience",
 	"missing_claim", "wrong_type", "unsupported_crit", "keys_unavailable",
 	"forbidden", "inactive",
+	"invalid_dpop_proof", "binding_mismatch",
 }
 
 // classError is a sentinel carrying its class word and its family.

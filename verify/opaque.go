@@ -189,5 +189,14 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 	if len(is.cfg.ExtractClaims) > 0 {
 		res.Extracted = extract(ps, is.cfg.ExtractClaims)
 	}
+	if cl.cnf != "" {
+		// An introspected token is sender-constrained by the answer's cnf
+		// (RFC 9449 §6.2, RFC 8705 §3.2), as a JWT is by its own.
+		cnf, err := decodeConfirmation(cl.cnf)
+		if err != nil {
+			return fail(fmt.Errorf("%w: introspection answer's cnf: %w", ErrMalformed, err))
+		}
+		res.Confirmation = cnf
+	}
 	return &opaqueMemo{is: is, res: res}
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"slices"
@@ -125,6 +126,9 @@ type claims struct {
 	aud1          string
 	audOne        bool
 	exp, nbf, iat time.Time
+	// cnf is the raw cnf claim (RFC 7800), "" when absent; decoded only
+	// when present, into Result.Confirmation.
+	cnf string
 }
 
 // audHas reports whether the token's aud holds one of want.
@@ -177,6 +181,9 @@ func parseClaims(s string, c *claims) error {
 		}
 		bit := registeredBit(mb.name)
 		if bit == 0 {
+			if mb.name == "cnf" {
+				c.cnf = s[mb.start:mb.end]
+			}
 			continue
 		}
 		v := s[mb.start:mb.end]
@@ -442,4 +449,31 @@ func (c *headerCache) put(seg string, h *header) {
 		}
 	}
 	c.m[seg] = h
+}
+
+// decodeConfirmation decodes a cnf claim: a JSON object whose jkt and
+// x5t#S256 members, when present, are non-empty strings.
+func decodeConfirmation(raw string) (*Confirmation, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	c := &Confirmation{}
+	for name, v := range m {
+		var dst *string
+		switch name {
+		case "jkt":
+			dst = &c.JKT
+		case "x5t#S256":
+			dst = &c.X5tS256
+		default:
+			c.Other = append(c.Other, name)
+			continue
+		}
+		if err := json.Unmarshal(v, dst); err != nil || *dst == "" {
+			return nil, errors.New(name + " is not a non-empty string")
+		}
+	}
+	slices.Sort(c.Other)
+	return c, nil
 }

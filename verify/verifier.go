@@ -481,6 +481,13 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		res.idxNames, res.idxSpans = names, make([]claimSpan, len(names))
 		scanClaims(ps, names, res.idxSpans)
 	}
+	if cl.cnf != "" {
+		cnf, err := decodeConfirmation(cl.cnf)
+		if err != nil {
+			return nil, nil, nil, tr.fail("claims", fmt.Errorf("%w: cnf: %w", ErrMalformed, err))
+		}
+		res.Confirmation = cnf
+	}
 	return res, is, key, nil
 }
 

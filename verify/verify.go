@@ -236,12 +236,30 @@ type Result struct {
 	// answer of the issuer's introspection endpoint (RFC 7662), and Kid,
 	// Alg, Type are "" and Header is {}.
 	Opaque bool
+	// Confirmation is the token's cnf claim (RFC 7800), nil when absent:
+	// what a sender-constrained token is bound to, for the binding checks
+	// of DPoP (package dpop) and mTLS (package mtls).
+	Confirmation *Confirmation
 
 	// idxNames are the verifier's IndexClaims (shared), idxSpans where
 	// each is in Claims (end 0: absent). Offsets, not strings, so that the
 	// token cache's compact copy of Claims keeps them true.
 	idxNames []string
 	idxSpans []claimSpan
+}
+
+// Confirmation is a decoded cnf claim.
+type Confirmation struct {
+	// JKT is cnf.jkt: the RFC 7638 thumbprint of the DPoP key the token is
+	// bound to (RFC 9449 §6.1), "" when absent.
+	JKT string
+	// X5tS256 is cnf["x5t#S256"]: base64url SHA-256 of the client
+	// certificate the token is bound to (RFC 8705 §3.1), "" when absent.
+	X5tS256 string
+	// Other lists the cnf members of other confirmation methods (jwk, jku,
+	// kid, …), which nothing here can check. A token bound only by them is
+	// refused wherever sender constraints are checked.
+	Other []string
 }
 
 // Step is one check of [Verifier.Explain], in the order the verifier runs them.

@@ -129,10 +129,13 @@ func TestEveryErrorClass(t *testing.T) {
 			seen[verify.Class(err)] = true
 		})
 	}
+	// Classes decided after the verifier accepted a token: the binding
+	// checks of package dpop and of the server (their tests produce them).
+	afterVerify := map[string]bool{"invalid_dpop_proof": true, "binding_mismatch": true}
 	for _, c := range verify.Classes() {
 		// forbidden is the policy layer's (package policy tests produce it):
 		// the verifier never refuses a valid token.
-		if !seen[c] && c != verify.Class(verify.ErrForbidden) {
+		if !seen[c] && !afterVerify[c] && c != verify.Class(verify.ErrForbidden) {
 			t.Errorf("no test produced class %q", c)
 		}
 	}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"math/big"
@@ -15,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -426,5 +429,60 @@ introspection:
 	r = runApp(t, nil, "", "serve", "--config", cfg)
 	if r.code != 2 || !strings.Contains(r.stderr, "JWKSVERIFY_TEST_UNSET_SECRET is not set") {
 		t.Errorf("serve --config exit %d, stderr %q; want 2 naming the unset secret", r.code, r.stderr)
+	}
+}
+
+// TestVerifyExplainDPoP checks that --dpop shows each DPoP check after the
+// token's, and that a proof failing one is rejected with its class.
+func TestVerifyExplainDPoP(t *testing.T) {
+	dir := t.TempDir()
+	jwksFile := writeFile(t, dir, "jwks.json", testJWKS())
+	now := time.Now()
+	k, err := cache.NewKey(testkeys.Public(testkeys.EC256B), cache.KeyMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := claimsAt("https://idp.test/", "api", now)
+	c["cnf"] = map[string]any{"jkt": k.Thumbprint}
+	token := mintRS256(c)
+	sum := sha256.Sum256([]byte(token))
+	proof := func(htm string) string {
+		return testkeys.Mint("ES256", testkeys.Private(testkeys.EC256B),
+			map[string]any{"typ": "dpop+jwt", "jwk": testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.EC256B)})},
+			map[string]any{"jti": "cli-1", "htm": htm, "htu": "https://api.test/x", "iat": now.Unix(),
+				"ath": base64.RawURLEncoding.EncodeToString(sum[:])})
+	}
+	tests := []struct {
+		name      string
+		proof     string
+		wantCode  int
+		wantFail  string
+		wantClass string
+	}{
+		{"valid", proof("GET"), 0, "", ""},
+		{"wrong-htm", proof("POST"), 1, "dpop-htm", "invalid_dpop_proof"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runBin(t, nil, "", "verify", "--explain", "--jwks", jwksFile, "--dpop", tt.proof, "--htm", "GET", "--htu", "https://api.test/x?y=1", token)
+			if r.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.wantCode, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, "dpop-jti") && tt.wantFail == "" {
+				t.Errorf("no dpop-jti check in\n%s", r.stdout)
+			}
+			failed := ""
+			for _, line := range strings.Split(r.stdout, "\n") {
+				if f := strings.Fields(line); len(f) >= 3 && f[2] == "FAIL" {
+					failed = f[1]
+				}
+			}
+			if failed != tt.wantFail {
+				t.Errorf("failing check %q, want %q in\n%s", failed, tt.wantFail, r.stdout)
+			}
+			if got := decodeJSONLine(t, r.stdout); tt.wantClass != "" && got["error"] != tt.wantClass {
+				t.Errorf("error = %v, want %s", got["error"], tt.wantClass)
+			}
+		})
 	}
 }

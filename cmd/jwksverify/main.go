@@ -115,11 +115,14 @@ the file).
 	"verify": `Usage: jwksverify verify [--config FILE | --jwks URL|FILE | --discovery ISSUER |
                           --secret-file F | --pem F]
                          [--issuer I] [--audience A]... [--alg ALG]... [--leeway D]
-                         [--now RFC3339|UNIX] [--explain] TOKEN|-
+                         [--now RFC3339|UNIX] [--explain]
+                         [--dpop PROOF --htm METHOD --htu URL] TOKEN|-
 
 Verifies one token (- reads it from standard input). iss and aud are checked
 only when --issuer / --audience are given; exp is required. --now judges the
 time claims at that instant. --explain prints every check before the result.
+--dpop checks a DPoP proof presented with the token for the request --htm
+--htu (RFC 9449), after the token; --explain shows each of its checks.
 
 Exit 0 and the result as JSON when valid; exit 1 and
 {"valid":false,"error":CLASS,"message":...} when not; exit 3 with

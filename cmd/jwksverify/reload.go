@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/extauthz"
 	"github.com/jwksverify/jwksverify/server/metrics"
@@ -52,6 +54,14 @@ type live struct {
 
 	retired sync.WaitGroup // goroutines closing the fetchers of replaced generations
 	stop    chan struct{}  // closed by close: retired fetchers close at once
+
+	// The DPoP replay store outlives generations, as the token cache does:
+	// a reload must not forget the proofs already used. A reload that
+	// changes the store's settings starts a new one; the Redis clients are
+	// closed by close.
+	replayPlan  *config.DPoP
+	replayStore dpop.ReplayStore
+	redis       []*replay.Redis
 }
 
 // service is a plan at work: its fetchers (some inherited from the
@@ -190,7 +200,42 @@ func (l *live) newServer(plan *config.Plan, v *verify.Verifier) (*server.Server,
 	if l.tracing.tracer != nil {
 		so.Tracer, so.Propagator = l.tracing.tracer, l.tracing.propagator()
 	}
+	var err error
+	if so.DPoP, err = l.dpopChecker(plan.DPoP); err != nil {
+		return nil, err
+	}
 	return server.New(so)
+}
+
+// dpopChecker builds the DPoP checker of plan p (nil: none) over the
+// process's replay store, which it starts when there is none or p asks for
+// another one.
+func (l *live) dpopChecker(p *config.DPoP) (*dpop.Checker, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if l.replayStore == nil || l.replayPlan.ReplayStore != p.ReplayStore ||
+		l.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries || l.replayPlan.Redis != p.Redis {
+		switch p.ReplayStore {
+		case "redis":
+			r, err := replay.NewRedis(p.Redis)
+			if err != nil {
+				return nil, err
+			}
+			l.redis = append(l.redis, r)
+			l.replayStore = r
+		default:
+			m, err := replay.NewMemory(p.MemoryMaxEntries)
+			if err != nil {
+				return nil, err
+			}
+			l.replayStore = m
+		}
+		l.replayPlan = p
+	}
+	opts := p.Checker
+	opts.Replay = l.replayStore
+	return dpop.New(opts)
 }
 
 // reload loads plan's successor next: valid, it is swapped in atomically
@@ -335,6 +380,11 @@ func (l *live) close() {
 	}
 	closeFetchers(fs, l.logger)
 	closeClients(l.cur.Load().clients)
+	for _, r := range l.redis {
+		if err := r.Close(); err != nil {
+			l.logger.Warn("closing the DPoP replay store", "err", err)
+		}
+	}
 }
 
 func closeFetchers(fs []*jwks.Fetcher, logger *slog.Logger) {

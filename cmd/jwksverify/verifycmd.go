@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +21,10 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -36,6 +40,9 @@ type verifyFlags struct {
 	leeway                                   string
 	now                                      string
 	explain                                  bool
+	// dpop is a DPoP proof to check with the token, for the request
+	// htm htu.
+	dpop, htm, htu string
 }
 
 func (a *app) verify(ctx context.Context, args []string) int {
@@ -52,6 +59,9 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	fs.StringVar(&f.leeway, "leeway", "", "clock skew tolerated on exp and nbf (default 30s; 0s for none)")
 	fs.StringVar(&f.now, "now", "", "judge the time claims at this instant: RFC 3339 or Unix seconds")
 	fs.BoolVar(&f.explain, "explain", false, "print every check and its outcome before the result")
+	fs.StringVar(&f.dpop, "dpop", "", "a DPoP `proof` presented with the token (needs --htm and --htu)")
+	fs.StringVar(&f.htm, "htm", "", "the `method` of the request the DPoP proof is for")
+	fs.StringVar(&f.htu, "htu", "", "the `URL` of the request the DPoP proof is for")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -161,13 +171,58 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 			return !is.Local() && (len(issuers) == 1 || is.Verify.Issuer == ve.Issuer)
 		}, logger)
 	}
+	var steps []verify.Step
+	var res *verify.Result
 	if f.explain {
-		steps, res, err := v.ExplainAt(ctx, token, at)
-		a.writeSteps(steps)
-		return a.writeVerdict(res, token, err), nil
+		steps, res, err = v.ExplainAt(ctx, token, at)
+	} else {
+		res, err = v.VerifyAt(ctx, token, at)
 	}
-	res, err := v.VerifyAt(ctx, token, at)
+	if err == nil && f.dpop != "" {
+		var dsteps []verify.Step
+		dsteps, err = checkProof(ctx, f, plan, v, res, token, at)
+		steps = append(steps, dsteps...)
+		if err != nil {
+			res = nil
+		}
+	}
+	if f.explain {
+		a.writeSteps(steps)
+	}
 	return a.writeVerdict(res, token, err), nil
+}
+
+// checkProof runs the checks of the DPoP proof of --dpop, for the request
+// --htm --htu, against the verified token res (its cnf.jkt), with the
+// configured dpop algorithms and max_age (--config) or the defaults, and a
+// replay store of this one run.
+func checkProof(ctx context.Context, f verifyFlags, plan *config.Plan, v *verify.Verifier, res *verify.Result, token string, at time.Time) ([]verify.Step, error) {
+	var opts dpop.Options
+	if plan != nil && plan.DPoP != nil {
+		opts = plan.DPoP.Checker
+	}
+	opts.Replay, _ = replay.NewMemory(1)
+	c, err := dpop.New(opts)
+	if err != nil {
+		return nil, err
+	}
+	in := dpop.Input{Proofs: []string{f.dpop}, AccessToken: token, Issuer: res.ConfiguredIssuer}
+	if res.Confirmation != nil {
+		in.JKT = res.Confirmation.JKT
+	}
+	for _, is := range v.Issuers() {
+		if is.Issuer == res.ConfiguredIssuer {
+			in.Leeway = max(is.Leeway, 0)
+		}
+	}
+	u, perr := url.Parse(f.htu)
+	if perr != nil || !u.IsAbs() {
+		in.RequestErr = fmt.Errorf("--htu %q is not an absolute URL", f.htu)
+	} else {
+		in.Request, in.RequestErr = request.FromParts(f.htm, u.Scheme, u.Host, u.EscapedPath())
+	}
+	steps, _, err := c.Explain(ctx, in, at)
+	return steps, err
 }
 
 // flagIssuer is the one issuer of --jwks, --discovery, --secret-file or

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/jwksverify/jwksverify/mtls"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 )
@@ -163,15 +164,46 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 		// forward_auth.proxy preset says; context_extensions name the
 		// policy before the routes choose one. A named policy is honoured
 		// (an unknown one denied) even when no policies are configured.
+		// The sender constraints are checked before the policy runs.
 		o, err := request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), hr.GetPath())
 		if err == nil {
 			o.RawQuery = originalQuery(hr)
 		}
-		d = a.s.AuthorizeRequest(a.request(ctx, hr), server.EndpointGRPC, server.Selection{Policy: named, Original: o, OriginalErr: err})
+		var b *server.Binding
+		if a.s.BindingEnabled() {
+			b = a.binding(req, hr)
+		}
+		d = a.s.AuthorizeRequestBound(a.request(ctx, hr), server.EndpointGRPC, server.Selection{Policy: named, Original: o, OriginalErr: err}, b)
+	case a.s.BindingEnabled():
+		d = a.s.DecideWithQueryBound(a.request(ctx, hr), originalQuery(hr), server.EndpointGRPC, a.binding(req, hr))
 	default:
 		d = a.s.DecideWithQuery(a.request(ctx, hr), originalQuery(hr), server.EndpointGRPC)
 	}
 	return a.respond(d)
+}
+
+// binding is what the sender constraints read of a Check request: the
+// original request from attributes.request.http, and the client
+// certificate Envoy saw (attributes.source.certificate, URL-escaped PEM,
+// with include_peer_certificate), else the configured header or XFCC.
+func (a *authzGRPC) binding(req *authv3.CheckRequest, hr *authv3.AttributeContext_HttpRequest) *server.Binding {
+	return &server.Binding{
+		Request: func() (request.Original, error) {
+			return request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), hr.GetPath())
+		},
+		ClientCert: func() (string, error) {
+			if pem := req.GetAttributes().GetSource().GetCertificate(); pem != "" {
+				return mtls.ThumbprintForwarded(pem)
+			}
+			h := http.Header{}
+			for _, name := range a.s.ClientCertHeaders() {
+				if v, ok := hr.GetHeaders()[strings.ToLower(name)]; ok {
+					h[name] = []string{v}
+				}
+			}
+			return a.s.ClientCertThumbprint(h)
+		},
+	}
 }
 
 // respond turns a decision into Check's answer: OK, DENIED (401 or 403),
@@ -217,6 +249,10 @@ func (a *authzGRPC) request(ctx context.Context, hr *authv3.AttributeContext_Htt
 	}
 	for _, h := range a.headers {
 		add(h.lower, h.canonical)
+	}
+	if a.s.BindingEnabled() {
+		add("authorization", "Authorization") // Authorization: DPoP
+		add("dpop", "Dpop")
 	}
 	if a.cookies {
 		add("cookie", "Cookie")

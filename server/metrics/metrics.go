@@ -69,6 +69,7 @@ type Metrics struct {
 	reloads    *prometheus.CounterVec        // config_reloads_total{result}
 	configInfo *prometheus.GaugeVec          // config_info{hash}
 	clientAuth map[string]prometheus.Counter // by reason
+	binding    *prometheus.CounterVec        // sender_constraint_total{issuer,kind,outcome}
 }
 
 // Reload results, the values of config_reloads_total's result label.
@@ -81,6 +82,9 @@ const (
 type issuerOutcomes struct {
 	valid   prometheus.Counter
 	classes map[string]prometheus.Counter
+	// binding are the sender_constraint_total children, by kind and then
+	// outcome (none for server.UnknownIssuer).
+	binding map[string]map[string]prometheus.Counter
 }
 
 // New validates opts, registers the metrics on the registry and returns
@@ -144,6 +148,11 @@ func New(opts Options) (*Metrics, error) {
 		Name:      "policy_decisions_total",
 		Help:      `Requests decided under an authorization policy, by policy (its name; "_any" for the empty default_policy, "_unknown" for a named policy that does not exist, "_unrouted" when the original request was missing or ambiguous) and class ("valid" allowed, "anonymous" allowed without a token, "forbidden", or the token's rejection class).`,
 	}, []string{"policy", "class"})
+	binding := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "sender_constraint_total",
+		Help:      `Sender-constraint checks of valid tokens, by configured issuer, kind (dpop, mtls) and outcome (ok, replayed, invalid_dpop_proof, binding_mismatch, keys_unavailable).`,
+	}, []string{"issuer", "kind", "outcome"})
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "config_reloads_total",
@@ -157,7 +166,7 @@ func New(opts Options) (*Metrics, error) {
 	for _, r := range []string{ReloadSuccess, ReloadFailure} {
 		reloads.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{outcomes, latency, clientAuth, build, decisions, col, reloads, configInfo} {
+	for _, c := range []prometheus.Collector{outcomes, latency, clientAuth, build, decisions, col, reloads, configInfo, binding} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -169,6 +178,7 @@ func New(opts Options) (*Metrics, error) {
 		col:        col,
 		reloads:    reloads,
 		configInfo: configInfo,
+		binding:    binding,
 		clientAuth: make(map[string]prometheus.Counter),
 	}
 	for _, r := range server.ClientAuthReasons() {
@@ -217,6 +227,15 @@ func (m *Metrics) outcomesOf(issuers []issuer, old map[string]*issuerOutcomes) *
 		for _, c := range verify.Classes() {
 			o.classes[c] = m.vec.WithLabelValues(iss, c)
 		}
+		if iss != server.UnknownIssuer {
+			o.binding = make(map[string]map[string]prometheus.Counter)
+			for _, k := range server.BindingKinds() {
+				o.binding[k] = make(map[string]prometheus.Counter)
+				for _, oc := range server.BindingOutcomes() {
+					o.binding[k][oc] = m.binding.WithLabelValues(iss, k, oc)
+				}
+			}
+		}
 		out[iss] = o
 	}
 	return &out
@@ -240,6 +259,7 @@ func (m *Metrics) Use(v *verify.Verifier) {
 	for name := range old {
 		if _, ok := (*next)[name]; !ok {
 			m.vec.DeletePartialMatch(prometheus.Labels{"issuer": name})
+			m.binding.DeletePartialMatch(prometheus.Labels{"issuer": name})
 		}
 	}
 	m.col.cur.Store(&collected{v: v, issuers: issuers})
@@ -293,6 +313,16 @@ func (m *Metrics) Authorized(policy, class string) {
 	// the label set stays bounded.
 	if m.classes[class] {
 		m.decisions.WithLabelValues(policy, class).Inc()
+	}
+}
+
+// BindingChecked implements [server.BindingMetrics]: it counts one sender
+// constraint check. Labels outside the bounded sets are not recorded.
+func (m *Metrics) BindingChecked(issuer, kind, outcome string) {
+	if o := (*m.outcomes.Load())[issuer]; o != nil {
+		if c, ok := o.binding[kind][outcome]; ok {
+			c.Inc()
+		}
 	}
 }
 

@@ -7,7 +7,13 @@ package servertest
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
@@ -209,6 +215,7 @@ var ClassSentinels = []error{
 	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
 	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
 	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable, verify.ErrForbidden, verify.ErrInactive,
+	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch,
 }
 
 // APIDoc reads docs/API.md, at path from the test's package directory.
@@ -264,4 +271,21 @@ func Golden(t *testing.T, dir, name string, got []byte, update bool) {
 	if !bytes.Equal(got, want) {
 		t.Errorf("response differs from %s (run go test -update to accept):\ngot:\n%s\nwant:\n%s", path, got, want)
 	}
+}
+
+// ClientCert returns a fresh self-signed client certificate (DER), made at
+// test time and valid around Epoch.
+func ClientCert(t testing.TB, cn string) []byte {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn},
+		NotBefore: Epoch.Add(-time.Hour), NotAfter: Epoch.Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
 }

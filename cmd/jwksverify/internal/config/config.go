@@ -27,10 +27,12 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/policy/celexpr"
+	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -75,6 +77,10 @@ type Plan struct {
 	// Server configures the server. Verifier, Logger and Version are nil
 	// or empty: a command sets them.
 	Server server.Options
+	// DPoP is the plan of DPoP proof checking, nil when no issuer asks for
+	// DPoP: a command builds the replay store and the dpop.Checker
+	// (Server.DPoP) from it.
+	DPoP *DPoP
 	// LogLevel and LogFormat ("json" or "text") configure the process log.
 	LogLevel  slog.Level
 	LogFormat string
@@ -111,6 +117,18 @@ type TLS struct {
 
 // On reports whether the listener serves TLS.
 func (t TLS) On() bool { return t.CertFile != "" }
+
+// DPoP is the plan of DPoP proof checking.
+type DPoP struct {
+	// Checker configures the dpop.Checker; Replay is nil: a command sets it.
+	Checker dpop.Options
+	// ReplayStore is "memory" or "redis".
+	ReplayStore string
+	// MemoryMaxEntries bounds the memory store (replay.NewMemory).
+	MemoryMaxEntries int
+	// Redis configures the redis store. Its URL may hold a password.
+	Redis replay.RedisOptions
+}
 
 // Issuer is the plan of one configured issuer.
 type Issuer struct {
@@ -334,6 +352,10 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
 	}
 
+	if err := f.planSenders(p, env); err != nil {
+		return nil, err
+	}
+
 	if f.TokenSources != nil && len(f.TokenSources) == 0 {
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
 	}
@@ -454,6 +476,88 @@ func (f *file) planResourceMetadata(p *Plan) error {
 	}
 	p.Server.ResourceMetadata = &server.ResourceMetadata{Resource: rm.Resource, URL: rm.URL,
 		AuthorizationServers: rm.AuthorizationServers, ScopesSupported: rm.ScopesSupported}
+	return nil
+}
+
+// planSenders plans the sender constraints: each issuer's modes, the
+// client certificate source, and the DPoP checker when an issuer asks for
+// DPoP. The DPoP section is validated whether used or not.
+func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
+	d := f.DPoP
+	for i, a := range d.Algorithms {
+		if err := dpop.CheckAlgorithm(a); err != nil {
+			return fmt.Errorf("dpop.algorithms[%d]: %w", i, err)
+		}
+	}
+	if d.Algorithms != nil && len(d.Algorithms) == 0 {
+		return errors.New("dpop.algorithms: empty list; remove the key for the default")
+	}
+	maxAge := orDuration(d.MaxAge, dpop.DefaultMaxAge)
+	if err := between("dpop.max_age", maxAge, time.Second, 10*time.Minute); err != nil {
+		return err
+	}
+	plan := &DPoP{
+		Checker:          dpop.Options{Algorithms: d.Algorithms, MaxAge: maxAge},
+		ReplayStore:      cmp.Or(d.ReplayStore, "memory"),
+		MemoryMaxEntries: deref(d.ReplayMaxEntries),
+		Redis: replay.RedisOptions{
+			URL: d.RedisURL, Timeout: orDuration(d.RedisTimeout, 0), PoolSize: deref(d.RedisPoolSize),
+		},
+	}
+	urlField := "dpop.redis_url"
+	if u, ok := env("JWKSVERIFY_DPOP_REDIS_URL"); ok {
+		plan.Redis.URL, urlField = u, "dpop.redis_url (from JWKSVERIFY_DPOP_REDIS_URL)"
+	}
+	switch plan.ReplayStore {
+	case "memory":
+		if plan.Redis.URL != "" {
+			return fmt.Errorf("%s: set, and dpop.replay_store is memory; set replay_store: redis", urlField)
+		}
+	case "redis":
+		if err := replay.CheckRedisURL(plan.Redis.URL); err != nil {
+			return fmt.Errorf("%s: %w", urlField, err)
+		}
+	default:
+		return fmt.Errorf("dpop.replay_store: %q is not one of memory, redis", d.ReplayStore)
+	}
+	if n := d.ReplayMaxEntries; n != nil && (*n < 1 || *n > 100_000_000) {
+		return fmt.Errorf("dpop.replay_max_entries: %d is out of range [1, 100000000]", *n)
+	}
+	if t := d.RedisTimeout; t != nil {
+		if err := between("dpop.redis_timeout", time.Duration(*t), time.Millisecond, 30*time.Second); err != nil {
+			return err
+		}
+	}
+	if n := d.RedisPoolSize; n != nil && (*n < 1 || *n > 10000) {
+		return fmt.Errorf("dpop.redis_pool_size: %d is out of range [1, 10000]", *n)
+	}
+	if h := f.MTLS.ClientCertHeader; h != "" {
+		if err := server.CheckTokenSource(server.TokenSource{Header: h}); err != nil {
+			return fmt.Errorf("mtls.client_cert_header: %w", err)
+		}
+	}
+	p.Server.ClientCert = server.ClientCertSource{Header: f.MTLS.ClientCertHeader, XFCC: f.MTLS.XFCC}
+	for i, fi := range f.Issuers {
+		var sc server.SenderConstraint
+		var err error
+		path := fmt.Sprintf("issuers[%d].sender_constraint", i)
+		if sc.DPoP, err = server.ParseConstraintMode(fi.SenderConstraint.DPoP); err != nil {
+			return fmt.Errorf("%s.dpop: %w", path, err)
+		}
+		if sc.MTLS, err = server.ParseConstraintMode(fi.SenderConstraint.MTLS); err != nil {
+			return fmt.Errorf("%s.mtls: %w", path, err)
+		}
+		if sc == (server.SenderConstraint{}) {
+			continue
+		}
+		if p.Server.SenderConstraints == nil {
+			p.Server.SenderConstraints = map[string]server.SenderConstraint{}
+		}
+		p.Server.SenderConstraints[fi.Issuer] = sc
+		if sc.DPoP != server.ConstraintOff {
+			p.DPoP = plan
+		}
+	}
 	return nil
 }
 

@@ -518,3 +518,60 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestPlanSenderConstraints checks the dpop, mtls and sender_constraint
+// keys: each rule is the library's (dpop.CheckAlgorithm,
+// server.ParseConstraintMode, replay.CheckRedisURL), with the YAML path.
+func TestPlanSenderConstraints(t *testing.T) {
+	const is = "issuers:\n  - issuer: https://idp.example.com/\n    discovery: true\n"
+	tests := []struct {
+		name    string
+		doc     string
+		wantErr string // "" = valid
+		check   func(t *testing.T, p *Plan)
+	}{
+		{"off-by-default", disc, "", func(t *testing.T, p *Plan) {
+			if p.DPoP != nil || p.Server.SenderConstraints != nil {
+				t.Errorf("DPoP = %+v, SenderConstraints = %v; want none", p.DPoP, p.Server.SenderConstraints)
+			}
+		}},
+		{"dpop-optional", is + "    sender_constraint: {dpop: optional, mtls: required}\nmtls: {client_cert_header: X-Client-Cert}\n", "", func(t *testing.T, p *Plan) {
+			sc := p.Server.SenderConstraints["https://idp.example.com/"]
+			if sc.DPoP != "optional" || sc.MTLS != "required" || p.DPoP == nil || p.DPoP.ReplayStore != "memory" || p.Server.ClientCert.Header != "X-Client-Cert" {
+				t.Errorf("plan = %+v, %+v, %+v", sc, p.DPoP, p.Server.ClientCert)
+			}
+		}},
+		{"redis", is + "    sender_constraint: {dpop: required}\ndpop: {replay_store: redis, redis_url: \"redis://127.0.0.1:6379\", redis_timeout: 100ms}\n", "", func(t *testing.T, p *Plan) {
+			if p.DPoP.Redis.URL != "redis://127.0.0.1:6379" || p.DPoP.Redis.Timeout != 100*time.Millisecond {
+				t.Errorf("Redis = %+v", p.DPoP.Redis)
+			}
+		}},
+		{"bad-mode", is + "    sender_constraint: {dpop: sometimes}\n", "issuers[0].sender_constraint.dpop", nil},
+		{"hmac-alg", disc + "dpop: {algorithms: [HS256]}\n", "dpop.algorithms[0]", nil},
+		{"none-alg", disc + "dpop: {algorithms: [none]}\n", "dpop.algorithms[0]", nil},
+		{"max-age-too-long", disc + "dpop: {max_age: 1h}\n", "dpop.max_age", nil},
+		{"redis-without-url", disc + "dpop: {replay_store: redis}\n", "dpop.redis_url", nil},
+		{"url-without-redis", disc + "dpop: {redis_url: \"redis://x:1\"}\n", "dpop.redis_url", nil},
+		{"bad-redis-url-not-echoed", disc + "dpop: {replay_store: redis, redis_url: \"http://user:hunter2@x\"}\n", "dpop.redis_url", nil},
+		{"unknown-store", disc + "dpop: {replay_store: disk}\n", "dpop.replay_store", nil},
+		{"bad-cert-header", disc + "mtls: {client_cert_header: \"bad header\"}\n", "mtls.client_cert_header", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := parse(t, tt.doc)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Parse() = %v", err)
+				}
+				tt.check(t, p)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Parse() = %v, want an error naming %s", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q repeats the password", err)
+			}
+		})
+	}
+}

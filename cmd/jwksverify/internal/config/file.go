@@ -42,6 +42,8 @@ type file struct {
 	Routes          []fileRoute          `yaml:"routes"`
 	DefaultPolicy   string               `yaml:"default_policy"`
 	ResourceMeta    *fileResourceMeta    `yaml:"resource_metadata"`
+	DPoP            fileDPoP             `yaml:"dpop"`
+	MTLS            fileMTLS             `yaml:"mtls"`
 }
 
 type filePolicy struct {
@@ -90,21 +92,47 @@ type fileAPIAuth struct {
 	Required bool `yaml:"required"`
 }
 
+// fileDPoP is the dpop section: how DPoP proofs are checked and where
+// their jti are remembered.
+type fileDPoP struct {
+	Algorithms       []string  `yaml:"algorithms"`
+	MaxAge           *duration `yaml:"max_age"`
+	ReplayStore      string    `yaml:"replay_store"`
+	ReplayMaxEntries *int      `yaml:"replay_max_entries"`
+	RedisURL         string    `yaml:"redis_url"`
+	RedisTimeout     *duration `yaml:"redis_timeout"`
+	RedisPoolSize    *int      `yaml:"redis_pool_size"`
+}
+
+// fileMTLS is the mtls section: where forward-auth finds the client
+// certificate.
+type fileMTLS struct {
+	ClientCertHeader string `yaml:"client_cert_header"`
+	XFCC             bool   `yaml:"xfcc"`
+}
+
+// fileSenderConstraint is an issuer's sender_constraint.
+type fileSenderConstraint struct {
+	DPoP string `yaml:"dpop"`
+	MTLS string `yaml:"mtls"`
+}
+
 type fileIssuer struct {
-	Issuer            string            `yaml:"issuer"`
-	Discovery         bool              `yaml:"discovery"`
-	JWKSURL           string            `yaml:"jwks_url"`
-	JWKSFile          string            `yaml:"jwks_file"`
-	SecretFile        string            `yaml:"secret_file"`
-	SecretKid         string            `yaml:"secret_kid"`
-	AllowInsecureHTTP bool              `yaml:"allow_insecure_http"`
-	Audiences         []string          `yaml:"audiences"`
-	Algorithms        []string          `yaml:"algorithms"`
-	Leeway            *duration         `yaml:"leeway"`
-	RequiredClaims    *[]string         `yaml:"required_claims"`
-	Type              string            `yaml:"type"`
-	ClaimsToHeaders   map[string]string `yaml:"claims_to_headers"`
-	Refresh           fileRefresh       `yaml:"refresh"`
+	Issuer            string               `yaml:"issuer"`
+	Discovery         bool                 `yaml:"discovery"`
+	JWKSURL           string               `yaml:"jwks_url"`
+	JWKSFile          string               `yaml:"jwks_file"`
+	SecretFile        string               `yaml:"secret_file"`
+	SecretKid         string               `yaml:"secret_kid"`
+	AllowInsecureHTTP bool                 `yaml:"allow_insecure_http"`
+	Audiences         []string             `yaml:"audiences"`
+	Algorithms        []string             `yaml:"algorithms"`
+	Leeway            *duration            `yaml:"leeway"`
+	RequiredClaims    *[]string            `yaml:"required_claims"`
+	Type              string               `yaml:"type"`
+	ClaimsToHeaders   map[string]string    `yaml:"claims_to_headers"`
+	Refresh           fileRefresh          `yaml:"refresh"`
+	SenderConstraint  fileSenderConstraint `yaml:"sender_constraint"`
 
 	Introspection        *fileIssuerIntrospection `yaml:"introspection"`
 	CAFile               string                   `yaml:"ca_file"`

@@ -68,6 +68,11 @@ type Input struct {
 	// Timeout bounds the auth call: longer than jwksverify may take to
 	// answer, so its answer always arrives.
 	Timeout time.Duration
+	// ClientCertHeader is the configuration's mtls.client_cert_header, ""
+	// for none: nginx then sends the verified client certificate
+	// ($ssl_client_escaped_cert) in it to the auth call, and never the
+	// client's own.
+	ClientCertHeader string
 	// ConfigProxy is the configuration's forward_auth.proxy. None means
 	// unset: Write notes that it should be set.
 	ConfigProxy request.Proxy
@@ -145,11 +150,12 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 		return Input{}, fmt.Errorf("%w: the configuration says forward_auth.proxy: %s, not %s", ErrMismatch, cp, px)
 	}
 	in := Input{
-		Proxy:        px,
-		JWKSVerify:   dialable(p.Listen),
-		ClaimHeaders: ClaimHeaders(p),
-		Timeout:      Timeout(p),
-		ConfigProxy:  p.Server.Proxy,
+		Proxy:            px,
+		JWKSVerify:       dialable(p.Listen),
+		ClaimHeaders:     ClaimHeaders(p),
+		ClientCertHeader: textproto.CanonicalMIMEHeaderKey(p.Server.ClientCert.Header),
+		Timeout:          Timeout(p),
+		ConfigProxy:      p.Server.Proxy,
 	}
 	if p.GRPCListen != "" {
 		in.GRPC = dialable(p.GRPCListen)

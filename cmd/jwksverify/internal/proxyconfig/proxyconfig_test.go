@@ -226,3 +226,29 @@ func TestClaimHeadersOfPolicies(t *testing.T) {
 		t.Errorf("ClaimHeaders() = %q, want %q", got, want)
 	}
 }
+
+// TestWriteNginxClientCert: with mtls.client_cert_header, nginx sends the
+// certificate it verified to the auth call, and never the client's header
+// to the application; without it, neither line is written.
+func TestWriteNginxClientCert(t *testing.T) {
+	for _, tt := range []struct {
+		name, extra string
+		want        bool
+	}{{"set", "mtls: {client_cert_header: x-client-cert}\n", true}, {"unset", "", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := FromPlan(loadPlan(t, threeHeaders+tt.extra), request.Nginx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := Write(&b, in); err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range []string{"proxy_set_header X-Client-Cert $ssl_client_escaped_cert;", `proxy_set_header X-Client-Cert "";`} {
+				if got := strings.Contains(b.String(), line); got != tt.want {
+					t.Errorf("output has %q: %t, want %t", line, got, tt.want)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,521 @@
+// Package dpop verifies DPoP proofs (RFC 9449): the JWT a client signs with
+// its own key for each request, which makes an access token bound to that
+// key (cnf.jkt) useless to whoever steals it.
+//
+// A [Checker] runs every check of RFC 9449 §4.3 on one proof, against the
+// original request that the proxy forwarded (package request) and the access
+// token it came with, in a fixed order ([Checker.Explain] names each one):
+// one proof, its structure, the required claims, typ dpop+jwt, an asymmetric
+// alg of the allowlist, a public jwk (no private members) that fits the alg
+// by package verify's rules, the signature (golang-jwt's signing methods,
+// i.e. the standard library), htm, htu, iat within [now - MaxAge, now +
+// leeway], ath, the token's cnf.jkt equal to the key's RFC 7638 thumbprint,
+// and last the jti, recorded once in a [ReplayStore] so that a replayed
+// proof fails at every replica that shares the store.
+//
+// Errors wrap verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch (the
+// proof is valid but its key is not the token's), or verify.ErrKeysUnavailable
+// (the replay store could not answer: not a verdict, 503).
+package dpop
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// Defaults applied by [New] to zero-valued options.
+const (
+	DefaultMaxAge        = 60 * time.Second
+	DefaultMaxProofBytes = 8192
+	// MaxJTIBytes bounds a proof's jti.
+	MaxJTIBytes = 256
+)
+
+// ErrReplayed is the invalid_dpop_proof of a proof whose jti was already
+// used: errors.Is matches both it and verify.ErrInvalidDPoPProof.
+var ErrReplayed = fmt.Errorf("%w: jti was already used (a replayed proof)", verify.ErrInvalidDPoPProof)
+
+// DefaultAlgorithms is the allowlist of proof algorithms when none is
+// configured. It returns a new slice on each call.
+func DefaultAlgorithms() []string { return []string{"ES256", "PS256", "RS256", "EdDSA"} }
+
+// ReplayStore remembers the proofs already used. Implementations (package
+// replay: in-process memory, Redis) must be safe for concurrent use and
+// decide atomically: of concurrent calls with one key, exactly one is fresh.
+type ReplayStore interface {
+	// Use records key as used until now+ttl and reports whether it was
+	// unused. An error means the store could not decide; the proof is then
+	// refused as "could not decide" (keys_unavailable), never accepted.
+	Use(ctx context.Context, key [32]byte, ttl time.Duration, now time.Time) (fresh bool, err error)
+}
+
+// Options configure a [Checker].
+type Options struct {
+	// Algorithms is the allowlist of proof alg values. Empty means
+	// [DefaultAlgorithms]. Only asymmetric algorithms of package verify's
+	// table are accepted (no HS*, never none).
+	Algorithms []string
+	// MaxAge is how old a proof's iat may be. Zero means [DefaultMaxAge].
+	MaxAge time.Duration
+	// MaxProofBytes bounds a proof. Zero means [DefaultMaxProofBytes].
+	MaxProofBytes int
+	// Replay records each accepted proof's jti. Required.
+	Replay ReplayStore
+}
+
+// Checker verifies DPoP proofs. It is safe for concurrent use; Check blocks
+// only on its ReplayStore.
+type Checker struct {
+	algs     []string
+	maxAge   time.Duration
+	maxBytes int
+	replay   ReplayStore
+	b64      *base64.Encoding
+}
+
+// New validates opts, applies the defaults and returns a Checker. It
+// refuses a nil Replay, a negative MaxAge or MaxProofBytes, and an alg that
+// is not an asymmetric algorithm of package verify.
+func New(opts Options) (*Checker, error) {
+	if opts.Replay == nil {
+		return nil, errors.New("dpop: a replay store is required")
+	}
+	if opts.MaxAge < 0 || opts.MaxProofBytes < 0 {
+		return nil, errors.New("dpop: negative MaxAge or MaxProofBytes")
+	}
+	algs := opts.Algorithms
+	if len(algs) == 0 {
+		algs = DefaultAlgorithms()
+	}
+	for _, a := range algs {
+		if err := CheckAlgorithm(a); err != nil {
+			return nil, fmt.Errorf("dpop: %w", err)
+		}
+	}
+	return &Checker{
+		algs:     slices.Clone(algs),
+		maxAge:   cmpOr(opts.MaxAge, DefaultMaxAge),
+		maxBytes: cmpOr(opts.MaxProofBytes, DefaultMaxProofBytes),
+		replay:   opts.Replay,
+		b64:      base64.RawURLEncoding.Strict(),
+	}, nil
+}
+
+// CheckAlgorithm reports whether alg may sign a DPoP proof: an algorithm of
+// package verify's table that is asymmetric (RFC 9449 §4.2: not MAC-based,
+// never none). The message has no package prefix.
+func CheckAlgorithm(alg string) error {
+	if err := verify.CheckAlgorithm(alg); err != nil {
+		return err
+	}
+	if verify.MinHMACBytes(alg) > 0 {
+		return fmt.Errorf("%s is symmetric; a DPoP proof needs an asymmetric algorithm (RFC 9449 §4.2)", alg)
+	}
+	return nil
+}
+
+// Algorithms returns the allowlist, for the algs parameter of a DPoP
+// challenge (RFC 9449 §7.1). The slice is the caller's.
+func (c *Checker) Algorithms() []string { return slices.Clone(c.algs) }
+
+// MaxAge returns the oldest iat accepted, as an age.
+func (c *Checker) MaxAge() time.Duration { return c.maxAge }
+
+// Input is one presentation of a DPoP-bound token.
+type Input struct {
+	// Proofs are the values of the request's DPoP headers: exactly one is
+	// required.
+	Proofs []string
+	// Request is the original request the proof must name (htm, htu).
+	// RequestErr, if set, says why it is unknown; the proof then fails.
+	Request    request.Original
+	RequestErr error
+	// AccessToken is the token the proof accompanies, as presented (ath).
+	AccessToken string
+	// JKT is the token's cnf.jkt (verify.Result.Confirmation), "" when the
+	// token is not bound to a key (which fails: binding_mismatch).
+	JKT string
+	// Issuer is the configured issuer that verified the token: it names
+	// the jti's replay key.
+	Issuer string
+	// Leeway is the issuer's clock leeway: how far ahead iat may be, and
+	// the jti is remembered MaxAge plus it.
+	Leeway time.Duration
+}
+
+// Proof is an accepted proof.
+type Proof struct {
+	// Alg is the proof's alg; Thumbprint the RFC 7638 thumbprint of its jwk.
+	Alg, Thumbprint string
+	// JTI is its jti; IssuedAt its iat.
+	JTI      string
+	IssuedAt time.Time
+}
+
+// Check runs every check of the proof in in, at now, and returns the
+// accepted proof or an error wrapping a class sentinel of package verify.
+func (c *Checker) Check(ctx context.Context, in Input, now time.Time) (*Proof, error) {
+	return c.check(ctx, &in, now, nil)
+}
+
+// Explain is [Checker.Check] that also returns each check, in order, with
+// its outcome (names "dpop-…"); the steps end with the first failure.
+// Details never hold the proof, the token or key material.
+func (c *Checker) Explain(ctx context.Context, in Input, now time.Time) ([]verify.Step, *Proof, error) {
+	tr := &trace{}
+	p, err := c.check(ctx, &in, now, tr)
+	return tr.steps, p, err
+}
+
+type trace struct{ steps []verify.Step }
+
+// ok records a passed check; the detail is formatted only when tracing.
+func (t *trace) ok(check, format string, a ...any) {
+	if t != nil {
+		t.steps = append(t.steps, verify.Step{Check: check, OK: true, Detail: fmt.Sprintf(format, a...)})
+	}
+}
+
+func (t *trace) fail(check string, err error) error {
+	if t != nil {
+		t.steps = append(t.steps, verify.Step{Check: check, OK: false, Detail: err.Error()})
+	}
+	return err
+}
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{verify.ErrInvalidDPoPProof}, a...)...)
+}
+
+// proofClaims are the claims of a proof that the checks read.
+type proofClaims struct {
+	jti, htm, htu, ath string
+	hasAth             bool
+	iat                time.Time
+}
+
+func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace) (*Proof, error) {
+	// 1. One proof (§4.3 1), bounded.
+	if len(in.Proofs) != 1 {
+		return nil, tr.fail("dpop-header", invalid("%d DPoP headers, want exactly one", len(in.Proofs)))
+	}
+	proof := in.Proofs[0]
+	if len(proof) > c.maxBytes {
+		return nil, tr.fail("dpop-header", invalid("proof of %d bytes, limit %d", len(proof), c.maxBytes))
+	}
+	tr.ok("dpop-header", "one DPoP header, %d bytes", len(proof))
+
+	// 2. A well-formed JWS with JSON object header and claims (§4.3 2).
+	hdr, cl, signing, sig, err := c.parse(proof)
+	if err != nil {
+		return nil, tr.fail("dpop-structure", err)
+	}
+	tr.ok("dpop-structure", "compact JWS, header and claims are JSON objects")
+
+	// 3. Required claims (§4.3 3, §4.2).
+	pc, err := readClaims(cl, in.AccessToken != "")
+	if err != nil {
+		return nil, tr.fail("dpop-claims", err)
+	}
+	tr.ok("dpop-claims", "jti, htm, htu and iat present (ath: %t)", pc.hasAth)
+
+	// 4. typ (§4.3 4).
+	typ, err := stringMember(hdr, "typ")
+	if err != nil || !strings.EqualFold(typ, "dpop+jwt") {
+		return nil, tr.fail("dpop-typ", invalid("typ %s, want \"dpop+jwt\"", quote(typ)))
+	}
+	tr.ok("dpop-typ", "dpop+jwt")
+
+	// 5. alg: asymmetric, in the allowlist (§4.3 5).
+	alg, err := stringMember(hdr, "alg")
+	if err != nil || !slices.Contains(c.algs, alg) {
+		return nil, tr.fail("dpop-alg", invalid("alg %s is not in the allowlist %v", quote(alg), c.algs))
+	}
+	tr.ok("dpop-alg", "%s is in the allowlist %v", alg, c.algs)
+
+	// 6. jwk: a public key only (§4.3 7), that fits alg.
+	key, err := publicKey(hdr["jwk"], alg)
+	if err != nil {
+		return nil, tr.fail("dpop-jwk", err)
+	}
+	tr.ok("dpop-jwk", "public %s %s key, thumbprint %s", key.Kty, key.Crv, key.Thumbprint)
+
+	// 7. Signature (§4.3 6), by golang-jwt's signing method (the standard
+	// library underneath).
+	method := jwt.GetSigningMethod(alg)
+	if method == nil || method.Verify(signing, sig, key.Public) != nil {
+		return nil, tr.fail("dpop-signature", invalid("%s signature does not verify with the proof's jwk", alg))
+	}
+	tr.ok("dpop-signature", "%s verified with the proof's jwk", alg)
+
+	// 8. htm (§4.3 8).
+	if in.RequestErr != nil {
+		return nil, tr.fail("dpop-htm", invalid("the original request is unknown: %v", in.RequestErr))
+	}
+	if pc.htm != in.Request.Method {
+		return nil, tr.fail("dpop-htm", invalid("htm %s, request method %s", quote(pc.htm), quote(in.Request.Method)))
+	}
+	tr.ok("dpop-htm", "htm %q is the request's method", pc.htm)
+
+	// 9. htu (§4.3 9): scheme, host and path, without query and fragment.
+	if in.Request.Scheme == "" {
+		return nil, tr.fail("dpop-htu", invalid("the proxy did not forward the request's scheme (its proto header)"))
+	}
+	got, err := normalizeHTU(pc.htu)
+	if err != nil {
+		return nil, tr.fail("dpop-htu", err)
+	}
+	if want := in.Request.Scheme + "://" + in.Request.Host + in.Request.Path; got != want {
+		return nil, tr.fail("dpop-htu", invalid("htu %s is not the request's %s", quote(got), quote(want)))
+	}
+	tr.ok("dpop-htu", "htu is %q (without query and fragment)", got)
+
+	// 11. iat (§4.3 11): not older than MaxAge, not ahead more than leeway.
+	leeway := max(in.Leeway, 0)
+	switch age := now.Sub(pc.iat); {
+	case age > c.maxAge:
+		return nil, tr.fail("dpop-iat", invalid("iat %s is %s old, max_age %s", pc.iat.Format(time.RFC3339), age.Round(time.Second), c.maxAge))
+	case -age > leeway:
+		return nil, tr.fail("dpop-iat", invalid("iat %s is %s ahead, leeway %s", pc.iat.Format(time.RFC3339), (-age).Round(time.Second), leeway))
+	}
+	tr.ok("dpop-iat", "iat %s within [now - %s, now + %s]", pc.iat, c.maxAge, leeway)
+
+	// 12. ath (§4.3 12): the hash of the token presented with it.
+	if in.AccessToken != "" {
+		sum := sha256.Sum256([]byte(in.AccessToken))
+		if pc.ath != base64.RawURLEncoding.EncodeToString(sum[:]) {
+			return nil, tr.fail("dpop-ath", invalid("ath is not the hash of the access token presented"))
+		}
+		tr.ok("dpop-ath", "ath is the access token's SHA-256")
+	}
+
+	// 13. The token is bound to the proof's key (§4.3 12, §6.1).
+	switch {
+	case in.JKT == "":
+		return nil, tr.fail("dpop-binding", fmt.Errorf("%w: the token has no cnf.jkt: it is not bound to a DPoP key", verify.ErrBindingMismatch))
+	case in.JKT != key.Thumbprint:
+		return nil, tr.fail("dpop-binding", fmt.Errorf("%w: cnf.jkt %s is not the proof key's thumbprint %s", verify.ErrBindingMismatch, quote(in.JKT), key.Thumbprint))
+	}
+	tr.ok("dpop-binding", "cnf.jkt is the proof key's thumbprint")
+
+	// 10. jti unused (§4.3 10, §11.1), last: only a proof that passed
+	// everything else is remembered.
+	fresh, err := c.replay.Use(ctx, ReplayKey(in.Issuer, pc.jti), c.maxAge+leeway, now)
+	if err != nil {
+		return nil, tr.fail("dpop-jti", fmt.Errorf("%w: the DPoP replay store did not answer: %w", verify.ErrKeysUnavailable, err))
+	}
+	if !fresh {
+		return nil, tr.fail("dpop-jti", ErrReplayed)
+	}
+	tr.ok("dpop-jti", "jti unused; remembered for %s", c.maxAge+leeway)
+	return &Proof{Alg: alg, Thumbprint: key.Thumbprint, JTI: pc.jti, IssuedAt: pc.iat}, nil
+}
+
+// ReplayKey is the replay store's key of a jti used with a token of
+// issuer: SHA-256 over both, each length-prefixed, so that no pair of
+// (issuer, jti) maps to another's key and the store never holds the jti.
+func ReplayKey(issuer, jti string) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, s := range [...]string{issuer, jti} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// parse splits a compact JWS and decodes its header and claims.
+func (c *Checker) parse(proof string) (hdr, cl map[string]json.RawMessage, signing string, sig []byte, err error) {
+	parts := strings.Split(proof, ".")
+	if len(parts) != 3 {
+		return nil, nil, "", nil, invalid("not a compact JWS of three segments")
+	}
+	hb, err1 := c.b64.DecodeString(parts[0])
+	cb, err2 := c.b64.DecodeString(parts[1])
+	sig, err3 := c.b64.DecodeString(parts[2])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return nil, nil, "", nil, invalid("a segment is not base64url")
+	}
+	if hdr, err = object(hb); err != nil {
+		return nil, nil, "", nil, invalid("header: %v", err)
+	}
+	if cl, err = object(cb); err != nil {
+		return nil, nil, "", nil, invalid("claims: %v", err)
+	}
+	if _, ok := hdr["crit"]; ok {
+		return nil, nil, "", nil, invalid("crit header: no extension is understood")
+	}
+	return hdr, cl, parts[0] + "." + parts[1], sig, nil
+}
+
+var errDuplicate = errors.New("duplicate member")
+
+// object decodes a JSON object into its members, refusing duplicate names
+// (two parsers must never disagree on a member) and trailing data.
+func object(b []byte) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
+	}
+	m := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, errors.New("not a JSON object")
+		}
+		name, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, errors.New("not a JSON object")
+		}
+		if _, dup := m[name]; dup {
+			return nil, fmt.Errorf("%w %s", errDuplicate, quote(name))
+		}
+		m[name] = v
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, errors.New("not a JSON object")
+	}
+	if _, err := dec.Token(); err == nil {
+		return nil, errors.New("data after the object")
+	}
+	return m, nil
+}
+
+// stringMember returns the string member name of m.
+func stringMember(m map[string]json.RawMessage, name string) (string, error) {
+	raw, ok := m[name]
+	if !ok {
+		return "", fmt.Errorf("no %s", name)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", fmt.Errorf("%s is not a string", name)
+	}
+	return s, nil
+}
+
+func readClaims(cl map[string]json.RawMessage, withToken bool) (proofClaims, error) {
+	var pc proofClaims
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"jti", &pc.jti}, {"htm", &pc.htm}, {"htu", &pc.htu}} {
+		s, err := stringMember(cl, f.name)
+		if err != nil {
+			return pc, invalid("%v", err)
+		}
+		if s == "" {
+			return pc, invalid("empty %s", f.name)
+		}
+		*f.dst = s
+	}
+	if len(pc.jti) > MaxJTIBytes {
+		return pc, invalid("jti of %d bytes, limit %d", len(pc.jti), MaxJTIBytes)
+	}
+	raw, ok := cl["iat"]
+	if !ok {
+		return pc, invalid("no iat")
+	}
+	var iat float64
+	if err := json.Unmarshal(raw, &iat); err != nil || math.IsNaN(iat) || math.Abs(iat) > 1e11 {
+		return pc, invalid("iat is not a NumericDate")
+	}
+	sec, frac := math.Modf(iat)
+	pc.iat = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	if _, ok := cl["ath"]; ok {
+		s, err := stringMember(cl, "ath")
+		if err != nil {
+			return pc, invalid("%v", err)
+		}
+		pc.ath, pc.hasAth = s, true
+	}
+	if withToken && !pc.hasAth {
+		return pc, invalid("no ath, and the proof comes with an access token")
+	}
+	return pc, nil
+}
+
+// normalizeHTU returns htu as scheme://host/path the way the original
+// request is compared (package request: host lower case without port,
+// path normalized), without its query and fragment.
+func normalizeHTU(htu string) (string, error) {
+	u, err := url.Parse(htu)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return "", invalid("htu %s is not an absolute http(s) URI", quote(htu))
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return "", invalid("htu scheme %s is not http or https", quote(u.Scheme))
+	}
+	if u.User != nil {
+		return "", invalid("htu holds user information")
+	}
+	p, err := request.NormalizePath(u.EscapedPath())
+	if err != nil {
+		return "", invalid("htu path: %v", err)
+	}
+	return scheme + "://" + request.NormalizeHost(u.Host) + p, nil
+}
+
+// privateMembers are the JWK members of private (or symmetric) keys
+// (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2).
+var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
+
+// publicKey builds the proof's jwk header into a key (cache.NewKey applies
+// the key-size and curve rules), refusing private members, and checks that
+// it fits alg by package verify's rule.
+func publicKey(raw json.RawMessage, alg string) (*cache.Key, error) {
+	if raw == nil {
+		return nil, invalid("no jwk header (a kid alone is not accepted)")
+	}
+	m, err := object(raw)
+	if err != nil {
+		return nil, invalid("jwk: %v", err)
+	}
+	for _, p := range privateMembers {
+		if _, ok := m[p]; ok {
+			return nil, invalid("jwk holds the private member %s", quote(p))
+		}
+	}
+	str := func(name string) string { s, _ := stringMember(m, name); return s }
+	pub, err := jwkPublic(str("kty"), str("crv"), str)
+	if err != nil {
+		return nil, invalid("jwk: %v", err)
+	}
+	meta := cache.KeyMeta{Alg: str("alg"), Use: str("use")}
+	if _, ok := m["key_ops"]; ok {
+		if err := json.Unmarshal(m["key_ops"], &meta.KeyOps); err != nil || meta.KeyOps == nil {
+			return nil, invalid("jwk: key_ops is not an array of strings")
+		}
+	}
+	key, err := cache.NewKey(pub, meta)
+	if err != nil {
+		return nil, invalid("jwk: %v", err)
+	}
+	if err := verify.KeyFits(key, alg); err != nil {
+		return nil, invalid("jwk does not fit %s: %v", alg, err)
+	}
+	return key, nil
+}

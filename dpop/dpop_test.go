@@ -1,0 +1,330 @@
+package dpop_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	accessToken = "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln" // ath is its hash; never verified here
+	issuer      = "https://idp.example.com/"
+)
+
+var origReq = request.Original{Method: "POST", Scheme: "https", Host: "api.example.com", Path: "/orders/1"}
+
+// thumb returns the RFC 7638 thumbprint of the named key's public half.
+func thumb(t testing.TB, name string) string {
+	k, err := cache.NewKey(testkeys.Public(name), cache.KeyMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.Thumbprint
+}
+
+func ath(tok string) string {
+	s := sha256.Sum256([]byte(tok))
+	return base64.RawURLEncoding.EncodeToString(s[:])
+}
+
+// proof mints a proof of the named key with alg; header and claims
+// entries replace (nil: delete) the defaults.
+func proof(alg, name string, header, claims map[string]any) string {
+	h := map[string]any{"typ": "dpop+jwt", "jwk": testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(name)})}
+	c := map[string]any{"jti": "j-1", "htm": "POST", "htu": "https://api.example.com/orders/1", "iat": t0.Unix(), "ath": ath(accessToken)}
+	for k, v := range header {
+		h[k] = v
+	}
+	for k, v := range claims {
+		if v == nil {
+			delete(c, k)
+			continue
+		}
+		c[k] = v
+	}
+	return testkeys.Mint(alg, testkeys.Private(name), h, c)
+}
+
+func newChecker(t testing.TB, opts dpop.Options) *dpop.Checker {
+	t.Helper()
+	if opts.Replay == nil {
+		m, err := replay.NewMemory(100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Replay = m
+	}
+	c, err := dpop.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func input(p string, jkt string) dpop.Input {
+	return dpop.Input{Proofs: []string{p}, Request: origReq, AccessToken: accessToken, JKT: jkt, Issuer: issuer, Leeway: 30 * time.Second}
+}
+
+// failingStore is a replay store that cannot answer.
+type failingStore struct{}
+
+func (failingStore) Use(context.Context, [32]byte, time.Duration, time.Time) (bool, error) {
+	return false, errors.New("connection refused")
+}
+
+// TestCheck covers each check of RFC 9449 §4.3 and each binding failure,
+// each with the step it fails at and its class.
+func TestCheck(t *testing.T) {
+	jktEC := thumb(t, testkeys.EC256A)
+	privJWK := testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Private(testkeys.EC256A)}) // public only: testkeys drops d
+	var withD map[string]any
+	_ = json.Unmarshal(privJWK, &withD)
+	withD["d"] = "AAAA"
+	otherJWK := testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.EC256B)})
+	rsaWeak := testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.RSA1024)})
+	good := proof("ES256", testkeys.EC256A, nil, nil)
+	segs := strings.Split(good, ".")
+
+	tests := []struct {
+		name     string
+		in       func() dpop.Input
+		opts     dpop.Options
+		wantErr  error
+		wantStep string // the failing check, "" when accepted
+	}{
+		{"es256-accepted", func() dpop.Input { return input(good, jktEC) }, dpop.Options{}, nil, ""},
+		{"ps256-accepted", func() dpop.Input {
+			return input(proof("PS256", testkeys.RSA2048A, nil, nil), thumb(t, testkeys.RSA2048A))
+		}, dpop.Options{}, nil, ""},
+		{"rs256-accepted", func() dpop.Input {
+			return input(proof("RS256", testkeys.RSA2048A, nil, nil), thumb(t, testkeys.RSA2048A))
+		}, dpop.Options{}, nil, ""},
+		{"eddsa-accepted", func() dpop.Input {
+			return input(proof("EdDSA", testkeys.Ed25519A, nil, nil), thumb(t, testkeys.Ed25519A))
+		}, dpop.Options{}, nil, ""},
+		{"htu-normalized", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "HTTPS://API.example.com:443/orders/./1?x=1#f"}), jktEC)
+		}, dpop.Options{}, nil, ""},
+		{"iat-at-leeway", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(30 * time.Second).Unix()}), jktEC)
+		}, dpop.Options{}, nil, ""},
+		{"iat-at-max-age", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(-60 * time.Second).Unix()}), jktEC)
+		}, dpop.Options{}, nil, ""},
+
+		// §4.3 1: exactly one DPoP header.
+		{"no-proof", func() dpop.Input { in := input(good, jktEC); in.Proofs = nil; return in }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-header"},
+		{"two-proofs", func() dpop.Input { in := input(good, jktEC); in.Proofs = []string{good, good}; return in }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-header"},
+		{"too-large", func() dpop.Input { return input(good, jktEC) }, dpop.Options{MaxProofBytes: 100}, verify.ErrInvalidDPoPProof, "dpop-header"},
+		// §4.3 2: a well-formed JWT.
+		{"not-jws", func() dpop.Input { return input("abc.def", jktEC) }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-structure"},
+		{"bad-base64", func() dpop.Input { return input(segs[0]+".!!."+segs[2], jktEC) }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-structure"},
+		{"claims-not-object", func() dpop.Input {
+			return input(segs[0]+"."+base64.RawURLEncoding.EncodeToString([]byte(`[1]`))+"."+segs[2], jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-structure"},
+		{"duplicate-claim", func() dpop.Input {
+			return input(segs[0]+"."+base64.RawURLEncoding.EncodeToString([]byte(`{"jti":"a","jti":"b"}`))+"."+segs[2], jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-structure"},
+		{"crit", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, map[string]any{"crit": []string{"x"}}, nil), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-structure"},
+		// §4.3 3: required claims.
+		{"no-jti", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": nil}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		{"empty-jti", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": ""}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		{"long-jti", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": strings.Repeat("j", 257)}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		{"no-htm", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htm": nil}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		{"no-htu", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": nil}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		{"no-iat", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": nil}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		{"iat-string", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": "now"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		{"no-ath-with-token", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"ath": nil}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		// §4.3 4: typ.
+		{"no-typ", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, map[string]any{"typ": nil}, nil), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-typ"},
+		{"typ-jwt", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, map[string]any{"typ": "JWT"}, nil), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-typ"},
+		// §4.3 5: alg.
+		{"alg-not-allowed", func() dpop.Input {
+			return input(proof("ES384", testkeys.EC384, nil, nil), thumb(t, testkeys.EC384))
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-alg"},
+		{"hs256", func() dpop.Input {
+			p := testkeys.Mint("HS256", testkeys.Secret(), map[string]any{"typ": "dpop+jwt", "jwk": otherJWK}, map[string]any{"jti": "x"})
+			return input(p, jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-claims"},
+		{"alg-outside-configured", func() dpop.Input { return input(good, jktEC) }, dpop.Options{Algorithms: []string{"EdDSA"}}, verify.ErrInvalidDPoPProof, "dpop-alg"},
+		// §4.3 7: a public jwk that fits.
+		{"no-jwk", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, map[string]any{"jwk": nil, "kid": "k1"}, nil), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-jwk"},
+		{"private-jwk", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, map[string]any{"jwk": withD}, nil), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-jwk"},
+		{"jwk-wrong-type", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, map[string]any{"jwk": testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.Ed25519A)})}, nil), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-jwk"},
+		{"jwk-weak-rsa", func() dpop.Input {
+			return input(proof("RS256", testkeys.RSA1024, map[string]any{"jwk": rsaWeak}, nil), thumb(t, testkeys.RSA2048A))
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-jwk"},
+		{"jwk-alg-mismatch", func() dpop.Input {
+			j := testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.RSA2048A), Alg: "RS256"})
+			return input(proof("PS256", testkeys.RSA2048A, map[string]any{"jwk": j}, nil), thumb(t, testkeys.RSA2048A))
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-jwk"},
+		{"jwk-string", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, map[string]any{"jwk": "key"}, nil), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-jwk"},
+		// §4.3 6: signature.
+		{"signed-by-other-key", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, map[string]any{"jwk": otherJWK}, nil), thumb(t, testkeys.EC256B))
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-signature"},
+		{"signature-altered", func() dpop.Input {
+			sig := []byte(segs[2])
+			sig[10] = map[bool]byte{true: 'B', false: 'A'}[sig[10] == 'A'] // another base64url character
+			return input(segs[0]+"."+segs[1]+"."+string(sig), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-signature"},
+		// §4.3 8: htm.
+		{"htm-other", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htm": "GET"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htm"},
+		{"htm-lower", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htm": "post"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htm"},
+		{"request-unknown", func() dpop.Input { in := input(good, jktEC); in.RequestErr = request.ErrMissing; return in }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htm"},
+		// §4.3 9: htu.
+		{"htu-other-path", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://api.example.com/orders/2"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		{"htu-other-host", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://evil.example.com/orders/1"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		{"htu-http", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "http://api.example.com/orders/1"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		{"htu-relative", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "/orders/1"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		{"htu-ambiguous-path", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://api.example.com/orders%2F1"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		{"scheme-not-forwarded", func() dpop.Input { in := input(good, jktEC); in.Request.Scheme = ""; return in }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		// §4.3 11: iat.
+		{"iat-too-old", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(-61 * time.Second).Unix()}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-iat"},
+		{"iat-ahead", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(31 * time.Second).Unix()}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-iat"},
+		// §4.3 12: ath.
+		{"ath-other-token", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"ath": ath("other")}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-ath"},
+		// Binding (cnf.jkt).
+		{"jkt-other-key", func() dpop.Input { return input(good, thumb(t, testkeys.EC256B)) }, dpop.Options{}, verify.ErrBindingMismatch, "dpop-binding"},
+		{"token-not-bound", func() dpop.Input { return input(good, "") }, dpop.Options{}, verify.ErrBindingMismatch, "dpop-binding"},
+		// §4.3 10: jti (replay store failure fails closed).
+		{"replay-store-down", func() dpop.Input { return input(good, jktEC) }, dpop.Options{Replay: failingStore{}}, verify.ErrKeysUnavailable, "dpop-jti"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newChecker(t, tt.opts)
+			steps, p, err := c.Explain(context.Background(), tt.in(), t0)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Explain() = %v, want %v", err, tt.wantErr)
+			}
+			last := steps[len(steps)-1]
+			if tt.wantStep == "" {
+				if p == nil || !last.OK || last.Check != "dpop-jti" {
+					t.Fatalf("accepted proof: steps end with %+v, proof %v", last, p)
+				}
+				return
+			}
+			if last.Check != tt.wantStep || last.OK {
+				t.Errorf("failing step = %+v, want %s", last, tt.wantStep)
+			}
+			if _, err2 := c.Check(context.Background(), tt.in(), t0); verify.Class(err2) != verify.Class(tt.wantErr) {
+				t.Errorf("Check() = %v, want the class of %v", err2, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestReplayRefused checks that a proof is accepted once: its second use,
+// here or at another checker sharing the store, fails.
+func TestReplayRefused(t *testing.T) {
+	store, _ := replay.NewMemory(10)
+	a := newChecker(t, dpop.Options{Replay: store})
+	b := newChecker(t, dpop.Options{Replay: store})
+	in := input(proof("ES256", testkeys.EC256A, nil, nil), thumb(t, testkeys.EC256A))
+	if _, err := a.Check(context.Background(), in, t0); err != nil {
+		t.Fatalf("first Check() = %v", err)
+	}
+	for i, c := range []*dpop.Checker{a, b} {
+		if _, err := c.Check(context.Background(), in, t0.Add(time.Second)); !errors.Is(err, dpop.ErrReplayed) || !errors.Is(err, verify.ErrInvalidDPoPProof) {
+			t.Errorf("replay at checker %d: Check() = %v, want ErrReplayed", i, err)
+		}
+	}
+	// Another issuer's namespace holds its own jti.
+	in.Issuer = "https://other.example.com/"
+	if _, err := a.Check(context.Background(), in, t0); err != nil {
+		t.Errorf("same jti with another issuer: Check() = %v", err)
+	}
+}
+
+func TestNewRefuses(t *testing.T) {
+	store, _ := replay.NewMemory(1)
+	for _, tt := range []struct {
+		name string
+		opts dpop.Options
+	}{
+		{"no-store", dpop.Options{}},
+		{"hmac", dpop.Options{Replay: store, Algorithms: []string{"HS256"}}},
+		{"none", dpop.Options{Replay: store, Algorithms: []string{"none"}}},
+		{"negative-age", dpop.Options{Replay: store, MaxAge: -time.Second}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := dpop.New(tt.opts); err == nil {
+				t.Errorf("New(%+v) = nil error", tt.opts)
+			}
+		})
+	}
+}
+
+func TestReplayKeyDistinct(t *testing.T) {
+	if dpop.ReplayKey("ab", "c") == dpop.ReplayKey("a", "bc") {
+		t.Error("ReplayKey(ab, c) == ReplayKey(a, bc)")
+	}
+}

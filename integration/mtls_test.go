@@ -1,0 +1,186 @@
+package integration
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// testPKI is a CA made at test time, with a server certificate for
+// 127.0.0.1 and client certificates.
+type testPKI struct {
+	caCert *x509.Certificate
+	caKey  *ecdsa.PrivateKey
+	pool   *x509.CertPool
+	dir    string
+	serial int64
+}
+
+func newTestPKI(t *testing.T) *testPKI {
+	t.Helper()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := x509.ParseCertificate(der)
+	p := &testPKI{caCert: c, caKey: k, pool: x509.NewCertPool(), dir: t.TempDir(), serial: 1}
+	p.pool.AddCert(c)
+	p.write(t, "client-ca.crt", "CERTIFICATE", der)
+	return p
+}
+
+func (p *testPKI) write(t *testing.T, name, typ string, der []byte) string {
+	path := filepath.Join(p.dir, name)
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// issue returns a certificate for cn (a server one for 127.0.0.1 when
+// server is set), as a tls.Certificate and its DER.
+func (p *testPKI) issue(t *testing.T, cn string, server bool) (tls.Certificate, []byte) {
+	t.Helper()
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p.serial++
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if server {
+		tpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+		tpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, p.caCert, &k.PublicKey, p.caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kd, _ := x509.MarshalPKCS8PrivateKey(k)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}, kd
+}
+
+func x5tS256(der []byte) string {
+	s := sha256.Sum256(der)
+	return base64.RawURLEncoding.EncodeToString(s[:])
+}
+
+// TestNginxMTLSBoundToken runs deploy/nginx/nginx-mtls.conf with real nginx
+// (ssl_verify_client, $ssl_client_escaped_cert): a certificate-bound token
+// passes with its certificate and fails with another or without one.
+func TestNginxMTLSBoundToken(t *testing.T) {
+	nginx := requireNginx(t)
+	pki := newTestPKI(t)
+	srvCert, srvKey := pki.issue(t, "127.0.0.1", true)
+	crt := pki.write(t, "server.crt", "CERTIFICATE", srvCert.Certificate[0])
+	key := pki.write(t, "server.key", "PRIVATE KEY", srvKey)
+	certA, _ := pki.issue(t, "client-a", false)
+	certB, _ := pki.issue(t, "client-b", false)
+
+	is := newTestIssuer(t)
+	up := startEcho(t)
+	jv := startJWKSVerify(t, fmt.Sprintf(`listen: 127.0.0.1:0
+shutdown_timeout: 1s
+forward_auth: {proxy: nginx}
+mtls: {client_cert_header: X-Client-Cert}
+issuers:
+%s    sender_constraint: {mtls: optional}
+`, is.IssuerConfig()))
+
+	port := freePort(t)
+	raw, err := os.ReadFile("../deploy/nginx/nginx-mtls.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(raw)
+	// The file's documented placeholders, each on exactly one non-comment
+	// line: an edit that breaks the substitution fails loudly.
+	for _, sub := range [][2]string{
+		{"listen 8443", "listen 127.0.0.1:" + strconv.Itoa(port)},
+		{"/etc/nginx/tls/server.crt", crt},
+		{"/etc/nginx/tls/server.key", key},
+		{"/etc/nginx/tls/client-ca.crt", filepath.Join(pki.dir, "client-ca.crt")},
+		{"127.0.0.1:8080", jv.HTTP},
+		{"127.0.0.1:9000", up.Addr},
+	} {
+		var b strings.Builder
+		n := 0
+		for line := range strings.Lines(conf) {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, sub[0]) {
+				n++
+				line = strings.ReplaceAll(line, sub[0], sub[1])
+			}
+			b.WriteString(line)
+		}
+		if n != 1 {
+			t.Fatalf("deploy/nginx/nginx-mtls.conf: placeholder %q on %d non-comment lines, want 1", sub[0], n)
+		}
+		conf = b.String()
+	}
+	addr := runNginx(t, nginx, conf, port)
+
+	bound := is.Token(map[string]any{"cnf": map[string]any{"x5t#S256": x5tS256(certA.Certificate[0])}})
+	unbound := is.Token(nil)
+	tests := []struct {
+		name     string
+		cert     *tls.Certificate
+		token    string
+		forged   string // an X-Client-Cert the client sends itself
+		wantCode int
+	}{
+		{"bound-with-its-cert", &certA, bound, "", 200},
+		{"bound-with-another-cert", &certB, bound, "", 401},
+		{"bound-without-cert", nil, bound, "", 401},
+		{"bound-without-cert-forged-header", nil, bound, "x", 401},
+		{"unbound-without-cert", nil, unbound, "", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tc := &tls.Config{RootCAs: pki.pool}
+			if tt.cert != nil {
+				tc.Certificates = []tls.Certificate{*tt.cert}
+			}
+			c := &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}, Timeout: 5 * time.Second}
+			req, _ := http.NewRequest(http.MethodGet, "https://"+addr+"/orders/1", nil)
+			req.Header.Set("Authorization", "Bearer "+tt.token)
+			if tt.forged != "" {
+				req.Header.Set("X-Client-Cert", tt.forged)
+			}
+			before := up.Hits()
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantCode {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.wantCode)
+			}
+			if reached := up.Hits() > before; reached != (tt.wantCode == 200) {
+				t.Errorf("upstream reached = %t with status %d", reached, resp.StatusCode)
+			}
+			if tt.wantCode == 401 {
+				if www := resp.Header.Get("Www-Authenticate"); www != `Bearer error="invalid_token", error_description="binding_mismatch"` {
+					t.Errorf("WWW-Authenticate = %q", www)
+				}
+			}
+		})
+	}
+}

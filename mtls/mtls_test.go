@@ -1,0 +1,114 @@
+package mtls_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"math/big"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/mtls"
+)
+
+func cert(t testing.TB) []byte {
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "c"},
+		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<32, 0)}
+	der, err := x509.CreateCertificate(rand.Reader, tpl, tpl, &k.PublicKey, k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+func TestThumbprintForwarded(t *testing.T) {
+	der := cert(t)
+	p := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	sum := sha256.Sum256(der)
+	want := base64.RawURLEncoding.EncodeToString(sum[:])
+	tests := []struct {
+		name    string
+		v       string
+		wantErr error
+	}{
+		{"pem", p, nil},
+		{"path-escaped-pem-nginx", url.PathEscape(p), nil},
+		{"query-escaped-pem", url.QueryEscape(p), nil},
+		{"base64-der-traefik", base64.StdEncoding.EncodeToString(der), nil},
+		{"escaped-base64-der", url.QueryEscape(base64.StdEncoding.EncodeToString(der)), nil},
+		{"empty", "", mtls.ErrNoCertificate},
+		{"garbage", "not a certificate", mtls.ErrMalformed},
+		{"other-pem-block", string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})), mtls.ErrMalformed},
+		{"der-not-a-cert", base64.StdEncoding.EncodeToString([]byte("abcdefgh")), mtls.ErrMalformed},
+		{"too-large", strings.Repeat("A", mtls.MaxCertBytes+1), mtls.ErrMalformed},
+		{"bad-escape", "%zz", mtls.ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := mtls.ThumbprintForwarded(tt.v)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("ThumbprintForwarded() = %v, want %v", err, tt.wantErr)
+			}
+			if err == nil && got != want {
+				t.Errorf("ThumbprintForwarded() = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func TestThumbprintXFCC(t *testing.T) {
+	der := cert(t)
+	sum := sha256.Sum256(der)
+	h := hex.EncodeToString(sum[:])
+	want := base64.RawURLEncoding.EncodeToString(sum[:])
+	tests := []struct {
+		name    string
+		v       string
+		wantErr error
+	}{
+		{"one-element", `By=spiffe://example.org/gw;Hash=` + h + `;Subject="CN=c,O=x;y";URI=spiffe://example.org/c`, nil},
+		{"hash-only", "Hash=" + h, nil},
+		{"two-elements", "Hash=" + h + ",Hash=" + h, mtls.ErrMalformed},
+		{"no-hash", `By=x;Subject="CN=c"`, mtls.ErrNoCertificate},
+		{"two-hashes", "Hash=" + h + ";Hash=" + h, mtls.ErrMalformed},
+		{"short-hash", "Hash=abcd", mtls.ErrMalformed},
+		{"unterminated-quote", `Hash=` + h + `;Subject="CN=c`, mtls.ErrMalformed},
+		{"empty", "", mtls.ErrNoCertificate},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := mtls.ThumbprintXFCC(tt.v)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("ThumbprintXFCC() = %v, want %v", err, tt.wantErr)
+			}
+			if err == nil && got != want {
+				t.Errorf("ThumbprintXFCC() = %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+// FuzzForwarded: no input panics; an accepted one is a certificate.
+func FuzzForwarded(f *testing.F) {
+	der := cert(f)
+	f.Add(url.PathEscape(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))))
+	f.Add("Hash=00;By=x")
+	f.Fuzz(func(t *testing.T, v string) {
+		if d, err := mtls.ParseForwarded(v); err == nil {
+			if _, err := x509.ParseCertificate(d); err != nil {
+				t.Fatalf("accepted a non-certificate: %v", err)
+			}
+		}
+		_, _ = mtls.ThumbprintXFCC(v)
+	})
+}

@@ -1,0 +1,134 @@
+package replay
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of [RedisOptions].
+const (
+	DefaultRedisTimeout = 500 * time.Millisecond
+	DefaultKeyPrefix    = "jwksverify:dpop:"
+)
+
+// RedisOptions configure a [Redis] store.
+type RedisOptions struct {
+	// URL is the server: redis://[user:password@]host:port[/db], or
+	// rediss:// for TLS (verified against the system roots). User and
+	// password, when given, authenticate (AUTH). Required. It holds a
+	// secret: never log it.
+	URL string
+	// Timeout bounds dialing, each read and write, and the wait for a pooled
+	// connection. Zero means [DefaultRedisTimeout].
+	Timeout time.Duration
+	// PoolSize is the most connections kept open. Zero means go-redis's
+	// default (10 per CPU).
+	PoolSize int
+	// KeyPrefix starts every key the store sets. Empty means
+	// [DefaultKeyPrefix].
+	KeyPrefix string
+}
+
+// Redis is a replay store shared by every replica that uses the same Redis:
+// each proof is one SET key 1 NX PX ttl, atomic on the server, so of any
+// number of concurrent uses of one proof, across any number of replicas,
+// exactly one is fresh. A failed call is never retried (a SET whose reply
+// was lost may have been applied: retrying would refuse the proof as
+// replayed) and never answered "fresh": it is an error. go-redis reconnects
+// on its own, so a restarted Redis is used again without a restart of
+// jwksverify. It is safe for concurrent use; Close it when done.
+type Redis struct {
+	c      *redis.Client
+	prefix string
+
+	fresh, replayed, failed atomic.Uint64
+}
+
+// RedisStats are a Redis store's counters.
+type RedisStats struct {
+	// Fresh and Replayed count the answers; Errors the calls that failed.
+	Fresh, Replayed, Errors uint64
+}
+
+// CheckRedisURL reports whether url is a Redis URL that [NewRedis]
+// accepts. Its message never holds the URL (which may hold a password).
+func CheckRedisURL(url string) error {
+	if url == "" {
+		return errors.New("empty; want redis://[user:password@]host:port[/db] or rediss://…")
+	}
+	if _, err := redis.ParseURL(url); err != nil {
+		return errors.New("not redis://[user:password@]host:port[/db] or rediss://… (the URL is not repeated here: it may hold a password)")
+	}
+	return nil
+}
+
+// NewRedis returns a Redis store. It does not connect: the first Use (or
+// [Redis.Ping]) does. It refuses an empty or unparsable URL.
+func NewRedis(opts RedisOptions) (*Redis, error) {
+	if err := CheckRedisURL(opts.URL); err != nil {
+		return nil, fmt.Errorf("replay: redis URL: %w", err)
+	}
+	o, _ := redis.ParseURL(opts.URL) // checked above
+	if opts.Timeout < 0 || opts.PoolSize < 0 {
+		return nil, errors.New("replay: negative redis timeout or pool size")
+	}
+	t := opts.Timeout
+	if t == 0 {
+		t = DefaultRedisTimeout
+	}
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = t, t, t, t
+	o.ContextTimeoutEnabled = true
+	o.MaxRetries = -1 // see the type's comment
+	if opts.PoolSize > 0 {
+		o.PoolSize = opts.PoolSize
+	}
+	prefix := opts.KeyPrefix
+	if prefix == "" {
+		prefix = DefaultKeyPrefix
+	}
+	return &Redis{c: redis.NewClient(o), prefix: prefix}, nil
+}
+
+// Use implements dpop.ReplayStore with SET prefix+hex(key) 1 NX PX ttl.
+func (r *Redis) Use(ctx context.Context, key [32]byte, ttl time.Duration, _ time.Time) (bool, error) {
+	ms := max(ttl.Milliseconds(), 1)
+	if ttl%time.Millisecond != 0 {
+		ms++ // round up: never forget a proof early
+	}
+	res, err := r.c.Do(ctx, "SET", r.prefix+hex.EncodeToString(key[:]), "1", "NX", "PX", ms).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		r.replayed.Add(1)
+		return false, nil
+	case err != nil:
+		r.failed.Add(1)
+		return false, fmt.Errorf("replay: redis: %w", err)
+	case res != "OK":
+		r.failed.Add(1)
+		return false, fmt.Errorf("replay: redis answered %v to SET NX", res)
+	}
+	r.fresh.Add(1)
+	return true, nil
+}
+
+// Ping checks that the server answers.
+func (r *Redis) Ping(ctx context.Context) error {
+	if err := r.c.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("replay: redis: %w", err)
+	}
+	return nil
+}
+
+// Stats returns the store's counters. It is safe for concurrent use.
+func (r *Redis) Stats() RedisStats {
+	return RedisStats{Fresh: r.fresh.Load(), Replayed: r.replayed.Load(), Errors: r.failed.Load()}
+}
+
+// Close closes the store's connections.
+func (r *Redis) Close() error { return r.c.Close() }

@@ -1,0 +1,219 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/replay"
+)
+
+// redisServer is a real redis-server on 127.0.0.1, stopped by the test.
+type redisServer struct {
+	t    testing.TB
+	port int
+	cmd  *exec.Cmd
+}
+
+// startRedis starts redis-server, failing under CI=true when it is not
+// installed (.ci/run installs it), skipping elsewhere.
+func startRedis(t testing.TB) *redisServer {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-server is not installed (CI installs it: .ci/run)")
+		}
+		t.Skip("redis-server is not installed")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &redisServer{t: t, port: port}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *redisServer) url() string { return "redis://127.0.0.1:" + strconv.Itoa(r.port) }
+
+func (r *redisServer) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--daemonize", "no")
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	// Wait until it accepts connections (bounded: 10s).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(r.port), time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("redis-server did not listen within 10s: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a port, not synchronizing goroutines
+	}
+}
+
+func (r *redisServer) stop() {
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+func TestRedis(t *testing.T) {
+	srv := startRedis(t)
+	st, err := replay.NewRedis(replay.RedisOptions{URL: srv.url(), KeyPrefix: "test:" + t.Name() + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if err := st.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.Use(ctx, key(1), time.Minute, t0); !ok || err != nil {
+		t.Fatalf("first Use() = %t, %v; want fresh", ok, err)
+	}
+	if ok, err := st.Use(ctx, key(1), time.Minute, t0); ok || err != nil {
+		t.Fatalf("second Use() = %t, %v; want replayed", ok, err)
+	}
+
+	// Concurrent uses of one key from two stores: exactly one fresh.
+	other, err := replay.NewRedis(replay.RedisOptions{URL: srv.url(), KeyPrefix: "test:" + t.Name() + ":", PoolSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	var fresh atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 200 {
+		s := st
+		if i%2 == 1 {
+			s = other
+		}
+		wg.Go(func() {
+			ok, err := s.Use(ctx, key(2), time.Minute, t0)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				fresh.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if n := fresh.Load(); n != 1 {
+		t.Errorf("%d fresh answers of 200 concurrent uses, want 1", n)
+	}
+
+	// A stopped server is an error, never fresh; a restarted one is used
+	// again by the same store.
+	srv.stop()
+	if ok, err := st.Use(ctx, key(3), time.Minute, t0); ok || err == nil {
+		t.Errorf("Use() with redis stopped = %t, %v; want an error", ok, err)
+	}
+	srv.start()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := st.Use(ctx, key(4), time.Minute, t0)
+		if err == nil {
+			if !ok {
+				t.Error("after restart: Use() of a new key = replayed")
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after restart: Use() = %v for 10s", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s := st.Stats(); s.Errors == 0 || s.Fresh < 2 {
+		t.Errorf("Stats() = %+v", s)
+	}
+}
+
+// TestRedisTTL checks that the key expires after the ttl (PX).
+func TestRedisTTL(t *testing.T) {
+	srv := startRedis(t)
+	st, err := replay.NewRedis(replay.RedisOptions{URL: srv.url()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	if ok, err := st.Use(ctx, key(9), 50*time.Millisecond, t0); !ok || err != nil {
+		t.Fatalf("Use() = %t, %v", ok, err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, err := st.Use(ctx, key(9), 50*time.Millisecond, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the key did not expire within 5s of a 50ms ttl")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestNewRedisRefuses(t *testing.T) {
+	for _, o := range []replay.RedisOptions{{}, {URL: "redis://127.0.0.1:1", Timeout: -1}} {
+		if _, err := replay.NewRedis(o); err == nil || errors.Is(err, nil) {
+			t.Errorf("NewRedis(%+v) = nil error", o)
+		}
+	}
+}
+
+// BenchmarkRedisUse is one SET NX PX round trip to a redis-server on
+// loopback, sequential and with 16 callers in parallel.
+func BenchmarkRedisUse(b *testing.B) {
+	srv := startRedis(b)
+	st, err := replay.NewRedis(replay.RedisOptions{URL: srv.url()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var n atomic.Uint64
+	use := func(b *testing.B) {
+		i := n.Add(1)
+		k := [32]byte{byte(i), byte(i >> 8), byte(i >> 16), byte(i >> 24), byte(i >> 32)}
+		if ok, err := st.Use(context.Background(), k, time.Minute, t0); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+	b.Run("sequential", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			use(b)
+		}
+	})
+	b.Run("parallel-16", func(b *testing.B) {
+		b.SetParallelism(16)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				use(b)
+			}
+		})
+	})
+}

@@ -1,0 +1,116 @@
+// Package replay holds the stores that remember used DPoP proofs
+// (dpop.ReplayStore): [Memory], bounded and per process, and [Redis],
+// shared by every replica through one atomic SET NX PX per proof, so that a
+// proof replayed at another replica is refused there too.
+//
+// A store decides "fresh or replayed" atomically and fails closed: a store
+// that cannot answer (Redis unreachable, memory full) returns an error, which
+// package dpop turns into "could not decide" (keys_unavailable, 503), never
+// into an accept.
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// ErrFull: the memory store holds MaxEntries proofs that have not expired.
+// Forgetting one would let it be replayed, so new proofs are refused until
+// entries expire.
+var ErrFull = errors.New("replay: memory store is full")
+
+// DefaultMaxEntries bounds a [Memory] store when its bound is zero: at the
+// default max_age plus leeway (90s), about 11 000 proofs per second.
+const DefaultMaxEntries = 1_000_000
+
+// Memory is a bounded, in-process replay store. It is safe for concurrent
+// use and never blocks beyond its mutex. Behind a load balancer it is not
+// enough: use [Redis].
+type Memory struct {
+	max int
+
+	mu    sync.Mutex
+	seen  map[[32]byte]time.Time // key -> expiry
+	queue []entry                // insertion order; purged from the front
+	head  int
+	stats MemoryStats
+}
+
+type entry struct {
+	key    [32]byte
+	expiry time.Time
+}
+
+// MemoryStats are a Memory store's counters.
+type MemoryStats struct {
+	// Fresh and Replayed count the answers; Full the refusals of a full
+	// store.
+	Fresh, Replayed, Full uint64
+	// Entries is the number of proofs remembered now.
+	Entries int
+}
+
+// NewMemory returns a Memory store of at most maxEntries proofs. Zero means
+// [DefaultMaxEntries]; a negative bound is refused.
+func NewMemory(maxEntries int) (*Memory, error) {
+	if maxEntries < 0 {
+		return nil, errors.New("replay: negative max entries")
+	}
+	if maxEntries == 0 {
+		maxEntries = DefaultMaxEntries
+	}
+	return &Memory{max: maxEntries, seen: make(map[[32]byte]time.Time)}, nil
+}
+
+// Use implements dpop.ReplayStore: key is fresh unless it was used and has
+// not expired at now. Expired entries are dropped as Use goes.
+func (m *Memory) Use(_ context.Context, key [32]byte, ttl time.Duration, now time.Time) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.purge(now)
+	if exp, ok := m.seen[key]; ok && now.Before(exp) {
+		m.stats.Replayed++
+		return false, nil
+	}
+	if len(m.seen) >= m.max {
+		m.stats.Full++
+		return false, fmt.Errorf("%w (%d proofs)", ErrFull, m.max)
+	}
+	exp := now.Add(ttl)
+	m.seen[key] = exp
+	m.queue = append(m.queue, entry{key, exp})
+	m.stats.Fresh++
+	return true, nil
+}
+
+// purge drops the expired entries at the front of the queue. Entries are
+// queued in the order of their use; with one ttl that is their order of
+// expiry, and a longer-lived entry ahead only delays the purge of the ones
+// behind it (never their expiry, which Use reads from the map).
+func (m *Memory) purge(now time.Time) {
+	for m.head < len(m.queue) && !now.Before(m.queue[m.head].expiry) {
+		e := m.queue[m.head]
+		if exp, ok := m.seen[e.key]; ok && exp.Equal(e.expiry) {
+			delete(m.seen, e.key)
+		}
+		m.queue[m.head] = entry{}
+		m.head++
+	}
+	// Compact when the purged front is half the queue.
+	if m.head > 1024 && m.head*2 >= len(m.queue) {
+		m.queue = append(m.queue[:0:0], m.queue[m.head:]...)
+		m.head = 0
+	}
+}
+
+// Stats returns the store's counters. It is safe for concurrent use.
+func (m *Memory) Stats() MemoryStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.Entries = len(m.seen)
+	return s
+}

@@ -15,6 +15,9 @@ var (
 	// endpoint unreachable or unknown, a status other than 200, a body too
 	// large, the client secret unreadable.
 	ErrUpstream = errors.New("introspect: no answer from the introspection endpoint")
+	// ErrOverloaded reports a call not made because Options.MaxConcurrent
+	// calls were in flight for all of Options.MaxWait.
+	ErrOverloaded = errors.New("introspect: too many introspection calls in flight")
 	// ErrClosed reports a call on a closed [Client].
 	ErrClosed = errors.New("introspect: client closed")
 )

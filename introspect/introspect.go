@@ -14,6 +14,13 @@
 // endpoint cannot be reached, a cached answer is served up to StaleFor past
 // its end (never past the token's exp); after that the answer is
 // keys_unavailable. The cache is bounded in entries and bytes.
+//
+// The upstream calls in flight at once are bounded too (MaxConcurrent): a
+// flood of distinct unknown tokens is not an unbounded load on the
+// authorization server. A call that finds no free slot within MaxWait is not
+// made; its callers get a stale cached answer or keys_unavailable, never an
+// allow. Failed calls are logged at most once per failure-log interval, with
+// the number of failures not logged since the previous line.
 package introspect
 
 import (
@@ -45,6 +52,15 @@ const (
 	DefaultMaxBytes    = 16 << 20
 	// DefaultMaxAnswerBytes bounds one introspection response body.
 	DefaultMaxAnswerBytes = 64 << 10
+	// DefaultMaxConcurrent bounds the upstream calls in flight at once.
+	DefaultMaxConcurrent = 32
+	// DefaultMaxWait is how long a call waits for a free slot.
+	DefaultMaxWait = 200 * time.Millisecond
+	// LogInterval is the shortest time between two "introspection failed"
+	// lines (and between two "introspection calls at their limit" lines)
+	// of one Client; the failures in between are counted in the next
+	// line's "suppressed".
+	LogInterval = 10 * time.Second
 	// maxSecretBytes bounds the client secret file.
 	maxSecretBytes = 4 << 10
 	// entryOverhead is what an entry costs besides its claims (the map
@@ -99,6 +115,14 @@ type Options struct {
 	MaxBytes   int64
 	// MaxAnswerBytes bounds one response body. Zero means 64 KiB.
 	MaxAnswerBytes int64
+	// MaxConcurrent bounds the upstream calls in flight at once (one per
+	// distinct token without a fresh cached answer). Zero means 32.
+	MaxConcurrent int
+	// MaxWait is how long a call waits for one of the MaxConcurrent slots;
+	// past it the call is not made and its callers are answered from a
+	// stale cached answer, else keys_unavailable ([ErrOverloaded]). Zero
+	// means 200ms.
+	MaxWait time.Duration
 
 	// Logger receives failed calls (never the token or the secret). Nil
 	// means slog.Default().
@@ -114,6 +138,11 @@ type Stats struct {
 	// Stale counts cached answers served past their end because the
 	// endpoint could not answer.
 	Stale uint64
+	// Overloaded counts calls not made because MaxConcurrent calls were in
+	// flight for all of MaxWait.
+	Overloaded uint64
+	// InFlight is the number of upstream calls in flight now.
+	InFlight int
 	// Entries and Bytes are the cache's current size.
 	Entries int
 	Bytes   int64
@@ -150,11 +179,36 @@ type Client struct {
 	closed bool
 	calls  map[tokenid.ID]*call
 
-	active, inactive, errs, hits, stale atomic.Uint64
+	slots chan struct{} // one element per upstream call in flight
+
+	active, inactive, errs, hits, stale, overloaded atomic.Uint64
 
 	smu         sync.Mutex
 	lastSuccess time.Time
 	lastErr     string
+
+	failLog, busyLog logLimit
+}
+
+// logLimit lets one line through per LogInterval and counts the others.
+type logLimit struct {
+	mu         sync.Mutex
+	last       time.Time // of the last line written; zero: none yet
+	suppressed int
+}
+
+// allow reports whether a line may be written at now, and how many were
+// suppressed since the last one written; a refused line is counted.
+func (l *logLimit) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Before(l.last.Add(LogInterval)) {
+		l.suppressed++
+		return false, 0
+	}
+	n := l.suppressed
+	l.last, l.suppressed = now, 0
+	return true, n
 }
 
 // entry is one cached answer. Immutable once stored.
@@ -190,7 +244,8 @@ func New(opts Options) (*Client, error) {
 		return invalid("ClientSecretFile needs ClientID")
 	case opts.CAFile != "" && opts.HTTPClient != nil:
 		return invalid("CAFile cannot be combined with HTTPClient")
-	case opts.MaxTTL < 0 || opts.NegativeTTL < 0 || opts.Timeout < 0 || opts.MaxEntries < 0 || opts.MaxBytes < 0 || opts.MaxAnswerBytes < 0:
+	case opts.MaxTTL < 0 || opts.NegativeTTL < 0 || opts.Timeout < 0 || opts.MaxEntries < 0 || opts.MaxBytes < 0 || opts.MaxAnswerBytes < 0 ||
+		opts.MaxConcurrent < 0 || opts.MaxWait < 0:
 		return invalid("negative durations or bounds")
 	}
 	if opts.URL != "" {
@@ -201,7 +256,7 @@ func New(opts Options) (*Client, error) {
 	for _, d := range []struct {
 		p   *time.Duration
 		def time.Duration
-	}{{&opts.MaxTTL, DefaultMaxTTL}, {&opts.NegativeTTL, DefaultNegativeTTL}, {&opts.StaleFor, DefaultStaleFor}, {&opts.Timeout, DefaultTimeout}} {
+	}{{&opts.MaxTTL, DefaultMaxTTL}, {&opts.NegativeTTL, DefaultNegativeTTL}, {&opts.StaleFor, DefaultStaleFor}, {&opts.Timeout, DefaultTimeout}, {&opts.MaxWait, DefaultMaxWait}} {
 		if *d.p == 0 {
 			*d.p = d.def
 		}
@@ -217,6 +272,9 @@ func New(opts Options) (*Client, error) {
 	}
 	if opts.MaxAnswerBytes == 0 {
 		opts.MaxAnswerBytes = DefaultMaxAnswerBytes
+	}
+	if opts.MaxConcurrent == 0 {
+		opts.MaxConcurrent = DefaultMaxConcurrent
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -246,6 +304,7 @@ func New(opts Options) (*Client, error) {
 		log:     opts.Logger.With("issuer", opts.Issuer),
 		entries: make(map[tokenid.ID]*entry),
 		calls:   make(map[tokenid.ID]*call),
+		slots:   make(chan struct{}, opts.MaxConcurrent),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
@@ -344,6 +403,11 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 		cl.e = e
 		return
 	}
+	if err := c.acquire(now); err != nil {
+		cl.err = fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
+		return
+	}
+	defer func() { <-c.slots }()
 	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
 	defer cancel()
 	a, err := c.ask(ctx, token)
@@ -352,8 +416,8 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 		c.smu.Lock()
 		c.lastErr = err.Error()
 		c.smu.Unlock()
-		if c.ctx.Err() == nil {
-			c.log.Warn("introspection failed", "err", err.Error())
+		if ok, n := c.failLog.allow(now); ok && c.ctx.Err() == nil {
+			c.log.Warn("introspection failed", "err", err.Error(), "suppressed", n)
 		}
 		cl.err = fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
 		return
@@ -380,6 +444,30 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 	}
 	cl.e = e
 	c.store(id, e, now)
+}
+
+// acquire takes one of the MaxConcurrent slots, waiting at most MaxWait.
+func (c *Client) acquire(now time.Time) error {
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(c.opts.MaxWait)
+	defer t.Stop()
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	case <-c.ctx.Done():
+		return ErrClosed
+	case <-t.C:
+	}
+	c.overloaded.Add(1)
+	if ok, n := c.busyLog.allow(now); ok {
+		c.log.Warn("introspection calls at their limit", "max_concurrent", c.opts.MaxConcurrent,
+			"max_wait", c.opts.MaxWait.String(), "suppressed", n)
+	}
+	return fmt.Errorf("%w: %d calls in flight for %s", ErrOverloaded, c.opts.MaxConcurrent, c.opts.MaxWait)
 }
 
 func minTime(a, b time.Time) time.Time {
@@ -525,6 +613,7 @@ func (c *Client) Stats() Stats {
 	return Stats{
 		Active: c.active.Load(), Inactive: c.inactive.Load(), Errors: c.errs.Load(),
 		Hits: c.hits.Load(), Stale: c.stale.Load(), Entries: n, Bytes: b,
+		Overloaded: c.overloaded.Load(), InFlight: len(c.slots),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -378,3 +379,173 @@ func BenchmarkCachedAnswer(b *testing.B) {
 		}
 	}
 }
+
+// hangingServer is a loopback RFC 7662 endpoint that answers tokens named
+// "hang-…" only once released (or when their request ends), and every other
+// token at once with an active answer.
+type hangingServer struct {
+	release chan struct{}
+	arrived chan string // each hanging request's token, as it arrives
+	calls   atomic.Int64
+	once    sync.Once
+}
+
+// unblock releases the held requests and answers later ones at once.
+func (h *hangingServer) unblock() { h.once.Do(func() { close(h.release) }) }
+
+func newHangingServer(t *testing.T) (*hangingServer, string) {
+	h := &hangingServer{release: make(chan struct{}), arrived: make(chan string, 100)}
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.calls.Add(1)
+		r.ParseForm()
+		tok := r.PostForm.Get("token")
+		if strings.HasPrefix(tok, "hang-") {
+			h.arrived <- tok
+			select {
+			case <-h.release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, activeAnswer(t0.Add(time.Hour)))
+	}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(h.unblock) // before ts.Close
+	return h, ts.URL
+}
+
+// TestIntrospectConcurrencyLimit: with MaxConcurrent calls hanging, a call
+// for another new token waits MaxWait and is answered keys_unavailable
+// (ErrOverloaded), never an allow; tokens with a fresh cached answer, and a
+// stale one within stale_for, are unaffected; the slots free up when the
+// calls end.
+func TestIntrospectConcurrencyLimit(t *testing.T) {
+	h, url := newHangingServer(t)
+	const maxWait = 100 * time.Millisecond
+	c := newClient(t, introspect.Options{URL: url, MaxConcurrent: 2, MaxWait: maxWait, MaxTTL: time.Minute, StaleFor: time.Minute})
+	ctx := context.Background()
+	for _, tok := range []string{"cached", "stale"} {
+		if _, err := c.Introspect(ctx, tok, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	later := t0.Add(30 * time.Second) // "cached" still fresh
+	if _, err := c.Introspect(ctx, "cached", later); err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	hung := make([]error, 2)
+	for i := range hung {
+		wg.Go(func() { _, hung[i] = c.Introspect(ctx, fmt.Sprintf("hang-%d", i), later) })
+	}
+	for range hung {
+		<-h.arrived // both slots are taken by calls the server holds
+	}
+	if st := c.Stats(); st.InFlight != 2 {
+		t.Fatalf("Stats().InFlight = %d, want 2", st.InFlight)
+	}
+
+	tests := []struct {
+		name    string
+		token   string
+		at      time.Time
+		wantErr error // nil: answered
+	}{
+		{"new-token-over-the-limit", "flood-1", later, introspect.ErrOverloaded},
+		{"another-new-token", "flood-2", later, introspect.ErrOverloaded},
+		{"fresh-cached-answer", "cached", later, nil},
+		{"stale-answer-within-stale-for", "stale", t0.Add(90 * time.Second), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			ans, err := c.Introspect(ctx, tt.token, tt.at)
+			took := time.Since(start)
+			if tt.wantErr == nil {
+				if err != nil || ans == nil {
+					t.Fatalf("Introspect() = %v, %v; want the cached answer", ans, err)
+				}
+				return
+			}
+			if ans != nil || !errors.Is(err, tt.wantErr) || !errors.Is(err, verify.ErrKeysUnavailable) {
+				t.Fatalf("Introspect() = %v, %v; want keys_unavailable wrapping %v", ans, err, tt.wantErr)
+			}
+			if took < maxWait {
+				t.Errorf("refused after %v, want a wait of max_wait (%v) first", took, maxWait)
+			}
+		})
+	}
+	st := c.Stats()
+	if st.Overloaded != 3 || st.Errors != 0 { // flood-1, flood-2, and the stale token's refused refresh
+		t.Errorf("Stats() = %+v, want 3 overloaded calls and no upstream errors", st)
+	}
+	if n := h.calls.Load(); n != 4 {
+		t.Errorf("upstream calls = %d, want 4 (2 cached answers, 2 hanging): refused calls never reach the server", n)
+	}
+
+	h.unblock()
+	wg.Wait()
+	for i, err := range hung {
+		if err != nil {
+			t.Errorf("hang-%d once released: %v, want its answer", i, err)
+		}
+	}
+	if st := c.Stats(); st.InFlight != 0 {
+		t.Errorf("Stats().InFlight = %d after the calls ended, want 0", st.InFlight)
+	}
+	if _, err := c.Introspect(ctx, "flood-1", later); err != nil {
+		t.Errorf("a new token once the slots are free: %v, want its answer", err)
+	}
+}
+
+// TestIntrospectFailureLogRateLimited: a down endpoint logs one
+// "introspection failed" line per LogInterval, the next one counting the
+// failures not logged, however many tokens fail.
+func TestIntrospectFailureLogRateLimited(t *testing.T) {
+	srv, url := newServer(t)
+	srv.setFail(true)
+	var mu sync.Mutex
+	var lines []map[string]any
+	logger := slog.New(slog.NewJSONHandler(writerFunc(func(p []byte) (int, error) {
+		var m map[string]any
+		if err := json.Unmarshal(p, &m); err != nil {
+			t.Errorf("log line %q: %v", p, err)
+		}
+		mu.Lock()
+		lines = append(lines, m)
+		mu.Unlock()
+		return len(p), nil
+	}), nil))
+	c := newClient(t, introspect.Options{URL: url, Logger: logger})
+	ctx := context.Background()
+	fail := func(n int, at time.Time) {
+		for i := range n {
+			if _, err := c.Introspect(ctx, fmt.Sprintf("tok-%d-%d", at.Unix(), i), at); !errors.Is(err, verify.ErrKeysUnavailable) {
+				t.Fatalf("Introspect() with the endpoint down = %v, want keys_unavailable", err)
+			}
+		}
+	}
+	fail(50, t0)
+	fail(20, t0.Add(introspect.LogInterval-time.Second))
+	fail(1, t0.Add(introspect.LogInterval))
+	fail(5, t0.Add(introspect.LogInterval+time.Second))
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) != 2 {
+		t.Fatalf("%d log lines for 76 failed calls over %v, want 2: %v", len(lines), introspect.LogInterval+time.Second, lines)
+	}
+	for i, want := range []float64{0, 69} {
+		if l := lines[i]; l["msg"] != "introspection failed" || l["suppressed"] != want || l["level"] != "WARN" {
+			t.Errorf("line %d = %v, want introspection failed with suppressed %v", i, l, want)
+		}
+	}
+	if st := c.Stats(); st.Errors != 76 {
+		t.Errorf("Stats().Errors = %d, want every failed call counted (76)", st.Errors)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

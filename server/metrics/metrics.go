@@ -390,17 +390,19 @@ func newCollectorDescs() collectorDescs {
 		introHits:   desc("introspection_cache_hits_total", "Opaque tokens answered from the introspection cache while fresh.", "issuer"),
 		introStale:  desc("introspection_stale_served_total", "Cached introspection answers served past their end because the endpoint could not answer.", "issuer"),
 		introSize:   desc("introspection_cache_entries", "Entries in the issuer's introspection cache.", "issuer"),
+		introBusy:   desc("introspection_overloaded_total", "Introspection calls not made because max_concurrent calls were in flight for all of max_wait: their tokens got a stale cached answer or keys_unavailable.", "issuer"),
+		introFlight: desc("introspection_calls_in_flight", "Upstream introspection calls in flight now (at most max_concurrent).", "issuer"),
 		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
 
 type collectorDescs struct {
-	fetches, notModified, errors, skippedTot, unknownKid, suppressed *prometheus.Desc
-	negative                                                         *prometheus.Desc
-	failures, keys, skipped, age, remaining, ready                   *prometheus.Desc
-	hits, misses, evictions, entries, bytes                          *prometheus.Desc
-	crossChecks                                                      *prometheus.Desc
-	introCalls, introHits, introStale, introSize                     *prometheus.Desc
+	fetches, notModified, errors, skippedTot, unknownKid, suppressed     *prometheus.Desc
+	negative                                                             *prometheus.Desc
+	failures, keys, skipped, age, remaining, ready                       *prometheus.Desc
+	hits, misses, evictions, entries, bytes                              *prometheus.Desc
+	crossChecks                                                          *prometheus.Desc
+	introCalls, introHits, introStale, introSize, introBusy, introFlight *prometheus.Desc
 }
 
 func (d collectorDescs) all() []*prometheus.Desc {
@@ -408,7 +410,7 @@ func (d collectorDescs) all() []*prometheus.Desc {
 		d.fetches, d.notModified, d.errors, d.skippedTot, d.unknownKid, d.suppressed, d.negative,
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
 		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
-		d.introCalls, d.introHits, d.introStale, d.introSize,
+		d.introCalls, d.introHits, d.introStale, d.introSize, d.introBusy, d.introFlight,
 	}
 }
 
@@ -461,6 +463,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			counter(d.introHits, st.Hits, is.name)
 			counter(d.introStale, st.Stale, is.name)
 			gauge(d.introSize, float64(st.Entries), is.name)
+			counter(d.introBusy, st.Overloaded, is.name)
+			gauge(d.introFlight, float64(st.InFlight), is.name)
 		}
 	}
 	cs := cur.v.CacheStats()

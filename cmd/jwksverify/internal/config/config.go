@@ -48,6 +48,10 @@ const (
 	MaxSecretBytes = 4096
 	// minIntrospectionSecret is the shortest introspection client secret.
 	minIntrospectionSecret = 16
+	// maxIntrospectionConcurrent and maxIntrospectionWait bound
+	// issuers[].introspection.max_concurrent and max_wait.
+	maxIntrospectionConcurrent = 10000
+	maxIntrospectionWait       = 5 * time.Second
 )
 
 // logLevels are the values of log.level.
@@ -757,11 +761,18 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 	if c.MaxEntries != nil && (*c.MaxEntries < 1 || *c.MaxEntries > 10_000_000) {
 		return nil, fmt.Errorf("%s.cache.max_entries: %d is out of range [1, 10000000]", path, *c.MaxEntries)
 	}
+	if in.MaxConcurrent != nil && (*in.MaxConcurrent < 1 || *in.MaxConcurrent > maxIntrospectionConcurrent) {
+		return nil, fmt.Errorf("%s.max_concurrent: %d is out of range [1, %d]", path, *in.MaxConcurrent, maxIntrospectionConcurrent)
+	}
+	if w := in.MaxWait; w != nil && (time.Duration(*w) < time.Millisecond || time.Duration(*w) > maxIntrospectionWait) {
+		return nil, fmt.Errorf("%s.max_wait: %s is out of range [1ms, %s]", path, time.Duration(*w), maxIntrospectionWait)
+	}
 	return &introspect.Options{
 		Issuer: fi.Issuer, URL: in.URL, ClientID: in.ClientID, ClientSecretFile: in.ClientSecretFile,
 		CAFile: fi.CAFile, InsecureAllowHTTP: fi.AllowInsecureHTTP,
 		MaxTTL: orDuration(c.MaxTTL, 0), NegativeTTL: orDuration(c.NegativeTTL, 0), StaleFor: orDuration(c.StaleFor, 0),
-		MaxEntries: deref(c.MaxEntries),
+		MaxEntries:    deref(c.MaxEntries),
+		MaxConcurrent: deref(in.MaxConcurrent), MaxWait: orDuration(in.MaxWait, 0),
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -92,6 +93,9 @@ func TestDocsDefaultsAreTheLibraries(t *testing.T) {
 		"limits.max_keys":                        strconv.Itoa(jwks.DefaultMaxKeys),
 		"batch.max_tokens":                       strconv.Itoa(server.DefaultMaxBatch),
 		"log.rejections_per_second":              strconv.Itoa(server.DefaultRejectionLogRate),
+		"issuers[].introspection.max_concurrent": strconv.Itoa(introspect.DefaultMaxConcurrent),
+		"issuers[].introspection.max_wait":       introspect.DefaultMaxWait.String(),
+		"issuers[].introspection.cache.max_ttl":  short(introspect.DefaultMaxTTL),
 	}
 	for key, def := range want {
 		m := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(key) + "` \\| [^|]+ \\| `([^`]*)`").FindSubmatch(doc)

@@ -146,6 +146,8 @@ type fileIssuerIntrospection struct {
 	ClientID         string                 `yaml:"client_id"`
 	ClientSecretFile string                 `yaml:"client_secret_file"`
 	Cache            fileIntrospectionCache `yaml:"cache"`
+	MaxConcurrent    *int                   `yaml:"max_concurrent"`
+	MaxWait          *duration              `yaml:"max_wait"`
 }
 
 type fileIntrospectionCache struct {

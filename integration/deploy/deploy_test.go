@@ -38,11 +38,19 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if binPath != "" {
+			os.RemoveAll(filepath.Dir(binPath)) // jwksverifyBin's build
+		}
+		os.Exit(code)
+	}))
+}
 
 // The repository's root and its deploy/ directory, from this package's
 // directory (where go test runs it).
@@ -322,6 +330,10 @@ type k8sObjects struct {
 	// serviceMonitor is the Prometheus Operator's (the Helm chart's, when
 	// enabled); nil in kubernetes/.
 	serviceMonitor *serviceMonitor
+	// serviceAccount and clusterRoleBinding are the Helm chart's with
+	// kubernetesServiceAccountIssuer; nil in kubernetes/.
+	serviceAccount     *corev1.ServiceAccount
+	clusterRoleBinding *rbacv1.ClusterRoleBinding
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -383,6 +395,12 @@ func decodeManifests(t *testing.T, source string, data []byte, out *k8sObjects, 
 		case "monitoring.coreos.com/v1 ServiceMonitor":
 			out.serviceMonitor = &serviceMonitor{}
 			obj = out.serviceMonitor
+		case "v1 ServiceAccount":
+			out.serviceAccount = &corev1.ServiceAccount{}
+			obj = out.serviceAccount
+		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
+			out.clusterRoleBinding = &rbacv1.ClusterRoleBinding{}
+			obj = out.clusterRoleBinding
 		default:
 			t.Fatalf("%s doc %d: unexpected %s", source, i, key)
 		}

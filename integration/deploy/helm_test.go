@@ -1,15 +1,27 @@
 package deploy
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
 	"go/build"
+	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // chartDir is the Helm chart.
@@ -91,6 +103,24 @@ func TestHelmLint(t *testing.T) {
 	}
 }
 
+// renderChart runs helm template with the values set (may be empty) and
+// more arguments, and decodes the manifests strictly.
+func renderChart(t *testing.T, set string, more ...string) (k8sObjects, map[string]string) {
+	t.Helper()
+	args := append([]string{"template", "jv", chartDir}, more...)
+	if set != "" {
+		args = append(args, "--set", set)
+	}
+	out, err := helm(t, args...)
+	if err != nil {
+		t.Fatalf("helm %s: %v", strings.Join(args, " "), err)
+	}
+	var k k8sObjects
+	seen := map[string]string{}
+	decodeManifests(t, "helm template "+set, []byte(out), &k, seen)
+	return k, seen
+}
+
 // chartConfig is the rendered ConfigMap's config.yaml, the keys the chart
 // owns.
 type chartConfig struct {
@@ -130,17 +160,7 @@ func TestHelmTemplate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			args := []string{"template", "jv", chartDir}
-			if tc.set != "" {
-				args = append(args, "--set", tc.set)
-			}
-			out, err := helm(t, args...)
-			if err != nil {
-				t.Fatalf("helm %s: %v", strings.Join(args, " "), err)
-			}
-			var k k8sObjects
-			seen := map[string]string{}
-			decodeManifests(t, "helm template "+tc.set, []byte(out), &k, seen)
+			k, seen := renderChart(t, tc.set)
 			if k.deployment == nil || k.service == nil || k.configMap == nil || k.pdb == nil {
 				t.Fatalf("rendered kinds = %v, want Deployment, Service, ConfigMap and PodDisruptionBudget", seen)
 			}
@@ -272,4 +292,238 @@ func TestHelmRefusesOwnedKeys(t *testing.T) {
 			t.Errorf("helm template --set config.%s=x = %v, want an error naming config.%s\n%s", key, err, key, out)
 		}
 	}
+}
+
+// kubernetesIssuerEntry is the issuer entry the chart adds with
+// kubernetesServiceAccountIssuer, decoded strictly: a key the test does not
+// know fails it.
+type kubernetesIssuerEntry struct {
+	Issuer               string            `yaml:"issuer"`
+	Discovery            bool              `yaml:"discovery"`
+	DiscoveryURL         string            `yaml:"discovery_url"`
+	CAFile               string            `yaml:"ca_file"`
+	FetchBearerTokenFile string            `yaml:"fetch_bearer_token_file"`
+	Audiences            []string          `yaml:"audiences"`
+	Algorithms           []string          `yaml:"algorithms"`
+	ClaimsToHeaders      map[string]string `yaml:"claims_to_headers"`
+}
+
+// TestHelmKubernetesServiceAccountIssuer renders the chart with
+// kubernetesServiceAccountIssuer off (the default) and on, decodes every
+// manifest into its k8s.io/api type, and checks that the pieces agree: the
+// issuer entry's ca_file and fetch_bearer_token_file are the files of the
+// projected volume the container mounts (the cluster CA from
+// kube-root-ca.crt, a service-account token for the API server's audience),
+// the pods run as the ServiceAccount that the ClusterRoleBinding gives
+// system:service-account-issuer-discovery, and the rendered config passes
+// `jwksverify check` once the mounted files exist.
+func TestHelmKubernetesServiceAccountIssuer(t *testing.T) {
+	const ns = "auth"
+	tests := []struct {
+		name         string
+		set          string
+		wantOn       bool
+		wantIssuer   string
+		wantAudience string // the projected token's
+		wantSA       string
+		wantExtra    bool // issuerConfig's algorithms and claims_to_headers
+	}{
+		{name: "off-by-default"},
+		{name: "on", set: "kubernetesServiceAccountIssuer.enabled=true,kubernetesServiceAccountIssuer.audiences={my-api}",
+			wantOn: true, wantIssuer: "https://kubernetes.default.svc.cluster.local", wantAudience: "https://kubernetes.default.svc.cluster.local", wantSA: "jv-jwksverify"},
+		{name: "on-with-overrides", set: "kubernetesServiceAccountIssuer.enabled=true,kubernetesServiceAccountIssuer.audiences={my-api,other},kubernetesServiceAccountIssuer.issuer=https://oidc.eks.example.com/id/ABC," +
+			"kubernetesServiceAccountIssuer.tokenAudience=sts.example.com,kubernetesServiceAccountIssuer.serviceAccountName=verifier," +
+			"kubernetesServiceAccountIssuer.issuerConfig.algorithms={RS256},kubernetesServiceAccountIssuer.issuerConfig.claims_to_headers.sub=X-Workload",
+			wantOn: true, wantIssuer: "https://oidc.eks.example.com/id/ABC", wantAudience: "sts.example.com", wantSA: "verifier", wantExtra: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, seen := renderChart(t, tc.set, "--namespace", ns)
+			if k.deployment == nil || k.configMap == nil {
+				t.Fatalf("rendered kinds = %v, want a Deployment and a ConfigMap", seen)
+			}
+			var cfg chartConfig
+			if err := yaml.Unmarshal([]byte(k.configMap.Data["config.yaml"]), &cfg); err != nil {
+				t.Fatalf("config.yaml: %v", err)
+			}
+			pod := k.deployment.Spec.Template.Spec
+			c := pod.Containers[0]
+			var vol *corev1.Volume
+			for i := range pod.Volumes {
+				if pod.Volumes[i].Projected != nil {
+					vol = &pod.Volumes[i]
+				}
+			}
+			if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+				t.Errorf("automountServiceAccountToken = %v, want false (the issuer's fetches use their own projected token)", pod.AutomountServiceAccountToken)
+			}
+			if !tc.wantOn {
+				if k.serviceAccount != nil || k.clusterRoleBinding != nil || vol != nil || pod.ServiceAccountName != "" || len(cfg.Issuers) != 1 {
+					t.Errorf("off: ServiceAccount %v, ClusterRoleBinding %v, projected volume %v, serviceAccountName %q, %d issuers; want none of them and the one issuer of the values",
+						k.serviceAccount != nil, k.clusterRoleBinding != nil, vol != nil, pod.ServiceAccountName, len(cfg.Issuers))
+				}
+				return
+			}
+
+			// The issuer entry, appended to the values' issuers.
+			if len(cfg.Issuers) != 2 {
+				t.Fatalf("%d issuers, want the values' one and the service-account issuer", len(cfg.Issuers))
+			}
+			raw, _ := yaml.Marshal(cfg.Issuers[1])
+			var entry kubernetesIssuerEntry
+			dec := yaml.NewDecoder(strings.NewReader(string(raw)))
+			dec.KnownFields(true)
+			if err := dec.Decode(&entry); err != nil {
+				t.Fatalf("issuer entry %s: %v", raw, err)
+			}
+			wantAuds := []string{"my-api"}
+			if tc.wantExtra {
+				wantAuds = []string{"my-api", "other"}
+			}
+			if entry.Issuer != tc.wantIssuer || !entry.Discovery || entry.DiscoveryURL != "https://kubernetes.default.svc/.well-known/openid-configuration" ||
+				!slices.Equal(entry.Audiences, wantAuds) {
+				t.Errorf("issuer entry = %+v, want issuer %s, discovery at the in-cluster URL, audiences %v", entry, tc.wantIssuer, wantAuds)
+			}
+			if tc.wantExtra != (slices.Equal(entry.Algorithms, []string{"RS256"}) && entry.ClaimsToHeaders["sub"] == "X-Workload") {
+				t.Errorf("issuer entry = %+v, want issuerConfig's keys merged: %v", entry, tc.wantExtra)
+			}
+
+			// The files it names are the projected volume's, where the
+			// container mounts it.
+			if vol == nil {
+				t.Fatal("no projected volume")
+			}
+			var mount *corev1.VolumeMount
+			for i := range c.VolumeMounts {
+				if c.VolumeMounts[i].Name == vol.Name {
+					mount = &c.VolumeMounts[i]
+				}
+			}
+			if mount == nil || !mount.ReadOnly {
+				t.Fatalf("projected volume %s mounted %+v, want a read-only mount", vol.Name, mount)
+			}
+			var tokenPath, caPath string
+			for _, src := range vol.Projected.Sources {
+				switch {
+				case src.ServiceAccountToken != nil:
+					st := src.ServiceAccountToken
+					tokenPath = mount.MountPath + "/" + st.Path
+					if st.Audience != tc.wantAudience || st.ExpirationSeconds == nil || *st.ExpirationSeconds != 3600 {
+						t.Errorf("serviceAccountToken = %+v, want audience %s, 3600s", st, tc.wantAudience)
+					}
+				case src.ConfigMap != nil:
+					cm := src.ConfigMap
+					if cm.Name != "kube-root-ca.crt" || len(cm.Items) != 1 || cm.Items[0].Key != "ca.crt" {
+						t.Errorf("configMap source = %+v, want kube-root-ca.crt's ca.crt", cm)
+					} else {
+						caPath = mount.MountPath + "/" + cm.Items[0].Path
+					}
+				default:
+					t.Errorf("unexpected projected source %+v", src)
+				}
+			}
+			if entry.FetchBearerTokenFile != tokenPath || entry.CAFile != caPath || tokenPath == "" || caPath == "" {
+				t.Errorf("fetch_bearer_token_file %q, ca_file %q; the mounted token is %q, the cluster CA %q", entry.FetchBearerTokenFile, entry.CAFile, tokenPath, caPath)
+			}
+
+			// The pods' ServiceAccount, and its discovery permission.
+			sa, crb := k.serviceAccount, k.clusterRoleBinding
+			if sa == nil || crb == nil {
+				t.Fatalf("rendered kinds = %v, want a ServiceAccount and a ClusterRoleBinding", seen)
+			}
+			if pod.ServiceAccountName != tc.wantSA || sa.Name != tc.wantSA {
+				t.Errorf("serviceAccountName %q, ServiceAccount %q; want %q", pod.ServiceAccountName, sa.Name, tc.wantSA)
+			}
+			if crb.RoleRef != (rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:service-account-issuer-discovery"}) {
+				t.Errorf("ClusterRoleBinding roleRef = %+v, want system:service-account-issuer-discovery", crb.RoleRef)
+			}
+			if len(crb.Subjects) != 1 || crb.Subjects[0] != (rbacv1.Subject{Kind: "ServiceAccount", Name: tc.wantSA, Namespace: ns}) {
+				t.Errorf("ClusterRoleBinding subjects = %+v, want only ServiceAccount %s/%s", crb.Subjects, ns, tc.wantSA)
+			}
+			if !strings.Contains(crb.Name, ns) {
+				t.Errorf("ClusterRoleBinding %q: a cluster-wide name without the namespace collides between releases of two namespaces", crb.Name)
+			}
+
+			// The config as jwksverify loads it, with the volume's files
+			// where the kubelet puts them.
+			dir := t.TempDir()
+			writeCA(t, filepath.Join(dir, "ca.crt"))
+			if err := os.WriteFile(filepath.Join(dir, "token"), []byte("a-projected-token\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			conf := strings.ReplaceAll(k.configMap.Data["config.yaml"], mount.MountPath+"/", dir+"/")
+			path := filepath.Join(dir, "config.yaml")
+			if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(jwksverifyBin(t), "check", "--config", path).CombinedOutput(); err != nil {
+				t.Errorf("jwksverify check of the rendered config: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// TestHelmKubernetesServiceAccountIssuerRefuses: an enabled issuer without
+// audiences (every token of the cluster for any audience) or with a key the
+// chart sets in issuerConfig fails the render.
+func TestHelmKubernetesServiceAccountIssuerRefuses(t *testing.T) {
+	for _, tc := range []struct{ set, want string }{
+		{"kubernetesServiceAccountIssuer.enabled=true", "kubernetesServiceAccountIssuer.audiences is required"},
+		{"kubernetesServiceAccountIssuer.enabled=true,kubernetesServiceAccountIssuer.audiences={a},kubernetesServiceAccountIssuer.issuer=", "kubernetesServiceAccountIssuer.issuer is required"},
+		{"kubernetesServiceAccountIssuer.enabled=true,kubernetesServiceAccountIssuer.audiences={a},kubernetesServiceAccountIssuer.issuerConfig.ca_file=/x", "issuerConfig.ca_file is set by the chart"},
+	} {
+		if out, err := helm(t, "template", "jv", chartDir, "--set", tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template --set %s = %v, want an error with %q\n%s", tc.set, err, tc.want, out)
+		}
+	}
+	if out, err := helm(t, "lint", "--strict", chartDir, "--set", "kubernetesServiceAccountIssuer.enabled=true,kubernetesServiceAccountIssuer.audiences={my-api}"); err != nil {
+		t.Errorf("helm lint --strict with kubernetesServiceAccountIssuer: %v\n%s", err, out)
+	}
+}
+
+// writeCA writes a self-signed CA certificate (PEM) to path: a stand-in for
+// the cluster's kube-root-ca.crt.
+func writeCA(t *testing.T, path string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "kubernetes"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// jwksverifyBin builds the jwksverify binary of this checkout once per run.
+func jwksverifyBin(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "jwksverify-deploy-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "jwksverify")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/jwksverify")
+		cmd.Dir = repoRoot
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build ./cmd/jwksverify: %w\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
 }

@@ -46,5 +46,39 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $cfg "tls" (dict "cert_file" "/etc/jwksverify/tls/tls.crt" "key_file" "/etc/jwksverify/tls/tls.key") -}}
 {{- end -}}
 {{- $_ := set $cfg "state_dir" "/var/lib/jwksverify" -}}
+{{- $k := .Values.kubernetesServiceAccountIssuer -}}
+{{- if $k.enabled -}}
+{{- $entry := deepCopy ($k.issuerConfig | default dict) -}}
+{{- range $key := list "issuer" "discovery" "discovery_url" "ca_file" "fetch_bearer_token_file" "audiences" -}}
+{{- if hasKey $entry $key -}}
+{{- fail (printf "kubernetesServiceAccountIssuer.issuerConfig.%s is set by the chart; use the kubernetesServiceAccountIssuer values" $key) -}}
+{{- end -}}
+{{- end -}}
+{{- if not $k.issuer -}}
+{{- fail "kubernetesServiceAccountIssuer.issuer is required: the issuer of the cluster's discovery document" -}}
+{{- end -}}
+{{- if not $k.audiences -}}
+{{- fail "kubernetesServiceAccountIssuer.audiences is required: the audiences your workloads request their tokens for" -}}
+{{- end -}}
+{{- $dir := include "jwksverify.kubernetesDir" . -}}
+{{- $_ := set $entry "issuer" $k.issuer -}}
+{{- $_ := set $entry "discovery" true -}}
+{{- $_ := set $entry "discovery_url" $k.discoveryURL -}}
+{{- $_ := set $entry "ca_file" (printf "%s/ca.crt" $dir) -}}
+{{- $_ := set $entry "fetch_bearer_token_file" (printf "%s/token" $dir) -}}
+{{- $_ := set $entry "audiences" $k.audiences -}}
+{{- $_ := set $cfg "issuers" (append ($cfg.issuers | default list) $entry) -}}
+{{- end -}}
 {{- toYaml $cfg -}}
+{{- end -}}
+
+
+{{/* Where the projected service-account token and the cluster CA are mounted. */}}
+{{- define "jwksverify.kubernetesDir" -}}
+/var/run/secrets/jwksverify/kubernetes
+{{- end -}}
+
+{{/* The ServiceAccount of the pods with kubernetesServiceAccountIssuer. */}}
+{{- define "jwksverify.serviceAccountName" -}}
+{{- .Values.kubernetesServiceAccountIssuer.serviceAccountName | default (include "jwksverify.fullname" .) -}}
 {{- end -}}

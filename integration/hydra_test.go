@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,10 +111,16 @@ func (h *hydra) newClient(t *testing.T, strategy string) hydraClient {
 	return hydraClient{c.ID, c.Secret}
 }
 
-// token gets an access token for c (client_credentials).
+// token gets an access token for c with scope read (client_credentials).
 func (h *hydra) token(t *testing.T, c hydraClient) string {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, h.public+"/oauth2/token", strings.NewReader("grant_type=client_credentials&scope=read"))
+	return h.tokenWithScope(t, c, "read")
+}
+
+// tokenWithScope gets an access token for c with the scopes asked.
+func (h *hydra) tokenWithScope(t *testing.T, c hydraClient, scope string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, h.public+"/oauth2/token", strings.NewReader("grant_type=client_credentials&scope="+url.QueryEscape(scope)))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(url.QueryEscape(c.id), url.QueryEscape(c.secret))
 	resp, err := httpClient().Do(req)
@@ -297,6 +304,10 @@ issuers:
 		}
 	})
 
+	t.Run("policies-over-introspected-claims", func(t *testing.T) {
+		testHydraPolicies(t, h, opaque)
+	})
+
 	t.Run("hydra-stopped-stale-then-503", func(t *testing.T) {
 		tok := h.token(t, opaque)
 		if v := verifyToken(t, j, tok); !v.Valid {
@@ -332,4 +343,86 @@ issuers:
 			t.Errorf("/v1/authz(unknown opaque) with Hydra down = %d", code)
 		}
 	})
+}
+
+// testHydraPolicies runs policies over Hydra's introspected claims through
+// the real binary: a policy requiring a scope allows an opaque token that
+// has it and refuses one without it, 403 insufficient_scope, on the first
+// (upstream) answer and again on the cached one with no second call
+// (ory/oathkeeper#743: a cache hit must not skip the required scopes); a
+// policy whose issuers exclude Hydra refuses its opaque tokens without
+// asking Hydra.
+func testHydraPolicies(t *testing.T, h *hydra, opaque hydraClient) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "other.key")
+	if err := os.WriteFile(secret, []byte("another-issuer-hmac-secret-of-32-bytes!!"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	j := startJWKSVerify(t, fmt.Sprintf(`
+listen: 127.0.0.1:0
+issuers:
+  - issuer: %q
+    discovery: true
+    introspection:
+      url: %q
+      cache: {max_ttl: 1m, negative_ttl: 1m}
+  - issuer: https://other.example.com/
+    secret_file: %s
+policies:
+  - {name: needs-write, scopes: {all: [write]}}
+  - {name: other-only, issuers: [https://other.example.com/]}
+default_policy: needs-write
+`, h.issuer, h.introspect, secret))
+	writeTok := h.tokenWithScope(t, opaque, "read write")
+	readTok := h.tokenWithScope(t, opaque, "read")
+	tests := []struct {
+		name       string
+		path       string // /v1/authz, or /v1/policy/<name>
+		token      string
+		wantStatus int
+		wantWWW    string // a part of WWW-Authenticate; "" = not checked
+		wantClass  string // the body's error; "" = none
+		wantCalls  int64  // introspection calls this request makes
+	}{
+		{"scope-granted", "/v1/authz", writeTok, http.StatusOK, "", "", 1},
+		{"scope-granted-cached", "/v1/authz", writeTok, http.StatusOK, "", "", 0},
+		{"scope-missing", "/v1/authz", readTok, http.StatusForbidden, `error="insufficient_scope", scope="write"`, "forbidden", 1},
+		{"scope-missing-cached-answer", "/v1/authz", readTok, http.StatusForbidden, `error="insufficient_scope", scope="write"`, "forbidden", 0},
+		{"scope-missing-named-policy", "/v1/policy/needs-write", readTok, http.StatusForbidden, `error="insufficient_scope"`, "forbidden", 0},
+		{"issuers-exclude-hydra", "/v1/policy/other-only", writeTok, http.StatusUnauthorized, `error="invalid_token"`, "unknown_issuer", 0},
+		{"issuers-exclude-hydra-new-token", "/v1/policy/other-only", h.tokenWithScope(t, opaque, "read write"), http.StatusUnauthorized, `error="invalid_token"`, "unknown_issuer", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := h.calls.Load()
+			req, _ := http.NewRequest(http.MethodGet, "http://"+j.HTTP+tc.path, nil)
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+			resp, err := httpClient().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantStatus {
+				t.Fatalf("GET %s = %d %s, want %d", tc.path, resp.StatusCode, body, tc.wantStatus)
+			}
+			var ans struct {
+				Error string `json:"error"`
+			}
+			if len(body) > 0 {
+				if err := json.Unmarshal(body, &ans); err != nil {
+					t.Fatalf("body %q: %v", body, err)
+				}
+			}
+			if ans.Error != tc.wantClass {
+				t.Errorf("error = %q, want %q", ans.Error, tc.wantClass)
+			}
+			if www := resp.Header.Get("WWW-Authenticate"); !strings.Contains(www, tc.wantWWW) {
+				t.Errorf("WWW-Authenticate = %q, want it to hold %q", www, tc.wantWWW)
+			}
+			if n := h.calls.Load() - before; n != tc.wantCalls {
+				t.Errorf("introspection calls = %d, want %d", n, tc.wantCalls)
+			}
+		})
+	}
 }

@@ -3,9 +3,7 @@ package integration
 import (
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -73,22 +71,7 @@ func (c *dpopClient) proof(jti, token string) string {
 // dpopAuthz asks jwksverify's forward-auth as nginx does, and returns the
 // status and the class of a denial.
 func dpopAuthz(c *http.Client, base, token, proof string) (int, string, error) {
-	req, _ := http.NewRequest(http.MethodGet, "http://"+base+"/v1/authz", nil)
-	req.Header.Set("X-Original-Method", "POST")
-	req.Header.Set("X-Original-Uri", "/orders/1")
-	req.Header.Set("X-Original-Host", "api.example.com")
-	req.Header.Set("X-Original-Proto", "https")
-	req.Header.Set("Authorization", "DPoP "+token)
-	req.Header.Set("DPoP", proof)
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	var body struct{ Error string }
-	_ = json.Unmarshal(b, &body)
-	return resp.StatusCode, body.Error, nil
+	return forwardAuthErr(c, base, "DPoP", token, proof, "")
 }
 
 func dpopConfig(is *testIssuer, redisAddr string) string {

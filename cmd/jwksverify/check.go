@@ -79,6 +79,10 @@ func checkPlan(ctx context.Context, plan *config.Plan, online bool, logger *slog
 		o.Logger, o.StateDir = logger, ""
 		if err := jwks.CheckOptions(o); err != nil {
 			problems = append(problems, fmt.Errorf("%s: %w", name, err))
+		} else if _, err := jwks.TLSConfig(o.CAFile); err != nil {
+			// serve reads ca_file at start and refuses a missing or
+			// certificate-less one (offline too: it is a local file).
+			problems = append(problems, fmt.Errorf("%s: ca_file: %w", name, err))
 		} else if what, err := checkKeys(ctx, is, o, online); err != nil {
 			problems = append(problems, fmt.Errorf("%s: %w", name, err))
 		} else {

@@ -11,7 +11,8 @@ import (
 
 // TestCheck: `jwksverify check` passes the example configuration and a
 // working one, and catches what would keep serve from working — a typo'd
-// key, a missing jwks_file, a jwks_file without a usable key, a state_dir
+// key, a missing jwks_file, a jwks_file without a usable key, a missing or
+// certificate-less ca_file, a state_dir
 // that is a file, and online a trailing-slash issuer that discovery
 // contradicts and a JWKS without a usable key — each with exit 2 and a line
 // naming the problem.
@@ -45,6 +46,10 @@ func TestCheck(t *testing.T) {
 			want: 2, wantErrs: "no usable"},
 		{name: "state-dir-is-a-file", args: []string{"--config", config("state.yaml", "issuers:\n  - issuer: "+good.URL+"\n    discovery: true\nstate_dir: a-file/state\n")},
 			want: 2, wantErrs: "not a directory"},
+		{name: "missing-ca-file", args: []string{"--config", config("noca.yaml", "issuers:\n  - issuer: https://idp.test/\n    discovery: true\n    ca_file: nope.pem\n")},
+			want: 2, wantErrs: "ca_file"},
+		{name: "ca-file-without-certificate", args: []string{"--config", config("badca.yaml", "issuers:\n  - issuer: https://idp.test/\n    discovery: true\n    ca_file: a-file\n")},
+			want: 2, wantErrs: "no PEM certificate"},
 		{name: "local-ok", args: []string{"--config", config("local.yaml", "issuers:\n  - issuer: https://idp.test/\n    jwks_file: jwks.json\n")}, want: 0, wantOut: "2 usable"},
 		{name: "online-ok", args: []string{"--online", "--config", config("online.yaml", "issuers:\n  - issuer: "+good.URL+"\n    discovery: true\n")}, want: 0, wantOut: "2 usable"},
 		{name: "trailing-slash-offline-not-fetched", args: []string{"--config", config("slash.yaml", "issuers:\n  - issuer: "+good.URL+"/\n    discovery: true\n")}, want: 0, wantOut: "not fetched"},

@@ -97,6 +97,9 @@ issuers:
     discovery: true
     allow_insecure_http: true
     audiences: [%s]
+    # The introspection metrics exist for an issuer with introspection
+    # (never asked here: the token is a JWT).
+    introspection: {url: "http://127.0.0.1:1/introspect"}
 `, idp.Issuer, idp.Audience))
 	c := httpClient()
 	req, _ := http.NewRequest("GET", "http://"+jv.HTTP+"/v1/authz", nil)

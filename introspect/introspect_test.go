@@ -380,6 +380,31 @@ func BenchmarkCachedAnswer(b *testing.B) {
 	}
 }
 
+// BenchmarkIntrospectCached is the introspection cache's hit, below the
+// verifier's token cache: the path a token with a cached answer takes while
+// the upstream calls are at their limit (it takes no slot).
+func BenchmarkIntrospectCached(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, activeAnswer(t0.Add(time.Hour)))
+	}))
+	defer srv.Close()
+	c, err := introspect.New(introspect.Options{Issuer: "https://as.example.com/", URL: srv.URL, MaxConcurrent: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	tok := "ory_at_" + strings.Repeat("x", 43) + "." + strings.Repeat("y", 43)
+	if _, err := c.Introspect(context.Background(), tok, t0); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Introspect(context.Background(), tok, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // hangingServer is a loopback RFC 7662 endpoint that answers tokens named
 // "hang-…" only once released (or when their request ends), and every other
 // token at once with an active answer.

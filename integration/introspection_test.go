@@ -281,6 +281,25 @@ issuers:
 	if got := m["jwksverify_introspection_calls_in_flight"+label]; got != 2 {
 		t.Errorf("jwksverify_introspection_calls_in_flight%s = %v, want 2", label, got)
 	}
+	resp, err := httpClient().Get("http://" + j.HTTP + "/v1/issuers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status struct {
+		Issuers []struct {
+			Issuer        string `json:"issuer"`
+			Introspection *struct {
+				Overloaded int `json:"overloaded"`
+				InFlight   int `json:"in_flight"`
+			} `json:"introspection"`
+		} `json:"issuers"`
+	}
+	err = json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&status)
+	resp.Body.Close()
+	if err != nil || len(status.Issuers) != 1 || status.Issuers[0].Introspection == nil ||
+		status.Issuers[0].Introspection.Overloaded != flood || status.Issuers[0].Introspection.InFlight != 2 {
+		t.Errorf("/v1/issuers = %+v (%v), want introspection overloaded %d, in_flight 2", status, err, flood)
+	}
 
 	as.unblock()
 	wg.Wait()

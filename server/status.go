@@ -97,6 +97,10 @@ type introspectionView struct {
 	StaleServed  uint64            `json:"stale_served"`
 	CacheEntries int               `json:"cache_entries"`
 	CacheBytes   int64             `json:"cache_bytes"`
+	// Overloaded counts calls not made at the concurrency limit; InFlight
+	// is the calls in flight now.
+	Overloaded uint64 `json:"overloaded"`
+	InFlight   int    `json:"in_flight"`
 }
 
 // spiffeView is a SPIFFE issuer's trust domain in /v1/issuers (its bundle's
@@ -174,6 +178,7 @@ func viewIssuer(is *issuerInfo, now time.Time) issuerView {
 			Endpoint: st.Endpoint, LastSuccess: timeString(st.LastSuccess), LastError: st.LastError,
 			Calls:     map[string]uint64{"active": st.Stats.Active, "inactive": st.Stats.Inactive, "error": st.Stats.Errors},
 			CacheHits: st.Stats.Hits, StaleServed: st.Stats.Stale, CacheEntries: st.Stats.Entries, CacheBytes: st.Stats.Bytes,
+			Overloaded: st.Stats.Overloaded, InFlight: st.Stats.InFlight,
 		}
 	}
 	if is.trustDomain != "" {

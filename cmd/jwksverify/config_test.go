@@ -53,6 +53,8 @@ func TestBadConfig(t *testing.T) {
 		{name: "claim-header-forwarded-for", yaml: disc + "    claims_to_headers: {email: X-Forwarded-For}\n", wantField: `issuers[0].claims_to_headers.email: "X-Forwarded-For" is a header`},
 		{name: "claim-headers-collide", yaml: disc + "    claims_to_headers: {sub: X-Who, email: x-who}\n", wantField: `map to the same header "X-Who"`},
 		{name: "alias", yaml: "listen: &a 127.0.0.1:0\ngrpc_listen: *a\n" + disc, wantField: "grpc_listen: line 2: YAML aliases are not supported"},
+		{name: "introspection-max-concurrent-zero", yaml: disc + "    introspection: {max_concurrent: 0}\n", wantField: "issuers[0].introspection.max_concurrent: 0 is out of range [1, 10000]"},
+		{name: "introspection-max-wait-too-long", yaml: disc + "    introspection: {max_wait: 10s}\n", wantField: "issuers[0].introspection.max_wait: 10s is out of range [1ms, 5s]"},
 		{name: "introspection-secret-unset", yaml: disc + "introspection: {clients: [{id: gw, secret_env: JWKSVERIFY_TEST_UNSET_SECRET}]}\n", wantField: "introspection.clients[0].secret_env: environment variable JWKSVERIFY_TEST_UNSET_SECRET is not set"},
 		{name: "log-level", yaml: disc + "log: {level: loud}\n", wantField: `log.level: "loud" is not one of debug, info, warn, error`},
 		{name: "token-source-two-places", yaml: disc + "token_sources: [{header: X-Token, cookie: tok}]\n", wantField: "token_sources[0]: exactly one of header, cookie, query"},

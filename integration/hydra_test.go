@@ -342,6 +342,14 @@ issuers:
 		if code := authz(t, j, h.issuer); code != http.StatusUnauthorized && code != http.StatusServiceUnavailable {
 			t.Errorf("/v1/authz(unknown opaque) with Hydra down = %d", code)
 		}
+		// Every request past the cached answer's end made a failed call;
+		// the log has one line per 10s of them, not one per call.
+		failed := rhMetrics(t, httpClient(), "http://"+j.HTTP)[fmt.Sprintf(`jwksverify_introspection_calls_total{issuer=%q,result="error"}`, h.issuer)]
+		lines := strings.Count(j.Output(), `"msg":"introspection failed"`)
+		if limit := int(time.Since(cachedAt)/(10*time.Second)) + 1; failed < 10 || lines == 0 || lines > limit {
+			t.Errorf("%v failed calls logged in %d introspection failed lines over %v, want 10 or more calls in 1 to %d lines (one per 10s)",
+				failed, lines, time.Since(cachedAt), limit)
+		}
 	})
 }
 

@@ -150,6 +150,15 @@ type Expression interface {
 	ReadsRequest() bool
 }
 
+// ClaimReader is an [Expression] that names the claims it reads by name.
+// [Set.ClaimNames] includes them, so that the verifier indexes them and an
+// evaluation on a token-cache hit reads them without a scan. Naming a claim
+// is only a speed-up: an expression may read any claim.
+type ClaimReader interface {
+	// Claims returns the claim names. The slice is the caller's.
+	Claims() []string
+}
+
 // ErrInvalid matches every error of [New].
 var ErrInvalid = errors.New("policy: invalid configuration")
 
@@ -260,6 +269,9 @@ func compile(sp Spec, issuers []string, cc Compiler, limit uint64) (*Policy, err
 			return nil, fmt.Errorf(" (%s).expression: %w", sp.Name, err)
 		}
 		p.expr, p.needsRequest = e, e.ReadsRequest()
+		if cr, ok := e.(ClaimReader); ok {
+			p.exprClaims = cr.Claims()
+		}
 	}
 	if sp.ClaimsToHeaders != nil {
 		p.headers = make([]ClaimHeader, 0, len(sp.ClaimsToHeaders))
@@ -299,7 +311,8 @@ func (s *Set) Lookup(name string) (*Policy, bool) {
 }
 
 // ClaimNames returns every claim a policy's scopes and matchers read
-// ("scope", "scp", the matchers' claims), sorted: pass it as
+// ("scope", "scp", the matchers' claims) and every claim an expression
+// names ([ClaimReader]), sorted: pass it as
 // verify.Options.IndexClaims, so that evaluating a policy on a token-cache
 // hit scans no claims. The slice is the caller's.
 func (s *Set) ClaimNames() []string {
@@ -309,6 +322,7 @@ func (s *Set) ClaimNames() []string {
 	var out []string
 	for _, p := range s.list {
 		out = append(out, p.names...)
+		out = append(out, p.exprClaims...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -366,6 +380,7 @@ type Policy struct {
 	claims       []claimMatcher
 	names        []string   // the claims scopes and matchers read: "scope", "scp" first when scopes are required
 	expr         Expression // nil: none
+	exprClaims   []string   // the claims expr names (ClaimReader)
 	needsRequest bool
 	anonymous    bool
 	headers      []ClaimHeader // nil: the issuer's

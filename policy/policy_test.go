@@ -3,6 +3,7 @@ package policy_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -232,5 +233,18 @@ func TestPolicyAccessors(t *testing.T) {
 	}
 	if h := p.ClaimHeaders(); len(h) != 1 || h[0] != (policy.ClaimHeader{Claim: "sub", Header: "X-User"}) {
 		t.Errorf("ClaimHeaders() = %v", h)
+	}
+}
+
+// TestClaimNames checks the claims the verifier is asked to index: those
+// scopes and matchers read, and those an expression names.
+func TestClaimNames(t *testing.T) {
+	s := mustSet(t, policy.Options{Policies: []policy.Spec{
+		{Name: "a", Scopes: policy.Scopes{Any: []string{"x"}}, Claims: []policy.Claim{{Claim: "groups", Equals: "ops"}}},
+		{Name: "b", Expression: `claims.tid == "t1" && claims["level"] >= 3 && "groups" in claims`},
+	}})
+	want := []string{"groups", "level", "scope", "scp", "tid"}
+	if got := s.ClaimNames(); !slices.Equal(got, want) {
+		t.Errorf("ClaimNames() = %q, want %q", got, want)
 	}
 }

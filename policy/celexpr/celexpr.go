@@ -192,7 +192,7 @@ var errNotBool = errors.New("the expression's value is not a bool")
 // res when the program selects it, and request a map over o. Both live for
 // this evaluation only; res is read, never modified.
 func (p *program) Eval(res *verify.Result, o request.Original) (bool, error) {
-	return p.run(&activation{claims: claimsMap{res: res}, req: requestMap{o: o}, res: res})
+	return p.run(&activation{claims: claimsMap{res: res, names: p.claims}, req: requestMap{o: o}, res: res})
 }
 
 // run evaluates the program on vars (an activation or a map of them); a

@@ -3,6 +3,7 @@ package celexpr
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"cel.dev/cel-go/common/types"
@@ -27,8 +28,30 @@ import (
 // claimsMap is the claims variable over a verified Result. It lives for
 // one evaluation (one goroutine); it never modifies the Result.
 type claimsMap struct {
-	res  *verify.Result
-	full traits.Mapper // the decoded claims set, made on first need
+	res   *verify.Result
+	names []string      // the claims the program names (program.claims), read together
+	vals  []string      // their JSON values, once loaded ("" absent)
+	buf   [8]string     // vals' storage for up to 8 names
+	full  traits.Mapper // the decoded claims set, made on first need
+}
+
+// claim returns the JSON text of the claim name: the claims the program
+// names are read together on the first lookup (one pass over a claims set
+// the verifier did not index), any other by itself.
+func (m *claimsMap) claim(name string) (string, bool) {
+	i := slices.Index(m.names, name)
+	if i < 0 {
+		return m.res.Claim(name)
+	}
+	if m.vals == nil {
+		if len(m.names) <= len(m.buf) {
+			m.vals = m.buf[:len(m.names)]
+		} else {
+			m.vals = make([]string, len(m.names))
+		}
+		m.res.ClaimValues(m.names, m.vals)
+	}
+	return m.vals[i], m.vals[i] != ""
 }
 
 var (
@@ -50,7 +73,7 @@ func (m *claimsMap) Find(key ref.Val) (ref.Val, bool) {
 	if !ok {
 		return m.decoded().Find(key) // its error for a key of another type
 	}
-	v, ok := m.res.Claim(string(k))
+	v, ok := m.claim(string(k))
 	if !ok {
 		return nil, false
 	}
@@ -68,7 +91,7 @@ func (m *claimsMap) Get(key ref.Val) ref.Val {
 // Contains implements traits.Container.
 func (m *claimsMap) Contains(key ref.Val) ref.Val {
 	if k, ok := key.(types.String); ok {
-		_, found := m.res.Claim(string(k))
+		_, found := m.claim(string(k))
 		return types.Bool(found)
 	}
 	return m.decoded().Contains(key)

@@ -9,7 +9,9 @@
 // evaluated only on a token the verifier accepted ([verify.Result]), on
 // every request, whether the verdict came from the token cache or not.
 // Route matching reads a [request.Original], whose path package request
-// has already normalized.
+// has already normalized. [Set.Choose] is how every front end (the
+// server's endpoints, gRPC, the CLI) picks the policy of a request, and
+// [Policy.Explain] is [Policy.Evaluate] with each requirement's outcome.
 //
 // A refusal is a [*Denial]: it matches verify.ErrForbidden (and its family
 // verify.ErrDenied) with errors.Is, names the policy and the requirement

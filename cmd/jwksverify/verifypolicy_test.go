@@ -152,6 +152,11 @@ func TestVerifyPolicyUsage(t *testing.T) {
 			}
 		})
 	}
+	// Without --explain: the verdict alone, no table.
+	r0 := runApp(t, nil, "", "verify", "--config", cfg, "--policy", "admin", token)
+	if got := decodeJSONLine(t, r0.stdout); r0.code != 1 || got["allowed"] != false || got["error"] != "forbidden" || strings.Contains(r0.stdout, "CHECK") {
+		t.Errorf("verify --policy admin without --explain: exit %d, %q", r0.code, r0.stdout)
+	}
 	// Without the policy flags, verify --config only verifies (exit 0,
 	// no "allowed").
 	r := runApp(t, nil, "", "verify", "--config", cfg, token)

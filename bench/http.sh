@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# HTTP load comparison on one server core: the real jwksverify binary, the
-# absolute floor (http.ListenAndServe with a handler that only writes 200: no
-# mux, no timeouts), a bare net/http handler and a golang-jwt + keyfunc
-# forward-auth handler, each alone
+# HTTP load comparison on one server core: the real jwksverify binary (with
+# and without a policy), the absolute floor (http.ListenAndServe with a
+# handler that only writes 200: no mux, no timeouts), a bare net/http handler
+# and a golang-jwt + keyfunc forward-auth handler, each alone
 # pinned to CPU 0, loaded by wrk pinned to CPU 1 over loopback, for RS256,
 # ES256 and HS256, with one repeated token and with a pool of 10 000 distinct
-# tokens. Then the RSS of the binary with 10 issuers and a full 100 000-entry
-# token cache. Writes http-latest.json and regenerates docs/BENCHMARKS.md.
+# tokens. Then gRPC ext_authz Check: the binary against a bare gRPC server
+# answering OK, loaded by a Go client speaking Envoy's protos. Then the RSS of
+# the binary with 10 issuers and a full 100 000-entry token cache. Writes
+# http-latest.json and regenerates docs/BENCHMARKS.md.
 #
 #   DURATION   wrk -d of each run (default 6s)
-#   ROUNDS     runs of each of the 30 configurations, taken in turns (default 3;
-#              the report keeps each one's median; ~11 min in all)
+#   ROUNDS     runs of each of the 54 configurations, taken in turns (default 3;
+#              the report keeps each one's median; ~18 min in all)
 #   ALGS       algorithms (default RS256,ES256,HS256)
 #   POOL       distinct tokens of the pool runs (default 10000)
 set -euo pipefail
@@ -42,7 +44,7 @@ if ! git diff --quiet HEAD -- .. 2>/dev/null; then commit="$commit-dirty"; fi
 if [ -f results-latest.txt ]; then
   stat=()
   [ -f benchstat-latest.txt ] && stat=(-benchstat benchstat-latest.txt)
-  go run ./cmd/report -bench results-latest.txt -notes analysis.md "${stat[@]}" -http http-latest.json \
+  go run ./cmd/report -bench results-latest.txt -notes analysis.md -sections sections.md "${stat[@]}" -http http-latest.json \
     -out ../docs/BENCHMARKS.md -svg ../docs/benchmarks.svg
   echo "wrote http-latest.json and docs/BENCHMARKS.md" >&2
 else

@@ -44,6 +44,6 @@ go test -run '^$' -bench . -count "$COUNT" -benchtime "$BENCHTIME" -timeout 60m 
 cp "$raw" results-latest.txt
 "$BENCHSTAT" -col /impl results-latest.txt >benchstat-latest.txt
 go run ./cmd/report \
-  -bench results-latest.txt -notes analysis.md -benchstat benchstat-latest.txt -http http-latest.json \
+  -bench results-latest.txt -notes analysis.md -sections sections.md -benchstat benchstat-latest.txt -http http-latest.json \
   -out ../docs/BENCHMARKS.md -svg ../docs/benchmarks.svg
 echo "wrote docs/BENCHMARKS.md and docs/benchmarks.svg" >&2

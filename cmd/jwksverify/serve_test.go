@@ -67,7 +67,8 @@ func tokenBody(tok string) string { return `{"token":"` + tok + `"}` }
 // from the signal on: every request it reads is answered, every answer says
 // Connection: close, and no connection is closed under its client before the
 // client was told so (connections idle at the signal stay open for
-// drainGrace and carry one more request). So a client that stops using the
+// drainGrace and carry one more request); a request still being sent when
+// the server stops accepting is read to its end and answered. So a client that stops using the
 // instance once told to close, as a pooled client behind a load balancer
 // does, sees no failure at all: at most a refused new connection, which sent
 // nothing. The process exits 0 within shutdown_timeout.
@@ -155,6 +156,34 @@ issuers:
 			}
 		})
 	}
+	// A slow client: its POST /v1/verify has its headers and half its body
+	// sent before the signal and the rest only once the server has stopped
+	// accepting, so the request is in flight across the drain. A server that
+	// closed connections with requests in flight would fail it.
+	slowBody, slowWriter := io.Pipe()
+	slowDone := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/verify", slowBody)
+		req.Header.Set("Content-Type", "application/json")
+		c := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+		resp, err := c.Do(req)
+		if err != nil {
+			slowDone <- err
+			return
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil || resp.StatusCode != http.StatusOK || m["valid"] != true {
+			slowDone <- fmt.Errorf("status %d, body %v (%v), want 200 valid", resp.StatusCode, m, err)
+			return
+		}
+		slowDone <- nil
+	}()
+	body := tokenBody(tok)
+	if _, err := io.WriteString(slowWriter, body[:len(body)/2]); err != nil {
+		t.Fatal(err)
+	}
+
 	// SIGTERM in the middle of the load.
 	deadline := time.Now().Add(20 * time.Second)
 	for ok.Load() < 2000 && time.Now().Before(deadline) {
@@ -164,6 +193,24 @@ issuers:
 	signalled := time.Now()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
+	}
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			break // the listener is closed: the drain has begun
+		}
+		c.Close()
+		if time.Since(signalled) > shutdownTimeout {
+			t.Fatal("the server still accepts connections shutdown_timeout after SIGTERM")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := io.WriteString(slowWriter, body[len(body)/2:]); err != nil {
+		t.Errorf("slow request: writing the rest of its body after the listener closed: %v", err)
+	}
+	slowWriter.Close()
+	if err := <-slowDone; err != nil {
+		t.Errorf("slow request in flight across the drain: %v", err)
 	}
 	code := p.wait(t, shutdownTimeout+5*time.Second)
 	took := time.Since(signalled)

@@ -26,8 +26,6 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/jwksverify/jwksverify/mtls"
 	"github.com/jwksverify/jwksverify/request"
@@ -120,6 +118,8 @@ type authzGRPC struct {
 	headers []sourceHeader
 	// cookies reports whether a token source reads a cookie.
 	cookies bool
+	// meta keeps the claims Structs of recent tokens for dynamic_metadata.
+	meta metaCache
 }
 
 // sourceHeader is a token source's header name, as net/http and as Envoy
@@ -294,7 +294,7 @@ func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 	return &authv3.CheckResponse{
 		Status:          &rpcstatus.Status{Code: int32(codes.OK)},
 		HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: ok},
-		DynamicMetadata: dynamicMetadata(d),
+		DynamicMetadata: a.dynamicMetadata(d),
 	}
 }
 
@@ -302,24 +302,6 @@ func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 // {"jwksverify": {"issuer", "policy", "claims"}}, for Envoy's RBAC and
 // routing (metadata matchers on filter "envoy.filters.http.ext_authz").
 const MetadataNamespace = "jwksverify"
-
-// dynamicMetadata is the OK answer's metadata: the verified token's iss,
-// the policy that allowed it ("" for none) and its claims as JSON values
-// (numbers as doubles, as protobuf Struct holds them). An anonymous request
-// has no issuer and no claims.
-func dynamicMetadata(d server.Decision) *structpb.Struct {
-	fields := map[string]*structpb.Value{"policy": structpb.NewStringValue(d.Policy)}
-	if d.Result != nil {
-		fields["issuer"] = structpb.NewStringValue(d.Result.Issuer)
-		claims := &structpb.Struct{}
-		if err := protojson.Unmarshal(d.Result.Claims, claims); err == nil {
-			fields["claims"] = structpb.NewStructValue(claims)
-		}
-	}
-	return &structpb.Struct{Fields: map[string]*structpb.Value{
-		MetadataNamespace: structpb.NewStructValue(&structpb.Struct{Fields: fields}),
-	}}
-}
 
 // deny builds the DENIED response: HTTP 401 (the rpc status
 // UNAUTHENTICATED) or, for a valid token a policy refused, 403 (the rpc

@@ -1,7 +1,9 @@
 // Command httpbench drives the HTTP load comparison of bench/http.sh: the
-// real jwksverify binary against a bare net/http handler and a golang-jwt +
-// keyfunc forward-auth handler, each alone on one pinned core, loaded by wrk
-// on the other core, over loopback only. It also measures the resident memory
+// real jwksverify binary (with and without a policy) against a bare net/http
+// handler and a golang-jwt + keyfunc forward-auth handler, each alone on one
+// pinned core, loaded by wrk on the other core, over loopback only; and the
+// gRPC ext_authz Check path against a bare gRPC server answering OK, loaded
+// by a Go client speaking Envoy's protos. It also measures the resident memory
 // of the binary with a full verified-token cache.
 //
 // Subcommands:
@@ -10,6 +12,8 @@
 //	httpbench serve-floor -listen ADDR                              the absolute floor
 //	httpbench serve-bare -listen ADDR                               the bare handler
 //	httpbench serve-keyfunc -listen ADDR -jwks F -issuer I -alg A   the baseline handler
+//	httpbench serve-grpc-floor -listen ADDR                         a gRPC ext_authz server answering OK
+//	httpbench grpc-load -addr ADDR -d D -c N -tokens F              the gRPC Check load client
 //
 // Every server answers GET /healthz; the forward-auth endpoint is /v1/authz
 // (the floor answers every path).
@@ -29,7 +33,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: httpbench run|serve-floor|serve-bare|serve-keyfunc [flags]")
+		fmt.Fprintln(os.Stderr, "usage: httpbench run|serve-floor|serve-bare|serve-keyfunc|serve-grpc-floor|grpc-load [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -42,6 +46,10 @@ func main() {
 		err = serveBare(os.Args[2:])
 	case "serve-keyfunc":
 		err = serveKeyfunc(os.Args[2:])
+	case "serve-grpc-floor":
+		err = serveGRPCFloor(os.Args[2:])
+	case "grpc-load":
+		err = grpcLoad(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}

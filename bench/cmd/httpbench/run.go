@@ -37,6 +37,7 @@ type runOpts struct {
 	serverCPUs, clientCPUs  string
 	memIssuers, memEntries  int
 	skipLoad, skipMemory    bool
+	skipGRPC                bool
 	commit, cpuModel, goVer string
 }
 
@@ -59,6 +60,7 @@ func runAll(args []string) error {
 	fs.IntVar(&o.memEntries, "mem-entries", 100000, "token cache entries of the memory run (distinct tokens sent)")
 	fs.BoolVar(&o.skipLoad, "skip-load", false, "skip the wrk runs")
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory run")
+	fs.BoolVar(&o.skipGRPC, "skip-grpc", false, "skip the gRPC Check runs")
 	fs.StringVar(&o.commit, "commit", "", "git commit to record")
 	fs.StringVar(&o.cpuModel, "cpu", "", "CPU model to record")
 	fs.StringVar(&o.goVer, "go", runtime.Version(), "Go version to record")
@@ -110,6 +112,9 @@ func runAll(args []string) error {
 		if o.skipMemory {
 			rep.Memory = prev.Memory
 		}
+		if o.skipGRPC {
+			rep.GRPC = prev.GRPC
+		}
 	}
 	if !o.skipLoad {
 		for _, alg := range o.algs {
@@ -118,6 +123,19 @@ func runAll(args []string) error {
 				return fmt.Errorf("%s: %w", alg, err)
 			}
 			rep.Runs = append(rep.Runs, runs...)
+		}
+	}
+	if !o.skipGRPC {
+		for _, alg := range o.algs {
+			f, err := prepare(o, alg)
+			if err != nil {
+				return err
+			}
+			runs, err := grpcRuns(ctx, o, self, f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", alg, err)
+			}
+			rep.GRPC = append(rep.GRPC, runs...)
 		}
 	}
 	if !o.skipMemory {
@@ -137,6 +155,7 @@ type algFiles struct {
 	token, pool                 string // token files
 	repeatedLua, poolLua        string
 	cachedConfig, nocacheConfig string
+	policyConfig                string
 	valid, tampered             string
 }
 
@@ -186,13 +205,16 @@ func prepare(o runOpts, alg string) (*algFiles, error) {
 		return nil, err
 	}
 	cfg := func(cache int) string {
-		return fmt.Sprintf("listen: LISTEN\ntoken_cache: {max_entries: %d}\nissuers:\n  - issuer: %s\n%s    audiences: [%s]\n    algorithms: [%s]\n",
+		return fmt.Sprintf("listen: LISTEN\ngrpc_listen: GRPC\ntoken_cache: {max_entries: %d}\nissuers:\n  - issuer: %s\n%s    audiences: [%s]\n    algorithms: [%s]\n",
 			cache, fixture.Issuer, keySource, fixture.Audience, c.Alg)
 	}
 	if f.cachedConfig, err = write("cached.yaml", []byte(cfg(100000))); err != nil {
 		return nil, err
 	}
 	if f.nocacheConfig, err = write("nocache.yaml", []byte(cfg(0))); err != nil {
+		return nil, err
+	}
+	if f.policyConfig, err = write("policy.yaml", []byte(cfg(100000)+policyYAML)); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -210,12 +232,42 @@ func tamper(token string) string {
 	return string(b)
 }
 
+// policyYAML is the policy configuration of the jwksverify-policy server:
+// the routes of docs/POLICIES.md, read from nginx's headers. The load's
+// GET /orders/1 takes the orders-read route (scopes any of two, one claim
+// matcher); other paths fall to admin, which the fixture's tokens do not
+// satisfy (the sanity check proves the policy runs).
+const policyYAML = `forward_auth: {proxy: nginx}
+policies:
+  - name: orders-read
+    scopes: {any: [orders:read, orders:write]}
+    claims: [{claim: azp, any_of: [orders-web, orders-cli]}]
+  - {name: orders-write, scopes: {all: [orders:write]}}
+  - {name: admin, scopes: {all: [admin]}}
+routes:
+  - {methods: [POST, PUT, PATCH, DELETE], path: /orders/**, policy: orders-write}
+  - {path: /orders/**, policy: orders-read}
+default_policy: admin
+`
+
+// originalRequest is the original request every load run sends, as nginx
+// sets it on its auth subrequest (docs/POLICIES.md). Every server gets the
+// same headers; only jwksverify-policy reads them.
+var originalRequest = [][2]string{
+	{"X-Original-Method", "GET"},
+	{"X-Original-URI", "/orders/1"},
+	{"X-Original-Host", "shop.example.com"},
+}
+
 // The wrk scripts. The token files are read once per wrk thread.
 const repeatedLua = `local f = assert(io.open(%q))
 local token = f:read("*l")
 f:close()
 wrk.method = "GET"
 wrk.headers["Authorization"] = "Bearer " .. token
+wrk.headers["X-Original-Method"] = "GET"
+wrk.headers["X-Original-URI"] = "/orders/1"
+wrk.headers["X-Original-Host"] = "shop.example.com"
 `
 
 const poolLua = `local tokens = {}
@@ -225,7 +277,8 @@ end
 local i = 0
 request = function()
   i = i %% #tokens + 1
-  return wrk.format("GET", "/v1/authz", { ["Authorization"] = tokens[i] })
+  return wrk.format("GET", "/v1/authz", { ["Authorization"] = tokens[i],
+    ["X-Original-Method"] = "GET", ["X-Original-URI"] = "/orders/1", ["X-Original-Host"] = "shop.example.com" })
 end
 `
 
@@ -234,7 +287,7 @@ func loadRuns(ctx context.Context, o runOpts, self, alg string) ([]httpres.Run, 
 	if err != nil {
 		return nil, err
 	}
-	servers := []string{httpres.ServerFloor, httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerNoCache, httpres.ServerBaseline}
+	servers := []string{httpres.ServerFloor, httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerPolicy, httpres.ServerNoCache, httpres.ServerBaseline}
 	var out []httpres.Run
 	for _, tokens := range []string{httpres.TokensRepeated, httpres.TokensPool} {
 		// The servers take turns, round after round, so that a busy moment
@@ -278,12 +331,15 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 		args, ready = []string{self, "serve-bare", "-listen", addr}, "/healthz"
 	case httpres.ServerBaseline:
 		args, ready = []string{self, "serve-keyfunc", "-listen", addr, "-jwks", f.jwks, "-issuer", fixture.Issuer, "-alg", f.c.Alg}, "/healthz"
-	case httpres.ServerJwksverify, httpres.ServerNoCache:
+	case httpres.ServerJwksverify, httpres.ServerNoCache, httpres.ServerPolicy:
 		cfg := f.cachedConfig
-		if server == httpres.ServerNoCache {
+		switch server {
+		case httpres.ServerNoCache:
 			cfg = f.nocacheConfig
+		case httpres.ServerPolicy:
+			cfg = f.policyConfig
 		}
-		p, err := withListen(cfg, addr)
+		p, err := withListen(cfg, addr, "")
 		if err != nil {
 			return nil, err
 		}
@@ -299,7 +355,7 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 	if err := waitReady(ctx, base+ready); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
-	if err := sanity(base, f, server != httpres.ServerBare && server != httpres.ServerFloor); err != nil {
+	if err := sanity(base, f, server != httpres.ServerBare && server != httpres.ServerFloor, server == httpres.ServerPolicy); err != nil {
 		return nil, err
 	}
 	script := f.repeatedLua
@@ -317,26 +373,37 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 	return r, nil
 }
 
-// withListen writes a copy of the config at path with the listen address set.
-func withListen(path, addr string) (string, error) {
+// withListen writes a copy of the config at path with the listen address
+// set, and the gRPC one (empty: gRPC off).
+func withListen(path, addr, grpcAddr string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}
 	p := strings.TrimSuffix(path, ".yaml") + "-" + strings.ReplaceAll(addr, ":", "_") + ".yaml"
-	return p, os.WriteFile(p, []byte(strings.Replace(string(b), "LISTEN", addr, 1)), 0o600)
+	cfg := strings.Replace(string(b), "LISTEN", addr, 1)
+	cfg = strings.Replace(cfg, "GRPC", `"`+grpcAddr+`"`, 1)
+	return p, os.WriteFile(p, []byte(cfg), 0o600)
 }
 
 // sanity checks that the server accepts the valid token and, when it
-// verifies, rejects a tampered one: a load run of a failing path measures
-// nothing.
-func sanity(base string, f *algFiles, verifies bool) error {
-	check := func(token string, want int) error {
+// verifies, rejects a tampered one, and when it has policies, refuses the
+// valid token on a path whose policy it does not satisfy: a load run of a
+// failing path measures nothing, and a policy run that never runs a policy
+// measures the wrong thing.
+func sanity(base string, f *algFiles, verifies, policies bool) error {
+	check := func(token string, want int, uri ...string) error {
 		req, err := http.NewRequest(http.MethodGet, base+"/v1/authz", nil)
 		if err != nil {
 			return err
 		}
 		req.Header.Set("Authorization", "Bearer "+token)
+		for _, h := range originalRequest {
+			req.Header.Set(h[0], h[1])
+		}
+		if len(uri) > 0 {
+			req.Header.Set("X-Original-URI", uri[0])
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
@@ -352,7 +419,12 @@ func sanity(base string, f *algFiles, verifies bool) error {
 		return err
 	}
 	if verifies {
-		return check(f.tampered, http.StatusUnauthorized)
+		if err := check(f.tampered, http.StatusUnauthorized); err != nil {
+			return err
+		}
+	}
+	if policies {
+		return check(f.valid, http.StatusForbidden, "/admin")
 	}
 	return nil
 }

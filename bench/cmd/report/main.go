@@ -6,7 +6,7 @@
 // Usage:
 //
 //	report -bench results-latest.txt [-benchstat benchstat-latest.txt] [-notes analysis.md] \
-//	    [-http http-latest.json] -out ../docs/BENCHMARKS.md -svg ../docs/benchmarks.svg
+//	    [-sections sections.md] [-http http-latest.json] -out ../docs/BENCHMARKS.md -svg ../docs/benchmarks.svg
 package main
 
 import (
@@ -30,6 +30,7 @@ func run() error {
 	benchPath := flag.String("bench", "results-latest.txt", "raw `go test -bench` output")
 	statPath := flag.String("benchstat", "", "benchstat output to append (optional)")
 	notesPath := flag.String("notes", "", "hand-written analysis to include after the targets (optional; missing file = none)")
+	sectionsPath := flag.String("sections", "", "hand-written sections to include before the appendix (optional; missing file = none)")
 	httpPath := flag.String("http", "", "bench/http.sh results JSON (optional; missing file = not run)")
 	out := flag.String("out", "../docs/BENCHMARKS.md", "markdown file to write")
 	svg := flag.String("svg", "../docs/benchmarks.svg", "SVG chart to write")
@@ -59,6 +60,12 @@ func run() error {
 			return err
 		}
 	}
+	var sections []byte
+	if *sectionsPath != "" {
+		if sections, err = os.ReadFile(*sectionsPath); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
 	var hr *httpres.Report
 	if *httpPath != "" {
 		if hr, err = httpres.Read(*httpPath); err != nil && !os.IsNotExist(err) {
@@ -72,7 +79,7 @@ func run() error {
 		rel = filepath.Base(*svg)
 	}
 	var md bytes.Buffer
-	writeMarkdown(&md, res, stat, notes, hr, filepath.ToSlash(rel))
+	writeMarkdown(&md, res, stat, notes, sections, hr, filepath.ToSlash(rel))
 	if err := os.WriteFile(*svg, chart, 0o644); err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ const (
 	ServerJwksverify = "jwksverify"         // the real binary, token cache on (the default)
 	ServerNoCache    = "jwksverify-nocache" // the real binary, token_cache.max_entries: 0
 	ServerBaseline   = "golang-jwt+keyfunc" // a hand-wired forward-auth handler
+	ServerPolicy     = "jwksverify-policy"  // the real binary, token cache on, routes and a scopes+claims policy
+	ServerGRPCFloor  = "grpc-floor"         // grpc.NewServer with a Check that answers OK (gRPC runs only)
 )
 
 // Token modes of [Run.Tokens].
@@ -55,6 +57,9 @@ type Report struct {
 	Runs []Run `json:"runs"`
 	// Memory is the memory of the serving process with a full token cache.
 	Memory *Memory `json:"memory,omitempty"`
+	// GRPC are the ext_authz Check runs (Non2xx counts answers other than
+	// OK, SocketErrors failed calls), in the order they ran.
+	GRPC []Run `json:"grpc_runs,omitempty"`
 }
 
 // Run is one wrk run against one server.
@@ -156,10 +161,17 @@ func (r *Report) Write(path string) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// Find returns the run for alg, tokens and server, or nil.
-func (r *Report) Find(alg, tokens, server string) *Run {
-	for i := range r.Runs {
-		x := &r.Runs[i]
+// Find returns the HTTP run for alg, tokens and server, or nil.
+func (r *Report) Find(alg, tokens, server string) *Run { return find(r.Runs, alg, tokens, server) }
+
+// FindGRPC returns the gRPC run for alg, tokens and server, or nil.
+func (r *Report) FindGRPC(alg, tokens, server string) *Run {
+	return find(r.GRPC, alg, tokens, server)
+}
+
+func find(runs []Run, alg, tokens, server string) *Run {
+	for i := range runs {
+		x := &runs[i]
 		if x.Alg == alg && x.Tokens == tokens && x.Server == server {
 			return x
 		}

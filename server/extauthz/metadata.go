@@ -1,0 +1,110 @@
+package extauthz
+
+import (
+	"encoding/json"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// Bounds of the metadata cache: entries, and bytes of encoded metadata
+// (each entry also costs about metaEntryOverhead of map and slice headers).
+const (
+	metaMaxEntries    = 8192
+	metaMaxBytes      = 16 << 20
+	metaEntryOverhead = 96
+)
+
+// metaCache keeps, for recent verified tokens, the protobuf encoding of
+// their part of the OK answer's dynamic_metadata: the "issuer" and
+// "claims" entries of the jwksverify Struct. Converting a claims set to a
+// Struct and marshaling it were most of the cost of a Check whose token is
+// a token-cache hit; a hit hands out the same *verify.Result every time, so
+// the Result's address is the key. A key is a strong reference: a Result
+// stays alive while its entry does, so an address is never reused under a
+// live entry. Entries are evicted at random when a bound is reached. The
+// bytes are shared by every answer built from them and never modified.
+type metaCache struct {
+	mu      sync.RWMutex
+	entries map[*verify.Result]metaEntry
+	bytes   int64
+}
+
+type metaEntry struct {
+	raw  []byte
+	size int64
+}
+
+// fields returns the wire encoding of the Struct entries "issuer" and
+// "claims" for res (numbers as doubles, as protobuf's Value holds them),
+// without "claims" when they are not a JSON object (never the case for a
+// verified Result).
+func (c *metaCache) fields(res *verify.Result) []byte {
+	c.mu.RLock()
+	e, ok := c.entries[res]
+	c.mu.RUnlock()
+	if ok {
+		return e.raw
+	}
+	raw := encodeFields(res)
+	size := int64(len(raw)) + metaEntryOverhead
+	if size > metaMaxBytes/16 {
+		return raw // too large to keep: built for this answer only
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = make(map[*verify.Result]metaEntry)
+	}
+	if e, ok := c.entries[res]; ok {
+		return e.raw // another Check stored it meanwhile
+	}
+	for len(c.entries) >= metaMaxEntries || c.bytes+size > metaMaxBytes {
+		for k, old := range c.entries { // map iteration starts at random
+			delete(c.entries, k)
+			c.bytes -= old.size
+			break
+		}
+	}
+	c.entries[res] = metaEntry{raw: raw, size: size}
+	c.bytes += size
+	return raw
+}
+
+// encodeFields marshals a Struct holding res's "issuer" and "claims". A
+// Struct's only field is its map, so the encoding is exactly the map's
+// entries, which another Struct can carry as unknown fields: a decoder
+// reads them as entries of its own map.
+func encodeFields(res *verify.Result) []byte {
+	fields := map[string]*structpb.Value{"issuer": structpb.NewStringValue(res.Issuer)}
+	var m map[string]any
+	if err := json.Unmarshal(res.Claims, &m); err == nil && m != nil {
+		if claims, err := structpb.NewStruct(m); err == nil {
+			fields["claims"] = structpb.NewStructValue(claims)
+		}
+	}
+	raw, err := proto.Marshal(&structpb.Struct{Fields: fields})
+	if err != nil {
+		return nil // a Struct of valid UTF-8 strings always marshals
+	}
+	return raw
+}
+
+// dynamicMetadata is the OK answer's metadata under [MetadataNamespace]:
+// the verified token's iss, the policy that allowed it ("" for none) and
+// its claims — what Envoy's later filters (RBAC, Lua, header mutation)
+// read as filter metadata. An anonymous request has no issuer and no
+// claims. The issuer and claims entries are the cached encoding of
+// [metaCache], attached as unknown fields of the jwksverify Struct.
+func (a *authzGRPC) dynamicMetadata(d server.Decision) *structpb.Struct {
+	inner := &structpb.Struct{Fields: map[string]*structpb.Value{"policy": structpb.NewStringValue(d.Policy)}}
+	if d.Result != nil {
+		inner.ProtoReflect().SetUnknown(protoreflect.RawFields(a.meta.fields(d.Result)))
+	}
+	return &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(inner)}}
+}

@@ -214,6 +214,7 @@ type activation struct {
 	claims claimsMap
 	req    requestMap
 	res    *verify.Result
+	header map[string]any // the decoded JOSE header, on first read
 }
 
 // ResolveName implements interpreter.Activation.
@@ -222,7 +223,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 	case "claims":
 		return &a.claims, true
 	case "header":
-		return decodeObject(a.res.Header), true
+		if a.header == nil {
+			a.header = decodeObject(a.res.Header)
+		}
+		return a.header, true
 	case "issuer":
 		return a.res.ConfiguredIssuer, true
 	case "request":

@@ -12,11 +12,20 @@ import (
 // never holds what is always denied, is stable under a second
 // normalization, and that every error is ErrAmbiguousPath.
 func FuzzNormalizePath(f *testing.F) {
-	for _, s := range []string{"/", "/a/../b", "/%2e%2e/x", "/a%2Fb", "/a\\b", "//a//b/", "/a/./b/.", "/public/..;/admin", "/%7E", "/%zz"} {
+	for _, s := range []string{"/", "/a/../b", "/%2e%2e/x", "/a%2Fb", "/a\\b", "//a//b/", "/a/./b/.", "/public/..;/admin", "/%7E", "/%zz",
+		"/orders/1", "/a/b/", "/a/.b", "/a./b", "Shop.Example.COM:8443", "[::1]:80", "bücher.example.", "ÉCOLE.fr"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		p, err := request.NormalizePath(in)
+		// The allocation-free path for already-normal paths answers as the
+		// full normalizer does.
+		if full, ferr := request.NormalizePathFull(in); full != p || (ferr == nil) != (err == nil) {
+			t.Fatalf("NormalizePath(%q) = %q, %v; the full normalizer gives %q, %v", in, p, err, full, ferr)
+		}
+		if h, full := request.NormalizeHost(in), request.NormalizeHostFull(in); h != full {
+			t.Fatalf("NormalizeHost(%q) = %q; the full normalizer gives %q", in, h, full)
+		}
 		if err != nil {
 			if !errors.Is(err, request.ErrAmbiguousPath) {
 				t.Fatalf("NormalizePath(%q) error %v is not ErrAmbiguousPath", in, err)

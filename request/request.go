@@ -183,6 +183,14 @@ func cutAbsolute(target string) (string, bool) {
 // NormalizeHost returns host lower-cased, without its port and trailing dot.
 // "[::1]:8080" becomes "::1".
 func NormalizeHost(host string) string {
+	if !strings.ContainsAny(host, ":[]") && !strings.HasSuffix(host, ".") && !needsLower(host) {
+		return host // already normal: the common case, without allocating
+	}
+	return normalizeHost(host)
+}
+
+// normalizeHost is [NormalizeHost] for every input.
+func normalizeHost(host string) string {
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
@@ -199,6 +207,48 @@ func NormalizeHost(host string) string {
 // which some servers strip before resolving dots), or dot segments that
 // climb above '/'. The empty path is "/".
 func NormalizePath(raw string) (string, error) {
+	if isNormalPath(raw) {
+		return raw, nil // already normal: the common case, without allocating
+	}
+	return normalizePath(raw)
+}
+
+// isNormalPath reports whether raw is a path that [NormalizePath] returns
+// unchanged, found without allocating: it starts with '/', holds no '%',
+// '\' or NUL, and no '/' is followed by another '/' or by '.' (so it has no
+// empty segment but perhaps the last, and no dot segment). A path it refuses
+// may still be normal; normalizePath decides those.
+func isNormalPath(raw string) bool {
+	if raw == "" || raw[0] != '/' {
+		return false
+	}
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '%', '\\', 0:
+			return false
+		case '/':
+			if i+1 < len(raw) && (raw[i+1] == '/' || raw[i+1] == '.') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// needsLower reports whether strings.ToLower might change s: it holds an
+// ASCII upper-case letter or any byte outside ASCII.
+func needsLower(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; 'A' <= c && c <= 'Z' || c >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// normalizePath is [NormalizePath] for every input: the decoding, the
+// checks and the dot-segment removal.
+func normalizePath(raw string) (string, error) {
 	if raw == "" {
 		return "/", nil
 	}

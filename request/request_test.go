@@ -168,3 +168,24 @@ func TestParseProxy(t *testing.T) {
 		t.Errorf("ParseProxy(haproxy) = nil error, want one")
 	}
 }
+
+// TestNormalizeAllocations: an already-normal path and host, what nearly
+// every request carries, are returned without allocating.
+func TestNormalizeAllocations(t *testing.T) {
+	for _, tt := range []struct{ path, host string }{
+		{"/orders/1", "shop.example.com"},
+		{"/", "api.internal"},
+		{"/a/b/", "10.0.0.7"},
+	} {
+		if n := testing.AllocsPerRun(100, func() {
+			if p, err := request.NormalizePath(tt.path); err != nil || p != tt.path {
+				t.Fatalf("NormalizePath(%q) = %q, %v", tt.path, p, err)
+			}
+			if h := request.NormalizeHost(tt.host); h != tt.host {
+				t.Fatalf("NormalizeHost(%q) = %q", tt.host, h)
+			}
+		}); n != 0 {
+			t.Errorf("%q on %q: %v allocations, want 0", tt.path, tt.host, n)
+		}
+	}
+}

@@ -16,7 +16,7 @@ import (
 
 // newPolicyEnv is a server behind nginx with the policies of POLICIES.md's
 // example: orders read/write by scope, admin by group, public anonymous.
-func newPolicyEnv(t *testing.T, rm *ResourceMetadata) *env {
+func newPolicyEnv(t testing.TB, rm *ResourceMetadata) *env {
 	t.Helper()
 	ve := servertest.NewEnv(t, servertest.Config{TokenCache: 100})
 	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}

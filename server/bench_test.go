@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/request"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -66,6 +67,26 @@ func BenchmarkAuthz(b *testing.B) {
 		// The token cache as cmd builds it: shared across reloads.
 		bench(b, quiet(newEnv(b, envConfig{tokenCache: 1000, sharedCache: true})), toks["valid"], http.StatusOK)
 	})
+	// A cached token behind nginx: without policies (the original request
+	// not read), and with the routes of newPolicyEnv choosing orders-read
+	// (a scopes policy) for GET /orders/1. Their difference is what
+	// choosing and running a policy adds to a request.
+	behindNginx := func(b *testing.B, h http.Handler) {
+		r := nginxAuthz("GET", "/orders/1", toks["valid"], nil)
+		w := &reusedWriter{h: make(http.Header)}
+		b.ReportAllocs()
+		for b.Loop() {
+			w.reset()
+			h.ServeHTTP(w, r)
+			if w.code != http.StatusOK {
+				b.Fatalf("status = %d, want 200", w.code)
+			}
+		}
+	}
+	b.Run("cached-nginx", func(b *testing.B) {
+		behindNginx(b, quiet(newEnv(b, envConfig{tokenCache: 1000, proxy: request.Nginx})))
+	})
+	b.Run("cached-policy", func(b *testing.B) { behindNginx(b, quiet(newPolicyEnv(b, nil))) })
 	b.Run("uncached", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["valid"], http.StatusOK) })
 	b.Run("denied", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["expired"], http.StatusUnauthorized) })
 	// Logged rejections past log.rejections_per_second: the rate limiter's

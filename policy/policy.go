@@ -9,7 +9,9 @@
 // evaluated only on a token the verifier accepted ([verify.Result]), on
 // every request, whether the verdict came from the token cache or not.
 // Route matching reads a [request.Original], whose path package request
-// has already normalized.
+// has already normalized. [Set.Choose] is how every front end (the
+// server's endpoints, gRPC, the CLI) picks the policy of a request, and
+// [Policy.Explain] is [Policy.Evaluate] with each requirement's outcome.
 //
 // A refusal is a [*Denial]: it matches verify.ErrForbidden (and its family
 // verify.ErrDenied) with errors.Is, names the policy and the requirement
@@ -150,6 +152,15 @@ type Expression interface {
 	ReadsRequest() bool
 }
 
+// ClaimReader is an [Expression] that names the claims it reads by name.
+// [Set.ClaimNames] includes them, so that the verifier indexes them and an
+// evaluation on a token-cache hit reads them without a scan. Naming a claim
+// is only a speed-up: an expression may read any claim.
+type ClaimReader interface {
+	// Claims returns the claim names. The slice is the caller's.
+	Claims() []string
+}
+
 // ErrInvalid matches every error of [New].
 var ErrInvalid = errors.New("policy: invalid configuration")
 
@@ -260,6 +271,9 @@ func compile(sp Spec, issuers []string, cc Compiler, limit uint64) (*Policy, err
 			return nil, fmt.Errorf(" (%s).expression: %w", sp.Name, err)
 		}
 		p.expr, p.needsRequest = e, e.ReadsRequest()
+		if cr, ok := e.(ClaimReader); ok {
+			p.exprClaims = cr.Claims()
+		}
 	}
 	if sp.ClaimsToHeaders != nil {
 		p.headers = make([]ClaimHeader, 0, len(sp.ClaimsToHeaders))
@@ -299,7 +313,8 @@ func (s *Set) Lookup(name string) (*Policy, bool) {
 }
 
 // ClaimNames returns every claim a policy's scopes and matchers read
-// ("scope", "scp", the matchers' claims), sorted: pass it as
+// ("scope", "scp", the matchers' claims) and every claim an expression
+// names ([ClaimReader]), sorted: pass it as
 // verify.Options.IndexClaims, so that evaluating a policy on a token-cache
 // hit scans no claims. The slice is the caller's.
 func (s *Set) ClaimNames() []string {
@@ -309,6 +324,7 @@ func (s *Set) ClaimNames() []string {
 	var out []string
 	for _, p := range s.list {
 		out = append(out, p.names...)
+		out = append(out, p.exprClaims...)
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -340,15 +356,98 @@ func (s *Set) Default() *Policy {
 // [Set.Default]. With no routes it returns the default without looking at
 // o. A nil s selects the any-token policy.
 func (s *Set) Select(o request.Original) *Policy {
+	p, _ := s.selectRoute(o)
+	return p
+}
+
+// selectRoute is [Set.Select] that also returns the index of the route
+// that matched, or -1.
+func (s *Set) selectRoute(o request.Original) (*Policy, int) {
 	if s == nil {
-		return anyToken
+		return anyToken, -1
 	}
 	for i := range s.routes {
 		if s.routes[i].match(o) {
-			return s.routes[i].policy
+			return s.routes[i].policy, i
 		}
 	}
-	return s.fallback
+	return s.fallback, -1
+}
+
+// How [Set.Choose] chose a policy ([Choice.By]).
+const (
+	ByName    = "name"    // named explicitly (/v1/policy/<name>, gRPC context_extensions, /v1/verify, the CLI's --policy)
+	ByRoute   = "route"   // the first route that matched the original request
+	ByDefault = "default" // no route matched (or none is configured): default_policy, or any valid token
+)
+
+// Errors of [Set.Choose]. Each matches verify.ErrForbidden: the request is
+// refused whatever the token.
+var (
+	ErrUnknownPolicy = fmt.Errorf("%w: the request names a policy that is not configured", verify.ErrForbidden)
+	ErrUnrouted      = fmt.Errorf("%w: routes choose the policy, and the proxy did not forward the original request", verify.ErrForbidden)
+	ErrAmbiguousPath = fmt.Errorf("%w: the original request's path is ambiguous", verify.ErrForbidden)
+)
+
+// Choice is the policy that [Set.Choose] chose, and how.
+type Choice struct {
+	// Policy is the policy; nil when none could be chosen.
+	Policy *Policy
+	// By is ByName, ByRoute or ByDefault.
+	By string
+	// Route is the index of the route that matched (By is ByRoute), else -1.
+	Route int
+}
+
+// Choose returns the policy that decides a request: the policy named name,
+// or, when name is "", the one the routes choose for the original request
+// o. oerr says why o is not known (request.ErrMissing,
+// request.ErrAmbiguousPath; nil: it is). An ambiguous path is refused
+// whatever chose the policy ([ErrAmbiguousPath], with the named policy in
+// the Choice); a missing request is refused when routes must choose
+// ([ErrUnrouted]); a name that is not configured is [ErrUnknownPolicy].
+// The server and the CLI both choose by it.
+func (s *Set) Choose(name string, o request.Original, oerr error) (Choice, error) {
+	if name != "" {
+		p, ok := s.Lookup(name)
+		if !ok {
+			return Choice{By: ByName, Route: -1}, ErrUnknownPolicy
+		}
+		if errors.Is(oerr, request.ErrAmbiguousPath) {
+			return Choice{Policy: p, By: ByName, Route: -1}, ErrAmbiguousPath
+		}
+		return Choice{Policy: p, By: ByName, Route: -1}, nil
+	}
+	switch {
+	case errors.Is(oerr, request.ErrAmbiguousPath):
+		return Choice{By: ByRoute, Route: -1}, ErrAmbiguousPath
+	case s.HasRoutes() && oerr != nil:
+		return Choice{By: ByRoute, Route: -1}, ErrUnrouted
+	}
+	p, i := s.selectRoute(o)
+	if i < 0 {
+		return Choice{Policy: p, By: ByDefault, Route: -1}, nil
+	}
+	return Choice{Policy: p, By: ByRoute, Route: i}, nil
+}
+
+// RouteString describes routes[i] as configured ("routes[2]: GET,HEAD
+// api.example.com /orders/**"; "any" for an empty field), or "" when there
+// is no such route.
+func (s *Set) RouteString(i int) string {
+	if s == nil || i < 0 || i >= len(s.routes) {
+		return ""
+	}
+	r := &s.routes[i]
+	methods, host := "any-method", "any-host"
+	if r.methods != nil {
+		methods = strings.Join(r.methods, ",")
+	}
+	if r.host != "" {
+		host = r.host
+	}
+	path := r.pattern
+	return "routes[" + itoa(i) + "]: " + methods + " " + host + " " + path
 }
 
 // ClaimHeader maps a claim to a forward-auth response header (canonical).
@@ -366,6 +465,7 @@ type Policy struct {
 	claims       []claimMatcher
 	names        []string   // the claims scopes and matchers read: "scope", "scp" first when scopes are required
 	expr         Expression // nil: none
+	exprClaims   []string   // the claims expr names (ClaimReader)
 	needsRequest bool
 	anonymous    bool
 	headers      []ClaimHeader // nil: the issuer's
@@ -446,8 +546,29 @@ type Request struct {
 // allocate on the way to an allow without an expression. res must be a
 // token the verifier accepted.
 func (p *Policy) Evaluate(res *verify.Result, req Request) error {
-	if len(p.issuers) > 0 && !slices.Contains(p.issuers, res.ConfiguredIssuer) {
-		return p.deny(ReqIssuers, -1, "the token's issuer is not one of the policy's issuers", nil)
+	return p.evaluate(res, req, nil)
+}
+
+// Explain decides as [Policy.Evaluate] does — the same checks, the same
+// answer — and returns each requirement the policy has, in the order they
+// are checked, up to the first that failed: Check is the requirement
+// (ReqIssuers, ReqScopes, ReqClaims once per matcher, ReqRequest,
+// ReqExpression), Detail says what held or failed (never a claim value).
+// A policy without requirements returns no step.
+func (p *Policy) Explain(res *verify.Result, req Request) ([]verify.Step, error) {
+	var steps []verify.Step
+	err := p.evaluate(res, req, &steps)
+	return steps, err
+}
+
+// evaluate is Evaluate, recording each check in *trace when trace is not
+// nil (Explain); the decision does not depend on trace.
+func (p *Policy) evaluate(res *verify.Result, req Request, trace *[]verify.Step) error {
+	if len(p.issuers) > 0 {
+		if !slices.Contains(p.issuers, res.ConfiguredIssuer) {
+			return p.deny(trace, ReqIssuers, -1, "the token's issuer is not one of the policy's issuers", nil)
+		}
+		p.pass(trace, ReqIssuers, "the token's issuer is one of the policy's issuers")
 	}
 	if len(p.names) > 0 {
 		// One pass over the claims finds every claim the policy reads.
@@ -461,32 +582,67 @@ func (p *Policy) Evaluate(res *verify.Result, req Request) error {
 		res.ClaimValues(p.names, vals)
 		if len(p.all)+len(p.any) > 0 {
 			if msg := p.checkScopes(vals[0], vals[1]); msg != "" {
-				return p.deny(ReqScopes, -1, msg, nil)
+				return p.deny(trace, ReqScopes, -1, msg, nil)
+			}
+			if trace != nil {
+				p.pass(trace, ReqScopes, p.scopesHeld())
 			}
 		}
 		for i := range p.claims {
 			if !p.claims[i].holds(vals[p.claims[i].slot]) {
-				return p.deny(ReqClaims, i, "claims["+itoa(i)+"] ("+p.claims[i].claim+") does not hold", nil)
+				return p.deny(trace, ReqClaims, i, "claims["+itoa(i)+"] ("+p.claims[i].claim+") does not hold", nil)
+			}
+			if trace != nil {
+				p.pass(trace, ReqClaims, "claims["+itoa(i)+"] ("+p.claims[i].claim+") holds")
 			}
 		}
 	}
 	if p.expr != nil {
 		if p.needsRequest && !req.Known {
-			return p.deny(ReqRequest, -1, "the expression reads the original request, which the proxy did not forward", nil)
+			return p.deny(trace, ReqRequest, -1, "the expression reads the original request, which the proxy did not forward", nil)
 		}
 		ok, err := p.expr.Eval(res, req.Original)
 		switch {
 		case err != nil:
-			return p.deny(ReqExpression, -1, "the expression failed at run time", err)
+			return p.deny(trace, ReqExpression, -1, "the expression failed at run time", err)
 		case !ok:
-			return p.deny(ReqExpression, -1, "the expression is false", nil)
+			return p.deny(trace, ReqExpression, -1, "the expression is false", nil)
 		}
+		p.pass(trace, ReqExpression, "the expression is true")
 	}
 	return nil
 }
 
-func (p *Policy) deny(req string, index int, detail string, err error) *Denial {
-	return &Denial{Policy: p.name, Requirement: req, Index: index, Detail: detail, Err: err}
+// scopesHeld describes the scope requirements that held.
+func (p *Policy) scopesHeld() string {
+	var parts []string
+	if len(p.all) > 0 {
+		parts = append(parts, "all of "+strings.Join(p.all, " "))
+	}
+	if len(p.any) > 0 {
+		parts = append(parts, "one of "+strings.Join(p.any, " "))
+	}
+	return "granted: " + strings.Join(parts, "; ")
+}
+
+// pass records a requirement that held, when tracing.
+func (p *Policy) pass(trace *[]verify.Step, req, detail string) {
+	if trace != nil {
+		*trace = append(*trace, verify.Step{Check: req, OK: true, Detail: detail})
+	}
+}
+
+// deny returns the refusal, and records it when tracing.
+func (p *Policy) deny(trace *[]verify.Step, req string, index int, detail string, err error) *Denial {
+	d := &Denial{Policy: p.name, Requirement: req, Index: index, Detail: detail, Err: err}
+	if trace != nil {
+		msg := detail
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		*trace = append(*trace, verify.Step{Check: req, OK: false, Detail: msg})
+	}
+	return d
 }
 
 // checkScopes returns why the token's scopes (the JSON values of its scope

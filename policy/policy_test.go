@@ -3,6 +3,7 @@ package policy_test
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -110,6 +111,19 @@ func TestEvaluate(t *testing.T) {
 				res.ConfiguredIssuer = tt.issuer
 			}
 			err := p.Evaluate(res, tt.req)
+			// Explain decides the same, and its last step is the failure.
+			steps, xerr := p.Explain(res, tt.req)
+			if (xerr == nil) != (err == nil) || (err != nil && xerr.Error() != err.Error()) {
+				t.Fatalf("Explain() = %v, Evaluate() = %v", xerr, err)
+			}
+			for i, st := range steps {
+				if last := i == len(steps)-1; st.OK == (last && err != nil) {
+					t.Fatalf("Explain() step %d = %+v (decision %v)", i, st, err)
+				}
+			}
+			if err != nil && (len(steps) == 0 || steps[len(steps)-1].Check != tt.wantReq) {
+				t.Fatalf("Explain() = %+v, want a last step %s", steps, tt.wantReq)
+			}
 			if tt.wantReq == "" {
 				if err != nil {
 					t.Fatalf("Evaluate() = %v, want allowed", err)
@@ -232,5 +246,119 @@ func TestPolicyAccessors(t *testing.T) {
 	}
 	if h := p.ClaimHeaders(); len(h) != 1 || h[0] != (policy.ClaimHeader{Claim: "sub", Header: "X-User"}) {
 		t.Errorf("ClaimHeaders() = %v", h)
+	}
+}
+
+// TestClaimNames checks the claims the verifier is asked to index: those
+// scopes and matchers read, and those an expression names.
+func TestClaimNames(t *testing.T) {
+	s := mustSet(t, policy.Options{Policies: []policy.Spec{
+		{Name: "a", Scopes: policy.Scopes{Any: []string{"x"}}, Claims: []policy.Claim{{Claim: "groups", Equals: "ops"}}},
+		{Name: "b", Expression: `claims.tid == "t1" && claims["level"] >= 3 && "groups" in claims`},
+	}})
+	want := []string{"groups", "level", "scope", "scp", "tid"}
+	if got := s.ClaimNames(); !slices.Equal(got, want) {
+		t.Errorf("ClaimNames() = %q, want %q", got, want)
+	}
+}
+
+// TestExplainSteps checks the steps of Explain: every requirement the
+// policy has, in order, up to the first that fails.
+func TestExplainSteps(t *testing.T) {
+	spec := policy.Spec{Name: "p", Issuers: []string{issA}, Scopes: policy.Scopes{All: []string{"a"}, Any: []string{"b", "c"}},
+		Claims:     []policy.Claim{{Claim: "groups", AnyOf: []any{"ops"}}, {Claim: "level", Equals: 3}},
+		Expression: `claims.tid == "t1"`}
+	tests := []struct {
+		name, claims string
+		want         []string // check:ok|FAIL
+	}{
+		{"all-pass", `{"scope":"a c","groups":["ops"],"level":3,"tid":"t1"}`,
+			[]string{"issuers:ok", "scopes:ok", "claims:ok", "claims:ok", "expression:ok"}},
+		{"scopes-fail", `{"scope":"a","groups":["ops"],"level":3,"tid":"t1"}`,
+			[]string{"issuers:ok", "scopes:FAIL"}},
+		{"second-claim-fails", `{"scope":"a b","groups":["ops"],"level":4,"tid":"t1"}`,
+			[]string{"issuers:ok", "scopes:ok", "claims:ok", "claims:FAIL"}},
+		{"expression-false", `{"scope":"a b","groups":["ops"],"level":3,"tid":"t2"}`,
+			[]string{"issuers:ok", "scopes:ok", "claims:ok", "claims:ok", "expression:FAIL"}},
+		{"expression-error", `{"scope":"a b","groups":["ops"],"level":3}`,
+			[]string{"issuers:ok", "scopes:ok", "claims:ok", "claims:ok", "expression:FAIL"}},
+	}
+	p := one(t, spec)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			steps, _ := p.Explain(result(tt.claims), getOrders)
+			var got []string
+			for _, st := range steps {
+				r := "ok"
+				if !st.OK {
+					r = "FAIL"
+				}
+				got = append(got, st.Check+":"+r)
+				if st.Detail == "" || strings.Contains(st.Detail, "t2") || strings.Contains(st.Detail, "ops\"") {
+					t.Errorf("step %+v: empty detail or a claim value", st)
+				}
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Explain() steps = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	if steps, err := one(t, policy.Spec{Name: "q"}).Explain(result(`{}`), getOrders); err != nil || len(steps) != 0 {
+		t.Errorf("a policy without requirements: Explain() = %v, %v; want no step, allowed", steps, err)
+	}
+}
+
+// TestChoose checks how a policy is chosen: by name, by the first route,
+// by default, and the selections that fail.
+func TestChoose(t *testing.T) {
+	s := mustSet(t, policy.Options{
+		Policies:      []policy.Spec{{Name: "read"}, {Name: "admin"}, {Name: "fallback"}},
+		Routes:        []policy.Route{{Methods: []string{"GET"}, Path: "/orders/**", Policy: "read"}, {Host: "admin.example.com", Policy: "admin"}},
+		DefaultPolicy: "fallback",
+	})
+	get := request.Original{Method: "GET", Host: "api.example.com", Path: "/orders/1"}
+	tests := []struct {
+		name       string
+		policyName string
+		o          request.Original
+		oerr       error
+		wantPolicy string // "-" none
+		wantBy     string
+		wantRoute  int
+		wantErr    error
+	}{
+		{"by-name", "admin", get, nil, "admin", policy.ByName, -1, nil},
+		{"by-name-without-request", "admin", request.Original{}, request.ErrMissing, "admin", policy.ByName, -1, nil},
+		{"by-name-ambiguous", "admin", request.Original{}, request.ErrAmbiguousPath, "admin", policy.ByName, -1, policy.ErrAmbiguousPath},
+		{"unknown-name", "nope", get, nil, "-", policy.ByName, -1, policy.ErrUnknownPolicy},
+		{"first-route", "", get, nil, "read", policy.ByRoute, 0, nil},
+		{"second-route", "", request.Original{Method: "POST", Host: "admin.example.com", Path: "/orders/1"}, nil, "admin", policy.ByRoute, 1, nil},
+		{"default", "", request.Original{Method: "POST", Host: "api.example.com", Path: "/orders/1"}, nil, "fallback", policy.ByDefault, -1, nil},
+		{"unrouted", "", request.Original{}, request.ErrMissing, "-", policy.ByRoute, -1, policy.ErrUnrouted},
+		{"ambiguous", "", request.Original{}, request.ErrAmbiguousPath, "-", policy.ByRoute, -1, policy.ErrAmbiguousPath},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := s.Choose(tt.policyName, tt.o, tt.oerr)
+			got := "-"
+			if c.Policy != nil {
+				got = c.Policy.Name()
+			}
+			if got != tt.wantPolicy || c.By != tt.wantBy || c.Route != tt.wantRoute || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Choose() = {%s %s %d}, %v; want {%s %s %d}, %v", got, c.By, c.Route, err, tt.wantPolicy, tt.wantBy, tt.wantRoute, tt.wantErr)
+			}
+			if err != nil && !errors.Is(err, verify.ErrForbidden) {
+				t.Fatalf("Choose() error %v does not match verify.ErrForbidden", err)
+			}
+		})
+	}
+	// Without routes, a missing request is no obstacle: the default decides.
+	if c, err := mustSet(t, policy.Options{}).Choose("", request.Original{}, request.ErrMissing); err != nil || c.By != policy.ByDefault || c.Policy.Name() != "" {
+		t.Errorf("no routes, no request: Choose() = %+v, %v; want the any-token default", c, err)
+	}
+	for i, want := range []string{"routes[0]: GET any-host /orders/**", "routes[1]: any-method admin.example.com /**", ""} {
+		if got := s.RouteString(i); got != want {
+			t.Errorf("RouteString(%d) = %q, want %q", i, got, want)
+		}
 	}
 }

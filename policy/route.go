@@ -14,6 +14,7 @@ type route struct {
 	host    string   // "": any; normalized
 	segs    []string // the pattern's segments after the leading '/'; "*" matches one non-empty segment
 	subtree bool     // the pattern ended in "/**": itself and everything below
+	pattern string   // the path pattern as configured ("/**" for an empty one)
 	policy  *Policy
 }
 
@@ -42,7 +43,7 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 	if err != nil {
 		return route{}, fmt.Errorf("path: %q: %w", rt.Path, err)
 	}
-	r.segs, r.subtree = segs, subtree
+	r.segs, r.subtree, r.pattern = segs, subtree, path
 	return r, nil
 }
 

@@ -62,13 +62,6 @@ type Selection struct {
 	OriginalErr error
 }
 
-// Errors of a selection, as the log detail of a forbidden decision.
-var (
-	errUnknownPolicy = fmt.Errorf("%w: the request names a policy that is not configured", verify.ErrForbidden)
-	errUnrouted      = fmt.Errorf("%w: routes choose the policy, and the proxy did not forward the original request", verify.ErrForbidden)
-	errAmbiguousPath = fmt.Errorf("%w: the original request's path is ambiguous", verify.ErrForbidden)
-)
-
 // forbiddenBody is the body of every 403.
 var forbiddenBody = []byte(`{"valid":true,"allowed":false,"error":"forbidden"}` + "\n")
 
@@ -188,30 +181,20 @@ func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenSt
 	return d
 }
 
-// choose returns the policy of sel and its metric label, or why none can
-// be chosen (then p is nil when no policy was named).
+// choose returns the policy of sel (policy.Set.Choose) and its metric
+// label, or why none can be chosen (then p is nil when no policy was
+// named).
 func (s *Server) choose(sel Selection) (p *policy.Policy, label string, err error) {
-	if sel.Policy != "" {
-		p, ok := s.policies.Lookup(sel.Policy)
-		if !ok {
-			return nil, PolicyUnknown, errUnknownPolicy
-		}
-		if errors.Is(sel.OriginalErr, request.ErrAmbiguousPath) {
-			return p, p.Name(), errAmbiguousPath
-		}
-		return p, p.Name(), nil
-	}
+	c, err := s.policies.Choose(sel.Policy, sel.Original, sel.OriginalErr)
 	switch {
-	case errors.Is(sel.OriginalErr, request.ErrAmbiguousPath):
-		return nil, PolicyUnrouted, errAmbiguousPath
-	case s.policies.HasRoutes() && sel.OriginalErr != nil:
-		return nil, PolicyUnrouted, errUnrouted
+	case errors.Is(err, policy.ErrUnknownPolicy):
+		return nil, PolicyUnknown, err
+	case c.Policy == nil:
+		return nil, PolicyUnrouted, err
+	case c.Policy.Name() == "":
+		return c.Policy, PolicyAnyToken, err
 	}
-	p = s.policies.Select(sel.Original)
-	if p.Name() == "" {
-		return p, PolicyAnyToken, nil
-	}
-	return p, p.Name(), nil
+	return c.Policy, c.Policy.Name(), err
 }
 
 func (s *Server) authorized(label, class string) {

@@ -116,18 +116,24 @@ the file).
                           --secret-file F | --pem F]
                          [--issuer I] [--audience A]... [--alg ALG]... [--leeway D]
                          [--now RFC3339|UNIX] [--explain]
-                         [--dpop PROOF --htm METHOD --htu URL] TOKEN|-
+                         [--dpop PROOF --htm METHOD --htu URL]
+                         [--policy NAME] [--method M] [--host H] [--path P] TOKEN|-
 
 Verifies one token (- reads it from standard input). iss and aud are checked
 only when --issuer / --audience are given; exp is required. --now judges the
 time claims at that instant. --explain prints every check before the result.
 --dpop checks a DPoP proof presented with the token for the request --htm
 --htu (RFC 9449), after the token; --explain shows each of its checks.
+With --config, --policy NAME or the original request (--method, default GET;
+--host; --path, default /) also decides the token by the file's policies, the
+policy chosen as /v1/policy/NAME or /v1/authz choose it; --explain shows the
+policy chosen and each of its requirements, and the result is the /v1/verify
+answer with "allowed" and "policy".
 
-Exit 0 and the result as JSON when valid; exit 1 and
-{"valid":false,"error":CLASS,"message":...} when not; exit 3 with
-"error":"keys_unavailable" when no keys could be had to decide; exit 2 on
-usage errors.
+Exit 0 and the result as JSON when valid (and allowed); exit 1 and
+{"valid":false,"error":CLASS,"message":...} when not, or "error":"forbidden"
+when a policy refuses a valid token; exit 3 with "error":"keys_unavailable"
+when no keys could be had to decide; exit 2 on usage errors.
 `,
 	"keys": `Usage: jwksverify keys (--jwks URL|FILE | --discovery ISSUER) [--json]
 

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
@@ -43,6 +45,14 @@ type verifyFlags struct {
 	// dpop is a DPoP proof to check with the token, for the request
 	// htm htu.
 	dpop, htm, htu string
+	// policy names the policy to decide by; method, host and path are the
+	// original request the config's routes choose one by (as /v1/authz).
+	policy, method, host, path string
+}
+
+// authorizes reports whether the flags ask for a policy decision.
+func (f *verifyFlags) authorizes() bool {
+	return f.policy != "" || f.method != "" || f.host != "" || f.path != ""
 }
 
 func (a *app) verify(ctx context.Context, args []string) int {
@@ -62,6 +72,10 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	fs.StringVar(&f.dpop, "dpop", "", "a DPoP `proof` presented with the token (needs --htm and --htu)")
 	fs.StringVar(&f.htm, "htm", "", "the `method` of the request the DPoP proof is for")
 	fs.StringVar(&f.htu, "htu", "", "the `URL` of the request the DPoP proof is for")
+	fs.StringVar(&f.policy, "policy", "", "decide by the policy `name` of --config (as /v1/policy/<name>)")
+	fs.StringVar(&f.method, "method", "", "the original request's `method` (default GET when --host or --path is given): --config's routes choose the policy, as /v1/authz")
+	fs.StringVar(&f.host, "host", "", "the original request's `host`")
+	fs.StringVar(&f.path, "path", "", "the original request's `path` (default /), normalized as forward-auth normalizes it")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -113,6 +127,14 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		}
 		vo = plan.Verify
 		vo.MaxTokenBytes, vo.TokenCache = cmp.Or(vo.MaxTokenBytes, verify.DefaultMaxTokenBytes), verify.TokenCacheOptions{}
+	}
+	if f.authorizes() {
+		if plan == nil {
+			return exitUsage, errors.New("--policy, --method, --host and --path need --config (its policies and routes)")
+		}
+		if _, ok := plan.Server.Policies.Lookup(f.policy); f.policy != "" && !ok {
+			return exitUsage, fmt.Errorf("--policy %q is not a policy of %s", f.policy, f.config)
+		}
 	}
 	token, err := a.readToken(pos[0], vo.MaxTokenBytes)
 	if errors.Is(err, verify.ErrTokenTooLarge) {
@@ -186,10 +208,104 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 			res = nil
 		}
 	}
+	var pd policyDecision
+	if f.authorizes() {
+		pd = choosePolicy(plan.Server.Policies, f)
+		if err == nil {
+			var psteps []verify.Step
+			psteps, err = pd.decide(res)
+			steps = append(steps, psteps...)
+		}
+	}
 	if f.explain {
 		a.writeSteps(steps)
 	}
+	if f.authorizes() {
+		return a.writeAuthorized(res, pd.choice.Policy, token, err), nil
+	}
 	return a.writeVerdict(res, token, err), nil
+}
+
+// policyDecision is the policy of --policy or of the original request
+// (--method --host --path, by the routes), chosen as the server chooses it
+// (policy.Set.Choose).
+type policyDecision struct {
+	choice policy.Choice
+	err    error // the choice failed: forbidden whatever the token
+	step   verify.Step
+	o      request.Original
+	oerr   error
+}
+
+// choosePolicy chooses the policy of the flags; its step says which and how.
+func choosePolicy(set *policy.Set, f verifyFlags) policyDecision {
+	d := policyDecision{oerr: request.ErrMissing}
+	req := "no original request (--method, --host, --path)"
+	if f.method != "" || f.host != "" || f.path != "" {
+		method, path := cmp.Or(f.method, "GET"), cmp.Or(f.path, "/")
+		d.o, d.oerr = request.FromParts(method, "", f.host, path)
+		req = fmt.Sprintf("%s %s %s", method, cmp.Or(request.NormalizeHost(f.host), "(no host)"), path)
+		if d.oerr == nil {
+			req = fmt.Sprintf("%s %s %s", d.o.Method, cmp.Or(d.o.Host, "(no host)"), d.o.Path)
+		}
+	}
+	d.choice, d.err = set.Choose(f.policy, d.o, d.oerr)
+	c := d.choice
+	d.step = verify.Step{Check: "policy", OK: d.err == nil}
+	switch {
+	case d.err != nil:
+		d.step.Detail = d.err.Error() + "; request " + req
+		if !errors.Is(d.oerr, request.ErrMissing) && d.oerr != nil {
+			d.step.Detail += ": " + d.oerr.Error()
+		}
+	case c.By == policy.ByName:
+		d.step.Detail = fmt.Sprintf("%s (--policy); request %s", c.Policy.Name(), req)
+	case c.By == policy.ByRoute:
+		d.step.Detail = fmt.Sprintf("%s (%s matched %s)", c.Policy.Name(), set.RouteString(c.Route), req)
+	case c.Policy.Name() != "":
+		d.step.Detail = fmt.Sprintf("%s (default_policy: no route matched %s)", c.Policy.Name(), req)
+	default:
+		d.step.Detail = fmt.Sprintf("any valid token (no route matched %s, no default_policy)", req)
+	}
+	return d
+}
+
+// decide evaluates the chosen policy on the verified token res
+// (policy.Policy.Explain, the server's decision): the choice's step, then
+// one per requirement, up to the first that failed. The error is the
+// refusal (verify.ErrForbidden).
+func (d policyDecision) decide(res *verify.Result) ([]verify.Step, error) {
+	steps := []verify.Step{d.step}
+	if d.err != nil {
+		return steps, d.err
+	}
+	psteps, err := d.choice.Policy.Explain(res, policy.Request{Original: d.o, Known: d.oerr == nil})
+	return append(steps, psteps...), err
+}
+
+// writeAuthorized prints the result of a decision under a policy as the
+// body /v1/verify writes with "policy" (server.AppendAuthorized: "valid",
+// "allowed", "policy") and returns the exit status: 0 allowed, 1 rejected
+// or forbidden, 3 could not decide.
+func (a *app) writeAuthorized(res *verify.Result, p *policy.Policy, token string, err error) int {
+	if res == nil {
+		err = cmp.Or(err, verify.ErrMalformed) // no result is never a pass
+	}
+	d := server.Decision{Status: http.StatusOK, Result: res, Class: verify.Class(err), Err: err}
+	if p != nil {
+		d.Policy = p.Name()
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, verify.ErrForbidden) && res != nil:
+		d.Status = http.StatusForbidden
+	case errors.Is(err, verify.ErrUnavailable):
+		d.Status, d.Result = http.StatusServiceUnavailable, nil
+	default:
+		d.Status, d.Result = http.StatusUnauthorized, nil
+	}
+	_, _ = a.stdout.Write(server.AppendAuthorized(nil, d, token))
+	return verdictExit(err)
 }
 
 // checkProof runs the checks of the DPoP proof of --dpop, for the request
@@ -385,6 +501,13 @@ func (a *app) writeVerdict(res *verify.Result, token string, err error) int {
 		err = cmp.Or(err, verify.ErrMalformed) // no result is never a pass
 	}
 	_, _ = a.stdout.Write(server.AppendVerdict(nil, res, verify.Class(err), err, token))
+	return verdictExit(err)
+}
+
+// verdictExit is the exit status of a verdict: 0 valid (allowed), 1
+// rejected or forbidden, 3 could not decide (the verifier's family of the
+// error, ErrUnavailable, says so).
+func verdictExit(err error) int {
 	switch {
 	case err == nil:
 		return exitOK

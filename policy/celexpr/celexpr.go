@@ -8,16 +8,25 @@
 // issuer (the configured issuer name) and request ({method, host, path}:
 // the normalized path, without query). It must be of type bool; it is
 // compiled and type-checked once, and each evaluation is bounded by a cost
-// limit.
+// limit: checked at run time, unless cel-go's estimate of the worst case,
+// for inputs of any size, is already within it.
+//
+// An evaluation decodes nothing up front: a claim is read when the
+// expression selects it, from the verifier's index of the claims the
+// expression names (policy.ClaimReader) on a token-cache hit.
 package celexpr
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/ast"
+	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/operators"
 	"cel.dev/cel-go/interpreter"
 
 	"github.com/jwksverify/jwksverify/policy"
@@ -63,28 +72,49 @@ type program struct {
 	prg                        cel.Program
 	usesClaims, usesHeader     bool
 	usesIssuer, usesRequestVar bool
+	claims                     []string // the claims it selects by name (claims.x, claims["x"], "x" in claims), sorted
+	tracked                    bool     // evaluated with cel.CostLimit; false: its estimated worst case is within it
+}
+
+// unknownSizes is a cost estimator that knows no size: every string, list
+// and map may be as large as any (cel-go's default for an unknown size).
+type unknownSizes struct{}
+
+func (unknownSizes) EstimateSize(cost.AstNode) *cost.SizeEstimate { return nil }
+
+func (unknownSizes) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
+	return nil
 }
 
 // compile parses and type-checks src, which must be of type bool.
 func compile(env *cel.Env, src string, limit uint64) (*program, error) {
-	ast, iss := env.Compile(src)
+	checked, iss := env.Compile(src)
 	if iss.Err() != nil {
 		return nil, fmt.Errorf("does not compile: %w", iss.Err())
 	}
-	if !ast.OutputType().IsExactType(cel.BoolType) {
-		return nil, fmt.Errorf("is of type %s, want bool", ast.OutputType())
+	if !checked.OutputType().IsExactType(cel.BoolType) {
+		return nil, fmt.Errorf("is of type %s, want bool", checked.OutputType())
 	}
-	prg, err := env.Program(ast, cel.CostLimit(limit), cel.EvalOptions(cel.OptOptimize))
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	p := &program{tracked: true}
+	// An expression whose worst case is within the limit whatever its
+	// input — cel-go's estimate with every size unknown, so unbounded —
+	// cannot exceed it, and is evaluated without a cost tracker (which
+	// costs about 2 µs an evaluation). Any other one is tracked and
+	// stopped at the limit.
+	if est, err := env.EstimateCost(checked, unknownSizes{}); err == nil && est.Max <= limit {
+		p.tracked = false
+	} else {
+		opts = append(opts, cel.CostLimit(limit))
+	}
+	prg, err := env.Program(checked, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("does not compile: %w", err)
 	}
-	p := &program{prg: prg}
-	checked, err := cel.AstToCheckedExpr(ast)
-	if err != nil {
-		return nil, fmt.Errorf("does not compile: %w", err)
-	}
-	for _, ref := range checked.GetReferenceMap() {
-		switch ref.GetName() {
+	p.prg = prg
+	native := checked.NativeRep()
+	for _, ref := range native.ReferenceMap() {
+		switch ref.Name {
 		case "claims":
 			p.usesClaims = true
 		case "header":
@@ -95,11 +125,60 @@ func compile(env *cel.Env, src string, limit uint64) (*program, error) {
 			p.usesRequestVar = true
 		}
 	}
+	p.claims = selectedClaims(native.Expr())
 	return p, nil
+}
+
+// selectedClaims returns the claim names e selects with a constant: the
+// field of claims.x (and has(claims.x)), the key of claims["x"], the
+// element of "x" in claims. Sorted, without duplicates.
+func selectedClaims(e ast.Expr) []string {
+	var out []string
+	isClaims := func(e ast.Expr) bool { return e.Kind() == ast.IdentKind && e.AsIdent() == "claims" }
+	constString := func(e ast.Expr) (string, bool) {
+		if e.Kind() != ast.LiteralKind {
+			return "", false
+		}
+		s, ok := e.AsLiteral().Value().(string)
+		return s, ok
+	}
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		switch e.Kind() {
+		case ast.SelectKind:
+			if sel := e.AsSelect(); isClaims(sel.Operand()) {
+				out = append(out, sel.FieldName())
+			}
+		case ast.CallKind:
+			call := e.AsCall()
+			args := call.Args()
+			if len(args) != 2 {
+				return
+			}
+			var obj, key ast.Expr
+			switch call.FunctionName() {
+			case operators.Index:
+				obj, key = args[0], args[1]
+			case operators.In:
+				obj, key = args[1], args[0]
+			default:
+				return
+			}
+			if s, ok := constString(key); ok && isClaims(obj) {
+				out = append(out, s)
+			}
+		}
+	}))
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // ReadsRequest implements policy.Expression.
 func (p *program) ReadsRequest() bool { return p.usesRequestVar }
+
+// Claims implements policy.ClaimReader: the claims the expression selects
+// by name, which the verifier then indexes (policy.Set.ClaimNames), so
+// that reading one on a token-cache hit scans nothing.
+func (p *program) Claims() []string { return slices.Clone(p.claims) }
 
 // errNotBool is the run-time error of an expression whose value is not a
 // bool (a dyn value that the checker could not type).
@@ -108,9 +187,18 @@ var errNotBool = errors.New("the expression's value is not a bool")
 // Eval implements policy.Expression: it runs the program on a verified
 // token and the original request. A run-time error (a missing claim read,
 // a type mismatch, the cost limit) is returned: the caller denies.
+//
+// Nothing is decoded up front: claims is a map that reads a claim of
+// res when the program selects it, and request a map over o. Both live for
+// this evaluation only; res is read, never modified.
 func (p *program) Eval(res *verify.Result, o request.Original) (bool, error) {
-	act := &activation{res: res, o: o, p: p}
-	out, _, err := p.prg.Eval(act)
+	return p.run(&activation{claims: claimsMap{res: res, names: p.claims}, req: requestMap{o: o}, res: res})
+}
+
+// run evaluates the program on vars (an activation or a map of them); a
+// value that is not a bool is an error.
+func (p *program) run(vars any) (bool, error) {
+	out, _, err := p.prg.Eval(vars)
 	if err != nil {
 		return false, err
 	}
@@ -121,25 +209,28 @@ func (p *program) Eval(res *verify.Result, o request.Original) (bool, error) {
 	return b, nil
 }
 
-// activation resolves the expression's variables, decoding the claims and
-// header only when the expression reads them.
+// activation resolves the expression's variables.
 type activation struct {
-	res *verify.Result
-	o   request.Original
-	p   *program
+	claims claimsMap
+	req    requestMap
+	res    *verify.Result
+	header map[string]any // the decoded JOSE header, on first read
 }
 
 // ResolveName implements interpreter.Activation.
 func (a *activation) ResolveName(name string) (any, bool) {
 	switch name {
 	case "claims":
-		return decodeObject(a.res.Claims), true
+		return &a.claims, true
 	case "header":
-		return decodeObject(a.res.Header), true
+		if a.header == nil {
+			a.header = decodeObject(a.res.Header)
+		}
+		return a.header, true
 	case "issuer":
 		return a.res.ConfiguredIssuer, true
 	case "request":
-		return map[string]string{"method": a.o.Method, "host": a.o.Host, "path": a.o.Path}, true
+		return &a.req, true
 	}
 	return nil, false
 }

@@ -579,3 +579,20 @@ func TestPlanSenderConstraints(t *testing.T) {
 		})
 	}
 }
+
+// TestPoliciesIndexTheirClaims: the verifier the plan configures indexes
+// every claim the policies read — scopes, matchers and the claims an
+// expression names — so a policy on a token-cache hit scans nothing.
+func TestPoliciesIndexTheirClaims(t *testing.T) {
+	p, err := parse(t, disc+`policies:
+  - {name: a, scopes: {all: [x]}, claims: [{claim: groups, equals: ops}]}
+  - {name: b, expression: 'claims.tid == "t1" && claims["level"] >= 3'}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"groups", "level", "scope", "scp", "tid"}
+	if got := p.Verify.IndexClaims; !slices.Equal(got, want) {
+		t.Errorf("Verify.IndexClaims = %q, want %q", got, want)
+	}
+}

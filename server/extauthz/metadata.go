@@ -12,8 +12,9 @@ import (
 	"github.com/jwksverify/jwksverify/verify"
 )
 
-// Bounds of the metadata cache: entries, and bytes of encoded metadata
-// (each entry also costs about metaEntryOverhead of map and slice headers).
+// Bounds of the metadata cache: entries, and bytes (an entry's encoded
+// metadata, the claims and header of the Result it keeps alive, and about
+// metaEntryOverhead of map and slice headers).
 const (
 	metaMaxEntries    = 8192
 	metaMaxBytes      = 16 << 20
@@ -52,7 +53,8 @@ func (c *metaCache) fields(res *verify.Result) []byte {
 		return e.raw
 	}
 	raw := encodeFields(res)
-	size := int64(len(raw)) + metaEntryOverhead
+	// An entry keeps its Result alive too: its claims and header count.
+	size := int64(len(raw)+len(res.Claims)+len(res.Header)) + metaEntryOverhead
 	if size > metaMaxBytes/16 {
 		return raw // too large to keep: built for this answer only
 	}

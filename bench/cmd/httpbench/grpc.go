@@ -180,35 +180,12 @@ func readLines(path string) ([]string, error) {
 }
 
 // grpcRuns loads the gRPC floor, the cached binary and the uncached binary
-// with the repeated token and the pool, round after round in turns, as
-// [loadRuns] does over HTTP.
+// with the repeated token and the pool, in turns ([inTurns]).
 func grpcRuns(ctx context.Context, o runOpts, self string, f *algFiles) ([]httpres.Run, error) {
 	servers := []string{httpres.ServerGRPCFloor, httpres.ServerJwksverify, httpres.ServerNoCache}
-	var out []httpres.Run
-	for _, tokens := range []string{httpres.TokensRepeated, httpres.TokensPool} {
-		rounds := make(map[string][]httpres.Run, len(servers))
-		for round := 1; round <= o.rounds; round++ {
-			for _, server := range servers {
-				if err := ctx.Err(); err != nil {
-					return nil, err
-				}
-				r, err := oneGRPCRun(ctx, o, self, f, tokens, server)
-				if err != nil {
-					return nil, fmt.Errorf("grpc %s %s: %w", tokens, server, err)
-				}
-				fmt.Fprintf(os.Stderr, "%-6s %-8s grpc %-15s round %d  %9.0f req/s  p50 %.2f ms  p99 %.2f ms  not OK %d  errors %d\n",
-					f.c.Alg, tokens, server, round, r.RPS, r.P50Ms, r.P99Ms, r.Non2xx, r.SocketErrors)
-				rounds[server] = append(rounds[server], *r)
-			}
-		}
-		for _, server := range servers {
-			m := httpres.Median(rounds[server])
-			fmt.Fprintf(os.Stderr, "%-6s %-8s grpc %-15s median   %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (%.0f–%.0f req/s)\n",
-				f.c.Alg, tokens, server, m.RPS, m.P50Ms, m.P99Ms, m.RPSMin, m.RPSMax)
-			out = append(out, m)
-		}
-	}
-	return out, nil
+	return inTurns(ctx, o, f.c.Alg, "grpc ", servers, func(tokens, server string) (*httpres.Run, error) {
+		return oneGRPCRun(ctx, o, self, f, tokens, server)
+	})
 }
 
 func oneGRPCRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, server string) (*httpres.Run, error) {

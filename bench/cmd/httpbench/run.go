@@ -116,21 +116,24 @@ func runAll(args []string) error {
 			rep.GRPC = prev.GRPC
 		}
 	}
-	if !o.skipLoad {
-		for _, alg := range o.algs {
-			runs, err := loadRuns(ctx, o, self, alg)
+	// Each algorithm's files (tokens, pool, configs) are made once, for its
+	// HTTP and its gRPC runs.
+	for _, alg := range o.algs {
+		if o.skipLoad && o.skipGRPC {
+			break
+		}
+		f, err := prepare(o, alg)
+		if err != nil {
+			return fmt.Errorf("%s: %w", alg, err)
+		}
+		if !o.skipLoad {
+			runs, err := loadRuns(ctx, o, self, f)
 			if err != nil {
 				return fmt.Errorf("%s: %w", alg, err)
 			}
 			rep.Runs = append(rep.Runs, runs...)
 		}
-	}
-	if !o.skipGRPC {
-		for _, alg := range o.algs {
-			f, err := prepare(o, alg)
-			if err != nil {
-				return err
-			}
+		if !o.skipGRPC {
 			runs, err := grpcRuns(ctx, o, self, f)
 			if err != nil {
 				return fmt.Errorf("%s: %w", alg, err)
@@ -282,35 +285,40 @@ request = function()
 end
 `
 
-func loadRuns(ctx context.Context, o runOpts, self, alg string) ([]httpres.Run, error) {
-	f, err := prepare(o, alg)
-	if err != nil {
-		return nil, err
-	}
+func loadRuns(ctx context.Context, o runOpts, self string, f *algFiles) ([]httpres.Run, error) {
 	servers := []string{httpres.ServerFloor, httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerPolicy, httpres.ServerNoCache, httpres.ServerBaseline}
+	return inTurns(ctx, o, f.c.Alg, "", servers, func(tokens, server string) (*httpres.Run, error) {
+		return oneRun(ctx, o, self, f, tokens, server)
+	})
+}
+
+// inTurns runs each server with the repeated token and with the pool,
+// o.rounds times: the servers take turns, round after round, so that a busy
+// moment of the shared machine lands on one round of each, not on one
+// server. It returns each configuration's [httpres.Median], labelling the
+// progress lines with alg and kind ("" for HTTP).
+func inTurns(ctx context.Context, o runOpts, alg, kind string, servers []string, run func(tokens, server string) (*httpres.Run, error)) ([]httpres.Run, error) {
 	var out []httpres.Run
 	for _, tokens := range []string{httpres.TokensRepeated, httpres.TokensPool} {
-		// The servers take turns, round after round, so that a busy moment
-		// of the shared machine lands on one round of each, not on one server.
 		rounds := make(map[string][]httpres.Run, len(servers))
 		for round := 1; round <= o.rounds; round++ {
 			for _, server := range servers {
 				if err := ctx.Err(); err != nil {
 					return nil, err
 				}
-				r, err := oneRun(ctx, o, self, f, tokens, server)
+				r, err := run(tokens, server)
 				if err != nil {
-					return nil, fmt.Errorf("%s %s: %w", tokens, server, err)
+					return nil, fmt.Errorf("%s%s %s: %w", kind, tokens, server, err)
 				}
-				fmt.Fprintf(os.Stderr, "%-6s %-8s %-20s round %d  %9.0f req/s  p50 %.2f ms  p99 %.2f ms  non-2xx %d\n",
-					alg, tokens, server, round, r.RPS, r.P50Ms, r.P99Ms, r.Non2xx)
+				fmt.Fprintf(os.Stderr, "%-6s %-8s %s%-20s round %d  %9.0f req/s  p50 %.2f ms  p99 %.2f ms  non-2xx %d  errors %d\n",
+					alg, tokens, kind, server, round, r.RPS, r.P50Ms, r.P99Ms, r.Non2xx, r.SocketErrors)
 				rounds[server] = append(rounds[server], *r)
 			}
 		}
 		for _, server := range servers {
 			m := httpres.Median(rounds[server])
-			fmt.Fprintf(os.Stderr, "%-6s %-8s %-20s median   %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (%.0f–%.0f req/s)\n",
-				alg, tokens, server, m.RPS, m.P50Ms, m.P99Ms, m.RPSMin, m.RPSMax)
+			fmt.Fprintf(os.Stderr, "%-6s %-8s %s%-20s median   %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (%.0f–%.0f req/s)\n",
+				alg, tokens, kind, server, m.RPS, m.P50Ms, m.P99Ms, m.RPSMin, m.RPSMax)
 			out = append(out, m)
 		}
 	}

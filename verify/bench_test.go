@@ -72,26 +72,31 @@ func benchVerifierWith(b *testing.B, c benchCase, opts verify.Options) *verify.V
 	return newVerifier(b, opts)
 }
 
+// loopVerify times v.Verify of tok. The first verification is not timed: it
+// builds an EC key's table of multiples once (internal/ecverify's
+// BenchmarkFirstUse measures that) and, with a token cache, stores the
+// verdict the loop then hits.
+func loopVerify(b *testing.B, v *verify.Verifier, tok string) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := v.Verify(ctx, tok); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := v.Verify(ctx, tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkVerify is an uncached verify: signature, exp, aud and iss, the key
 // found by kid in a 3-key set.
 func BenchmarkVerify(b *testing.B) {
 	for _, c := range benchCases() {
 		b.Run(c.name, func(b *testing.B) {
 			v := benchVerifier(b, c, verify.TokenCacheOptions{})
-			tok := c.token()
-			ctx := context.Background()
-			// Not timed: the first verification, which builds an EC key's
-			// table of multiples once (internal/ecverify's BenchmarkFirstUse
-			// measures that).
-			if _, err := v.Verify(ctx, tok); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := v.Verify(ctx, tok); err != nil {
-					b.Fatal(err)
-				}
-			}
+			loopVerify(b, v, c.token())
 		})
 	}
 }
@@ -105,15 +110,7 @@ func BenchmarkVerifyStandardCrypto(b *testing.B) {
 			continue
 		}
 		b.Run(c.name, func(b *testing.B) {
-			v := benchVerifierWith(b, c, verify.Options{StandardCrypto: true})
-			tok := c.token()
-			ctx := context.Background()
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := v.Verify(ctx, tok); err != nil {
-					b.Fatal(err)
-				}
-			}
+			loopVerify(b, benchVerifierWith(b, c, verify.Options{StandardCrypto: true}), c.token())
 		})
 	}
 }
@@ -134,33 +131,11 @@ func BenchmarkVerifyCached(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		v := benchVerifierWith(b, c, verify.Options{Cache: tc})
-		tok := c.token()
-		ctx := context.Background()
-		if _, err := v.Verify(ctx, tok); err != nil {
-			b.Fatal(err)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := v.Verify(ctx, tok); err != nil {
-				b.Fatal(err)
-			}
-		}
+		loopVerify(b, benchVerifierWith(b, c, verify.Options{Cache: tc}), c.token())
 	})
 	for _, c := range benchCases() {
 		b.Run(c.name, func(b *testing.B) {
-			v := benchVerifier(b, c, verify.TokenCacheOptions{MaxEntries: 1000})
-			tok := c.token()
-			ctx := context.Background()
-			if _, err := v.Verify(ctx, tok); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := v.Verify(ctx, tok); err != nil {
-					b.Fatal(err)
-				}
-			}
+			loopVerify(b, benchVerifier(b, c, verify.TokenCacheOptions{MaxEntries: 1000}), c.token())
 		})
 	}
 }

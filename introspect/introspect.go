@@ -17,9 +17,10 @@
 //
 // The upstream calls in flight at once are bounded too (MaxConcurrent): a
 // flood of distinct unknown tokens is not an unbounded load on the
-// authorization server. A call that finds no free slot within MaxWait is not
-// made; its callers get a stale cached answer or keys_unavailable, never an
-// allow. Failed calls are logged at most once per failure-log interval, with
+// authorization server. A call that finds no free slot within MaxWait (or
+// finds 4 × MaxConcurrent calls already waiting) is not made; its callers
+// get keys_unavailable: never an allow, and never a stale answer, which would
+// let whoever fills the slots keep a revoked token alive. Failed calls are logged at most once per failure-log interval, with
 // the number of failures not logged since the previous line.
 package introspect
 
@@ -61,6 +62,8 @@ const (
 	// of one Client; the failures in between are counted in the next
 	// line's "suppressed".
 	LogInterval = 10 * time.Second
+	// maxWaitingPerSlot bounds the calls waiting for a slot, per slot.
+	maxWaitingPerSlot = 4
 	// maxSecretBytes bounds the client secret file.
 	maxSecretBytes = 4 << 10
 	// entryOverhead is what an entry costs besides its claims (the map
@@ -119,9 +122,9 @@ type Options struct {
 	// distinct token without a fresh cached answer). Zero means 32.
 	MaxConcurrent int
 	// MaxWait is how long a call waits for one of the MaxConcurrent slots;
-	// past it the call is not made and its callers are answered from a
-	// stale cached answer, else keys_unavailable ([ErrOverloaded]). Zero
-	// means 200ms.
+	// past it the call is not made and its callers are answered
+	// keys_unavailable ([ErrOverloaded]), not from a stale cached answer.
+	// Zero means 200ms.
 	MaxWait time.Duration
 
 	// Logger receives failed calls (never the token or the secret). Nil
@@ -179,7 +182,8 @@ type Client struct {
 	closed bool
 	calls  map[tokenid.ID]*call
 
-	slots chan struct{} // one element per upstream call in flight
+	slots   chan struct{} // one element per upstream call in flight
+	waiting atomic.Int64  // calls waiting in acquire for a slot
 
 	active, inactive, errs, hits, stale, overloaded atomic.Uint64
 
@@ -362,6 +366,12 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 		return nil, fmt.Errorf("%w: introspection: %w", verify.ErrKeysUnavailable, ctx.Err())
 	}
 	if cl.err != nil {
+		if errors.Is(cl.err, ErrOverloaded) {
+			// Not the endpoint failing: anyone can fill the slots with
+			// random tokens, and a stale answer here would keep a token
+			// the server has since revoked alive for as long as they do.
+			return nil, cl.err
+		}
 		return c.staleOr(e, now, cl.err)
 	}
 	return cl.e.answer()
@@ -448,20 +458,32 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 
 // acquire takes one of the MaxConcurrent slots, waiting at most MaxWait.
 func (c *Client) acquire(now time.Time) error {
+	if c.ctx.Err() != nil {
+		return ErrClosed
+	}
 	select {
 	case c.slots <- struct{}{}:
 		return nil
 	default:
 	}
-	t := time.NewTimer(c.opts.MaxWait)
-	defer t.Stop()
-	select {
-	case c.slots <- struct{}{}:
-		return nil
-	case <-c.ctx.Done():
-		return ErrClosed
-	case <-t.C:
+	// At most maxWaitingPerSlot × MaxConcurrent calls wait for a slot; one
+	// more is refused at once, so a flood holds a bounded number of
+	// goroutines and timers, not its rate × MaxWait.
+	if c.waiting.Add(1) <= int64(maxWaitingPerSlot*c.opts.MaxConcurrent) {
+		t := time.NewTimer(c.opts.MaxWait)
+		select {
+		case c.slots <- struct{}{}:
+			t.Stop()
+			c.waiting.Add(-1)
+			return nil
+		case <-c.ctx.Done():
+			t.Stop()
+			c.waiting.Add(-1)
+			return ErrClosed
+		case <-t.C:
+		}
 	}
+	c.waiting.Add(-1)
 	c.overloaded.Add(1)
 	if ok, n := c.busyLog.allow(now); ok {
 		c.log.Warn("introspection calls at their limit", "max_concurrent", c.opts.MaxConcurrent,

@@ -442,9 +442,9 @@ func newHangingServer(t *testing.T) (*hangingServer, string) {
 
 // TestIntrospectConcurrencyLimit: with MaxConcurrent calls hanging, a call
 // for another new token waits MaxWait and is answered keys_unavailable
-// (ErrOverloaded), never an allow; tokens with a fresh cached answer, and a
-// stale one within stale_for, are unaffected; the slots free up when the
-// calls end.
+// (ErrOverloaded), never an allow; a token with a fresh cached answer is
+// unaffected, one whose answer is only stale is refused too (a flood must
+// not keep a revoked token alive); the slots free up when the calls end.
 func TestIntrospectConcurrencyLimit(t *testing.T) {
 	h, url := newHangingServer(t)
 	const maxWait = 100 * time.Millisecond
@@ -481,7 +481,7 @@ func TestIntrospectConcurrencyLimit(t *testing.T) {
 		{"new-token-over-the-limit", "flood-1", later, introspect.ErrOverloaded},
 		{"another-new-token", "flood-2", later, introspect.ErrOverloaded},
 		{"fresh-cached-answer", "cached", later, nil},
-		{"stale-answer-within-stale-for", "stale", t0.Add(90 * time.Second), nil},
+		{"stale-answer-not-served", "stale", t0.Add(90 * time.Second), introspect.ErrOverloaded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

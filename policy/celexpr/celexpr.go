@@ -17,6 +17,7 @@
 package celexpr
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -192,7 +193,18 @@ var errNotBool = errors.New("the expression's value is not a bool")
 // res when the program selects it, and request a map over o. Both live for
 // this evaluation only; res is read, never modified.
 func (p *program) Eval(res *verify.Result, o request.Original) (bool, error) {
-	return p.run(&activation{claims: claimsMap{res: res, names: p.claims}, req: requestMap{o: o}, res: res})
+	a := &activation{claims: claimsMap{res: res, names: p.claims}, req: requestMap{o: o}, res: res}
+	ok, err := p.run(a)
+	if err == nil {
+		// A claims set or header that encoding/json cannot read (a number
+		// beyond float64) was seen empty by a whole-map operation: the
+		// value computed from it is not to be trusted.
+		err = cmp.Or(a.claims.err, a.headerErr)
+	}
+	if err != nil {
+		return false, err
+	}
+	return ok, nil
 }
 
 // run evaluates the program on vars (an activation or a map of them); a
@@ -211,10 +223,11 @@ func (p *program) run(vars any) (bool, error) {
 
 // activation resolves the expression's variables.
 type activation struct {
-	claims claimsMap
-	req    requestMap
-	res    *verify.Result
-	header map[string]any // the decoded JOSE header, on first read
+	claims    claimsMap
+	req       requestMap
+	res       *verify.Result
+	header    map[string]any // the decoded JOSE header, on first read
+	headerErr error          // why the header did not decode
 }
 
 // ResolveName implements interpreter.Activation.
@@ -224,7 +237,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return &a.claims, true
 	case "header":
 		if a.header == nil {
-			a.header = decodeObject(a.res.Header)
+			a.header, a.headerErr = decodeObject(a.res.Header)
 		}
 		return a.header, true
 	case "issuer":
@@ -240,10 +253,12 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 
 // decodeObject decodes a verified JSON object (numbers as float64, as CEL
 // reads JSON), or an empty map.
-func decodeObject(raw json.RawMessage) map[string]any {
+func decodeObject(raw json.RawMessage) (map[string]any, error) {
 	m := map[string]any{}
 	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &m) // the verifier validated it
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return map[string]any{}, fmt.Errorf("the token's JSON does not decode for CEL: %w", err)
+		}
 	}
-	return m
+	return m, nil
 }

@@ -33,6 +33,7 @@ type claimsMap struct {
 	vals  []string      // their JSON values, once loaded ("" absent)
 	buf   [8]string     // vals' storage for up to 8 names
 	full  traits.Mapper // the decoded claims set, made on first need
+	err   error         // why the claims set did not decode (full is then empty)
 }
 
 // claim returns the JSON text of the claim name: the claims the program
@@ -62,7 +63,9 @@ var (
 // decoded returns the whole claims set as cel-go's map of the decoded JSON.
 func (m *claimsMap) decoded() traits.Mapper {
 	if m.full == nil {
-		m.full = types.DefaultTypeAdapter.NativeToValue(decodeObject(m.res.Claims)).(traits.Mapper)
+		var claims map[string]any
+		claims, m.err = decodeObject(m.res.Claims)
+		m.full = types.DefaultTypeAdapter.NativeToValue(claims).(traits.Mapper)
 	}
 	return m.full
 }

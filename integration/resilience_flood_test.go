@@ -122,7 +122,7 @@ func probeLatency(t *testing.T, addr string, tokens []string, done <-chan struct
 // arriving, and checks: the IdP sees at most ⌈flood time /
 // unknown_kid_interval⌉ + 1 fetches; every flood token is rejected
 // unknown_kid at once; every valid token verifies; the valid tokens' median
-// and p90 latency stay within 2× (plus 5 ms of a shared machine's noise) of
+// and p90 latency stay within 3× (plus 1 ms of a shared machine's noise) of
 // a run without flood, measured just before in the same test. Not
 // parallel: it measures latency.
 func TestResilienceUnknownKidFlood(t *testing.T) {
@@ -252,16 +252,16 @@ func TestResilienceUnknownKidFlood(t *testing.T) {
 	if probeBad != 0 || len(during) < floodProbes/2 {
 		t.Errorf("during the flood: %d valid verdicts, %d bad; want every valid token valid and at least %d probes", len(during), probeBad, floodProbes/2)
 	}
-	// Within 2× plus floodSlack: the flood's own CPU on a 2-core machine
+	// Within 3× plus floodSlack: the flood's own CPU on a 2-core machine
 	// that CI shares with other test packages moves a sub-millisecond p90
 	// by a millisecond or two (it failed at 2.48 ms against 2 × 905 µs);
 	// a valid token held behind refreshes would be slower by far more.
-	const floodSlack = 5 * time.Millisecond
-	if p50f > 2*p50b+floodSlack {
-		t.Errorf("valid-token p50 latency during the flood %v > 2 × %v without + %v", p50f, p50b, floodSlack)
+	const floodSlack = time.Millisecond
+	if p50f > 3*p50b+floodSlack {
+		t.Errorf("valid-token p50 latency during the flood %v > 3 × %v without + %v", p50f, p50b, floodSlack)
 	}
-	if p90f > 2*p90b+floodSlack {
-		t.Errorf("valid-token p90 latency during the flood %v > 2 × %v without + %v", p90f, p90b, floodSlack)
+	if p90f > 3*p90b+floodSlack {
+		t.Errorf("valid-token p90 latency during the flood %v > 3 × %v without + %v", p90f, p90b, floodSlack)
 	}
 	if s, _ := rhReadyz(httpClient(), base); s != 200 {
 		t.Errorf("readyz after the flood = %d, want 200", s)

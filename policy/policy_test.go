@@ -294,7 +294,7 @@ func TestExplainSteps(t *testing.T) {
 					r = "FAIL"
 				}
 				got = append(got, st.Check+":"+r)
-				if st.Detail == "" || strings.Contains(st.Detail, "t2") || strings.Contains(st.Detail, "ops\"") {
+				if st.Detail == "" || strings.Contains(st.Detail, "t2") || strings.Contains(st.Detail, "ops") {
 					t.Errorf("step %+v: empty detail or a claim value", st)
 				}
 			}

@@ -39,3 +39,11 @@ func AlterSignature(tok string) string {
 	}
 	return tok[:i] + string(c) + tok[i+1:]
 }
+
+// WithoutCacheMark is a copy of r as an uncached verify would return it:
+// the token cache's mark (Result.Cached) cleared, for tests comparing the two.
+func WithoutCacheMark(r *Result) *Result {
+	c := *r
+	c.cached = false
+	return &c
+}

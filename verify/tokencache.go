@@ -289,6 +289,7 @@ func configuredAudience(res *Result, is *issuer) bool {
 func compactInto(box *resultBox, res *Result, is *issuer) {
 	r := &box.Result
 	*r = *res
+	r.cached = true
 	r.Claims = slices.Clone(res.Claims)
 
 	type span struct{ i, j int }

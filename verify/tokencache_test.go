@@ -296,8 +296,11 @@ func TestTokenCacheResultMatchesUncached(t *testing.T) {
 			if s := cached.CacheStats(); s.Hits != 1 || first != hit {
 				t.Fatalf("CacheStats() = %+v, same Result %v; want 1 hit and the cached Result twice", s, first == hit)
 			}
-			if !reflect.DeepEqual(hit, want) {
-				t.Errorf("Verify(hit) = %+v, want %+v", hit, want)
+			if !hit.Cached() || want.Cached() {
+				t.Errorf("Cached() = %v for the hit, %v uncached; want true, false", hit.Cached(), want.Cached())
+			}
+			if got := verify.WithoutCacheMark(hit); !reflect.DeepEqual(got, want) {
+				t.Errorf("Verify(hit) = %+v, want %+v", got, want)
 			}
 		})
 	}

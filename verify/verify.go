@@ -246,7 +246,15 @@ type Result struct {
 	// token cache's compact copy of Claims keeps them true.
 	idxNames []string
 	idxSpans []claimSpan
+	// cached marks the verified-token cache's copy (Cached).
+	cached bool
 }
+
+// Cached reports whether r is the verified-token cache's copy of its
+// token's verdict: the same *Result is handed out on every hit until the
+// entry ends, so a caller may keep data derived from it keyed by the
+// pointer. A Result that is not cached is made for one call.
+func (r *Result) Cached() bool { return r.cached }
 
 // Confirmation is a decoded cnf claim.
 type Confirmation struct {

@@ -31,6 +31,9 @@ const (
 // live entry. Entries are evicted at random when a bound is reached. The
 // bytes are shared by every answer built from them and never modified.
 type metaCache struct {
+	// keep reports whether an encoding for res is worth keeping; nil means
+	// res.Cached() (tests set it to build entries without a verifier).
+	keep    func(res *verify.Result) bool
 	mu      sync.RWMutex
 	entries map[*verify.Result]metaEntry
 	bytes   int64
@@ -46,6 +49,11 @@ type metaEntry struct {
 // without "claims" when they are not a JSON object (never the case for a
 // verified Result).
 func (c *metaCache) fields(res *verify.Result) []byte {
+	if keep := c.keep; keep == nil && !res.Cached() || keep != nil && !keep(res) {
+		// Made for this call (token cache off or full, an opaque token):
+		// never asked for again, so not kept.
+		return encodeFields(res)
+	}
 	c.mu.RLock()
 	e, ok := c.entries[res]
 	c.mu.RUnlock()

@@ -2,6 +2,7 @@ package extauthz
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -64,7 +65,8 @@ func TestDynamicMetadata(t *testing.T) {
 // the cache never holds more than its bounds; a Result too large to keep
 // is encoded for its answer only.
 func TestMetaCache(t *testing.T) {
-	var c metaCache
+	keepAll := func(*verify.Result) bool { return true }
+	c := metaCache{keep: keepAll}
 	res := &verify.Result{Claims: json.RawMessage(`{"sub":"u1"}`)}
 	first := c.fields(res)
 	if again := c.fields(res); &again[0] != &first[0] {
@@ -74,8 +76,16 @@ func TestMetaCache(t *testing.T) {
 		t.Error("another Result with equal claims: want its own, equal encoding")
 	}
 
-	t.Run("bounds", func(t *testing.T) {
+	t.Run("not-cached-not-kept", func(t *testing.T) {
+		// A Result the token cache did not keep is made for one call.
 		var c metaCache
+		if raw := c.fields(res); len(raw) == 0 || len(c.entries) != 0 {
+			t.Errorf("fields() of an uncached Result: %d bytes, %d entries kept; want its encoding, none kept", len(raw), len(c.entries))
+		}
+	})
+
+	t.Run("bounds", func(t *testing.T) {
+		c := metaCache{keep: keepAll}
 		for i := range metaMaxEntries + 100 {
 			c.fields(&verify.Result{Claims: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))})
 		}
@@ -115,8 +125,26 @@ func TestMetaCache(t *testing.T) {
 		}
 	})
 
+	t.Run("token-cache-hit-kept", func(t *testing.T) {
+		e := newEnv(t, envConfig{tokenCache: 100})
+		tok := mint(claims(nil))
+		first, err := e.v.Verify(context.Background(), tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hit, err := e.v.Verify(context.Background(), tok)
+		if err != nil || hit != first || !hit.Cached() {
+			t.Fatalf("second Verify() = %p (cached %v), %v; want the first's cached Result %p", hit, hit.Cached(), err, first)
+		}
+		var c metaCache
+		c.fields(first)
+		if _, kept := c.entries[hit]; !kept || len(c.entries) != 1 {
+			t.Errorf("entries = %d, want the token cache's Result kept", len(c.entries))
+		}
+	})
+
 	t.Run("concurrent", func(t *testing.T) {
-		a := &authzGRPC{}
+		a := &authzGRPC{meta: metaCache{keep: keepAll}}
 		results := make([]*verify.Result, 64)
 		for i := range results {
 			results[i] = &verify.Result{Claims: json.RawMessage(fmt.Sprintf(`{"i":%d}`, i))}

@@ -20,6 +20,7 @@ const (
 	ServerNoCache    = "jwksverify-nocache" // the real binary, token_cache.max_entries: 0
 	ServerBaseline   = "golang-jwt+keyfunc" // a hand-wired forward-auth handler
 	ServerPolicy     = "jwksverify-policy"  // the real binary, token cache on, routes and a scopes+claims policy
+	ServerGoGC100    = "jwksverify-gogc100" // the real binary, token cache on, GOGC=100 in its environment: Go's collector defaults, no GC headroom
 	ServerGRPCFloor  = "grpc-floor"         // grpc.NewServer with a Check that answers OK (gRPC runs only)
 )
 

@@ -287,9 +287,10 @@ end
 `
 
 func loadRuns(ctx context.Context, o runOpts, self string, f *algFiles) ([]httpres.Run, error) {
-	// The floor and the binary run back to back in every round: their
-	// ratio is a target, and the shared machine drifts within a minute.
-	servers := []string{httpres.ServerFloor, httpres.ServerJwksverify, httpres.ServerGoGC100, httpres.ServerBare, httpres.ServerPolicy, httpres.ServerNoCache, httpres.ServerBaseline}
+	// The floor, the binary and the binary with a policy run back to back
+	// in every round: their ratios are targets, and the shared machine
+	// drifts within a minute.
+	servers := []string{httpres.ServerFloor, httpres.ServerJwksverify, httpres.ServerPolicy, httpres.ServerGoGC100, httpres.ServerBare, httpres.ServerNoCache, httpres.ServerBaseline}
 	return inTurns(ctx, o, f.c.Alg, "", servers, func(tokens, server string) (*httpres.Run, error) {
 		return oneRun(ctx, o, self, f, tokens, server)
 	})

@@ -319,7 +319,7 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch {
 	case o.UnknownKidWait < 0:
-		return invalid("negative UnknownKidWait %v", o.UnknownKidWait)
+		return invalid("UnknownKidWait: %v is negative", o.UnknownKidWait)
 	case o.UnknownKidWait == 0:
 		o.UnknownKidWait = DefaultUnknownKidWait // below MinAnyInterval: never above FetchTimeout
 	case o.UnknownKidWait > o.FetchTimeout:

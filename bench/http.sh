@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # HTTP load comparison on one server core: the real jwksverify binary (with
-# and without a policy), the absolute floor (http.ListenAndServe with a
+# and without a policy, and with Go's collector defaults, GOGC=100), the absolute floor (http.ListenAndServe with a
 # handler that only writes 200: no mux, no timeouts), a bare net/http handler
 # and a golang-jwt + keyfunc forward-auth handler, each alone
 # pinned to CPU 0, loaded by wrk pinned to CPU 1 over loopback, for RS256,
@@ -11,8 +11,8 @@
 # http-latest.json and regenerates docs/BENCHMARKS.md.
 #
 #   DURATION   wrk -d of each run (default 6s)
-#   ROUNDS     runs of each of the 54 configurations, taken in turns (default 3;
-#              the report keeps each one's median; ~18 min in all)
+#   ROUNDS     runs of each of the 60 configurations, taken in turns (default 3;
+#              the report keeps each one's median; ~20 min in all)
 #   ALGS       algorithms (default RS256,ES256,HS256)
 #   POOL       distinct tokens of the pool runs (default 10000)
 set -euo pipefail

@@ -18,8 +18,6 @@ import (
 // example: orders read/write by scope, admin by group, public anonymous.
 func newPolicyEnv(t testing.TB, rm *ResourceMetadata) *env {
 	t.Helper()
-	ve := servertest.NewEnv(t, servertest.Config{TokenCache: 100})
-	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}
 	set, err := policy.New(policy.Options{
 		Compiler: &celexpr.Compiler{},
 		Policies: []policy.Spec{
@@ -41,6 +39,10 @@ func newPolicyEnv(t testing.TB, rm *ResourceMetadata) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The verifier indexes the claims the policies read, as the config plan
+	// has it (verify.Options.IndexClaims = set.ClaimNames()).
+	ve := servertest.NewEnv(t, servertest.Config{TokenCache: 100, IndexClaims: set.ClaimNames()})
+	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}
 	e.srv, err = New(Options{
 		Verifier: ve.V, ClaimsToHeaders: servertest.ClaimsToHeaders(), Proxy: request.Nginx, Policies: set,
 		ResourceMetadata: rm, Metrics: e.metrics, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Now: e.clock.Now,

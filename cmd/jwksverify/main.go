@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/jwksverify/jwksverify/internal/buildinfo"
+	"github.com/jwksverify/jwksverify/internal/gctune"
 )
 
 // Exit statuses.
@@ -36,7 +37,9 @@ func main() {
 	// After the first signal starts the drain, a second one ends the
 	// process at once (the default action).
 	context.AfterFunc(ctx, stop)
+	gc := gctune.Start(0, os.LookupEnv) // nothing when GOGC is set
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	gc.Stop()
 	stop()
 	os.Exit(code)
 }

@@ -286,7 +286,9 @@ end
 `
 
 func loadRuns(ctx context.Context, o runOpts, self string, f *algFiles) ([]httpres.Run, error) {
-	servers := []string{httpres.ServerFloor, httpres.ServerBare, httpres.ServerJwksverify, httpres.ServerPolicy, httpres.ServerNoCache, httpres.ServerBaseline}
+	// The floor and the binary run back to back in every round: their
+	// ratio is a target, and the shared machine drifts within a minute.
+	servers := []string{httpres.ServerFloor, httpres.ServerJwksverify, httpres.ServerGoGC100, httpres.ServerBare, httpres.ServerPolicy, httpres.ServerNoCache, httpres.ServerBaseline}
 	return inTurns(ctx, o, f.c.Alg, "", servers, func(tokens, server string) (*httpres.Run, error) {
 		return oneRun(ctx, o, self, f, tokens, server)
 	})
@@ -339,7 +341,7 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 		args, ready = []string{self, "serve-bare", "-listen", addr}, "/healthz"
 	case httpres.ServerBaseline:
 		args, ready = []string{self, "serve-keyfunc", "-listen", addr, "-jwks", f.jwks, "-issuer", fixture.Issuer, "-alg", f.c.Alg}, "/healthz"
-	case httpres.ServerJwksverify, httpres.ServerNoCache, httpres.ServerPolicy:
+	case httpres.ServerJwksverify, httpres.ServerGoGC100, httpres.ServerNoCache, httpres.ServerPolicy:
 		cfg := f.cachedConfig
 		switch server {
 		case httpres.ServerNoCache:
@@ -352,6 +354,9 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 			return nil, err
 		}
 		args, ready = []string{o.bin, "serve", "--config", p}, "/readyz"
+		if server == httpres.ServerGoGC100 {
+			args = append([]string{"env", "GOGC=100"}, args...)
+		}
 	}
 	logPath := filepath.Join(o.workDir, f.c.Name, fmt.Sprintf("%s-%s.log", server, tokens))
 	p, err := startServer(ctx, o.serverCPUs, logPath, args)

@@ -20,6 +20,7 @@ const (
 	ServerNoCache    = "jwksverify-nocache" // the real binary, token_cache.max_entries: 0
 	ServerBaseline   = "golang-jwt+keyfunc" // a hand-wired forward-auth handler
 	ServerPolicy     = "jwksverify-policy"  // the real binary, token cache on, routes and a scopes+claims policy
+	ServerGoGC100    = "jwksverify-gogc100" // the real binary, token cache on, GOGC=100 in its environment: Go's collector defaults, no GC headroom
 	ServerGRPCFloor  = "grpc-floor"         // grpc.NewServer with a Check that answers OK (gRPC runs only)
 )
 
@@ -84,6 +85,9 @@ type Run struct {
 	Rounds int     `json:"rounds,omitempty"`
 	RPSMin float64 `json:"rps_min,omitempty"`
 	RPSMax float64 `json:"rps_max,omitempty"`
+	// RoundRPS is each round's req/s, in the order the rounds ran: round i
+	// of every server of a configuration ran in the same turn ([PairedRatio]).
+	RoundRPS []float64 `json:"round_rps,omitempty"`
 }
 
 // Median combines rounds of the same configuration (alg, tokens, server),
@@ -108,7 +112,9 @@ func Median(rounds []Run) Run {
 	out.P99Ms = med(func(r Run) float64 { return r.P99Ms })
 	out.Requests, out.Non2xx, out.SocketErrors = 0, 0, 0
 	out.RPSMin, out.RPSMax = rounds[0].RPS, rounds[0].RPS
+	out.RoundRPS = nil
 	for _, r := range rounds {
+		out.RoundRPS = append(out.RoundRPS, r.RPS)
 		out.Requests += r.Requests
 		out.Non2xx += r.Non2xx
 		out.SocketErrors += r.SocketErrors
@@ -117,6 +123,29 @@ func Median(rounds []Run) Run {
 	}
 	out.Rounds = len(rounds)
 	return out
+}
+
+// PairedRatio is a's req/s over b's: the median of the rounds' ratios when
+// both ran the same rounds (round i of each in the same turn, so that a
+// drift of the shared machine between turns cancels), else the ratio of
+// their medians. paired says which.
+func PairedRatio(a, b *Run) (ratio float64, paired bool) {
+	if len(a.RoundRPS) > 0 && len(a.RoundRPS) == len(b.RoundRPS) {
+		v := make([]float64, 0, len(a.RoundRPS))
+		for i := range a.RoundRPS {
+			if b.RoundRPS[i] > 0 {
+				v = append(v, a.RoundRPS[i]/b.RoundRPS[i])
+			}
+		}
+		if len(v) == len(a.RoundRPS) {
+			slices.Sort(v)
+			return v[len(v)/2], true // as Median takes it
+		}
+	}
+	if b.RPS == 0 {
+		return 0, false
+	}
+	return a.RPS / b.RPS, false
 }
 
 // Memory is the resident memory of the real binary serving Issuers issuers

@@ -1,6 +1,7 @@
 package httpres_test
 
 import (
+	"math"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -38,6 +39,41 @@ func TestMedian(t *testing.T) {
 			}
 			if got.Non2xx != int64(len(tt.rounds)) || got.Alg != "RS256" || got.Server != "bare" {
 				t.Errorf("Median() = %+v, want the rounds' sums and labels", got)
+			}
+		})
+	}
+}
+
+func TestPairedRatio(t *testing.T) {
+	mk := func(rps ...float64) *httpres.Run {
+		r := httpres.Median(func() []httpres.Run {
+			var out []httpres.Run
+			for _, v := range rps {
+				out = append(out, httpres.Run{RPS: v})
+			}
+			return out
+		}())
+		return &r
+	}
+	tests := []struct {
+		name       string
+		a, b       *httpres.Run
+		want       float64
+		wantPaired bool
+	}{
+		// The machine halves its speed in round 2: the ratio of medians
+		// (40/60) mixes rounds, the paired one does not.
+		{"drift", mk(40, 20, 44), mk(50, 25, 60), 0.8, true},
+		{"one round", mk(30), mk(60), 0.5, true},
+		{"rounds differ", mk(30, 40), mk(60), 40.0 / 60, false},
+		{"no rounds", &httpres.Run{RPS: 30}, &httpres.Run{RPS: 60}, 0.5, false},
+		{"zero", &httpres.Run{RPS: 30}, &httpres.Run{}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, paired := httpres.PairedRatio(tt.a, tt.b)
+			if math.Abs(got-tt.want) > 1e-9 || paired != tt.wantPaired {
+				t.Errorf("PairedRatio = %v, %v; want %v, %v", got, paired, tt.want, tt.wantPaired)
 			}
 		})
 	}

@@ -107,6 +107,9 @@ type Config struct {
 	SharedCache bool
 	// Tracer, if set, is the verifier's tracer.
 	Tracer trace.Tracer
+	// IndexClaims are the claims the verifier indexes (verify.Options): a
+	// server with policies indexes what they read, as the config plan does.
+	IndexClaims []string
 }
 
 // Env is a real verifier over two issuers: IssuerA (keys loaded, claims
@@ -142,6 +145,7 @@ func NewEnv(t testing.TB, cfg Config) *Env {
 		TokenCache:    verify.TokenCacheOptions{MaxEntries: cfg.TokenCache},
 		MaxTokenBytes: cfg.MaxTokenSize,
 		Tracer:        cfg.Tracer,
+		IndexClaims:   cfg.IndexClaims,
 	}
 	if cfg.SharedCache && cfg.TokenCache > 0 {
 		tc, err := verify.NewTokenCache(vo.TokenCache)

@@ -265,9 +265,9 @@ func (o Options) withDefaults() (Options, error) {
 	case o.URL == "" && o.Endpoint == nil:
 		return invalid("one of URL and Endpoint is required")
 	case o.ClientID != "" && o.ClientSecretFile == "":
-		return invalid("ClientID needs ClientSecretFile")
+		return invalid("ClientID: set without ClientSecretFile; they go together")
 	case o.ClientID == "" && o.ClientSecretFile != "":
-		return invalid("ClientSecretFile needs ClientID")
+		return invalid("ClientSecretFile: set without ClientID; they go together")
 	case o.CAFile != "" && o.HTTPClient != nil:
 		return invalid("CAFile cannot be combined with HTTPClient")
 	case o.MaxTTL < 0 || o.NegativeTTL < 0 || o.Timeout < 0 || o.MaxBytes < 0 || o.MaxAnswerBytes < 0 || o.MaxWait < 0:

@@ -722,9 +722,6 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 	if in.URL == "" && !fi.Discovery {
 		return nil, fmt.Errorf("%s.url: empty and discovery is off; set url, or discovery: true for the discovered introspection_endpoint", path)
 	}
-	if (in.ClientID == "") != (in.ClientSecretFile == "") {
-		return nil, fmt.Errorf("%s: client_id and client_secret_file go together", path)
-	}
 	if in.ClientSecretFile != "" {
 		if _, err := os.Stat(in.ClientSecretFile); err != nil {
 			return nil, fmt.Errorf("%s.client_secret_file: %w", path, err)
@@ -747,6 +744,7 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 			"URL": path + ".url", "MaxTTL": path + ".cache.max_ttl", "NegativeTTL": path + ".cache.negative_ttl",
 			"StaleFor": path + ".cache.stale_for", "MaxEntries": path + ".cache.max_entries",
 			"MaxConcurrent": path + ".max_concurrent", "MaxWait": path + ".max_wait",
+			"ClientID": path + ".client_id", "ClientSecretFile": path + ".client_secret_file",
 		})
 	}
 	return o, nil

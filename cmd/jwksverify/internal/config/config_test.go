@@ -652,6 +652,10 @@ func TestLibraryBounds(t *testing.T) {
 			}
 		})
 	}
+	// introspect's pairing rule, with the YAML key.
+	if _, err := parse(t, disc+"    introspection: {client_id: a}\n"); err == nil || !strings.Contains(err.Error(), "issuers[0].introspection.client_id: set without ClientSecretFile") {
+		t.Errorf("client_id without client_secret_file = %v, want refused naming the key", err)
+	}
 	// A redis option with the memory store is refused, not ignored.
 	if _, err := parse(t, disc+"dpop: {redis_timeout: 1s}\n"); err == nil || !strings.Contains(err.Error(), "dpop.redis_timeout: set, and dpop.replay_store is memory") {
 		t.Errorf("redis_timeout with the memory store = %v, want refused", err)

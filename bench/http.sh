@@ -10,16 +10,16 @@
 # the binary with 10 issuers and a full 100 000-entry token cache. Writes
 # http-latest.json and regenerates docs/BENCHMARKS.md.
 #
-#   DURATION   wrk -d of each run (default 6s)
-#   ROUNDS     runs of each of the 60 configurations, taken in turns (default 3;
-#              the report keeps each one's median; ~20 min in all)
+#   DURATION   wrk -d of each run (default 4s)
+#   ROUNDS     runs of each of the 60 configurations, taken in turns (default 5;
+#              the report keeps each one's median and pairs the rounds; ~27 min in all)
 #   ALGS       algorithms (default RS256,ES256,HS256)
 #   POOL       distinct tokens of the pool runs (default 10000)
 set -euo pipefail
 cd "$(dirname "$0")"
 
-DURATION=${DURATION:-6s}
-ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-4s}
+ROUNDS=${ROUNDS:-5}
 ALGS=${ALGS:-RS256,ES256,HS256}
 POOL=${POOL:-10000}
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -375,15 +376,55 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 	if tokens == httpres.TokensPool {
 		script = f.poolLua
 	}
+	cpu0, err := p.cpuTime()
+	if err != nil {
+		return nil, err
+	}
 	r, err := wrk(ctx, o, script, base+"/v1/authz")
 	if err != nil {
 		return nil, err
 	}
+	cpu1, err := p.cpuTime()
+	if err != nil {
+		return nil, fmt.Errorf("server died during the run: %w (log: %s)", err, logPath)
+	}
 	if err := p.alive(); err != nil {
 		return nil, fmt.Errorf("server died during the run: %w (log: %s)", err, logPath)
 	}
+	if r.Requests > 0 {
+		r.CPUMicrosPerReq = float64((cpu1 - cpu0).Microseconds()) / float64(r.Requests)
+	}
 	r.Alg, r.Tokens, r.Server = f.c.Alg, tokens, server
 	return r, nil
+}
+
+// clockTicks is the unit of /proc/PID/stat's CPU times (USER_HZ: 100 on
+// every Linux architecture Go runs on).
+const clockTicks = 100
+
+// cpuTime is the CPU time the server has used so far, all its threads, user
+// and system (/proc/PID/stat utime + stime).
+func (p *proc) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// the fields counted from 3 start after the last ')'.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("unreadable /proc/%d/stat", p.cmd.Process.Pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("short /proc/%d/stat", p.cmd.Process.Pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
 // withListen writes a copy of the config at path with the listen address

@@ -317,6 +317,9 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 			if paired && a.Rounds > 1 {
 				how = fmt.Sprintf(", paired over %d rounds; ratio of medians %s", a.Rounds, format(a.RPS/b.RPS))
 			}
+			if c, _ := httpres.PairedCPURatio(a, b); c > 0 {
+				how += fmt.Sprintf("; per server CPU-second %s", format(c))
+			}
 			v := "stated"
 			if judged {
 				v = verdict(r >= want)
@@ -486,11 +489,11 @@ func writeHTTP(w *bytes.Buffer, hr *httpres.Report) {
 	fmt.Fprintf(w, "bench/http.sh builds the real binary (`jwksverify serve`), the absolute floor (`http.ListenAndServe` with a handler that only writes 200), a bare net/http handler (answers 200 when an `Authorization: Bearer` header is present) and a golang-jwt + keyfunc forward-auth handler (jwt.Parse with keyfunc over the issuer's JWKS, the same claim checks). Each server runs alone, pinned to CPU %s (`taskset`, so GOMAXPROCS=1); wrk runs on CPU %s: `wrk -t%d -c%d -d%s --latency`, `GET /v1/authz` with `Authorization: Bearer <token>`. `repeated`: one token on every request. `pool`: %d distinct tokens cycled by a Lua script. `jwksverify` is the binary with its token cache on (the default), `jwksverify-policy` the same with `forward_auth: {proxy: nginx}`, the routes of docs/POLICIES.md and a scopes+claims policy that every request's route (`GET /orders/1`) runs, `jwksverify-nocache` with `token_cache: {max_entries: 0}`, `jwksverify-gogc100` the default binary with `GOGC=100` in its environment (Go's collector defaults: the binary's GC headroom, docs/OPERATIONS.md, is off). Every request carries nginx's `X-Original-Method`, `-URI` and `-Host` headers, to every server.\n\n",
 		hr.ServerCPUs, hr.ClientCPUs, hr.Threads, hr.Connections, hr.Duration, hr.PoolSize)
 	if hr.Rounds > 1 {
-		fmt.Fprintf(w, "Each configuration ran %d times, the servers taking turns round after round; the table shows the median of the rounds (req/s and each percentile) and the range of their req/s. The ÷ columns and the targets are paired: the median over the rounds of each round's ratio (the floor and the binary run back to back in every round), so that the shared machine's drift between rounds cancels.\n\n", hr.Rounds)
+		fmt.Fprintf(w, "Each configuration ran %d times, the servers taking turns round after round; the table shows the median of the rounds (req/s and each percentile) and the range of their req/s. The ÷ columns and the targets are paired: the median over the rounds of each round's ratio (the floor and the binary run back to back in every round), so that the shared machine's drift between rounds cancels. \"Server CPU µs/req\" is the server process's CPU time (user and system, every thread, from /proc) during the run over the requests it answered; \"per server CPU-second\" in a target compares those, which leaves out the time the shared VM took the server's core away (it does not count kernel work done for the server outside its own time).\n\n", hr.Rounds)
 	}
 	fmt.Fprintf(w, "Machine: %s, %d cores, %s; commit %s; %s; load average at start %s.\n\n", hr.CPU, hr.NProc, hr.Go, hr.Commit, hr.Date, hr.LoadAvg)
-	fmt.Fprintf(w, "| alg | tokens | server | req/s | req/s range | ÷ floor | ÷ bare | ÷ golang-jwt + keyfunc | p50 ms | p90 ms | p99 ms | non-2xx | socket errors |\n")
-	fmt.Fprintf(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(w, "| alg | tokens | server | req/s | req/s range | ÷ floor | ÷ bare | ÷ golang-jwt + keyfunc | server CPU µs/req | p50 ms | p90 ms | p99 ms | non-2xx | socket errors |\n")
+	fmt.Fprintf(w, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, r := range hr.Runs {
 		floor, bare, base := hr.Find(r.Alg, r.Tokens, httpres.ServerFloor), hr.Find(r.Alg, r.Tokens, httpres.ServerBare), hr.Find(r.Alg, r.Tokens, httpres.ServerBaseline)
 		rf, rb, rk := "—", "—", "—"
@@ -510,8 +513,12 @@ func writeHTTP(w *bytes.Buffer, hr *httpres.Report) {
 		if r.Rounds > 1 {
 			rng = fmt.Sprintf("%.0f–%.0f", r.RPSMin, r.RPSMax)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %s | %s | %s | %s | %.2f | %.2f | %.2f | %d | %d |\n",
-			r.Alg, r.Tokens, r.Server, r.RPS, rng, rf, rb, rk, r.P50Ms, r.P90Ms, r.P99Ms, r.Non2xx, r.SocketErrors)
+		cpu := "—"
+		if r.CPUMicrosPerReq > 0 {
+			cpu = fmt.Sprintf("%.1f", r.CPUMicrosPerReq)
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %s | %s | %s | %s | %s | %.2f | %.2f | %.2f | %d | %d |\n",
+			r.Alg, r.Tokens, r.Server, r.RPS, rng, rf, rb, rk, cpu, r.P50Ms, r.P90Ms, r.P99Ms, r.Non2xx, r.SocketErrors)
 	}
 	fmt.Fprintf(w, "\nThe `pool` runs of the cached binary show the cache warming: the pool is smaller than the number of requests, so after the first pass every token is a hit. The floor (`http.ListenAndServe` with a handler that only writes 200: no mux, no timeouts, no header read) bounds what any Go HTTP server can reach on one core with this client; the bare handler adds a mux, server timeouts and a look at `Authorization`. wrk keeps %d requests in flight (closed loop), so a run's mean latency is about %d ÷ its req/s (Little's law): the latencies of the uncached runs follow from their throughput, and the p99 target is judged on the repeated-token runs.\n\n", hr.Connections, hr.Connections)
 }

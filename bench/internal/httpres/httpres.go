@@ -88,6 +88,11 @@ type Run struct {
 	// RoundRPS is each round's req/s, in the order the rounds ran: round i
 	// of every server of a configuration ran in the same turn ([PairedRatio]).
 	RoundRPS []float64 `json:"round_rps,omitempty"`
+	// CPUMicrosPerReq is the server's CPU time (user and system, every
+	// thread) during the run over the requests it answered; for a median,
+	// the rounds' median, and RoundCPU each round's ([PairedCPURatio]).
+	CPUMicrosPerReq float64   `json:"cpu_us_per_req,omitempty"`
+	RoundCPU        []float64 `json:"round_cpu_us_per_req,omitempty"`
 }
 
 // Median combines rounds of the same configuration (alg, tokens, server),
@@ -110,11 +115,13 @@ func Median(rounds []Run) Run {
 	out.P50Ms = med(func(r Run) float64 { return r.P50Ms })
 	out.P90Ms = med(func(r Run) float64 { return r.P90Ms })
 	out.P99Ms = med(func(r Run) float64 { return r.P99Ms })
+	out.CPUMicrosPerReq = med(func(r Run) float64 { return r.CPUMicrosPerReq })
 	out.Requests, out.Non2xx, out.SocketErrors = 0, 0, 0
 	out.RPSMin, out.RPSMax = rounds[0].RPS, rounds[0].RPS
-	out.RoundRPS = nil
+	out.RoundRPS, out.RoundCPU = nil, nil
 	for _, r := range rounds {
 		out.RoundRPS = append(out.RoundRPS, r.RPS)
+		out.RoundCPU = append(out.RoundCPU, r.CPUMicrosPerReq)
 		out.Requests += r.Requests
 		out.Non2xx += r.Non2xx
 		out.SocketErrors += r.SocketErrors
@@ -130,22 +137,37 @@ func Median(rounds []Run) Run {
 // drift of the shared machine between turns cancels), else the ratio of
 // their medians. paired says which.
 func PairedRatio(a, b *Run) (ratio float64, paired bool) {
-	if len(a.RoundRPS) > 0 && len(a.RoundRPS) == len(b.RoundRPS) {
-		v := make([]float64, 0, len(a.RoundRPS))
-		for i := range a.RoundRPS {
-			if b.RoundRPS[i] > 0 {
-				v = append(v, a.RoundRPS[i]/b.RoundRPS[i])
+	return pairedRatio(a.RoundRPS, b.RoundRPS, a.RPS, b.RPS)
+}
+
+// PairedCPURatio is a's requests per server CPU-second over b's: b's CPU
+// time per request over a's, paired as [PairedRatio] pairs req/s. Unlike
+// req/s it does not count the time the server's core was taken from it (a
+// shared VM's steal, another process). 0 when either was not measured.
+func PairedCPURatio(a, b *Run) (ratio float64, paired bool) {
+	if a.CPUMicrosPerReq == 0 || b.CPUMicrosPerReq == 0 {
+		return 0, false
+	}
+	return pairedRatio(b.RoundCPU, a.RoundCPU, b.CPUMicrosPerReq, a.CPUMicrosPerReq)
+}
+
+func pairedRatio(a, b []float64, medA, medB float64) (float64, bool) {
+	if len(a) > 0 && len(a) == len(b) {
+		v := make([]float64, 0, len(a))
+		for i := range a {
+			if b[i] > 0 {
+				v = append(v, a[i]/b[i])
 			}
 		}
-		if len(v) == len(a.RoundRPS) {
+		if len(v) == len(a) {
 			slices.Sort(v)
 			return v[len(v)/2], true // as Median takes it
 		}
 	}
-	if b.RPS == 0 {
+	if medB == 0 {
 		return 0, false
 	}
-	return a.RPS / b.RPS, false
+	return medA / medB, false
 }
 
 // Memory is the resident memory of the real binary serving Issuers issuers

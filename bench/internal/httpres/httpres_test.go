@@ -78,3 +78,22 @@ func TestPairedRatio(t *testing.T) {
 		})
 	}
 }
+
+func TestPairedCPURatio(t *testing.T) {
+	mk := func(cpu ...float64) *httpres.Run {
+		var rounds []httpres.Run
+		for _, c := range cpu {
+			rounds = append(rounds, httpres.Run{RPS: 1, CPUMicrosPerReq: c})
+		}
+		r := httpres.Median(rounds)
+		return &r
+	}
+	// a costs 20 µs where b costs 16: 0.8× b's requests per CPU-second,
+	// whatever the machine did to both in round 2.
+	if got, paired := httpres.PairedCPURatio(mk(20, 40, 25), mk(16, 32, 20)); math.Abs(got-0.8) > 1e-9 || !paired {
+		t.Errorf("PairedCPURatio = %v, %v; want 0.8, true", got, paired)
+	}
+	if got, _ := httpres.PairedCPURatio(&httpres.Run{RPS: 1}, mk(16)); got != 0 {
+		t.Errorf("PairedCPURatio without a measurement = %v, want 0", got)
+	}
+}

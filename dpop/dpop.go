@@ -46,7 +46,12 @@ const (
 	DefaultMaxProofBytes = 8192
 	// MaxJTIBytes bounds a proof's jti.
 	MaxJTIBytes = 256
+	// MinMaxAge and MaxMaxAge bound a nonzero MaxAge.
+	MinMaxAge, MaxMaxAge = time.Second, 10 * time.Minute
 )
+
+// ErrInvalidOptions reports options that [New] or [CheckOptions] refuse.
+var ErrInvalidOptions = errors.New("dpop: invalid options")
 
 // ErrReplayed is the invalid_dpop_proof of a proof whose jti was already
 // used: errors.Is matches both it and verify.ErrInvalidDPoPProof.
@@ -72,7 +77,8 @@ type Options struct {
 	// [DefaultAlgorithms]. Only asymmetric algorithms of package verify's
 	// table are accepted (no HS*, never none).
 	Algorithms []string
-	// MaxAge is how old a proof's iat may be. Zero means [DefaultMaxAge].
+	// MaxAge is how old a proof's iat may be: [MinMaxAge, MaxMaxAge]. Zero
+	// means [DefaultMaxAge].
 	MaxAge time.Duration
 	// MaxProofBytes bounds a proof. Zero means [DefaultMaxProofBytes].
 	MaxProofBytes int
@@ -90,24 +96,38 @@ type Checker struct {
 	b64      *base64.Encoding
 }
 
-// New validates opts, applies the defaults and returns a Checker. It
-// refuses a nil Replay, a negative MaxAge or MaxProofBytes, and an alg that
-// is not an asymmetric algorithm of package verify.
+// CheckOptions reports whether [New] accepts opts, Replay aside (a command
+// checks its configuration before it builds the store): an error wrapping
+// [ErrInvalidOptions] that names the field first if not. It refuses a
+// MaxAge out of [MinMaxAge, MaxMaxAge], a negative MaxProofBytes, and an
+// alg that is not an asymmetric algorithm of package verify.
+func CheckOptions(opts Options) error {
+	if a := opts.MaxAge; a != 0 && (a < MinMaxAge || a > MaxMaxAge) {
+		return fmt.Errorf("%w: MaxAge: %s is out of range [%s, %s]", ErrInvalidOptions, a, MinMaxAge, MaxMaxAge)
+	}
+	if opts.MaxProofBytes < 0 {
+		return fmt.Errorf("%w: MaxProofBytes: negative", ErrInvalidOptions)
+	}
+	for i, a := range opts.Algorithms {
+		if err := CheckAlgorithm(a); err != nil {
+			return fmt.Errorf("%w: Algorithms[%d]: %w", ErrInvalidOptions, i, err)
+		}
+	}
+	return nil
+}
+
+// New validates opts ([CheckOptions]; Replay is required), applies the
+// defaults and returns a Checker.
 func New(opts Options) (*Checker, error) {
 	if opts.Replay == nil {
-		return nil, errors.New("dpop: a replay store is required")
+		return nil, fmt.Errorf("%w: a replay store is required", ErrInvalidOptions)
 	}
-	if opts.MaxAge < 0 || opts.MaxProofBytes < 0 {
-		return nil, errors.New("dpop: negative MaxAge or MaxProofBytes")
+	if err := CheckOptions(opts); err != nil {
+		return nil, err
 	}
 	algs := opts.Algorithms
 	if len(algs) == 0 {
 		algs = DefaultAlgorithms()
-	}
-	for _, a := range algs {
-		if err := CheckAlgorithm(a); err != nil {
-			return nil, fmt.Errorf("dpop: %w", err)
-		}
 	}
 	return &Checker{
 		algs:     slices.Clone(algs),

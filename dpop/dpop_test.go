@@ -314,12 +314,22 @@ func TestNewRefuses(t *testing.T) {
 		{"hmac", dpop.Options{Replay: store, Algorithms: []string{"HS256"}}},
 		{"none", dpop.Options{Replay: store, Algorithms: []string{"none"}}},
 		{"negative-age", dpop.Options{Replay: store, MaxAge: -time.Second}},
+		{"age-below-min", dpop.Options{Replay: store, MaxAge: dpop.MinMaxAge - 1}},
+		{"age-above-max", dpop.Options{Replay: store, MaxAge: dpop.MaxMaxAge + 1}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := dpop.New(tt.opts); err == nil {
-				t.Errorf("New(%+v) = nil error", tt.opts)
+			if _, err := dpop.New(tt.opts); !errors.Is(err, dpop.ErrInvalidOptions) {
+				t.Errorf("New(%+v) = %v, want %v", tt.opts, err, dpop.ErrInvalidOptions)
 			}
 		})
+	}
+	for _, age := range []time.Duration{dpop.MinMaxAge, dpop.MaxMaxAge} {
+		if _, err := dpop.New(dpop.Options{Replay: store, MaxAge: age}); err != nil {
+			t.Errorf("New(MaxAge %s) = %v", age, err)
+		}
+	}
+	if err := dpop.CheckOptions(dpop.Options{MaxAge: time.Hour}); err == nil || !strings.HasPrefix(err.Error(), "dpop: invalid options: MaxAge: ") {
+		t.Errorf("CheckOptions(MaxAge 1h) = %v, want it to name MaxAge first", err)
 	}
 }
 

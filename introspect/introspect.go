@@ -25,6 +25,7 @@
 package introspect
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,28 +104,31 @@ type Options struct {
 	InsecureAllowHTTP bool
 
 	// MaxTTL bounds how long an active answer is cached (never past its
-	// exp). Zero means 5m.
+	// exp). At least [MinTTL]; zero means 5m.
 	MaxTTL time.Duration
-	// NegativeTTL is how long an inactive answer is cached. Zero means 10s.
+	// NegativeTTL is how long an inactive answer is cached. At least
+	// [MinTTL]; zero means 10s.
 	NegativeTTL time.Duration
 	// StaleFor is how long past its end a cached answer is still served
-	// while the endpoint cannot answer. Zero means 1m; negative means never.
+	// while the endpoint cannot answer. At least [MinTTL]; zero means 1m;
+	// negative means never.
 	StaleFor time.Duration
 	// Timeout bounds one upstream call. Zero means 5s.
 	Timeout time.Duration
-	// MaxEntries and MaxBytes bound the cache. Zero means 10000 entries and
-	// 16 MiB.
+	// MaxEntries and MaxBytes bound the cache. MaxEntries is at most
+	// [MaxMaxEntries]. Zero means 10000 entries and 16 MiB.
 	MaxEntries int
 	MaxBytes   int64
 	// MaxAnswerBytes bounds one response body. Zero means 64 KiB.
 	MaxAnswerBytes int64
 	// MaxConcurrent bounds the upstream calls in flight at once (one per
-	// distinct token without a fresh cached answer). Zero means 32.
+	// distinct token without a fresh cached answer), at most
+	// [MaxMaxConcurrent]. Zero means 32.
 	MaxConcurrent int
 	// MaxWait is how long a call waits for one of the MaxConcurrent slots;
 	// past it the call is not made and its callers are answered
 	// keys_unavailable ([ErrOverloaded]), not from a stale cached answer.
-	// Zero means 200ms.
+	// In [MinMaxWait, MaxMaxWait]; zero means 200ms.
 	MaxWait time.Duration
 
 	// Logger receives failed calls (never the token or the secret). Nil
@@ -231,57 +235,88 @@ type call struct {
 	err  error
 }
 
-// New validates opts, applies defaults and returns a Client. It does no I/O
-// besides reading CAFile.
-func New(opts Options) (*Client, error) {
-	invalid := func(format string, args ...any) (*Client, error) {
-		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+// Bounds of the options [New] accepts (zero still means the default).
+const (
+	// MinTTL is the shortest MaxTTL, NegativeTTL and positive StaleFor.
+	MinTTL = time.Second
+	// MaxMaxEntries bounds MaxEntries.
+	MaxMaxEntries = 10_000_000
+	// MaxMaxConcurrent bounds MaxConcurrent.
+	MaxMaxConcurrent = 10000
+	// MinMaxWait and MaxMaxWait bound MaxWait.
+	MinMaxWait, MaxMaxWait = time.Millisecond, 5 * time.Second
+)
+
+// CheckOptions reports whether [New] accepts opts (an error wrapping
+// [ErrInvalidOptions] if not, naming the field first), without I/O.
+func CheckOptions(opts Options) error {
+	_, err := opts.withDefaults()
+	return err
+}
+
+// withDefaults validates o and fills its zero values.
+func (o Options) withDefaults() (Options, error) {
+	invalid := func(format string, args ...any) (Options, error) {
+		return Options{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
 	}
 	switch {
-	case opts.Issuer == "":
+	case o.Issuer == "":
 		return invalid("Issuer is required")
-	case opts.URL == "" && opts.Endpoint == nil:
+	case o.URL == "" && o.Endpoint == nil:
 		return invalid("one of URL and Endpoint is required")
-	case opts.ClientID != "" && opts.ClientSecretFile == "":
-		return invalid("ClientID needs ClientSecretFile")
-	case opts.ClientID == "" && opts.ClientSecretFile != "":
-		return invalid("ClientSecretFile needs ClientID")
-	case opts.CAFile != "" && opts.HTTPClient != nil:
+	case o.ClientID != "" && o.ClientSecretFile == "":
+		return invalid("ClientID: set without ClientSecretFile; they go together")
+	case o.ClientID == "" && o.ClientSecretFile != "":
+		return invalid("ClientSecretFile: set without ClientID; they go together")
+	case o.CAFile != "" && o.HTTPClient != nil:
 		return invalid("CAFile cannot be combined with HTTPClient")
-	case opts.MaxTTL < 0 || opts.NegativeTTL < 0 || opts.Timeout < 0 || opts.MaxEntries < 0 || opts.MaxBytes < 0 || opts.MaxAnswerBytes < 0 ||
-		opts.MaxConcurrent < 0 || opts.MaxWait < 0:
+	case o.MaxTTL < 0 || o.NegativeTTL < 0 || o.Timeout < 0 || o.MaxBytes < 0 || o.MaxAnswerBytes < 0 || o.MaxWait < 0:
 		return invalid("negative durations or bounds")
 	}
-	if opts.URL != "" {
-		if err := jwks.CheckURL(opts.URL, opts.InsecureAllowHTTP); err != nil {
+	if o.URL != "" {
+		if err := jwks.CheckURL(o.URL, o.InsecureAllowHTTP); err != nil {
 			return invalid("URL: %w", err)
 		}
 	}
 	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"MaxTTL", o.MaxTTL}, {"NegativeTTL", o.NegativeTTL}, {"StaleFor", o.StaleFor}} {
+		if d.v > 0 && d.v < MinTTL {
+			return invalid("%s: %s is below the minimum of %s", d.name, d.v, MinTTL)
+		}
+	}
+	switch {
+	case o.MaxEntries < 0 || o.MaxEntries > MaxMaxEntries:
+		return invalid("MaxEntries: %d is out of range [1, %d]", o.MaxEntries, MaxMaxEntries)
+	case o.MaxConcurrent < 0 || o.MaxConcurrent > MaxMaxConcurrent:
+		return invalid("MaxConcurrent: %d is out of range [1, %d]", o.MaxConcurrent, MaxMaxConcurrent)
+	case o.MaxWait != 0 && (o.MaxWait < MinMaxWait || o.MaxWait > MaxMaxWait):
+		return invalid("MaxWait: %s is out of range [%s, %s]", o.MaxWait, MinMaxWait, MaxMaxWait)
+	}
+	for _, d := range []struct {
 		p   *time.Duration
 		def time.Duration
-	}{{&opts.MaxTTL, DefaultMaxTTL}, {&opts.NegativeTTL, DefaultNegativeTTL}, {&opts.StaleFor, DefaultStaleFor}, {&opts.Timeout, DefaultTimeout}, {&opts.MaxWait, DefaultMaxWait}} {
+	}{{&o.MaxTTL, DefaultMaxTTL}, {&o.NegativeTTL, DefaultNegativeTTL}, {&o.StaleFor, DefaultStaleFor}, {&o.Timeout, DefaultTimeout}, {&o.MaxWait, DefaultMaxWait}} {
 		if *d.p == 0 {
 			*d.p = d.def
 		}
 	}
-	if opts.StaleFor < 0 {
-		opts.StaleFor = 0
+	o.StaleFor = max(o.StaleFor, 0)
+	o.MaxEntries, o.MaxBytes = cmp.Or(o.MaxEntries, DefaultMaxEntries), cmp.Or(o.MaxBytes, DefaultMaxBytes)
+	o.MaxAnswerBytes, o.MaxConcurrent = cmp.Or(o.MaxAnswerBytes, DefaultMaxAnswerBytes), cmp.Or(o.MaxConcurrent, DefaultMaxConcurrent)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
 	}
-	if opts.MaxEntries == 0 {
-		opts.MaxEntries = DefaultMaxEntries
-	}
-	if opts.MaxBytes == 0 {
-		opts.MaxBytes = DefaultMaxBytes
-	}
-	if opts.MaxAnswerBytes == 0 {
-		opts.MaxAnswerBytes = DefaultMaxAnswerBytes
-	}
-	if opts.MaxConcurrent == 0 {
-		opts.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.Default()
+	return o, nil
+}
+
+// New validates opts ([CheckOptions]), applies defaults and returns a
+// Client. It does no I/O besides reading CAFile.
+func New(opts Options) (*Client, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	hc := opts.HTTPClient
 	if hc == nil {

@@ -294,6 +294,57 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
+// TestOptionBounds: New and CheckOptions accept each bound and refuse past
+// it, naming the field first (config maps it to the YAML key).
+func TestOptionBounds(t *testing.T) {
+	base := introspect.Options{Issuer: "x", URL: "https://as.example.com/i"}
+	for _, tt := range []struct {
+		name  string
+		set   func(o *introspect.Options)
+		field string // "": accepted
+	}{
+		{"ttls-at-min", func(o *introspect.Options) {
+			o.MaxTTL, o.NegativeTTL, o.StaleFor = introspect.MinTTL, introspect.MinTTL, introspect.MinTTL
+		}, ""},
+		{"stale-never", func(o *introspect.Options) { o.StaleFor = -1 }, ""},
+		{"at-max", func(o *introspect.Options) {
+			o.MaxEntries, o.MaxConcurrent, o.MaxWait = introspect.MaxMaxEntries, introspect.MaxMaxConcurrent, introspect.MaxMaxWait
+		}, ""},
+		{"wait-at-min", func(o *introspect.Options) { o.MaxWait = introspect.MinMaxWait }, ""},
+		{"max-ttl-below", func(o *introspect.Options) { o.MaxTTL = introspect.MinTTL - 1 }, "MaxTTL: "},
+		{"negative-ttl-below", func(o *introspect.Options) { o.NegativeTTL = time.Millisecond }, "NegativeTTL: "},
+		{"stale-below", func(o *introspect.Options) { o.StaleFor = time.Millisecond }, "StaleFor: "},
+		{"entries-above", func(o *introspect.Options) { o.MaxEntries = introspect.MaxMaxEntries + 1 }, "MaxEntries: "},
+		{"concurrent-above", func(o *introspect.Options) { o.MaxConcurrent = introspect.MaxMaxConcurrent + 1 }, "MaxConcurrent: "},
+		{"concurrent-negative", func(o *introspect.Options) { o.MaxConcurrent = -1 }, "MaxConcurrent: "},
+		{"wait-below", func(o *introspect.Options) { o.MaxWait = introspect.MinMaxWait - 1 }, "MaxWait: "},
+		{"wait-above", func(o *introspect.Options) { o.MaxWait = introspect.MaxMaxWait + 1 }, "MaxWait: "},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := base
+			tt.set(&o)
+			err := introspect.CheckOptions(o)
+			if tt.field == "" {
+				if err != nil {
+					t.Fatalf("CheckOptions() = %v, want nil", err)
+				}
+				c, err := introspect.New(o)
+				if err != nil {
+					t.Fatalf("New() = %v, want nil", err)
+				}
+				c.Close()
+				return
+			}
+			if !errors.Is(err, introspect.ErrInvalidOptions) || !strings.HasPrefix(strings.TrimPrefix(err.Error(), introspect.ErrInvalidOptions.Error()+": "), tt.field) {
+				t.Fatalf("CheckOptions() = %v, want %v naming %q first", err, introspect.ErrInvalidOptions, tt.field)
+			}
+			if _, err := introspect.New(o); !errors.Is(err, introspect.ErrInvalidOptions) {
+				t.Fatalf("New() = %v, want %v", err, introspect.ErrInvalidOptions)
+			}
+		})
+	}
+}
+
 func TestDecode(t *testing.T) {
 	for _, tt := range []struct {
 		name, body string

@@ -25,6 +25,7 @@ import (
 )
 
 func TestNewOptions(t *testing.T) {
+	const u = "https://idp.example/jwks"
 	tests := []struct {
 		name    string
 		opts    Options
@@ -48,6 +49,14 @@ func TestNewOptions(t *testing.T) {
 		{name: "negative-stale", opts: Options{URL: "https://idp.example/jwks", StaleFor: -time.Second}, wantErr: ErrInvalidOptions},
 		{name: "state-dir-not-a-directory", opts: Options{URL: "https://idp.example/jwks", StateDir: "fetcher_test.go/state"}, wantErr: ErrInvalidOptions},
 		{name: "negative-max-bytes", opts: Options{URL: "https://idp.example/jwks", MaxBytes: -1}, wantErr: ErrInvalidOptions},
+		{name: "bounds", opts: Options{URL: u, FetchTimeout: MaxFetchTimeout, MaxBytes: MaxMaxBytes, MaxKeys: MaxMaxKeys}},
+		{name: "lower-bounds", opts: Options{URL: u, FetchTimeout: MinAnyInterval, MaxBytes: MinMaxBytes, MaxKeys: 1}},
+		{name: "fetch-timeout-below-1s", opts: Options{URL: u, FetchTimeout: time.Second - 1}, wantErr: ErrInvalidOptions},
+		{name: "fetch-timeout-above-max", opts: Options{URL: u, FetchTimeout: MaxFetchTimeout + 1}, wantErr: ErrInvalidOptions},
+		{name: "max-bytes-below-min", opts: Options{URL: u, MaxBytes: MinMaxBytes - 1}, wantErr: ErrInvalidOptions},
+		{name: "max-bytes-above-max", opts: Options{URL: u, MaxBytes: MaxMaxBytes + 1}, wantErr: ErrInvalidOptions},
+		{name: "max-keys-above-max", opts: Options{URL: u, MaxKeys: MaxMaxKeys + 1}, wantErr: ErrInvalidOptions},
+		{name: "negative-max-keys", opts: Options{URL: u, MaxKeys: -1}, wantErr: ErrInvalidOptions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -222,10 +231,10 @@ func TestFetcherBackoff(t *testing.T) {
 		{name: "all-skipped", breakIt: func(ks *keyServer) {
 			ks.body = testkeys.JWKS(testkeys.JWK{Key: testkeys.Public(testkeys.RSA1024), Kid: "weak"})
 		}, wantError: ErrNoKeys.Error()},
-		{name: "too-large", opts: Options{MaxBytes: 1000}, breakIt: func(ks *keyServer) {
+		{name: "too-large", opts: Options{MaxBytes: MinMaxBytes}, breakIt: func(ks *keyServer) {
 			ks.body = testkeys.JWKS(keyA, keyB, keyC, keyA, keyB, keyC)
 		}, wantError: ErrTooLarge.Error()},
-		{name: "timeout", opts: Options{FetchTimeout: 20 * time.Millisecond}, breakIt: func(ks *keyServer) {
+		{name: "timeout", opts: Options{FetchTimeout: MinAnyInterval}, breakIt: func(ks *keyServer) {
 			ks.block = make(chan struct{}) // never closed: the request ends by its timeout
 		}, wantError: "deadline exceeded"},
 	}
@@ -693,6 +702,7 @@ func TestFetch(t *testing.T) {
 	remoteOct := newKeyServer(t, octDoc)
 	notFound := newKeyServer(t, nil)
 	notFound.set(func(ks *keyServer) { ks.status = http.StatusNotFound })
+	large := newKeyServer(t, testkeys.JWKS(keyA, keyB, keyC, keyA, keyB, keyC)) // over MinMaxBytes
 
 	tests := []struct {
 		name        string
@@ -705,7 +715,7 @@ func TestFetch(t *testing.T) {
 		{name: "url", opts: Options{URL: ks.URL()}, wantKeys: 2},
 		{name: "file-with-secret", opts: Options{File: file}, wantKeys: 1, wantLocal: true},
 		{name: "remote-secret-refused", opts: Options{URL: remoteOct.URL()}, wantSkipped: 1, wantErr: ErrNoKeys},
-		{name: "too-large", opts: Options{URL: ks.URL(), MaxBytes: 100}, wantErr: ErrTooLarge},
+		{name: "too-large", opts: Options{URL: large.URL(), MaxBytes: MinMaxBytes}, wantErr: ErrTooLarge},
 		{name: "status", opts: Options{URL: notFound.URL()}, wantErr: ErrStatus},
 		{name: "missing-file", opts: Options{File: filepath.Join(dir, "nope.json")}, wantErr: os.ErrNotExist},
 		{name: "directory", opts: Options{File: dir}, wantErr: ErrMalformed},

@@ -11,6 +11,7 @@
 package jwks
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -41,6 +42,15 @@ const (
 	DefaultFilePollInterval   = time.Second
 	// MinAnyInterval is the smallest interval any option accepts.
 	MinAnyInterval = time.Second
+)
+
+// Bounds of the options [New] and [Fetch] accept (zero still means the
+// default).
+const (
+	MaxFetchTimeout = 5 * time.Minute
+	MinMaxBytes     = 1024
+	MaxMaxBytes     = 64 << 20
+	MaxMaxKeys      = 10000
 )
 
 // Options configure a [Fetcher]. At most one of URL, Discovery and File is
@@ -114,7 +124,8 @@ type Options struct {
 	// and FetchTimeout bounds each request through its context.
 	Client *http.Client
 
-	// FetchTimeout bounds one fetch. Zero means 10s.
+	// FetchTimeout bounds one fetch: [MinAnyInterval, MaxFetchTimeout].
+	// Zero means 10s.
 	FetchTimeout time.Duration
 	// MinInterval and MaxInterval clamp the refresh interval taken from
 	// Cache-Control/Expires. Zero means 1m and 24h.
@@ -130,18 +141,19 @@ type Options struct {
 	// joins it waits only the remainder, one arriving later does not wait,
 	// and past the wait [Fetcher.RefreshUnknownKid] returns
 	// [ErrRefreshPending] while the refresh goes on in the background. Zero
-	// means 500ms, or FetchTimeout when that is shorter; more than
-	// FetchTimeout is refused.
+	// means 500ms; more than FetchTimeout is refused.
 	UnknownKidWait time.Duration
 	// StaleFor is how long the last good set keeps serving after the last
 	// successful fetch. Zero means 24h.
 	StaleFor time.Duration
 
-	// MaxBytes bounds a JWKS or discovery body. Zero means 1 MiB.
+	// MaxBytes bounds a JWKS or discovery body: [MinMaxBytes, MaxMaxBytes].
+	// Zero means 1 MiB.
 	MaxBytes int64
 	// MaxKeys bounds the keys read from one JWKS. A fetched JWKS with more
 	// keys is refused whole ([ErrTooLarge]; the last good set stays); a
-	// file's keys beyond it are skipped and reported. Zero means 100.
+	// file's keys beyond it are skipped and reported. [1, MaxMaxKeys]; zero
+	// means 100.
 	MaxKeys int
 
 	// StateDir, if set, is where the last good JWKS is persisted and loaded
@@ -286,7 +298,7 @@ func (o Options) withDefaults() (Options, error) {
 		def   time.Duration
 		floor time.Duration
 	}{
-		{"FetchTimeout", &o.FetchTimeout, DefaultFetchTimeout, time.Nanosecond},
+		{"FetchTimeout", &o.FetchTimeout, DefaultFetchTimeout, MinAnyInterval},
 		{"MinInterval", &o.MinInterval, DefaultMinInterval, MinAnyInterval},
 		{"MaxInterval", &o.MaxInterval, DefaultMaxInterval, MinAnyInterval},
 		{"DefaultTTL", &o.DefaultTTL, DefaultTTL, MinAnyInterval},
@@ -299,28 +311,29 @@ func (o Options) withDefaults() (Options, error) {
 		case *d.p == 0:
 			*d.p = d.def
 		case *d.p < d.floor:
-			return invalid("%s %v is below %v", d.name, *d.p, d.floor)
+			return invalid("%s: %v is below the minimum of %v", d.name, *d.p, d.floor)
 		}
+	}
+	if o.FetchTimeout > MaxFetchTimeout {
+		return invalid("FetchTimeout: %v is above the maximum of %v", o.FetchTimeout, MaxFetchTimeout)
 	}
 	switch {
 	case o.UnknownKidWait < 0:
-		return invalid("negative UnknownKidWait %v", o.UnknownKidWait)
+		return invalid("UnknownKidWait: %v is negative", o.UnknownKidWait)
 	case o.UnknownKidWait == 0:
-		o.UnknownKidWait = min(DefaultUnknownKidWait, o.FetchTimeout)
+		o.UnknownKidWait = DefaultUnknownKidWait // below MinAnyInterval: never above FetchTimeout
 	case o.UnknownKidWait > o.FetchTimeout:
-		return invalid("UnknownKidWait %v exceeds FetchTimeout %v", o.UnknownKidWait, o.FetchTimeout)
+		return invalid("UnknownKidWait: %v exceeds FetchTimeout %v", o.UnknownKidWait, o.FetchTimeout)
 	}
 	if o.MinInterval > o.MaxInterval {
-		return invalid("MinInterval %v exceeds MaxInterval %v", o.MinInterval, o.MaxInterval)
+		return invalid("MinInterval: %v exceeds MaxInterval %v", o.MinInterval, o.MaxInterval)
 	}
+	o.MaxBytes, o.MaxKeys = cmp.Or(o.MaxBytes, DefaultMaxBytes), cmp.Or(o.MaxKeys, DefaultMaxKeys)
 	switch {
-	case o.MaxBytes < 0 || o.MaxKeys < 0:
-		return invalid("negative MaxBytes or MaxKeys")
-	case o.MaxBytes == 0:
-		o.MaxBytes = DefaultMaxBytes
-	}
-	if o.MaxKeys == 0 {
-		o.MaxKeys = DefaultMaxKeys
+	case o.MaxBytes < MinMaxBytes || o.MaxBytes > MaxMaxBytes:
+		return invalid("MaxBytes: %d is out of range [%d, %d]", o.MaxBytes, MinMaxBytes, MaxMaxBytes)
+	case o.MaxKeys < 1 || o.MaxKeys > MaxMaxKeys:
+		return invalid("MaxKeys: %d is out of range [1, %d]", o.MaxKeys, MaxMaxKeys)
 	}
 	if o.Keys == nil {
 		o.Keys = new(cache.Keys)

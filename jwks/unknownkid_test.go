@@ -26,7 +26,7 @@ func TestUnknownKidWaitOption(t *testing.T) {
 		wantErr  error
 	}{
 		{name: "default", opts: Options{}, wantWait: DefaultUnknownKidWait},
-		{name: "default-capped-by-fetch-timeout", opts: Options{FetchTimeout: 100 * time.Millisecond}, wantWait: 100 * time.Millisecond},
+		{name: "default-with-shortest-fetch-timeout", opts: Options{FetchTimeout: MinAnyInterval}, wantWait: DefaultUnknownKidWait},
 		{name: "set", opts: Options{UnknownKidWait: 2 * time.Second}, wantWait: 2 * time.Second},
 		{name: "equal-to-fetch-timeout", opts: Options{UnknownKidWait: time.Minute, FetchTimeout: time.Minute}, wantWait: time.Minute},
 		{name: "above-fetch-timeout", opts: Options{UnknownKidWait: 11 * time.Second}, wantErr: ErrInvalidOptions},

@@ -17,6 +17,13 @@ const (
 	DefaultKeyPrefix    = "jwksverify:dpop:"
 )
 
+// Bounds of [RedisOptions] (zero still means the default).
+const (
+	MinRedisTimeout  = time.Millisecond
+	MaxRedisTimeout  = 30 * time.Second
+	MaxRedisPoolSize = 10000
+)
+
 // RedisOptions configure a [Redis] store.
 type RedisOptions struct {
 	// URL is the server: redis://[user:password@]host:port[/db], or
@@ -25,10 +32,11 @@ type RedisOptions struct {
 	// secret: never log it.
 	URL string
 	// Timeout bounds dialing, each read and write, and the wait for a pooled
-	// connection. Zero means [DefaultRedisTimeout].
+	// connection: [MinRedisTimeout, MaxRedisTimeout]. Zero means
+	// [DefaultRedisTimeout].
 	Timeout time.Duration
-	// PoolSize is the most connections kept open. Zero means go-redis's
-	// default (10 per CPU).
+	// PoolSize is the most connections kept open, at most
+	// [MaxRedisPoolSize]. Zero means go-redis's default (10 per CPU).
 	PoolSize int
 	// KeyPrefix starts every key the store sets. Empty means
 	// [DefaultKeyPrefix].
@@ -68,16 +76,28 @@ func CheckRedisURL(url string) error {
 	return nil
 }
 
-// NewRedis returns a Redis store. It does not connect: the first Use (or
-// [Redis.Ping]) does. It refuses an empty or unparsable URL.
-func NewRedis(opts RedisOptions) (*Redis, error) {
+// CheckRedisOptions reports whether [NewRedis] accepts opts: an error
+// wrapping [ErrInvalidOptions] that names the field first if not.
+func CheckRedisOptions(opts RedisOptions) error {
+	switch {
+	case opts.Timeout != 0 && (opts.Timeout < MinRedisTimeout || opts.Timeout > MaxRedisTimeout):
+		return fmt.Errorf("%w: Timeout: %s is out of range [%s, %s]", ErrInvalidOptions, opts.Timeout, MinRedisTimeout, MaxRedisTimeout)
+	case opts.PoolSize < 0 || opts.PoolSize > MaxRedisPoolSize:
+		return fmt.Errorf("%w: PoolSize: %d is out of range [1, %d]", ErrInvalidOptions, opts.PoolSize, MaxRedisPoolSize)
+	}
 	if err := CheckRedisURL(opts.URL); err != nil {
-		return nil, fmt.Errorf("replay: redis URL: %w", err)
+		return fmt.Errorf("%w: URL: %w", ErrInvalidOptions, err)
+	}
+	return nil
+}
+
+// NewRedis returns a Redis store. It does not connect: the first Use (or
+// [Redis.Ping]) does. It refuses what [CheckRedisOptions] refuses.
+func NewRedis(opts RedisOptions) (*Redis, error) {
+	if err := CheckRedisOptions(opts); err != nil {
+		return nil, err
 	}
 	o, _ := redis.ParseURL(opts.URL) // checked above
-	if opts.Timeout < 0 || opts.PoolSize < 0 {
-		return nil, errors.New("replay: negative redis timeout or pool size")
-	}
 	t := opts.Timeout
 	if t == 0 {
 		t = DefaultRedisTimeout

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,9 +179,51 @@ func TestRedisTTL(t *testing.T) {
 }
 
 func TestNewRedisRefuses(t *testing.T) {
-	for _, o := range []replay.RedisOptions{{}, {URL: "redis://127.0.0.1:1", Timeout: -1}} {
-		if _, err := replay.NewRedis(o); err == nil || errors.Is(err, nil) {
-			t.Errorf("NewRedis(%+v) = nil error", o)
+	const u = "redis://127.0.0.1:1"
+	for _, tt := range []struct {
+		o     replay.RedisOptions
+		field string // "": accepted
+	}{
+		{replay.RedisOptions{URL: u, Timeout: replay.MinRedisTimeout, PoolSize: replay.MaxRedisPoolSize}, ""},
+		{replay.RedisOptions{URL: u, Timeout: replay.MaxRedisTimeout, PoolSize: 1}, ""},
+		{replay.RedisOptions{}, "URL: "},
+		{replay.RedisOptions{URL: u, Timeout: -1}, "Timeout: "},
+		{replay.RedisOptions{URL: u, Timeout: replay.MinRedisTimeout - 1}, "Timeout: "},
+		{replay.RedisOptions{URL: u, Timeout: replay.MaxRedisTimeout + 1}, "Timeout: "},
+		{replay.RedisOptions{URL: u, PoolSize: -1}, "PoolSize: "},
+		{replay.RedisOptions{URL: u, PoolSize: replay.MaxRedisPoolSize + 1}, "PoolSize: "},
+	} {
+		err := replay.CheckRedisOptions(tt.o)
+		if tt.field == "" {
+			r, err := replay.NewRedis(tt.o)
+			if err != nil {
+				t.Errorf("NewRedis(%+v) = %v", tt.o, err)
+				continue
+			}
+			r.Close()
+			continue
+		}
+		if !errors.Is(err, replay.ErrInvalidOptions) || !strings.HasPrefix(strings.TrimPrefix(err.Error(), replay.ErrInvalidOptions.Error()+": "), tt.field) {
+			t.Errorf("CheckRedisOptions(%+v) = %v, want %v naming %q first", tt.o, err, replay.ErrInvalidOptions, tt.field)
+		}
+		if _, err := replay.NewRedis(tt.o); !errors.Is(err, replay.ErrInvalidOptions) {
+			t.Errorf("NewRedis(%+v) = %v, want %v", tt.o, err, replay.ErrInvalidOptions)
+		}
+	}
+}
+
+func TestNewMemoryBounds(t *testing.T) {
+	for _, n := range []int{0, 1, replay.MaxMaxEntries} {
+		if err := replay.CheckMaxEntries(n); err != nil {
+			t.Errorf("CheckMaxEntries(%d) = %v", n, err)
+		}
+	}
+	for _, n := range []int{-1, replay.MaxMaxEntries + 1} {
+		if err := replay.CheckMaxEntries(n); !errors.Is(err, replay.ErrInvalidOptions) || !strings.Contains(err.Error(), "MaxEntries: ") {
+			t.Errorf("CheckMaxEntries(%d) = %v, want %v naming MaxEntries", n, err, replay.ErrInvalidOptions)
+		}
+		if _, err := replay.NewMemory(n); !errors.Is(err, replay.ErrInvalidOptions) {
+			t.Errorf("NewMemory(%d) = %v, want %v", n, err, replay.ErrInvalidOptions)
 		}
 	}
 }

@@ -53,11 +53,26 @@ type MemoryStats struct {
 	Entries int
 }
 
+// MaxMaxEntries bounds the bound of a [Memory] store.
+const MaxMaxEntries = 100_000_000
+
+// ErrInvalidOptions reports options that [NewMemory] or [NewRedis] refuse.
+var ErrInvalidOptions = errors.New("replay: invalid options")
+
+// CheckMaxEntries reports whether [NewMemory] accepts maxEntries: an error
+// wrapping [ErrInvalidOptions] that names the field first if not.
+func CheckMaxEntries(maxEntries int) error {
+	if maxEntries < 0 || maxEntries > MaxMaxEntries {
+		return fmt.Errorf("%w: MaxEntries: %d is out of range [1, %d]", ErrInvalidOptions, maxEntries, MaxMaxEntries)
+	}
+	return nil
+}
+
 // NewMemory returns a Memory store of at most maxEntries proofs. Zero means
-// [DefaultMaxEntries]; a negative bound is refused.
+// [DefaultMaxEntries]; [CheckMaxEntries] says what is refused.
 func NewMemory(maxEntries int) (*Memory, error) {
-	if maxEntries < 0 {
-		return nil, errors.New("replay: negative max entries")
+	if err := CheckMaxEntries(maxEntries); err != nil {
+		return nil, err
 	}
 	if maxEntries == 0 {
 		maxEntries = DefaultMaxEntries

@@ -49,21 +49,55 @@ type Verifier struct {
 	onAttempt func(*cache.Key)
 }
 
-// New validates opts, applies defaults and returns a Verifier. It rejects
-// no issuers, duplicate or empty issuer strings, an issuer without Keys,
-// unsupported algorithms (including "none"), SkipIssuerCheck beside other
-// issuers, negative limits, and a CrossCheckRate that is NaN or above 1.
+// Bounds of the options [New] accepts (zero still means the default).
+const (
+	MinMaxTokenBytes, MaxMaxTokenBytes = 64, 1 << 20
+	// MaxLeeway bounds an issuer's Leeway.
+	MaxLeeway = 10 * time.Minute
+	// MaxCacheEntries and MaxCacheBytes bound [TokenCacheOptions].
+	MaxCacheEntries, MaxCacheBytes = 10_000_000, 1 << 40
+)
+
+// ErrInvalidOptions reports options out of the bounds [CheckOptions] checks.
+var ErrInvalidOptions = errors.New("verify: invalid options")
+
+// CheckOptions reports whether the bounds of opts are ones [New] accepts
+// (MaxTokenBytes, MaxKidless, TokenCache, each issuer's Leeway): an error
+// wrapping [ErrInvalidOptions] that names the field first if not. It needs
+// no Keys: a command checks its configuration with it before any fetch.
+func CheckOptions(opts Options) error {
+	invalid := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	}
+	switch n, c := opts.MaxTokenBytes, opts.TokenCache; {
+	case n != 0 && (n < MinMaxTokenBytes || n > MaxMaxTokenBytes):
+		return invalid("MaxTokenBytes: %d is out of range [%d, %d]", n, MinMaxTokenBytes, MaxMaxTokenBytes)
+	case opts.MaxKidless < 0:
+		return invalid("MaxKidless: negative")
+	case c.MaxEntries < 0 || c.MaxEntries > MaxCacheEntries:
+		return invalid("TokenCache.MaxEntries: %d is out of range [0, %d]", c.MaxEntries, MaxCacheEntries)
+	case c.MaxBytes < 0 || c.MaxBytes > MaxCacheBytes:
+		return invalid("TokenCache.MaxBytes: %d is out of range [0, %d]", c.MaxBytes, int64(MaxCacheBytes))
+	}
+	for i, is := range opts.Issuers {
+		if is.Leeway > MaxLeeway {
+			return invalid("Issuers[%d].Leeway: %s is above the maximum of %s", i, is.Leeway, MaxLeeway)
+		}
+	}
+	return nil
+}
+
+// New validates opts ([CheckOptions]), applies defaults and returns a
+// Verifier. It also rejects no issuers, duplicate or empty issuer strings,
+// an issuer without Keys, unsupported algorithms (including "none"),
+// SkipIssuerCheck beside other issuers, and a CrossCheckRate that is NaN or
+// above 1.
 func New(opts Options) (*Verifier, error) {
 	if len(opts.Issuers) == 0 {
 		return nil, errors.New("verify: at least one issuer is required")
 	}
-	switch {
-	case opts.MaxTokenBytes < 0:
-		return nil, errors.New("verify: negative MaxTokenBytes")
-	case opts.MaxKidless < 0:
-		return nil, errors.New("verify: negative MaxKidless")
-	case opts.TokenCache.MaxEntries < 0 || opts.TokenCache.MaxBytes < 0:
-		return nil, errors.New("verify: negative token cache bounds")
+	if err := CheckOptions(opts); err != nil {
+		return nil, err
 	}
 	if opts.MaxTokenBytes == 0 {
 		opts.MaxTokenBytes = DefaultMaxTokenBytes

@@ -76,7 +76,8 @@ type Issuer struct {
 	// no effect when Algorithms is set.
 	AllowHMAC bool
 	// Leeway is the clock skew tolerated on exp and nbf. Zero means
-	// [DefaultLeeway] (30s); a negative value means no leeway.
+	// [DefaultLeeway] (30s); a negative value means no leeway. At most
+	// [MaxLeeway].
 	Leeway time.Duration
 	// RequiredClaims must each be present in the token. Nil means ["exp"];
 	// a non-nil empty slice requires nothing.
@@ -118,7 +119,8 @@ type Options struct {
 	// Issuers are the accepted token issuers. At least one is required, and
 	// their Issuer strings must be distinct.
 	Issuers []Issuer
-	// MaxTokenBytes bounds the token size. Zero means [DefaultMaxTokenBytes].
+	// MaxTokenBytes bounds the token size: [MinMaxTokenBytes,
+	// MaxMaxTokenBytes]. Zero means [DefaultMaxTokenBytes].
 	MaxTokenBytes int
 	// MaxKidless bounds how many keys a token without kid is tried against.
 	// Zero means [DefaultMaxKidless] (8).
@@ -191,7 +193,8 @@ type Options struct {
 // re-checks exp and nbf with the issuer's leeway, that the issuer's key set
 // is still usable, and that the key that verified the token is still in it.
 type TokenCacheOptions struct {
-	// MaxEntries bounds the number of cached verdicts. Zero turns the cache off.
+	// MaxEntries bounds the number of cached verdicts, at most
+	// [MaxCacheEntries]. Zero turns the cache off.
 	MaxEntries int
 	// MaxBytes bounds the heap the cached results use, as the cache
 	// estimates it (within about 10%: an RS256 token with a 250-byte payload

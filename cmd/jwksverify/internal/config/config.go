@@ -48,10 +48,6 @@ const (
 	MaxSecretBytes = 4096
 	// minIntrospectionSecret is the shortest introspection client secret.
 	minIntrospectionSecret = 16
-	// maxIntrospectionConcurrent and maxIntrospectionWait bound
-	// issuers[].introspection.max_concurrent and max_wait.
-	maxIntrospectionConcurrent = 10000
-	maxIntrospectionWait       = 5 * time.Second
 )
 
 // logLevels are the values of log.level.
@@ -306,20 +302,15 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	p.HTTP = httpTimeouts(waits)
 
-	maxToken := cmp.Or(deref(f.Limits.MaxTokenBytes), verify.DefaultMaxTokenBytes)
+	maxToken := cmp.Or(int(deref(f.Limits.MaxTokenBytes)), verify.DefaultMaxTokenBytes)
 	ints := []struct {
 		path   string
 		v      *int
 		lo, hi int
 		bounds string // "": range [lo, hi]
 	}{
-		{"token_cache.max_entries", f.TokenCache.MaxEntries, 0, 10_000_000, "range [0, 10000000] (0 turns the cache off)"},
-		{"token_cache.max_bytes", f.TokenCache.MaxBytes, 0, 1 << 40, ""},
 		{"log.rejections_per_second", f.Log.RejectionsPerSecond, 0, 100000, "bounds [0, 100000] (0 = no limit)"},
-		{"limits.max_token_bytes", f.Limits.MaxTokenBytes, 64, 1 << 20, ""},
 		{"limits.max_body_bytes", f.Limits.MaxBodyBytes, maxToken, 64 << 20, fmt.Sprintf("range [max_token_bytes (%d), %d]", maxToken, 64<<20)},
-		{"limits.max_jwks_bytes", f.Limits.MaxJWKSBytes, 1024, 64 << 20, ""},
-		{"limits.max_keys", f.Limits.MaxKeys, 1, 10000, ""},
 		{"batch.max_tokens", f.Batch.MaxTokens, 1, 10000, ""},
 	}
 	for _, b := range ints {
@@ -330,7 +321,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	p.Verify = verify.Options{
 		StandardCrypto: f.Crypto.StandardLibrary,
 		CrossCheckRate: f.Crypto.CrossCheckRate, // verify refuses what is out of its bounds
-		MaxTokenBytes:  deref(f.Limits.MaxTokenBytes),
+		MaxTokenBytes:  int(deref(f.Limits.MaxTokenBytes)),
 		TokenCache:     verify.TokenCacheOptions{MaxEntries: defaultTokenCache, MaxBytes: int64(deref(f.TokenCache.MaxBytes))},
 	}
 	if v, ok := env("JWKSVERIFY_STANDARD_CRYPTO"); ok {
@@ -342,6 +333,15 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	if f.TokenCache.MaxEntries != nil {
 		p.Verify.TokenCache.MaxEntries = *f.TokenCache.MaxEntries
+	}
+	check := p.Verify
+	keys := map[string]string{"MaxTokenBytes": "limits.max_token_bytes", "TokenCache.MaxEntries": "token_cache.max_entries", "TokenCache.MaxBytes": "token_cache.max_bytes"}
+	for i, is := range p.Issuers {
+		check.Issuers = append(check.Issuers, is.Verify)
+		keys[fmt.Sprintf("Issuers[%d].Leeway", i)] = fmt.Sprintf("issuers[%d].leeway", i)
+	}
+	if err := verify.CheckOptions(check); err != nil {
+		return nil, optionError("", err, verify.ErrInvalidOptions, keys)
 	}
 	p.Server.StripAuthorization = f.ForwardAuth.StripAuthorization
 	p.Server.APIAuth = f.APIAuth.Required
@@ -488,25 +488,22 @@ func (f *file) planResourceMetadata(p *Plan) error {
 // DPoP. The DPoP section is validated whether used or not.
 func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 	d := f.DPoP
-	for i, a := range d.Algorithms {
-		if err := dpop.CheckAlgorithm(a); err != nil {
-			return fmt.Errorf("dpop.algorithms[%d]: %w", i, err)
-		}
-	}
 	if d.Algorithms != nil && len(d.Algorithms) == 0 {
 		return errors.New("dpop.algorithms: empty list; remove the key for the default")
 	}
-	maxAge := orDuration(d.MaxAge, dpop.DefaultMaxAge)
-	if err := between("dpop.max_age", maxAge, time.Second, 10*time.Minute); err != nil {
-		return err
-	}
 	plan := &DPoP{
-		Checker:          dpop.Options{Algorithms: d.Algorithms, MaxAge: maxAge},
+		Checker:          dpop.Options{Algorithms: d.Algorithms, MaxAge: orDuration(d.MaxAge, dpop.DefaultMaxAge)},
 		ReplayStore:      cmp.Or(d.ReplayStore, "memory"),
-		MemoryMaxEntries: deref(d.ReplayMaxEntries),
+		MemoryMaxEntries: int(deref(d.ReplayMaxEntries)),
 		Redis: replay.RedisOptions{
-			URL: d.RedisURL, Timeout: orDuration(d.RedisTimeout, 0), PoolSize: deref(d.RedisPoolSize),
+			URL: d.RedisURL, Timeout: orDuration(d.RedisTimeout, 0), PoolSize: int(deref(d.RedisPoolSize)),
 		},
+	}
+	if err := dpop.CheckOptions(plan.Checker); err != nil {
+		return optionError("dpop", err, dpop.ErrInvalidOptions, map[string]string{"Algorithms": "dpop.algorithms", "MaxAge": "dpop.max_age"})
+	}
+	if err := replay.CheckMaxEntries(plan.MemoryMaxEntries); err != nil {
+		return optionError("dpop", err, replay.ErrInvalidOptions, map[string]string{"MaxEntries": "dpop.replay_max_entries"})
 	}
 	urlField := "dpop.redis_url"
 	if u, ok := env("JWKSVERIFY_DPOP_REDIS_URL"); ok {
@@ -514,26 +511,20 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 	}
 	switch plan.ReplayStore {
 	case "memory":
-		if plan.Redis.URL != "" {
-			return fmt.Errorf("%s: set, and dpop.replay_store is memory; set replay_store: redis", urlField)
+		for _, k := range []struct {
+			field string
+			set   bool
+		}{{urlField, plan.Redis.URL != ""}, {"dpop.redis_timeout", d.RedisTimeout != nil}, {"dpop.redis_pool_size", d.RedisPoolSize != nil}} {
+			if k.set {
+				return fmt.Errorf("%s: set, and dpop.replay_store is memory; set replay_store: redis", k.field)
+			}
 		}
 	case "redis":
-		if err := replay.CheckRedisURL(plan.Redis.URL); err != nil {
-			return fmt.Errorf("%s: %w", urlField, err)
+		if err := replay.CheckRedisOptions(plan.Redis); err != nil {
+			return optionError("dpop", err, replay.ErrInvalidOptions, map[string]string{"URL": urlField, "Timeout": "dpop.redis_timeout", "PoolSize": "dpop.redis_pool_size"})
 		}
 	default:
 		return fmt.Errorf("dpop.replay_store: %q is not one of memory, redis", d.ReplayStore)
-	}
-	if n := d.ReplayMaxEntries; n != nil && (*n < 1 || *n > 100_000_000) {
-		return fmt.Errorf("dpop.replay_max_entries: %d is out of range [1, 100000000]", *n)
-	}
-	if t := d.RedisTimeout; t != nil {
-		if err := between("dpop.redis_timeout", time.Duration(*t), time.Millisecond, 30*time.Second); err != nil {
-			return err
-		}
-	}
-	if n := d.RedisPoolSize; n != nil && (*n < 1 || *n > 10000) {
-		return fmt.Errorf("dpop.redis_pool_size: %d is out of range [1, 10000]", *n)
 	}
 	if h := f.MTLS.ClientCertHeader; h != "" {
 		if err := server.CheckTokenSource(server.TokenSource{Header: h}); err != nil {
@@ -635,7 +626,7 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 			MaxInterval: orDuration(r.MaxInterval, 0), DefaultTTL: orDuration(r.DefaultTTL, 0),
 			UnknownKidInterval: orDuration(r.UnknownKidInterval, 0), UnknownKidWait: orDuration(r.UnknownKidWait, 0),
 			StaleFor: orDuration(r.StaleFor, 0),
-			MaxBytes: int64(deref(f.Limits.MaxJWKSBytes)), MaxKeys: deref(f.Limits.MaxKeys),
+			MaxBytes: int64(deref(f.Limits.MaxJWKSBytes)), MaxKeys: int(deref(f.Limits.MaxKeys)),
 			StateDir: f.StateDir, InsecureAllowHTTP: fi.AllowInsecureHTTP,
 			CAFile: fi.CAFile, BearerTokenFile: fi.FetchBearerTokenFile, DiscoveryURL: fi.DiscoveryURL,
 			TrustDomain: td,
@@ -698,10 +689,10 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 
 	if fi.Leeway != nil {
 		d := time.Duration(*fi.Leeway)
-		if err := between(path+".leeway", d, 0, 10*time.Minute); err != nil {
-			return Issuer{}, err
+		if d < 0 {
+			return Issuer{}, fmt.Errorf("%s.leeway: %s is negative; 0s means none", path, d)
 		}
-		is.Verify.Leeway = cmp.Or(d, -1) // verify: zero is the default, negative none
+		is.Verify.Leeway = cmp.Or(d, -1) // verify: zero is the default, negative none; verify checks the maximum
 	}
 	if fi.RequiredClaims != nil {
 		is.Verify.RequiredClaims = append([]string{}, *fi.RequiredClaims...) // [] requires nothing
@@ -714,19 +705,14 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 	}
 	slices.Sort(is.Verify.ExtractClaims)
 
-	for _, d := range []struct {
-		name string
-		v    *duration
-	}{
-		{"fetch_timeout", r.FetchTimeout}, {"min_interval", r.MinInterval}, {"max_interval", r.MaxInterval},
-		{"default_ttl", r.DefaultTTL}, {"unknown_kid_interval", r.UnknownKidInterval}, {"stale_for", r.StaleFor},
-	} {
-		if d.v != nil && time.Duration(*d.v) < jwks.MinAnyInterval {
-			return Issuer{}, fmt.Errorf("%s.refresh.%s: %s is below the minimum of %s", path, d.name, time.Duration(*d.v), jwks.MinAnyInterval)
-		}
-	}
-	if d := is.JWKS.FetchTimeout; d > 5*time.Minute {
-		return Issuer{}, fmt.Errorf("%s.refresh.fetch_timeout: %s is above the maximum of 5m", path, d)
+	if err := jwks.CheckOptions(is.JWKS); err != nil {
+		r := path + ".refresh."
+		return Issuer{}, optionError(path, err, jwks.ErrInvalidOptions, map[string]string{
+			"FetchTimeout": r + "fetch_timeout", "MinInterval": r + "min_interval", "MaxInterval": r + "max_interval",
+			"DefaultTTL": r + "default_ttl", "UnknownKidInterval": r + "unknown_kid_interval",
+			"UnknownKidWait": r + "unknown_kid_wait", "StaleFor": r + "stale_for",
+			"MaxBytes": "limits.max_jwks_bytes", "MaxKeys": "limits.max_keys",
+		})
 	}
 	return is, nil
 }
@@ -736,44 +722,32 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 	if in.URL == "" && !fi.Discovery {
 		return nil, fmt.Errorf("%s.url: empty and discovery is off; set url, or discovery: true for the discovered introspection_endpoint", path)
 	}
-	if in.URL != "" {
-		if err := jwks.CheckURL(in.URL, fi.AllowInsecureHTTP); err != nil {
-			return nil, fmt.Errorf("%s.url: %w", path, err)
-		}
-	}
-	if (in.ClientID == "") != (in.ClientSecretFile == "") {
-		return nil, fmt.Errorf("%s: client_id and client_secret_file go together", path)
-	}
 	if in.ClientSecretFile != "" {
 		if _, err := os.Stat(in.ClientSecretFile); err != nil {
 			return nil, fmt.Errorf("%s.client_secret_file: %w", path, err)
 		}
 	}
 	c := in.Cache
-	for _, d := range []struct {
-		name string
-		v    *duration
-	}{{"max_ttl", c.MaxTTL}, {"negative_ttl", c.NegativeTTL}, {"stale_for", c.StaleFor}} {
-		if d.v != nil && time.Duration(*d.v) < jwks.MinAnyInterval {
-			return nil, fmt.Errorf("%s.cache.%s: %s is below the minimum of %s", path, d.name, time.Duration(*d.v), jwks.MinAnyInterval)
-		}
-	}
-	if c.MaxEntries != nil && (*c.MaxEntries < 1 || *c.MaxEntries > 10_000_000) {
-		return nil, fmt.Errorf("%s.cache.max_entries: %d is out of range [1, 10000000]", path, *c.MaxEntries)
-	}
-	if in.MaxConcurrent != nil && (*in.MaxConcurrent < 1 || *in.MaxConcurrent > maxIntrospectionConcurrent) {
-		return nil, fmt.Errorf("%s.max_concurrent: %d is out of range [1, %d]", path, *in.MaxConcurrent, maxIntrospectionConcurrent)
-	}
-	if w := in.MaxWait; w != nil && (time.Duration(*w) < time.Millisecond || time.Duration(*w) > maxIntrospectionWait) {
-		return nil, fmt.Errorf("%s.max_wait: %s is out of range [1ms, %s]", path, time.Duration(*w), maxIntrospectionWait)
-	}
-	return &introspect.Options{
+	o := &introspect.Options{
 		Issuer: fi.Issuer, URL: in.URL, ClientID: in.ClientID, ClientSecretFile: in.ClientSecretFile,
 		CAFile: fi.CAFile, InsecureAllowHTTP: fi.AllowInsecureHTTP,
 		MaxTTL: orDuration(c.MaxTTL, 0), NegativeTTL: orDuration(c.NegativeTTL, 0), StaleFor: orDuration(c.StaleFor, 0),
-		MaxEntries:    deref(c.MaxEntries),
-		MaxConcurrent: deref(in.MaxConcurrent), MaxWait: orDuration(in.MaxWait, 0),
-	}, nil
+		MaxEntries:    int(deref(c.MaxEntries)),
+		MaxConcurrent: int(deref(in.MaxConcurrent)), MaxWait: orDuration(in.MaxWait, 0),
+	}
+	check := *o
+	if check.URL == "" {
+		check.Endpoint = func() string { return "" } // the command's: the fetcher's discovered endpoint
+	}
+	if err := introspect.CheckOptions(check); err != nil {
+		return nil, optionError(path, err, introspect.ErrInvalidOptions, map[string]string{
+			"URL": path + ".url", "MaxTTL": path + ".cache.max_ttl", "NegativeTTL": path + ".cache.negative_ttl",
+			"StaleFor": path + ".cache.stale_for", "MaxEntries": path + ".cache.max_entries",
+			"MaxConcurrent": path + ".max_concurrent", "MaxWait": path + ".max_wait",
+			"ClientID": path + ".client_id", "ClientSecretFile": path + ".client_secret_file",
+		})
+	}
+	return o, nil
 }
 
 // SecretKey reads the HMAC secret file at path (its raw bytes, at least the
@@ -858,7 +832,24 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-func orDuration(d *duration, def time.Duration) time.Duration {
+// optionError rewrites err, a library's refusal (wrapping its sentinel) of
+// options planned from the section at path, to name the YAML key: the
+// library names the option's field first ("MaxKeys: 0 is out of range
+// [1, 10000]", "Algorithms[2]: ..."), and keys maps the field to its key.
+// A refusal that names no field of keys is kept whole, after path.
+func optionError(path string, err, sentinel error, keys map[string]string) error {
+	detail := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
+	field, rest, _ := strings.Cut(detail, ": ")
+	if key, ok := keys[field]; ok {
+		return fmt.Errorf("%s: %s", key, rest)
+	}
+	if name, index, ok := strings.Cut(field, "["); ok && keys[name] != "" {
+		return fmt.Errorf("%s[%s: %s", keys[name], index, rest)
+	}
+	return fmt.Errorf("%s: %s", cmp.Or(path, "configuration"), detail)
+}
+
+func orDuration[D duration | span](d *D, def time.Duration) time.Duration {
 	if d == nil {
 		return def
 	}

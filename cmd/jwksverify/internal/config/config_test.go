@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -290,7 +292,11 @@ func TestRefreshFloorIsJWKS(t *testing.T) {
 		if _, err := parse(t, disc+"    refresh: {"+key+": "+below+"}\n"); err == nil || !strings.Contains(err.Error(), "refresh."+key) {
 			t.Errorf("refresh.%s: %s = %v, want refused", key, below, err)
 		}
-		if _, err := parse(t, disc+"    refresh: {"+key+": "+jwks.MinAnyInterval.String()+", max_interval: 1s}\n"); err != nil && key != "max_interval" {
+		extra := "" // the default min_interval (1m) above max_interval is refused
+		if key == "max_interval" {
+			extra = ", min_interval: " + jwks.MinAnyInterval.String()
+		}
+		if _, err := parse(t, disc+"    refresh: {"+key+": "+jwks.MinAnyInterval.String()+extra+"}\n"); err != nil {
 			t.Errorf("refresh.%s: %s = %v, want accepted", key, jwks.MinAnyInterval, err)
 		}
 	}
@@ -594,5 +600,64 @@ func TestPoliciesIndexTheirClaims(t *testing.T) {
 	want := []string{"groups", "level", "scope", "scp", "tid"}
 	if got := p.Verify.IndexClaims; !slices.Equal(got, want) {
 		t.Errorf("Verify.IndexClaims = %q, want %q", got, want)
+	}
+}
+
+// TestLibraryBounds: the range of each key below is the one its library
+// checks (its exported bounds): the bound loads, one step past it is
+// refused naming the YAML key, and an explicit zero (the library's
+// default) is refused at decode. A copy of a bound here would drift.
+func TestLibraryBounds(t *testing.T) {
+	const redis = "dpop: {replay_store: redis, redis_url: \"redis://127.0.0.1:6379\", "
+	// Keys whose 0 means something: no leeway, no cache.
+	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true}
+	d := func(v time.Duration) string { return v.String() }
+	n := strconv.Itoa
+	for _, tt := range []struct {
+		key       string // YAML path in errors
+		doc       func(v string) string
+		ok, wrong string
+	}{
+		{"limits.max_keys", func(v string) string { return disc + "limits: {max_keys: " + v + "}\n" }, n(jwks.MaxMaxKeys), n(jwks.MaxMaxKeys + 1)},
+		{"limits.max_jwks_bytes", func(v string) string { return disc + "limits: {max_jwks_bytes: " + v + "}\n" }, n(jwks.MinMaxBytes), n(jwks.MinMaxBytes - 1)},
+		{"limits.max_jwks_bytes", func(v string) string { return disc + "limits: {max_jwks_bytes: " + v + "}\n" }, n(jwks.MaxMaxBytes), n(jwks.MaxMaxBytes + 1)},
+		{"issuers[0].refresh.fetch_timeout", func(v string) string { return disc + "    refresh: {fetch_timeout: " + v + "}\n" }, d(jwks.MaxFetchTimeout), d(jwks.MaxFetchTimeout + time.Second)},
+		{"issuers[0].introspection.max_concurrent", func(v string) string { return disc + "    introspection: {max_concurrent: " + v + "}\n" }, n(introspect.MaxMaxConcurrent), n(introspect.MaxMaxConcurrent + 1)},
+		{"issuers[0].introspection.max_wait", func(v string) string { return disc + "    introspection: {max_wait: " + v + "}\n" }, d(introspect.MaxMaxWait), d(introspect.MaxMaxWait + time.Millisecond)},
+		{"issuers[0].introspection.max_wait", func(v string) string { return disc + "    introspection: {max_wait: " + v + "}\n" }, d(introspect.MinMaxWait), d(introspect.MinMaxWait - time.Microsecond)},
+		{"issuers[0].introspection.cache.max_entries", func(v string) string { return disc + "    introspection: {cache: {max_entries: " + v + "}}\n" }, n(introspect.MaxMaxEntries), n(introspect.MaxMaxEntries + 1)},
+		{"issuers[0].introspection.cache.negative_ttl", func(v string) string { return disc + "    introspection: {cache: {negative_ttl: " + v + "}}\n" }, d(introspect.MinTTL), d(introspect.MinTTL - time.Millisecond)},
+		{"dpop.max_age", func(v string) string { return disc + "dpop: {max_age: " + v + "}\n" }, d(dpop.MaxMaxAge), d(dpop.MaxMaxAge + time.Second)},
+		{"issuers[0].leeway", func(v string) string { return disc + "    leeway: " + v + "\n" }, d(verify.MaxLeeway), d(verify.MaxLeeway + time.Second)},
+		{"limits.max_token_bytes", func(v string) string { return disc + "limits: {max_token_bytes: " + v + "}\n" }, n(verify.MinMaxTokenBytes), n(verify.MinMaxTokenBytes - 1)},
+		{"limits.max_token_bytes", func(v string) string { return disc + "limits: {max_token_bytes: " + v + "}\n" }, n(verify.MaxMaxTokenBytes), n(verify.MaxMaxTokenBytes + 1)},
+		{"token_cache.max_entries", func(v string) string { return disc + "token_cache: {max_entries: " + v + "}\n" }, n(verify.MaxCacheEntries), n(verify.MaxCacheEntries + 1)},
+		{"dpop.max_age", func(v string) string { return disc + "dpop: {max_age: " + v + "}\n" }, d(dpop.MinMaxAge), d(dpop.MinMaxAge - time.Millisecond)},
+		{"dpop.replay_max_entries", func(v string) string { return disc + "dpop: {replay_max_entries: " + v + "}\n" }, n(replay.MaxMaxEntries), n(replay.MaxMaxEntries + 1)},
+		{"dpop.redis_timeout", func(v string) string { return disc + redis + "redis_timeout: " + v + "}\n" }, d(replay.MaxRedisTimeout), d(replay.MaxRedisTimeout + time.Millisecond)},
+		{"dpop.redis_pool_size", func(v string) string { return disc + redis + "redis_pool_size: " + v + "}\n" }, n(replay.MaxRedisPoolSize), n(replay.MaxRedisPoolSize + 1)},
+	} {
+		t.Run(tt.key+"="+tt.wrong, func(t *testing.T) {
+			if _, err := parse(t, tt.doc(tt.ok)); err != nil {
+				t.Errorf("%s: %s = %v, want accepted", tt.key, tt.ok, err)
+			}
+			if _, err := parse(t, tt.doc(tt.wrong)); err == nil || !strings.Contains(err.Error(), tt.key+": ") {
+				t.Errorf("%s: %s = %v, want refused naming %s", tt.key, tt.wrong, err, tt.key)
+			}
+			if zeroOK[tt.key] {
+				return
+			}
+			if _, err := parse(t, tt.doc("0")); err == nil || !strings.Contains(err.Error(), tt.key+": line ") || !strings.Contains(err.Error(), "above zero") && !strings.Contains(err.Error(), "at least 1") {
+				t.Errorf("%s: 0 = %v, want refused at decode naming %s", tt.key, err, tt.key)
+			}
+		})
+	}
+	// introspect's pairing rule, with the YAML key.
+	if _, err := parse(t, disc+"    introspection: {client_id: a}\n"); err == nil || !strings.Contains(err.Error(), "issuers[0].introspection.client_id: set without ClientSecretFile") {
+		t.Errorf("client_id without client_secret_file = %v, want refused naming the key", err)
+	}
+	// A redis option with the memory store is refused, not ignored.
+	if _, err := parse(t, disc+"dpop: {redis_timeout: 1s}\n"); err == nil || !strings.Contains(err.Error(), "dpop.redis_timeout: set, and dpop.replay_store is memory") {
+		t.Errorf("redis_timeout with the memory store = %v, want refused", err)
 	}
 }

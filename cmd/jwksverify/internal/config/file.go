@@ -96,12 +96,12 @@ type fileAPIAuth struct {
 // their jti are remembered.
 type fileDPoP struct {
 	Algorithms       []string  `yaml:"algorithms"`
-	MaxAge           *duration `yaml:"max_age"`
+	MaxAge           *span     `yaml:"max_age"`
 	ReplayStore      string    `yaml:"replay_store"`
-	ReplayMaxEntries *int      `yaml:"replay_max_entries"`
+	ReplayMaxEntries *positive `yaml:"replay_max_entries"`
 	RedisURL         string    `yaml:"redis_url"`
-	RedisTimeout     *duration `yaml:"redis_timeout"`
-	RedisPoolSize    *int      `yaml:"redis_pool_size"`
+	RedisTimeout     *span     `yaml:"redis_timeout"`
+	RedisPoolSize    *positive `yaml:"redis_pool_size"`
 }
 
 // fileMTLS is the mtls section: where forward-auth finds the client
@@ -146,15 +146,15 @@ type fileIssuerIntrospection struct {
 	ClientID         string                 `yaml:"client_id"`
 	ClientSecretFile string                 `yaml:"client_secret_file"`
 	Cache            fileIntrospectionCache `yaml:"cache"`
-	MaxConcurrent    *int                   `yaml:"max_concurrent"`
-	MaxWait          *duration              `yaml:"max_wait"`
+	MaxConcurrent    *positive              `yaml:"max_concurrent"`
+	MaxWait          *span                  `yaml:"max_wait"`
 }
 
 type fileIntrospectionCache struct {
-	MaxTTL      *duration `yaml:"max_ttl"`
-	NegativeTTL *duration `yaml:"negative_ttl"`
-	StaleFor    *duration `yaml:"stale_for"`
-	MaxEntries  *int      `yaml:"max_entries"`
+	MaxTTL      *span     `yaml:"max_ttl"`
+	NegativeTTL *span     `yaml:"negative_ttl"`
+	StaleFor    *span     `yaml:"stale_for"`
+	MaxEntries  *positive `yaml:"max_entries"`
 }
 
 type fileSPIFFE struct {
@@ -164,13 +164,13 @@ type fileSPIFFE struct {
 }
 
 type fileRefresh struct {
-	MinInterval        *duration `yaml:"min_interval"`
-	MaxInterval        *duration `yaml:"max_interval"`
-	DefaultTTL         *duration `yaml:"default_ttl"`
-	UnknownKidInterval *duration `yaml:"unknown_kid_interval"`
+	MinInterval        *span     `yaml:"min_interval"`
+	MaxInterval        *span     `yaml:"max_interval"`
+	DefaultTTL         *span     `yaml:"default_ttl"`
+	UnknownKidInterval *span     `yaml:"unknown_kid_interval"`
 	UnknownKidWait     *duration `yaml:"unknown_kid_wait"`
-	StaleFor           *duration `yaml:"stale_for"`
-	FetchTimeout       *duration `yaml:"fetch_timeout"`
+	StaleFor           *span     `yaml:"stale_for"`
+	FetchTimeout       *span     `yaml:"fetch_timeout"`
 }
 
 type fileTokenCache struct {
@@ -199,10 +199,10 @@ type fileIntrospectionClient struct {
 }
 
 type fileLimits struct {
-	MaxTokenBytes *int `yaml:"max_token_bytes"`
-	MaxBodyBytes  *int `yaml:"max_body_bytes"`
-	MaxJWKSBytes  *int `yaml:"max_jwks_bytes"`
-	MaxKeys       *int `yaml:"max_keys"`
+	MaxTokenBytes *positive `yaml:"max_token_bytes"`
+	MaxBodyBytes  *int      `yaml:"max_body_bytes"`
+	MaxJWKSBytes  *positive `yaml:"max_jwks_bytes"`
+	MaxKeys       *positive `yaml:"max_keys"`
 }
 
 type fileBatch struct {
@@ -225,6 +225,47 @@ func (d *duration) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	return n.Decode((*time.Duration)(d))
+}
+
+// positive is a whole number of at least 1 and span a duration above zero:
+// the keys whose zero the library that takes them reads as its default,
+// which an absent key already says. The library checks the rest of the
+// range.
+type (
+	positive int
+	span     time.Duration
+)
+
+// UnmarshalYAML reads a whole number of at least 1.
+func (p *positive) UnmarshalYAML(n *yaml.Node) error {
+	var v int
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	if v < 1 {
+		return notAbove0(n, "config.positive")
+	}
+	*p = positive(v)
+	return nil
+}
+
+// UnmarshalYAML reads a duration above zero.
+func (s *span) UnmarshalYAML(n *yaml.Node) error {
+	var d duration
+	if err := d.UnmarshalYAML(n); err != nil {
+		return err
+	}
+	if d <= 0 {
+		return notAbove0(n, "config.span")
+	}
+	*s = span(d)
+	return nil
+}
+
+// notAbove0 is the yaml.TypeError of a value of n not above zero, as
+// typeError reads it.
+func notAbove0(n *yaml.Node, typ string) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: cannot unmarshal %s `%s` into %s", n.Line, n.ShortTag(), n.Value, typ)}}
 }
 
 // decode reads one YAML document strictly: unknown keys, repeated keys,
@@ -345,6 +386,7 @@ func typeError(es []entry, msg string) error {
 var kinds = map[string]string{
 	"int": "whole number", "float64": "number", "bool": "boolean (true or false)",
 	"string": "string", "time.Duration": "duration such as 30s",
+	"config.positive": "whole number of at least 1", "config.span": "duration above zero such as 30s",
 }
 
 // kindNames name the kinds of YAML nodes.

@@ -105,8 +105,8 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	var leeway time.Duration
 	if f.leeway != "" {
 		d, err := time.ParseDuration(f.leeway)
-		if err != nil || d < 0 || d > 10*time.Minute {
-			return exitUsage, fmt.Errorf("--leeway %q: want a duration in [0s, 10m] such as 30s", f.leeway)
+		if err != nil || d < 0 || d > verify.MaxLeeway {
+			return exitUsage, fmt.Errorf("--leeway %q: want a duration in [0s, %gm] such as 30s", f.leeway, verify.MaxLeeway.Minutes())
 		}
 		leeway = cmp.Or(d, -1) // verify: zero is the default, negative none
 	}

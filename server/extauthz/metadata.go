@@ -98,7 +98,9 @@ func encodeFields(res *verify.Result) []byte {
 			fields["claims"] = structpb.NewStructValue(claims)
 		}
 	}
-	raw, err := proto.Marshal(&structpb.Struct{Fields: fields})
+	// Deterministic: map entries in key order, so that equal claims encode
+	// to equal bytes (proto.Marshal ranges over maps in random order).
+	raw, err := proto.MarshalOptions{Deterministic: true}.Marshal(&structpb.Struct{Fields: fields})
 	if err != nil {
 		return nil // a Struct of valid UTF-8 strings always marshals
 	}

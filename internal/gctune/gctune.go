@@ -1,5 +1,5 @@
 // Package gctune keeps a serving process's garbage collector from running
-// thousands of times a second while its live heap is small.
+// dozens of times a second while its live heap is small.
 //
 // Go's collector starts a cycle when the heap grows by GOGC percent of the
 // live heap, and never below 4 MB. jwksverify's live heap is about 1 MB at

@@ -152,8 +152,9 @@ type number struct {
 	exp       int64  // the value is 0.<digits> × 10^exp
 }
 
-// maxExp bounds an exponent's magnitude: a number with a larger one is not
-// read (it equals nothing; no claim needs 10^(10^12)).
+// maxExp bounds an exponent's magnitude: a non-zero number with a larger
+// one is not read (it equals nothing; no claim needs 10^(10^12)). Zero is
+// zero whatever its exponent.
 const maxExp = 1_000_000_000_000
 
 // parseNumber reads a JSON number literal: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
@@ -185,6 +186,7 @@ func parseNumber(s string) (number, bool) {
 		fracDigits = s[fs:i]
 	}
 	var e int64
+	over := false // the exponent is beyond maxExp: only zero is read
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
 		eneg := false
@@ -194,8 +196,10 @@ func parseNumber(s string) (number, bool) {
 		}
 		es := i
 		for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-			if e = e*10 + int64(s[i]-'0'); e > maxExp {
-				return n, false
+			if !over {
+				if e = e*10 + int64(s[i]-'0'); e > maxExp {
+					over = true
+				}
 			}
 			i++
 		}
@@ -225,7 +229,10 @@ func parseNumber(s string) (number, bool) {
 		intDigits = strings.TrimRight(intDigits, "0")
 	}
 	if intDigits == "" && fracDigits == "" {
-		return number{}, true // zero, of either sign
+		return number{}, true // zero, of either sign, whatever its exponent
+	}
+	if over {
+		return n, false
 	}
 	n.int, n.frac, n.exp = intDigits, fracDigits, exp+e
 	return n, true

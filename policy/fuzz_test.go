@@ -97,7 +97,7 @@ func FuzzClaimMatch(f *testing.F) {
 		pn, _ := s.Lookup("n")
 		got := pn.Evaluate(res, policy.Request{}) == nil
 		wantEq := false
-		if r1, ok := new(big.Rat).SetString(strings.TrimSpace(value)); ok && !strings.ContainsAny(value, "[\"{tfn") {
+		if r1, ok := ratOf(strings.TrimSpace(value)); ok && !strings.ContainsAny(value, "[\"{tfn") {
 			if r2, ok := new(big.Rat).SetString(want); ok {
 				wantEq = r1.Cmp(r2) == 0
 			}
@@ -111,4 +111,18 @@ func FuzzClaimMatch(f *testing.F) {
 		ps, _ := s.Lookup("s")
 		_ = ps.Evaluate(res, policy.Request{})
 	})
+}
+
+// ratOf reads a JSON number exactly; a zero mantissa is zero whatever its
+// exponent, even one big.Rat cannot hold.
+func ratOf(v string) (*big.Rat, bool) {
+	if r, ok := new(big.Rat).SetString(v); ok {
+		return r, true
+	}
+	if m, _, found := strings.Cut(strings.ToLower(v), "e"); found {
+		if r, ok := new(big.Rat).SetString(m); ok && r.Sign() == 0 {
+			return r, true
+		}
+	}
+	return nil, false
 }

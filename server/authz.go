@@ -130,6 +130,9 @@ type issuerInfo struct {
 	keys    *cache.Keys
 	leeway  time.Duration // the verifier's, defaults applied; 0 none
 	headers []claimHeader // sorted by claim
+	// answer is headers and then every other identity header with no
+	// claim: what an allowed answer for the issuer's token sets.
+	answer []claimHeader
 	// introspector answers the issuer's opaque tokens, or nil; trustDomain
 	// is the SPIFFE trust domain of a SPIFFE issuer, or "". /v1/issuers
 	// shows both.
@@ -139,7 +142,7 @@ type issuerInfo struct {
 
 // claimHeader maps one extracted claim to a forward-auth response header.
 type claimHeader struct {
-	claim  string
+	claim  string // "": none, the header is always sent empty
 	header string // canonical
 }
 

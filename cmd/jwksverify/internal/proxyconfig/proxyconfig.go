@@ -69,9 +69,11 @@ type Input struct {
 	// answer, so its answer always arrives.
 	Timeout time.Duration
 	// ClientCertHeader is the configuration's mtls.client_cert_header, ""
-	// for none: nginx then sends the verified client certificate
-	// ($ssl_client_escaped_cert) in it to the auth call, and never the
-	// client's own.
+	// for none. Every proxy then drops a client's own copy of it, so that
+	// it never reaches jwksverify or the application; nginx sends the
+	// certificate it verified ($ssl_client_escaped_cert) in it to the auth
+	// call, Caddy the one it verified as base64 DER, and Traefik's must be
+	// set after the clearing middleware (passTLSClientCert).
 	ClientCertHeader string
 	// ConfigProxy is the configuration's forward_auth.proxy. None means
 	// unset: Write notes that it should be set.

@@ -252,3 +252,36 @@ func TestWriteNginxClientCert(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteClientCertCleared: with mtls.client_cert_header, no proxy's file
+// lets a client's own copy of the header reach jwksverify (which would
+// take a public certificate sent by anyone for the one the proxy verified,
+// and accept a stolen certificate-bound token) or the application; Caddy
+// sends the certificate it verified instead.
+func TestWriteClientCertCleared(t *testing.T) {
+	for _, tt := range []struct {
+		px   request.Proxy
+		want []string
+	}{
+		{request.Nginx, []string{"proxy_set_header X-Client-Cert $ssl_client_escaped_cert;", `proxy_set_header X-Client-Cert "";`}},
+		{request.Caddy, []string{"request_header -X-Client-Cert\n", "header_up X-Client-Cert {http.request.tls.client.certificate_der_base64}\n"}},
+		{request.Traefik, []string{`X-Client-Cert: ""`}},
+		{request.Envoy, []string{"- remove: x-client-cert\n"}},
+	} {
+		t.Run(string(tt.px), func(t *testing.T) {
+			in, err := FromPlan(loadPlan(t, threeHeaders+"mtls: {client_cert_header: x-client-cert}\n"), tt.px)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := Write(&b, in); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("proxy-config %s lacks %q:\n%s", tt.px, w, b.String())
+				}
+			}
+		})
+	}
+}

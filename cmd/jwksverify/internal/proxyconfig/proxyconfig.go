@@ -78,6 +78,11 @@ type Input struct {
 	// ConfigProxy is the configuration's forward_auth.proxy. None means
 	// unset: Write notes that it should be set.
 	ConfigProxy request.Proxy
+	// StripAuthorization is the configuration's
+	// forward_auth.strip_authorization: nginx, Caddy and Traefik then drop
+	// Authorization from an allowed request before the application (Envoy
+	// does it from jwksverify's answer).
+	StripAuthorization bool
 }
 
 // headerSources are the places a configuration names claim headers in:
@@ -152,12 +157,13 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 		return Input{}, fmt.Errorf("%w: the configuration says forward_auth.proxy: %s, not %s", ErrMismatch, cp, px)
 	}
 	in := Input{
-		Proxy:            px,
-		JWKSVerify:       dialable(p.Listen),
-		ClaimHeaders:     ClaimHeaders(p),
-		ClientCertHeader: textproto.CanonicalMIMEHeaderKey(p.Server.ClientCert.Header),
-		Timeout:          Timeout(p),
-		ConfigProxy:      p.Server.Proxy,
+		Proxy:              px,
+		JWKSVerify:         dialable(p.Listen),
+		ClaimHeaders:       ClaimHeaders(p),
+		ClientCertHeader:   textproto.CanonicalMIMEHeaderKey(p.Server.ClientCert.Header),
+		Timeout:            Timeout(p),
+		ConfigProxy:        p.Server.Proxy,
+		StripAuthorization: p.Server.StripAuthorization,
 	}
 	if p.GRPCListen != "" {
 		in.GRPC = dialable(p.GRPCListen)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -269,19 +270,51 @@ func TestWriteClientCertCleared(t *testing.T) {
 		{request.Envoy, []string{"- remove: x-client-cert\n"}},
 	} {
 		t.Run(string(tt.px), func(t *testing.T) {
-			in, err := FromPlan(loadPlan(t, threeHeaders+"mtls: {client_cert_header: x-client-cert}\n"), tt.px)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var b bytes.Buffer
-			if err := Write(&b, in); err != nil {
-				t.Fatal(err)
-			}
+			out := writeFor(t, threeHeaders+"mtls: {client_cert_header: x-client-cert}\n", tt.px)
 			for _, w := range tt.want {
-				if !strings.Contains(b.String(), w) {
-					t.Errorf("proxy-config %s lacks %q:\n%s", tt.px, w, b.String())
+				if !strings.Contains(out, w) {
+					t.Errorf("proxy-config %s lacks %q:\n%s", tt.px, w, out)
 				}
 			}
 		})
 	}
+}
+
+// TestWriteStripAuthorization: with forward_auth.strip_authorization, the
+// nginx, Caddy and Traefik files drop Authorization before the application
+// (integration/proxy_test.go runs nginx and Caddy); without it they do not.
+func TestWriteStripAuthorization(t *testing.T) {
+	for _, tt := range []struct {
+		px   request.Proxy
+		want []string
+	}{
+		{request.Nginx, []string{`proxy_set_header Authorization "";`}},
+		{request.Caddy, []string{"request_header -Authorization\n"}},
+		{request.Traefik, []string{"middlewares: [jwksverify-clear, jwksverify, jwksverify-strip]", "jwksverify-strip:\n      headers:\n        customRequestHeaders:\n          Authorization: \"\""}},
+	} {
+		for _, strip := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s-%t", tt.px, strip), func(t *testing.T) {
+				out := writeFor(t, threeHeaders+fmt.Sprintf("forward_auth: {strip_authorization: %t}\n", strip), tt.px)
+				for _, w := range tt.want {
+					if got := strings.Contains(out, w); got != strip {
+						t.Errorf("proxy-config %s has %q: %t, want %t:\n%s", tt.px, w, got, strip, out)
+					}
+				}
+			})
+		}
+	}
+}
+
+// writeFor returns proxy-config px for the configuration yaml.
+func writeFor(t *testing.T, yaml string, px request.Proxy) string {
+	t.Helper()
+	in, err := FromPlan(loadPlan(t, yaml), px)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
 }

@@ -51,41 +51,60 @@ const (
 // header whose value does not start with the source's prefix (Authorization:
 // Basic …) holds no token. A source present more than once, in any form a
 // proxy or upstream could read (see queryParam, cookieValue), is ambiguous:
-// the proxy's upstream could read another value than the one verified. A
-// query source reads only the query of the original request (from says
-// where it is; given is the query for queryGiven), never another header.
+// the proxy's upstream could read another value than the one verified; so
+// is a later source that holds another token (RFC 6750 §2: one method per
+// request), or is itself ambiguous. A query source reads only the query of
+// the original request (from says where it is; given is the query for
+// queryGiven), never another header.
 func (s *Server) tokenFromRequest(r *http.Request, from queryFrom, given string) (string, tokenState) {
 	for i := range s.sources {
-		ts := &s.sources[i]
-		var tok string
-		var st tokenState
+		tok, st := s.sourceToken(r, &s.sources[i], from, given)
 		switch {
-		case ts.header != "":
-			vals := r.Header[ts.header]
-			if len(vals) == 0 {
-				continue
-			}
-			if len(vals) > 1 {
-				return "", tokenAmbiguous
-			}
-			var ok bool
-			tok, ok = cutPrefixFold(vals[0], ts.prefix)
-			if !ok || tok == "" {
-				continue
-			}
-			st = tokenFound
-		case ts.cookie != "":
-			tok, st = cookieValue(r, ts.cookie)
-		case ts.query != "":
-			q, ok := s.originalQuery(r, from, given)
-			if !ok {
-				continue
-			}
-			tok, st = queryParam(q, ts.query)
+		case st == tokenMissing:
+			continue
+		case st == tokenFound && s.otherToken(r, i+1, tok, from, given):
+			return "", tokenAmbiguous
 		}
-		if st != tokenMissing {
-			return tok, st
+		return tok, st
+	}
+	return "", tokenMissing
+}
+
+// otherToken reports whether a source from index start on holds a token
+// other than tok, or is ambiguous.
+func (s *Server) otherToken(r *http.Request, start int, tok string, from queryFrom, given string) bool {
+	for i := start; i < len(s.sources); i++ {
+		if t, st := s.sourceToken(r, &s.sources[i], from, given); st == tokenAmbiguous || (st == tokenFound && t != tok) {
+			return true
 		}
+	}
+	return false
+}
+
+// sourceToken returns what the one source ts holds in r.
+func (s *Server) sourceToken(r *http.Request, ts *tokenSource, from queryFrom, given string) (string, tokenState) {
+	switch {
+	case ts.header != "":
+		vals := r.Header[ts.header]
+		if len(vals) == 0 {
+			return "", tokenMissing
+		}
+		if len(vals) > 1 {
+			return "", tokenAmbiguous
+		}
+		tok, ok := cutPrefixFold(vals[0], ts.prefix)
+		if !ok || tok == "" {
+			return "", tokenMissing
+		}
+		return tok, tokenFound
+	case ts.cookie != "":
+		return cookieValue(r, ts.cookie)
+	case ts.query != "":
+		q, ok := s.originalQuery(r, from, given)
+		if !ok {
+			return "", tokenMissing
+		}
+		return queryParam(q, ts.query)
 	}
 	return "", tokenMissing
 }

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
 // tokenSourceEnv is a server behind nginx with one source of each kind.
@@ -80,6 +83,23 @@ func TestTokenSourceForms(t *testing.T) {
 			r.Header.Add("X-Token", "FORGED")
 		}, wantState: tokenAmbiguous},
 		{name: "bearer", uri: "/", setup: func(r *http.Request) { r.Header.Set("Authorization", "Bearer GOOD") }, wantToken: "GOOD"},
+		// RFC 6750 §2: one method per request. Another source holding
+		// another token is ambiguous: the upstream may read that one.
+		{name: "header-and-query", uri: "/?access_token=FORGED", setup: func(r *http.Request) { r.Header.Set("X-Token", "GOOD") }, wantState: tokenAmbiguous},
+		{name: "cookie-and-bearer", uri: "/", setup: func(r *http.Request) {
+			r.Header.Set("Cookie", "session=GOOD")
+			r.Header.Set("Authorization", "Bearer FORGED")
+		}, wantState: tokenAmbiguous},
+		{name: "query-and-bearer", uri: "/?access_token=GOOD", setup: func(r *http.Request) { r.Header.Set("Authorization", "Bearer FORGED") }, wantState: tokenAmbiguous},
+		{name: "header-and-repeated-query", uri: "/?access_token=GOOD&access_token=FORGED", setup: func(r *http.Request) { r.Header.Set("X-Token", "GOOD") }, wantState: tokenAmbiguous},
+		{name: "same-token-twice", uri: "/?access_token=GOOD", setup: func(r *http.Request) {
+			r.Header.Set("Cookie", "session=GOOD")
+			r.Header.Set("Authorization", "Bearer GOOD")
+		}, wantToken: "GOOD"},
+		{name: "other-scheme-in-later-source", uri: "/", setup: func(r *http.Request) {
+			r.Header.Set("X-Token", "GOOD")
+			r.Header.Set("Authorization", "Basic dTpw")
+		}, wantToken: "GOOD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,4 +198,44 @@ func FuzzTokenSources(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDPoPTokenAndAnotherSource: a token under the DPoP scheme and another
+// in a configured cookie source is ambiguous, as two sources are: the
+// upstream could read the cookie's.
+func TestDPoPTokenAndAnotherSource(t *testing.T) {
+	ve := servertest.NewEnv(t, servertest.Config{NoDown: true})
+	store, err := replay.NewMemory(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker, err := dpop.New(dpop.Options{Replay: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Verifier: ve.V, Proxy: request.Nginx, DPoP: checker,
+		TokenSources:      []TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Cookie: "session"}},
+		SenderConstraints: map[string]SenderConstraint{issuerA: {DPoP: ConstraintOptional}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, cookie string
+		want         tokenState
+	}{
+		{"dpop-alone", "", tokenFound},
+		{"dpop-and-same-cookie", "session=GOOD", tokenFound},
+		{"dpop-and-other-cookie", "session=FORGED", tokenAmbiguous},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := nginxRequest("/")
+			r.Header.Set("Authorization", "DPoP GOOD")
+			if tt.cookie != "" {
+				r.Header.Set("Cookie", tt.cookie)
+			}
+			if _, st := srv.boundToken(r, &Binding{}, queryOriginal, ""); st != tt.want {
+				t.Errorf("boundToken() state %v, want %v", st, tt.want)
+			}
+		})
+	}
 }

@@ -73,7 +73,8 @@ type ClientCertSource struct {
 	Header string
 	// XFCC reads Envoy's x-forwarded-client-cert Hash (configure Envoy with
 	// forward_client_cert_details: SANITIZE_SET). False means it is
-	// ignored.
+	// ignored. New refuses it with the nginx, Caddy and Traefik presets,
+	// which pass the client's header.
 	XFCC bool
 }
 
@@ -142,6 +143,13 @@ func (s *Server) setBinding(opts Options) error {
 			return fmt.Errorf("%w: client certificate %w", ErrInvalidOptions, err)
 		}
 		s.certHeader = http.CanonicalHeaderKey(h)
+	}
+	if opts.ClientCert.XFCC {
+		if _, reads := opts.Proxy.Headers(); reads {
+			// Only Envoy sets (and sanitizes) x-forwarded-client-cert:
+			// behind nginx, Caddy or Traefik it is whatever the client sent.
+			return fmt.Errorf("%w: ClientCert.XFCC (mtls.xfcc) reads Envoy's x-forwarded-client-cert, which %s passes from the client: use ClientCert.Header (mtls.client_cert_header)", ErrInvalidOptions, opts.Proxy)
+		}
 	}
 	s.xfcc = opts.ClientCert.XFCC
 	s.dpop = opts.DPoP

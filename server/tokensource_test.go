@@ -63,6 +63,17 @@ func TestTokenSourceForms(t *testing.T) {
 		{name: "query-escaped-name", uri: "/?access_token=GOOD&access%5Ftoken=FORGED", wantState: tokenAmbiguous},
 		{name: "query-other-case", uri: "/?access_token=GOOD&ACCESS_TOKEN=FORGED", wantState: tokenAmbiguous},
 		{name: "query-plus-name", uri: "/?access_token=GOOD&access_token+=FORGED", wantState: tokenMissing + 99},
+		// PHP reads these names as access_token ($_GET mangles ' ', '.'
+		// and an unclosed '[' to '_', and reads x[...] as the array x).
+		{name: "query-php-dot", uri: "/?access_token=GOOD&access.token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-escaped-dot", uri: "/?access_token=GOOD&access%2Etoken=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-space", uri: "/?access_token=GOOD&access+token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-leading-space", uri: "/?access_token=GOOD&%20access_token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-bracket", uri: "/?access_token=GOOD&access[token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-array", uri: "/?access_token=GOOD&access_token[]=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-other-name", uri: "/?access_token=GOOD&access.tokens=x", wantToken: "GOOD"},
+		{name: "query-php-name-alone", uri: "/?access.token=FORGED", wantState: tokenAmbiguous},
+		{name: "cookie-php-dot", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD; sess.ion=x") }, wantToken: "GOOD"},
 		{name: "query-bad-escape", uri: "/?access_token=GO%zzOD", wantState: tokenAmbiguous},
 		{name: "query-empty", uri: "/?access_token=", wantState: tokenMissing},
 		{name: "cookie", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "theme=dark; session=GOOD") }, wantToken: "GOOD"},
@@ -128,6 +139,7 @@ func FuzzTokenSources(f *testing.F) {
 	f.Add("", "session=; session=FORGED", "/?access_token=GOOD&access_token=FORGED;")
 	f.Add("", `session="a"; theme=b`, "/?a=1;access_token=z")
 	f.Add("", "sess%69on=a", "/?access%5Ftoken=a&access_token=b")
+	f.Add("", "sess.ion=a", "/?x&ACCess token=0") // only PHP reads it as access_token
 	e := tokenSourceEnv(f)
 	f.Fuzz(func(t *testing.T, authorization, cookie, uri string) {
 		r := nginxRequest("/")
@@ -235,6 +247,31 @@ func TestDPoPTokenAndAnotherSource(t *testing.T) {
 			}
 			if _, st := srv.boundToken(r, &Binding{}, queryOriginal, ""); st != tt.want {
 				t.Errorf("boundToken() state %v, want %v", st, tt.want)
+			}
+		})
+	}
+}
+
+// TestCookiePHPNames: PHP's $_COOKIE reads access.token, "access token"
+// and access[token as access_token, and access_token[x] as its array: each
+// is the cookie access_token again.
+func TestCookiePHPNames(t *testing.T) {
+	for _, tt := range []struct {
+		cookie string
+		want   tokenState
+	}{
+		{"access_token=GOOD", tokenFound},
+		{"access_token=GOOD; access.token=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access%20token=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access[token=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access_token[x]=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access.tokens=x", tokenFound},
+	} {
+		t.Run(tt.cookie, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Header.Set("Cookie", tt.cookie)
+			if _, st := cookieValue(r, "access_token"); st != tt.want {
+				t.Errorf("cookieValue() state %v, want %v", st, tt.want)
 			}
 		})
 	}

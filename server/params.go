@@ -22,7 +22,7 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 	var value string
 	var raw string // the '&'-pair the value came from
 	n := 0
-	php := false // a name only PHP reads as name
+	php := false // a name only some parser reads as name
 	for pair := range strings.SplitSeq(rawQuery, "&") {
 		for part := range strings.SplitSeq(pair, ";") {
 			k, v, _ := strings.Cut(part, "=")
@@ -55,18 +55,20 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 // cookieValue returns the one value of the cookie name in r's Cookie
 // headers (all of them). A cookie counts whatever its value (empty, quoted,
 // or bytes net/http would drop), with names compared after trimming,
-// percent-decoding and case-insensitively: present more than once, or
-// under a name only PHP reads as name (phpSame), it is ambiguous, whatever
-// the values. Present once with an empty value, or
+// percent-decoding and case-insensitively: present more than once, under a
+// name only PHP reads as name (phpSame), or inside another cookie's value
+// where a parser splitting at white space or ',' finds it (inValue), it is
+// ambiguous, whatever the values. Present once with an empty value, or
 // absent, it is missing. A value in double quotes loses them (RFC 6265
 // §4.1.1).
 func cookieValue(r *http.Request, name string) (string, tokenState) {
 	var value string
 	n := 0
-	php := false // a name only PHP reads as name
+	php := false // a name only some parser reads as name
 	for _, line := range r.Header["Cookie"] {
 		for part := range strings.SplitSeq(line, ";") {
 			k, v, _ := strings.Cut(part, "=")
+			php = php || inValue(v, name)
 			if k = strings.Trim(k, " \t"); !sameName(k, name, false) {
 				php = php || phpSame(k, name, false)
 				continue
@@ -151,4 +153,20 @@ func phpName(k string) string {
 		}
 	}
 	return string(b)
+}
+
+// inValue reports whether the cookie value v holds name= after white space
+// or a ',': Python's http.cookies splits cookies at white space, Tomcat's
+// legacy parser at ',', and each then reads a cookie name there.
+func inValue(v, name string) bool {
+	for {
+		i := strings.IndexAny(v, ", \t")
+		if i < 0 {
+			return false
+		}
+		v = strings.TrimLeft(v[i:], ", \t")
+		if k, _, ok := strings.Cut(v, "="); ok && (sameName(k, name, false) || phpSame(k, name, false)) {
+			return true
+		}
+	}
 }

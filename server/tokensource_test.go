@@ -253,8 +253,9 @@ func TestDPoPTokenAndAnotherSource(t *testing.T) {
 }
 
 // TestCookiePHPNames: PHP's $_COOKIE reads access.token, "access token"
-// and access[token as access_token, and access_token[x] as its array: each
-// is the cookie access_token again.
+// and access[token as access_token, and access_token[x] as its array; a
+// parser that splits at white space or ',' reads a cookie inside another's
+// value: each is the cookie access_token again.
 func TestCookiePHPNames(t *testing.T) {
 	for _, tt := range []struct {
 		cookie string
@@ -266,6 +267,11 @@ func TestCookiePHPNames(t *testing.T) {
 		{"access_token=GOOD; access[token=FORGED", tokenAmbiguous},
 		{"access_token=GOOD; access_token[x]=FORGED", tokenAmbiguous},
 		{"access_token=GOOD; access.tokens=x", tokenFound},
+		// Python's http.cookies also splits at white space, Tomcat's legacy
+		// parser at ',': each reads a second access_token.
+		{"access_token=GOOD; x=1 access_token=FORGED", tokenAmbiguous},
+		{"x=1, access_token=FORGED; access_token=GOOD", tokenAmbiguous},
+		{"access_token=GOOD; x=a b", tokenFound},
 	} {
 		t.Run(tt.cookie, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -1,13 +1,45 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/textproto"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/jwksverify/jwksverify/verify"
 )
+
+// Bounds of the limits in [Options], checked by [CheckOptions] (and so by
+// [New]).
+const (
+	MaxMaxBodyBytes     = 64 << 20
+	MaxMaxBatch         = 10000
+	MaxRejectionLogRate = 100000
+)
+
+// CheckOptions reports whether [New] would refuse the limits of opts —
+// MaxBodyBytes, MaxBatch, RejectionLogRate — without building anything:
+// each is zero (its default) or within its bound, and a body can hold the
+// largest token the verifier takes, maxTokenBytes (zero:
+// verify.DefaultMaxTokenBytes). The error wraps [ErrInvalidOptions] and
+// names the field first ("MaxBatch: 20000 is out of range [1, 10000]").
+func CheckOptions(opts Options, maxTokenBytes int) error {
+	maxTokenBytes = cmp.Or(maxTokenBytes, verify.DefaultMaxTokenBytes)
+	switch n := opts.MaxBodyBytes; {
+	case n != 0 && (n < int64(maxTokenBytes) || n > MaxMaxBodyBytes):
+		return fmt.Errorf("%w: MaxBodyBytes: %d is out of range [%d (the largest token the verifier takes), %d]", ErrInvalidOptions, n, maxTokenBytes, MaxMaxBodyBytes)
+	}
+	if n := opts.MaxBatch; n < 0 || n > MaxMaxBatch {
+		return fmt.Errorf("%w: MaxBatch: %d is out of range [1, %d]", ErrInvalidOptions, n, MaxMaxBatch)
+	}
+	if n := opts.RejectionLogRate; n > MaxRejectionLogRate {
+		return fmt.Errorf("%w: RejectionLogRate: %d is above %d (negative: no limit)", ErrInvalidOptions, n, MaxRejectionLogRate)
+	}
+	return nil
+}
 
 // This file holds the rules on what configuration may name, exported for
 // configuration loaders: [New] and [Middleware] apply the same functions.

@@ -255,6 +255,10 @@ func (v *Verifier) ExplainAt(ctx context.Context, token string, now time.Time) (
 // [Verifier.VerifyAt]. It is safe for concurrent use.
 func (v *Verifier) Now() time.Time { return v.now() }
 
+// MaxTokenBytes returns the size bound of a token: [Options.MaxTokenBytes],
+// or its default.
+func (v *Verifier) MaxTokenBytes() int { return v.maxTokenBytes }
+
 // Issuers returns the configured issuers with defaults applied (Algorithms
 // filled in, Leeway and RequiredClaims set). The slices are shared with the
 // verifier: callers must not modify them.

@@ -21,7 +21,7 @@ func TestBadConfig(t *testing.T) {
 	}{
 		{name: "unknown-top-level-key", yaml: "listn: 127.0.0.1:1\n" + disc, wantField: `listn: line 1: unknown key "listn"`},
 		{name: "unknown-nested-key", yaml: disc + "    refresh: {min_intervall: 5s}\n", wantField: `issuers[0].refresh.min_intervall: line 4: unknown key`},
-		{name: "negative-log-rate", yaml: disc + "log: {rejections_per_second: -1}\n", wantField: "log.rejections_per_second: -1 is out of bounds"},
+		{name: "negative-log-rate", yaml: disc + "log: {rejections_per_second: -1}\n", wantField: "log.rejections_per_second: -1 is negative; 0 means no limit"},
 		{name: "no-issuers", yaml: "listen: 127.0.0.1:0\n", wantField: "issuers: at least one"},
 		{name: "no-key-source", yaml: "issuers: [{issuer: a}]", wantField: "issuers[0]: exactly one of discovery, jwks_url, jwks_file, secret_file"},
 		{name: "two-key-sources", yaml: disc + "    jwks_url: https://idp.example.com/keys\n", wantField: "issuers[0]: exactly one of discovery, jwks_url, jwks_file, secret_file is required (secret_file may also go with jwks_file); got discovery and jwks_url"},

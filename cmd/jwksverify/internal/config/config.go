@@ -302,21 +302,8 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	p.HTTP = httpTimeouts(waits)
 
-	maxToken := cmp.Or(int(deref(f.Limits.MaxTokenBytes)), verify.DefaultMaxTokenBytes)
-	ints := []struct {
-		path   string
-		v      *int
-		lo, hi int
-		bounds string // "": range [lo, hi]
-	}{
-		{"log.rejections_per_second", f.Log.RejectionsPerSecond, 0, 100000, "bounds [0, 100000] (0 = no limit)"},
-		{"limits.max_body_bytes", f.Limits.MaxBodyBytes, maxToken, 64 << 20, fmt.Sprintf("range [max_token_bytes (%d), %d]", maxToken, 64<<20)},
-		{"batch.max_tokens", f.Batch.MaxTokens, 1, 10000, ""},
-	}
-	for _, b := range ints {
-		if b.v != nil && (*b.v < b.lo || *b.v > b.hi) {
-			return nil, fmt.Errorf("%s: %d is out of %s", b.path, *b.v, cmp.Or(b.bounds, fmt.Sprintf("range [%d, %d]", b.lo, b.hi)))
-		}
+	if r := f.Log.RejectionsPerSecond; r != nil && *r < 0 {
+		return nil, fmt.Errorf("log.rejections_per_second: %d is negative; 0 means no limit", *r)
 	}
 	p.Verify = verify.Options{
 		StandardCrypto: f.Crypto.StandardLibrary,
@@ -351,9 +338,14 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	p.Server.Proxy = proxy
 	p.Server.MaxBodyBytes = int64(deref(f.Limits.MaxBodyBytes))
-	p.Server.MaxBatch = deref(f.Batch.MaxTokens)
+	p.Server.MaxBatch = int(deref(f.Batch.MaxTokens))
 	if r := f.Log.RejectionsPerSecond; r != nil {
 		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
+	}
+	if err := server.CheckOptions(p.Server, p.Verify.MaxTokenBytes); err != nil {
+		return nil, optionError("", err, server.ErrInvalidOptions, map[string]string{
+			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens", "RejectionLogRate": "log.rejections_per_second",
+		})
 	}
 
 	if err := f.planSenders(p, env); err != nil {

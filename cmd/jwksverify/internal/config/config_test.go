@@ -610,7 +610,7 @@ func TestPoliciesIndexTheirClaims(t *testing.T) {
 func TestLibraryBounds(t *testing.T) {
 	const redis = "dpop: {replay_store: redis, redis_url: \"redis://127.0.0.1:6379\", "
 	// Keys whose 0 means something: no leeway, no cache.
-	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true}
+	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true, "log.rejections_per_second": true}
 	d := func(v time.Duration) string { return v.String() }
 	n := strconv.Itoa
 	for _, tt := range []struct {
@@ -636,6 +636,13 @@ func TestLibraryBounds(t *testing.T) {
 		{"dpop.replay_max_entries", func(v string) string { return disc + "dpop: {replay_max_entries: " + v + "}\n" }, n(replay.MaxMaxEntries), n(replay.MaxMaxEntries + 1)},
 		{"dpop.redis_timeout", func(v string) string { return disc + redis + "redis_timeout: " + v + "}\n" }, d(replay.MaxRedisTimeout), d(replay.MaxRedisTimeout + time.Millisecond)},
 		{"dpop.redis_pool_size", func(v string) string { return disc + redis + "redis_pool_size: " + v + "}\n" }, n(replay.MaxRedisPoolSize), n(replay.MaxRedisPoolSize + 1)},
+		{"limits.max_body_bytes", func(v string) string { return disc + "limits: {max_body_bytes: " + v + "}\n" }, n(server.MaxMaxBodyBytes), n(server.MaxMaxBodyBytes + 1)},
+		{"limits.max_body_bytes", func(v string) string { return disc + "limits: {max_body_bytes: " + v + "}\n" }, n(verify.DefaultMaxTokenBytes), n(verify.DefaultMaxTokenBytes - 1)},
+		{"limits.max_body_bytes", func(v string) string {
+			return disc + "limits: {max_token_bytes: 2048, max_body_bytes: " + v + "}\n"
+		}, "2048", "2047"},
+		{"batch.max_tokens", func(v string) string { return disc + "batch: {max_tokens: " + v + "}\n" }, n(server.MaxMaxBatch), n(server.MaxMaxBatch + 1)},
+		{"log.rejections_per_second", func(v string) string { return disc + "log: {rejections_per_second: " + v + "}\n" }, n(server.MaxRejectionLogRate), n(server.MaxRejectionLogRate + 1)},
 	} {
 		t.Run(tt.key+"="+tt.wrong, func(t *testing.T) {
 			if _, err := parse(t, tt.doc(tt.ok)); err != nil {

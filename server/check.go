@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -20,13 +21,24 @@ const (
 	MaxRejectionLogRate = 100000
 )
 
-// CheckOptions reports whether [New] would refuse the limits of opts —
-// MaxBodyBytes, MaxBatch, RejectionLogRate — without building anything:
-// each is zero (its default) or within its bound, and a body can hold the
-// largest token the verifier takes, maxTokenBytes (zero:
-// verify.DefaultMaxTokenBytes). The error wraps [ErrInvalidOptions] and
-// names the field first ("MaxBatch: 20000 is out of range [1, 10000]").
+// CheckOptions reports whether [New] would refuse the limits and token
+// sources of opts without building anything: MaxBodyBytes, MaxBatch and
+// RejectionLogRate are zero (their default) or within their bounds, and a
+// body can hold the largest token the verifier takes, maxTokenBytes (zero:
+// verify.DefaultMaxTokenBytes); each TokenSources entry passes
+// [CheckTokenSource], and a query source comes with a Proxy. The error
+// wraps [ErrInvalidOptions] and names the field first ("MaxBatch: 20000 is
+// out of range [1, 10000]", "TokenSources[1]: ...").
 func CheckOptions(opts Options, maxTokenBytes int) error {
+	for i, ts := range opts.TokenSources {
+		if err := CheckTokenSource(ts); err != nil {
+			return fmt.Errorf("%w: TokenSources[%d]: %w", ErrInvalidOptions, i, err)
+		}
+		if ts.Query != "" && opts.Proxy == request.None {
+			return fmt.Errorf("%w: TokenSources[%d]: query %q needs Proxy (forward_auth.proxy, one of %s): a query token is read only from the original request the proxy reports",
+				ErrInvalidOptions, i, ts.Query, strings.Join(request.Proxies(), ", "))
+		}
+	}
 	maxTokenBytes = cmp.Or(maxTokenBytes, verify.DefaultMaxTokenBytes)
 	switch n := opts.MaxBodyBytes; {
 	case n != 0 && (n < int64(maxTokenBytes) || n > MaxMaxBodyBytes):

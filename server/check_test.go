@@ -123,6 +123,9 @@ func TestCheckOptions(t *testing.T) {
 		{"log rate at the maximum", Options{RejectionLogRate: MaxRejectionLogRate}, ""},
 		{"log rate above the maximum", Options{RejectionLogRate: MaxRejectionLogRate + 1}, "RejectionLogRate"},
 		{"no log limit", Options{RejectionLogRate: -1}, ""},
+		{"query source with a proxy", Options{TokenSources: []TokenSource{{Header: "X-Token"}, {Query: "access_token"}}, Proxy: request.Nginx}, ""},
+		{"query source without a proxy", Options{TokenSources: []TokenSource{{Header: "X-Token"}, {Query: "access_token"}}}, "TokenSources[1]"},
+		{"bad token source", Options{TokenSources: []TokenSource{{Header: "X Token"}}}, "TokenSources[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -252,13 +252,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s.stripAuthz = opts.StripAuthorization
 	s.proxy = opts.Proxy
-	if s.proxy == request.None {
-		for _, ts := range s.sources {
-			if ts.query != "" {
-				return nil, fmt.Errorf("%w: token source query %q needs Proxy (forward_auth.proxy): the query is read only from the original request the proxy reports", ErrInvalidOptions, ts.query)
-			}
-		}
-	}
 	s.maxBody = opts.MaxBodyBytes
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBodyBytes

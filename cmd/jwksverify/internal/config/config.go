@@ -342,11 +342,6 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if r := f.Log.RejectionsPerSecond; r != nil {
 		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
 	}
-	if err := server.CheckOptions(p.Server, p.Verify.MaxTokenBytes); err != nil {
-		return nil, optionError("", err, server.ErrInvalidOptions, map[string]string{
-			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens", "RejectionLogRate": "log.rejections_per_second",
-		})
-	}
 
 	if err := f.planSenders(p, env); err != nil {
 		return nil, err
@@ -355,14 +350,12 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if f.TokenSources != nil && len(f.TokenSources) == 0 {
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
 	}
-	for i, ts := range f.TokenSources {
-		if err := server.CheckTokenSource(ts); err != nil {
-			return nil, fmt.Errorf("token_sources[%d]: %w", i, err)
-		}
-	}
 	p.Server.TokenSources = f.TokenSources
-	if i := slices.IndexFunc(f.TokenSources, func(ts server.TokenSource) bool { return ts.Query != "" }); i >= 0 && proxy == request.None {
-		return nil, fmt.Errorf("token_sources[%d].query: needs forward_auth.proxy (one of %s): a query token is read only from the original request the proxy reports", i, strings.Join(request.Proxies(), ", "))
+	if err := server.CheckOptions(p.Server, p.Verify.MaxTokenBytes); err != nil {
+		return nil, optionError("", err, server.ErrInvalidOptions, map[string]string{
+			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens",
+			"RejectionLogRate": "log.rejections_per_second", "TokenSources": "token_sources",
+		})
 	}
 
 	if err := f.planPolicies(p); err != nil {

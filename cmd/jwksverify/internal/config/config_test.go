@@ -218,8 +218,8 @@ func TestURLsAreJWKS(t *testing.T) {
 // forward_auth.proxy is a configuration error naming the entry.
 func TestQuerySourceNeedsProxy(t *testing.T) {
 	_, err := parse(t, disc+"token_sources: [{header: X-T}, {query: access_token}]\n")
-	if err == nil || !strings.Contains(err.Error(), "token_sources[1].query") {
-		t.Fatalf("parse() = %v, want an error naming token_sources[1].query", err)
+	if err == nil || !strings.Contains(err.Error(), "token_sources[1]: query") {
+		t.Fatalf("parse() = %v, want an error naming token_sources[1]'s query", err)
 	}
 	for _, p := range []string{"nginx", "traefik", "caddy", "envoy"} {
 		if _, err := parse(t, disc+"token_sources: [{query: access_token}]\nforward_auth: {proxy: "+p+"}\n"); err != nil {

@@ -126,6 +126,13 @@ func TestCheckOptions(t *testing.T) {
 		{"query source with a proxy", Options{TokenSources: []TokenSource{{Header: "X-Token"}, {Query: "access_token"}}, Proxy: request.Nginx}, ""},
 		{"query source without a proxy", Options{TokenSources: []TokenSource{{Header: "X-Token"}, {Query: "access_token"}}}, "TokenSources[1]"},
 		{"bad token source", Options{TokenSources: []TokenSource{{Header: "X Token"}}}, "TokenSources[0]"},
+		{"client secret at the minimum", Options{IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: strings.Repeat("s", MinClientSecretBytes)}}}, ""},
+		{"client secret too short", Options{IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: strings.Repeat("s", MinClientSecretBytes-1)}}}, "IntrospectionClients[0]"},
+		{"client without id", Options{IntrospectionClients: []IntrospectionClient{{Secret: strings.Repeat("s", 20)}}}, "IntrospectionClients[0]"},
+		{"client id with a colon", Options{IntrospectionClients: []IntrospectionClient{{ID: "a:b", Secret: strings.Repeat("s", 20)}}}, "IntrospectionClients[0]"},
+		{"client listed twice", Options{IntrospectionClients: []IntrospectionClient{{ID: "a", Secret: strings.Repeat("s", 20)}, {ID: "a", Secret: strings.Repeat("t", 20)}}}, "IntrospectionClients[1]"},
+		{"client certificate header", Options{ClientCert: ClientCertSource{Header: "X-Client-Cert"}}, ""},
+		{"bad client certificate header", Options{ClientCert: ClientCertSource{Header: "X Client"}}, "ClientCert.Header"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -263,9 +263,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.setClaimHeaders(opts.ClaimsToHeaders, opts.Verifier.Issuers()); err != nil {
 		return nil, err
 	}
-	if s.clients, err = newClients(opts.IntrospectionClients); err != nil {
-		return nil, err
-	}
+	s.clients = newClients(opts.IntrospectionClients)
 	if err := s.setPolicies(opts.Policies, opts.Verifier.Issuers(), s.proxy); err != nil {
 		return nil, err
 	}

@@ -46,8 +46,6 @@ const (
 	maxConfigBytes         = 1 << 20
 	// MaxSecretBytes bounds a secret file.
 	MaxSecretBytes = 4096
-	// minIntrospectionSecret is the shortest introspection client secret.
-	minIntrospectionSecret = 16
 )
 
 // logLevels are the values of log.level.
@@ -351,12 +349,6 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
 	}
 	p.Server.TokenSources = f.TokenSources
-	if err := server.CheckOptions(p.Server, p.Verify.MaxTokenBytes); err != nil {
-		return nil, optionError("", err, server.ErrInvalidOptions, map[string]string{
-			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens",
-			"RejectionLogRate": "log.rejections_per_second", "TokenSources": "token_sources",
-		})
-	}
 
 	if err := f.planPolicies(p); err != nil {
 		return nil, err
@@ -374,10 +366,14 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		if !ok || secret == "" {
 			return nil, fmt.Errorf("%s.secret_env: environment variable %s is not set", path, cl.SecretEnv)
 		}
-		if len(secret) < minIntrospectionSecret {
-			return nil, fmt.Errorf("%s.secret_env: the secret in %s is shorter than %d bytes", path, cl.SecretEnv, minIntrospectionSecret)
-		}
 		p.Server.IntrospectionClients = append(p.Server.IntrospectionClients, server.IntrospectionClient{ID: cl.ID, Secret: secret})
+	}
+	if err := server.CheckOptions(p.Server, p.Verify.MaxTokenBytes); err != nil {
+		return nil, optionError("", err, server.ErrInvalidOptions, map[string]string{
+			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens",
+			"RejectionLogRate": "log.rejections_per_second", "TokenSources": "token_sources",
+			"IntrospectionClients": "introspection.clients", "ClientCert.Header": "mtls.client_cert_header",
+		})
 	}
 	if p.Server.APIAuth && len(f.Introspection.Clients) == 0 && p.TLS.ClientCAFile == "" {
 		return nil, errors.New("api_auth.required: no caller could authenticate; configure introspection.clients or tls.client_ca_file")
@@ -510,11 +506,6 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 		}
 	default:
 		return fmt.Errorf("dpop.replay_store: %q is not one of memory, redis", d.ReplayStore)
-	}
-	if h := f.MTLS.ClientCertHeader; h != "" {
-		if err := server.CheckTokenSource(server.TokenSource{Header: h}); err != nil {
-			return fmt.Errorf("mtls.client_cert_header: %w", err)
-		}
 	}
 	p.Server.ClientCert = server.ClientCertSource{Header: f.MTLS.ClientCertHeader, XFCC: f.MTLS.XFCC}
 	for i, fi := range f.Issuers {

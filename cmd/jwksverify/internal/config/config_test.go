@@ -659,6 +659,20 @@ func TestLibraryBounds(t *testing.T) {
 			}
 		})
 	}
+	// server's rules on introspection clients, with the YAML key.
+	secrets := map[string]string{"S_OK": strings.Repeat("s", server.MinClientSecretBytes), "S_SHORT": strings.Repeat("s", server.MinClientSecretBytes-1)}
+	env := func(k string) (string, bool) { v, ok := secrets[k]; return v, ok }
+	for doc, want := range map[string]string{
+		"introspection: {clients: [{id: gw, secret_env: S_OK}]}\n":                             "",
+		"introspection: {clients: [{id: gw, secret_env: S_SHORT}]}\n":                          "introspection.clients[0]: the secret is shorter than",
+		"introspection: {clients: [{id: gw, secret_env: S_OK}, {id: gw, secret_env: S_OK}]}\n": "introspection.clients[1]: id \"gw\" is listed twice",
+		"introspection: {clients: [{id: \"g:w\", secret_env: S_OK}]}\n":                        "introspection.clients[0]: id \"g:w\" contains a colon",
+	} {
+		_, err := Parse([]byte(disc+doc), t.TempDir(), Overrides{}, env)
+		if (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%s= %v, want %q", doc, err, want)
+		}
+	}
 	// introspect's pairing rule, with the YAML key.
 	if _, err := parse(t, disc+"    introspection: {client_id: a}\n"); err == nil || !strings.Contains(err.Error(), "issuers[0].introspection.client_id: set without ClientSecretFile") {
 		t.Errorf("client_id without client_secret_file = %v, want refused naming the key", err)

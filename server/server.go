@@ -351,6 +351,10 @@ func (s *Server) AdminHandler() http.Handler { return s.adminHandler }
 // Verifier returns the verifier the server decides with.
 func (s *Server) Verifier() *verify.Verifier { return s.v }
 
+// MaxBodyBytes returns the bound of a request body ([Options.MaxBodyBytes],
+// default applied): a gRPC server in front of it takes the same bound.
+func (s *Server) MaxBodyBytes() int64 { return s.maxBody }
+
 // TokenSources returns the token sources, defaults applied, in the order
 // [Server.DecideRequest] tries them (header names canonical). The slice is
 // the caller's.

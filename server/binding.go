@@ -73,8 +73,8 @@ type ClientCertSource struct {
 	Header string
 	// XFCC reads Envoy's x-forwarded-client-cert Hash (configure Envoy with
 	// forward_client_cert_details: SANITIZE_SET). False means it is
-	// ignored. New refuses it with the nginx, Caddy and Traefik presets,
-	// which pass the client's header.
+	// ignored. [CheckOptions] refuses it with the nginx, Caddy and Traefik
+	// presets, which pass the client's header.
 	XFCC bool
 }
 
@@ -138,18 +138,8 @@ func (s *Server) setBinding(opts Options) error {
 		}
 		s.constraints[name] = sc
 	}
-	if h := opts.ClientCert.Header; h != "" {
-		if err := CheckTokenSource(TokenSource{Header: h}); err != nil {
-			return fmt.Errorf("%w: client certificate %w", ErrInvalidOptions, err)
-		}
+	if h := opts.ClientCert.Header; h != "" { // checked by CheckOptions
 		s.certHeader = http.CanonicalHeaderKey(h)
-	}
-	if opts.ClientCert.XFCC {
-		if _, reads := opts.Proxy.Headers(); reads {
-			// Only Envoy sets (and sanitizes) x-forwarded-client-cert:
-			// behind nginx, Caddy or Traefik it is whatever the client sent.
-			return fmt.Errorf("%w: ClientCert.XFCC (mtls.xfcc) reads Envoy's x-forwarded-client-cert, which %s passes from the client: use ClientCert.Header (mtls.client_cert_header)", ErrInvalidOptions, opts.Proxy)
-		}
 	}
 	s.xfcc = opts.ClientCert.XFCC
 	s.dpop = opts.DPoP

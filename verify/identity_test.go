@@ -94,6 +94,10 @@ func TestOpaque(t *testing.T) {
 				if !errors.As(err, &ve) || ve.Class == "" {
 					t.Fatalf("VerifyAmong() = %v, want a *verify.Error with a class", err)
 				}
+				// The text reaches callers: it never names the configuration.
+				if msg := err.Error(); strings.Contains(msg, issA) || strings.Contains(msg, aud) {
+					t.Errorf("error %q names the configured issuer or audience", msg)
+				}
 				return
 			}
 			if tt.wantSub != "" && res.Subject != tt.wantSub {

@@ -18,7 +18,8 @@ import (
 
 // tokenSource is a validated [TokenSource].
 type tokenSource struct {
-	header string // canonical header name
+	header string   // canonical header name
+	twins  []string // HeaderTwins(header)
 	prefix string
 	cookie string
 	query  string
@@ -85,6 +86,11 @@ func (s *Server) otherToken(r *http.Request, start int, tok string, from queryFr
 func (s *Server) sourceToken(r *http.Request, ts *tokenSource, from queryFrom, given string) (string, tokenState) {
 	switch {
 	case ts.header != "":
+		for _, t := range ts.twins {
+			if len(r.Header[t]) > 0 {
+				return "", tokenAmbiguous
+			}
+		}
 		vals := r.Header[ts.header]
 		if len(vals) == 0 {
 			return "", tokenMissing
@@ -123,6 +129,41 @@ func (s *Server) originalQuery(r *http.Request, from queryFrom, given string) (s
 		return "", false
 	}
 	return o.RawQuery, true
+}
+
+// maxTwinSeparators bounds the '-' and '_' of a header name whose swaps
+// HeaderTwins lists: 2^6 - 1 names at most.
+const maxTwinSeparators = 6
+
+// HeaderTwins returns the canonical names of the headers that CGI and
+// FastCGI (PHP behind php_fastcgi or php-fpm, WSGI) read as name: name with
+// some of its '-' and '_' swapped (X_Token and X-Token are both
+// HTTP_X_TOKEN), name itself excluded; nil for a name without either (such
+// as Authorization). Only the first six separators are swapped. A header
+// token source is ambiguous when one of them is present: an upstream could
+// read its value instead of the one verified. The slice is the caller's.
+func HeaderTwins(name string) []string {
+	var pos []int
+	for i := 0; i < len(name) && len(pos) < maxTwinSeparators; i++ {
+		if name[i] == '-' || name[i] == '_' {
+			pos = append(pos, i)
+		}
+	}
+	if len(pos) == 0 {
+		return nil
+	}
+	self := textproto.CanonicalMIMEHeaderKey(name)
+	var out []string
+	b := []byte(name)
+	for mask := range 1 << len(pos) {
+		for j, p := range pos {
+			b[p] = "-_"[mask>>j&1]
+		}
+		if c := textproto.CanonicalMIMEHeaderKey(string(b)); c != self && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // bearerToken returns the token of an Authorization header value

@@ -89,6 +89,13 @@ func TestTokenSourceForms(t *testing.T) {
 		{name: "cookie-spaced-name", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD;  session =FORGED") }, wantState: tokenAmbiguous},
 		{name: "cookie-empty", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=") }, wantState: tokenMissing},
 		{name: "header", uri: "/", setup: func(r *http.Request) { r.Header.Set("X-Token", "GOOD") }, wantToken: "GOOD"},
+		// CGI and FastCGI (PHP behind Caddy's php_fastcgi, WSGI) read
+		// X-Token and X_Token as one HTTP_X_TOKEN.
+		{name: "header-underscore-twin", uri: "/", setup: func(r *http.Request) {
+			r.Header.Set("X-Token", "GOOD")
+			r.Header["X_token"] = []string{"FORGED"}
+		}, wantState: tokenAmbiguous},
+		{name: "header-underscore-alone", uri: "/", setup: func(r *http.Request) { r.Header["X_token"] = []string{"FORGED"} }, wantState: tokenAmbiguous},
 		{name: "header-twice", uri: "/", setup: func(r *http.Request) {
 			r.Header.Add("X-Token", "GOOD")
 			r.Header.Add("X-Token", "FORGED")
@@ -280,5 +287,21 @@ func TestCookiePHPNames(t *testing.T) {
 				t.Errorf("cookieValue() state %v, want %v", st, tt.want)
 			}
 		})
+	}
+}
+
+func TestHeaderTwins(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want []string
+	}{
+		{"Authorization", nil},
+		{"X-Token", []string{"X_token"}},
+		{"x_token", []string{"X-Token"}},
+		{"X-Api-Key", []string{"X_api-Key", "X-Api_key", "X_api_key"}},
+	} {
+		if got := HeaderTwins(tt.name); strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("HeaderTwins(%q) = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

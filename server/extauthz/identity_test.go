@@ -5,6 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc/codes"
+
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
@@ -52,6 +55,33 @@ func TestCheckClearsEveryIdentityHeader(t *testing.T) {
 			slices.Sort(remove)
 			if !equalMaps(set, tt.wantSet) || !slices.Equal(remove, tt.wantRemove) {
 				t.Fatalf("Check() sets %v, removes %v; want %v, %v", set, remove, tt.wantSet, tt.wantRemove)
+			}
+		})
+	}
+}
+
+// TestCheckHeaderUnderscoreTwin: over gRPC too, a header that CGI and
+// FastCGI read as the token source's (x_token for X-Token) makes the source
+// ambiguous, in the headers map and in header_map.
+func TestCheckHeaderUnderscoreTwin(t *testing.T) {
+	valid, forged := tokens()["valid"], "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhZG1pbiJ9."
+	g := startGRPC(t, newEnv(t, envConfig{sources: []server.TokenSource{{Header: "X-Token"}}}))
+	for _, tt := range []struct {
+		name   string
+		req    *authv3.CheckRequest
+		wantOK bool
+	}{
+		{"alone", envoyRequest("GET", "/", map[string]string{"x-token": valid}), true},
+		{"twin", envoyRequest("GET", "/", map[string]string{"x-token": valid, "x_token": forged}), false},
+		{"twin-raw", rawHeaders(envoyRequest("GET", "/", map[string]string{"x-token": valid}), [2]string{"X_Token", forged}), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := g.authz.Check(t.Context(), tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok := codes.Code(resp.GetStatus().GetCode()) == codes.OK; ok != tt.wantOK {
+				t.Fatalf("Check() OK = %v, want %v (%v)", ok, tt.wantOK, resp.GetStatus())
 			}
 		})
 	}

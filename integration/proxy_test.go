@@ -19,6 +19,7 @@ import (
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -345,6 +346,10 @@ func testForwardAuth(t *testing.T, px *proxyEnv) {
 			if tc.spoof {
 				for _, h := range claimHeaders {
 					req.Header.Set(h.header, "forged-"+h.claim)
+					// A CGI upstream reads X_Auth_Subject as X-Auth-Subject.
+					for _, tw := range server.HeaderTwins(h.header) {
+						req.Header[tw] = []string{"forged-" + h.claim}
+					}
 				}
 			}
 			hitsBefore := px.upstream.Hits()
@@ -391,6 +396,13 @@ func testForwardAuth(t *testing.T, px *proxyEnv) {
 					t.Errorf("upstream %s = %q, want absent or empty", h.name, vals)
 				case h.want != "" && (len(vals) != 1 || vals[0] != h.want):
 					t.Errorf("upstream %s = %q, want exactly [%q]", h.name, vals, h.want)
+				}
+			}
+			for _, h := range claimHeaders {
+				for _, tw := range server.HeaderTwins(h.header) {
+					if vals := got.Headers.Values(tw); len(vals) != 0 {
+						t.Errorf("upstream %s = %q, want absent (the twin of %s)", tw, vals, h.header)
+					}
 				}
 			}
 			if got.URI != "/orders/7?page=2" || got.Method != tc.method || got.Body != tc.body {

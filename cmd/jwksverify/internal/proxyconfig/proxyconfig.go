@@ -26,6 +26,7 @@ import (
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/server"
 )
 
 // Defaults of [Input]'s addresses: a proxy on loopback in front of an
@@ -198,6 +199,9 @@ var templates = map[request.Proxy]*template.Template{
 func parse(name string) *template.Template {
 	return template.Must(template.New(name).Funcs(template.FuncMap{
 		"lower":    strings.ToLower,
+		// twins: the header and the names a CGI upstream reads as it
+		// (server.HeaderTwins), each to be cleared.
+		"twins": func(h string) []string { return append([]string{h}, server.HeaderTwins(h)...) },
 		"nginxvar": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
 		"seconds":  func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
 		"host":     func(a string) string { h, _, _ := net.SplitHostPort(a); return h },

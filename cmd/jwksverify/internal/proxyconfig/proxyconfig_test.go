@@ -318,3 +318,28 @@ func writeFor(t *testing.T, yaml string, px request.Proxy) string {
 	}
 	return b.String()
 }
+
+// TestWriteClaimHeaderTwins: Caddy, Traefik and Envoy pass headers with
+// underscores on, and a CGI or FastCGI upstream reads X_Auth_Subject as
+// X-Auth-Subject (both HTTP_X_AUTH_SUBJECT): their files drop a client's
+// underscore twins of every claim header too (nginx drops such headers
+// itself: ignore_invalid_headers).
+func TestWriteClaimHeaderTwins(t *testing.T) {
+	for _, tt := range []struct {
+		px   request.Proxy
+		want []string
+	}{
+		{request.Caddy, []string{"request_header -X_auth_subject\n", "request_header -X-Auth_subject\n", "request_header -X_auth-Subject\n"}},
+		{request.Traefik, []string{`X_auth_subject: ""`, `X-Auth_subject: ""`}},
+		{request.Envoy, []string{"- remove: x_auth_subject\n", "- remove: x-auth_subject\n"}},
+	} {
+		t.Run(string(tt.px), func(t *testing.T) {
+			out := writeFor(t, threeHeaders, tt.px)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("proxy-config %s lacks %q:\n%s", tt.px, w, out)
+				}
+			}
+		})
+	}
+}

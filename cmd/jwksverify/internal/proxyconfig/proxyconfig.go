@@ -198,10 +198,10 @@ var templates = map[request.Proxy]*template.Template{
 
 func parse(name string) *template.Template {
 	return template.Must(template.New(name).Funcs(template.FuncMap{
-		"lower":    strings.ToLower,
+		"lower": strings.ToLower,
 		// twins: the header and the names a CGI upstream reads as it
 		// (server.HeaderTwins), each to be cleared.
-		"twins": func(h string) []string { return append([]string{h}, server.HeaderTwins(h)...) },
+		"twins":    func(h string) []string { return append([]string{h}, server.HeaderTwins(h)...) },
 		"nginxvar": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
 		"seconds":  func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
 		"host":     func(a string) string { h, _, _ := net.SplitHostPort(a); return h },

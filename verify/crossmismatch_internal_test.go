@@ -2,7 +2,10 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
 // Once the cross-check has caught a prepared verifier accepting a forgery
@@ -61,5 +64,67 @@ func TestCrossCheckMismatchDropsCachedVerdicts(t *testing.T) {
 	}
 	if _, err := v.Verify(context.Background(), forged1); err == nil {
 		t.Errorf("after the mismatch on kid k1, the earlier forgery is still accepted from the token cache (CacheStats %+v)", v.CacheStats())
+	}
+}
+
+// pssMutantSeam is a prepared RSA verifier broken in its PSS code only (as
+// a bug in rsaverify's VerifyPSSSaltHash would be): PKCS #1 v1.5 is right,
+// PSS also accepts every signature whose last bit is flipped.
+func pssMutantSeam() preparedCrypto {
+	return preparedCrypto{
+		rs: func(k *rsaverify.PublicKey, rs *rsSpec, signing string, sig []byte) bool {
+			ok := verifyRSPrepared(k, rs, signing, sig)
+			if rs.pss {
+				ok = ok || verifyRSPrepared(k, rs, signing, flipLastBit(sig))
+			}
+			return ok
+		},
+		es: verifyESPrepared,
+	}
+}
+
+// An RSA key without a JWK alg serves RS* and PS* (and every hash): each
+// is its own code in the prepared verifier. A key proven by its RS256
+// accepts is not proven for PS256: the first PS256 accept, and the first
+// of each other algorithm, is cross-checked too, so that a bug in one
+// algorithm's code is caught on its first use rather than one accept in a
+// thousand later.
+func TestCrossCheckProvesEachAlgorithm(t *testing.T) {
+	tests := []struct {
+		name         string
+		proveWith    []string // valid tokens verified first
+		forgeAlg     string
+		wantMismatch bool
+	}{
+		{"rs256-then-ps256-forgery", []string{"RS256"}, "PS256", true},
+		{"rs256-rs512-then-ps384-forgery", []string{"RS256", "RS512"}, "PS384", true},
+		{"ps256-then-ps512-forgery", []string{"PS256"}, "PS512", true},
+		{"ps256-proven-then-ps256-forgery-unsampled", []string{"PS256"}, "PS256", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := cryptoVerifier(t, "RS256", Options{CrossCheckRate: 1e-9})
+			v.sig.prepared = pssMutantSeam()
+			for i, alg := range tt.proveWith {
+				valid, _ := cryptoToken(alg, i)
+				if _, err := v.Verify(context.Background(), valid); err != nil {
+					t.Fatalf("Verify(valid %s) = %v", alg, err)
+				}
+			}
+			_, forged := cryptoToken(tt.forgeAlg, 99)
+			_, err := v.Verify(context.Background(), forged)
+			if tt.wantMismatch {
+				if !errors.Is(err, ErrBadSignature) || v.CryptoStats().Mismatches != 1 {
+					t.Fatalf("Verify(forged %s) = %v, CryptoStats %+v; want bad_signature and one mismatch (first use of %s with this key)",
+						tt.forgeAlg, err, v.CryptoStats(), tt.forgeAlg)
+				}
+				return
+			}
+			// The documented limit of sampling: once an algorithm is proven
+			// for the key, an unsampled accept is not checked again.
+			if err != nil {
+				t.Fatalf("Verify(forged %s, unsampled) = %v; this case pins the sampling it relies on", tt.forgeAlg, err)
+			}
+		})
 	}
 }

@@ -164,8 +164,9 @@ type Options struct {
 	// standard library whatever this says.
 	StandardCrypto bool
 	// CrossCheckRate is the fraction of accepts by a prepared verifier that
-	// are verified again with the standard library, once the key is proven;
-	// every accept of a key not yet proven (its first use, or after a
+	// are verified again with the standard library, once the key is proven
+	// for the token's algorithm; every accept of a key not yet proven for
+	// it (the key's first use under that algorithm, or after a
 	// disagreement) is checked. A disagreement rejects the token as
 	// bad_signature, is logged at error through Logger and counted in
 	// [Verifier.CryptoStats]. Zero means [DefaultCrossCheckRate]; 1 checks

@@ -139,14 +139,14 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 	}
 	fail := func(err error) *opaqueMemo { return &opaqueMemo{is: is, err: err} }
 	if cl.has(clIss) && cl.iss != is.cfg.Issuer && !(is.template && matchTemplate(is.prefix, is.suffix, cl.iss, cl.tid)) {
-		return fail(fmt.Errorf("%w: introspection answer's iss %s is not %s", ErrWrongIssuer, quote(cl.iss), quote(is.cfg.Issuer)))
+		return fail(fmt.Errorf("%w: introspection answer's iss %s is not the configured issuer", ErrWrongIssuer, quote(cl.iss)))
 	}
 	if auds := is.cfg.Audiences; len(auds) > 0 {
 		if !cl.has(clAud) {
 			return fail(fmt.Errorf("%w: aud is required", ErrMissingClaim))
 		}
 		if !cl.audHas(auds) {
-			return fail(fmt.Errorf("%w: aud %s has none of %q", ErrWrongAudience, quoteList(cl.audList()), auds))
+			return fail(fmt.Errorf("%w: aud %s has none of the configured audiences", ErrWrongAudience, quoteList(cl.audList())))
 		}
 	}
 	if missing := is.required &^ cl.present; missing != 0 {

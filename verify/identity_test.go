@@ -51,6 +51,8 @@ func TestOpaque(t *testing.T) {
 		"expired":            fmt.Sprintf(`{"aud":%q,"exp":%d}`, aud, t0.Add(-time.Hour).Unix()),
 		"no-exp":             fmt.Sprintf(`{"aud":%q}`, aud),
 		"three.segments.tok": fmt.Sprintf(`{"aud":%q,"exp":%d}`, aud, exp),
+		"nbf-string":         fmt.Sprintf(`{"aud":%q,"exp":%d,"nbf":"soon"}`, aud, exp),
+		"sub-number":         fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":5}`, aud, exp),
 	}
 	a := issuerA(keys)
 	a.Introspector = introspector(t, issA, answers)
@@ -76,6 +78,11 @@ func TestOpaque(t *testing.T) {
 		{"wrong-audience", one, "wrong-aud", nil, verify.ErrWrongAudience, ""},
 		{"expired-answer", one, "expired", nil, verify.ErrExpired, ""},
 		{"exp-required", one, "no-exp", nil, verify.ErrMissingClaim, ""},
+		// A registered claim of the wrong type in the server's answer is the
+		// server's fault, as an exp of the wrong type is (introspect.Decode):
+		// could not decide (503), not a malformed token (401).
+		{"answer-nbf-not-a-number", one, "nbf-string", nil, verify.ErrKeysUnavailable, ""},
+		{"answer-sub-not-a-string", one, "sub-number", nil, verify.ErrKeysUnavailable, ""},
 		{"three-segments-not-jws", one, "three.segments.tok", nil, nil, ""},
 		{"jwt-stays-local", one, mint("RS256", "k-RS256", nil), nil, nil, "alice"},
 		{"two-introspectors", two, "ory_at_good.sig", nil, verify.ErrUnknownIssuer, ""},

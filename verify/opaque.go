@@ -135,7 +135,10 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 	ps := string(raw)
 	var cl claims
 	if err := parseClaims(ps, &cl); err != nil {
-		return &opaqueMemo{is: is, err: fmt.Errorf("%w: introspection answer: %w", ErrMalformed, err)}
+		// The server's answer is broken, not the token: could not decide,
+		// as for an answer introspect.Decode refuses (an exp that is not a
+		// number, an active that is not a boolean).
+		return &opaqueMemo{is: is, err: fmt.Errorf("%w: introspection answer: %w", ErrKeysUnavailable, err)}
 	}
 	fail := func(err error) *opaqueMemo { return &opaqueMemo{is: is, err: err} }
 	if cl.has(clIss) && cl.iss != is.cfg.Issuer && !(is.template && matchTemplate(is.prefix, is.suffix, cl.iss, cl.tid)) {
@@ -194,7 +197,7 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 		// (RFC 9449 §6.2, RFC 8705 §3.2), as a JWT is by its own.
 		cnf, err := decodeConfirmation(cl.cnf)
 		if err != nil {
-			return fail(fmt.Errorf("%w: introspection answer's cnf: %w", ErrMalformed, err))
+			return fail(fmt.Errorf("%w: introspection answer's cnf: %w", ErrKeysUnavailable, err))
 		}
 		res.Confirmation = cnf
 	}

@@ -128,3 +128,47 @@ func TestCrossCheckProvesEachAlgorithm(t *testing.T) {
 		})
 	}
 }
+
+// An operator who turns crypto.standard_library on (a reload with
+// StandardCrypto) has stopped trusting the prepared verifiers: the
+// verdicts they produced, cached in the token cache the reload shares,
+// must not be answered by the new verifier, which would otherwise keep
+// accepting a forgery the prepared path let through unsampled until it
+// expires. Verdicts of a reload that keeps the prepared path are kept.
+func TestStandardCryptoReloadDropsPreparedVerdicts(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		standard bool
+		wantHit  bool
+	}{
+		{"standard-library-turned-on", true, false},
+		{"prepared-kept", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc, err := NewTokenCache(TokenCacheOptions{MaxEntries: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v1 := cryptoVerifier(t, "RS256", Options{CrossCheckRate: 1e-9, Cache: tc})
+			v1.sig.prepared = mutantSeam()
+			valid, _ := cryptoToken("RS256", 0)
+			_, forged := cryptoToken("RS256", 1)
+			for _, tok := range []string{valid, forged} { // the key proven, then a forgery accepted unsampled
+				if _, err := v1.Verify(context.Background(), tok); err != nil {
+					t.Fatalf("v1.Verify() = %v (this test needs the forgery accepted unsampled)", err)
+				}
+			}
+			v2, err := New(Options{Issuers: v1.Issuers(), Now: v1.now, Cache: tc, Previous: v1, StandardCrypto: tt.standard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.standard {
+				v2.sig.prepared = mutantSeam()
+			}
+			_, err = v2.Verify(context.Background(), forged)
+			if hit := err == nil; hit != tt.wantHit {
+				t.Errorf("v2.Verify(forged) = %v; want the cached verdict answered: %v", err, tt.wantHit)
+			}
+		})
+	}
+}

@@ -96,6 +96,11 @@ type preparedCrypto struct {
 	es func(k *ecverify.PublicKey, es *esSpec, signing string, sig []byte) bool
 }
 
+// drops reports whether c lacks a prepared verifier that prev has.
+func (c preparedCrypto) drops(prev preparedCrypto) bool {
+	return prev.rs != nil && c.rs == nil || prev.es != nil && c.es == nil
+}
+
 // defaultCrypto is the seam of a Verifier without StandardCrypto: the
 // prepared verifiers, each unless it steps aside for FIPS 140-3 mode or
 // BoringCrypto.

@@ -144,7 +144,10 @@ type Options struct {
 	// equal) is carried over as it is, and with it, when both verifiers use
 	// the same Cache, its cached verdicts; any other issuer is new, and
 	// verdicts cached for an issuer not carried over are never answered by
-	// this verifier. Previous keeps working unchanged. Nil means no
+	// this verifier. No issuer is carried over when this verifier uses the
+	// standard library where Previous used a prepared verifier
+	// (StandardCrypto turned on): the verdicts cached under Previous are
+	// then not answered. Previous keeps working unchanged. Nil means no
 	// predecessor.
 	Previous *Verifier
 	// Tracer, if not nil, records a "verify" span per [Verifier.VerifyAt]

@@ -262,7 +262,7 @@ func (o Options) withDefaults() (Options, error) {
 	o.StaticKeys = slices.Clone(o.StaticKeys)
 	if o.DiscoveryURL != "" {
 		if !o.Discovery {
-			return invalid("DiscoveryURL needs Discovery")
+			return invalid("DiscoveryURL: set without Discovery")
 		}
 		if _, err := parseURL(o.DiscoveryURL, o.InsecureAllowHTTP); err != nil {
 			return invalid("DiscoveryURL: %w", err)

@@ -137,10 +137,7 @@ func (s *Server) setBinding(opts Options) error {
 		}
 		s.constraints[name] = sc
 	}
-	if h := opts.ClientCert.Header; h != "" {
-		if err := CheckTokenSource(TokenSource{Header: h}); err != nil {
-			return fmt.Errorf("%w: client certificate %w", ErrInvalidOptions, err)
-		}
+	if h := opts.ClientCert.Header; h != "" { // checked by CheckOptions
 		s.certHeader = http.CanonicalHeaderKey(h)
 	}
 	s.xfcc = opts.ClientCert.XFCC

@@ -69,7 +69,7 @@ func newBindEnvPolicies(t *testing.T, mode ConstraintMode, set *policy.Set) *bin
 		DPoP:              checker,
 		ClientCert:        ClientCertSource{Header: "X-Client-Cert"},
 		IntrospectionClients: []IntrospectionClient{
-			{ID: "gateway", Secret: "gateway-secret"},
+			{ID: "gateway", Secret: "gateway-secret-value"},
 		},
 		Metrics: bm,
 		Logger:  slog.New(slog.NewJSONHandler(e.logs, nil)),
@@ -348,7 +348,7 @@ func TestBindingNotForIntrospection(t *testing.T) {
 	bound := mint(claims(map[string]any{"cnf": map[string]any{"jkt": jktOf(t, testkeys.EC256B)}}))
 	r := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+bound))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	r.SetBasicAuth("gateway", "gateway-secret")
+	r.SetBasicAuth("gateway", "gateway-secret-value")
 	w := do(e.handler, r)
 	if !strings.Contains(w.Body.String(), `"active":true`) || !strings.Contains(w.Body.String(), `"jkt"`) {
 		t.Errorf("introspect = %d %s", w.Code, w.Body)

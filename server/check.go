@@ -1,13 +1,85 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/textproto"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
+
+	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/verify"
 )
+
+// Bounds of the limits in [Options], checked by [CheckOptions] (and so by
+// [New]).
+const (
+	MaxMaxBodyBytes     = 64 << 20
+	MaxMaxBatch         = 10000
+	MaxRejectionLogRate = 100000
+	// MinClientSecretBytes is the shortest secret of an introspection
+	// client (IntrospectionClients).
+	MinClientSecretBytes = 16
+)
+
+// CheckOptions reports whether [New] would refuse the limits, token
+// sources and callers of opts, without building anything: MaxBodyBytes,
+// MaxBatch and RejectionLogRate are zero (their default) or within their
+// bounds, and a body can hold the largest token the verifier takes,
+// maxTokenBytes (zero: verify.DefaultMaxTokenBytes); each TokenSources entry
+// passes [CheckTokenSource], and a query source comes with a Proxy; each
+// introspection client has an id of its own without a colon and a secret
+// of at least [MinClientSecretBytes]; ClientCert.Header is a header name.
+// The error wraps [ErrInvalidOptions] and names the field first ("MaxBatch:
+// 20000 is out of range [1, 10000]", "TokenSources[1]: ...").
+func CheckOptions(opts Options, maxTokenBytes int) error {
+	seen := make(map[string]bool, len(opts.IntrospectionClients))
+	for i, c := range opts.IntrospectionClients {
+		var why string
+		switch {
+		case c.ID == "":
+			why = "the id is empty"
+		case strings.Contains(c.ID, ":"):
+			why = fmt.Sprintf("id %q contains a colon: HTTP Basic splits at the first one, so it would never match", c.ID)
+		case seen[c.ID]:
+			why = fmt.Sprintf("id %q is listed twice", c.ID)
+		case len(c.Secret) < MinClientSecretBytes:
+			why = fmt.Sprintf("the secret is shorter than %d bytes", MinClientSecretBytes)
+		}
+		if why != "" {
+			return fmt.Errorf("%w: IntrospectionClients[%d]: %s", ErrInvalidOptions, i, why)
+		}
+		seen[c.ID] = true
+	}
+	if h := opts.ClientCert.Header; h != "" {
+		if err := CheckTokenSource(TokenSource{Header: h}); err != nil {
+			return fmt.Errorf("%w: ClientCert.Header: %w", ErrInvalidOptions, err)
+		}
+	}
+	for i, ts := range opts.TokenSources {
+		if err := CheckTokenSource(ts); err != nil {
+			return fmt.Errorf("%w: TokenSources[%d]: %w", ErrInvalidOptions, i, err)
+		}
+		if ts.Query != "" && opts.Proxy == request.None {
+			return fmt.Errorf("%w: TokenSources[%d]: query %q needs Proxy (forward_auth.proxy, one of %s): a query token is read only from the original request the proxy reports",
+				ErrInvalidOptions, i, ts.Query, strings.Join(request.Proxies(), ", "))
+		}
+	}
+	maxTokenBytes = cmp.Or(maxTokenBytes, verify.DefaultMaxTokenBytes)
+	switch n := opts.MaxBodyBytes; {
+	case n != 0 && (n < int64(maxTokenBytes) || n > MaxMaxBodyBytes):
+		return fmt.Errorf("%w: MaxBodyBytes: %d is out of range [%d (the largest token the verifier takes), %d]", ErrInvalidOptions, n, maxTokenBytes, MaxMaxBodyBytes)
+	}
+	if n := opts.MaxBatch; n < 0 || n > MaxMaxBatch {
+		return fmt.Errorf("%w: MaxBatch: %d is out of range [1, %d]", ErrInvalidOptions, n, MaxMaxBatch)
+	}
+	if n := opts.RejectionLogRate; n > MaxRejectionLogRate {
+		return fmt.Errorf("%w: RejectionLogRate: %d is above %d (negative: no limit)", ErrInvalidOptions, n, MaxRejectionLogRate)
+	}
+	return nil
+}
 
 // This file holds the rules on what configuration may name, exported for
 // configuration loaders: [New] and [Middleware] apply the same functions.

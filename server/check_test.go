@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/jwksverify/jwksverify/request"
@@ -94,6 +95,58 @@ func TestCheckTokenSource(t *testing.T) {
 			}
 			if _, err := New(Options{Verifier: e.v, TokenSources: []TokenSource{tt.ts}, Proxy: request.Envoy}); (err == nil) != tt.ok {
 				t.Errorf("New(TokenSources: [%+v]) = %v, want ok %v", tt.ts, err, tt.ok)
+			}
+		})
+	}
+}
+
+// TestCheckOptions: the limits' bounds, and New refusing exactly what
+// CheckOptions refuses (the configuration loader calls CheckOptions with no
+// verifier built).
+func TestCheckOptions(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	maxToken := e.v.MaxTokenBytes()
+	tests := []struct {
+		name  string
+		opts  Options
+		field string // "": accepted
+	}{
+		{"defaults", Options{}, ""},
+		{"body at the token bound", Options{MaxBodyBytes: int64(maxToken)}, ""},
+		{"body below the token bound", Options{MaxBodyBytes: int64(maxToken) - 1}, "MaxBodyBytes"},
+		{"body at the maximum", Options{MaxBodyBytes: MaxMaxBodyBytes}, ""},
+		{"body above the maximum", Options{MaxBodyBytes: MaxMaxBodyBytes + 1}, "MaxBodyBytes"},
+		{"negative body", Options{MaxBodyBytes: -1}, "MaxBodyBytes"},
+		{"batch at the maximum", Options{MaxBatch: MaxMaxBatch}, ""},
+		{"batch above the maximum", Options{MaxBatch: MaxMaxBatch + 1}, "MaxBatch"},
+		{"negative batch", Options{MaxBatch: -1}, "MaxBatch"},
+		{"log rate at the maximum", Options{RejectionLogRate: MaxRejectionLogRate}, ""},
+		{"log rate above the maximum", Options{RejectionLogRate: MaxRejectionLogRate + 1}, "RejectionLogRate"},
+		{"no log limit", Options{RejectionLogRate: -1}, ""},
+		{"query source with a proxy", Options{TokenSources: []TokenSource{{Header: "X-Token"}, {Query: "access_token"}}, Proxy: request.Nginx}, ""},
+		{"query source without a proxy", Options{TokenSources: []TokenSource{{Header: "X-Token"}, {Query: "access_token"}}}, "TokenSources[1]"},
+		{"bad token source", Options{TokenSources: []TokenSource{{Header: "X Token"}}}, "TokenSources[0]"},
+		{"client secret at the minimum", Options{IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: strings.Repeat("s", MinClientSecretBytes)}}}, ""},
+		{"client secret too short", Options{IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: strings.Repeat("s", MinClientSecretBytes-1)}}}, "IntrospectionClients[0]"},
+		{"client without id", Options{IntrospectionClients: []IntrospectionClient{{Secret: strings.Repeat("s", 20)}}}, "IntrospectionClients[0]"},
+		{"client id with a colon", Options{IntrospectionClients: []IntrospectionClient{{ID: "a:b", Secret: strings.Repeat("s", 20)}}}, "IntrospectionClients[0]"},
+		{"client listed twice", Options{IntrospectionClients: []IntrospectionClient{{ID: "a", Secret: strings.Repeat("s", 20)}, {ID: "a", Secret: strings.Repeat("t", 20)}}}, "IntrospectionClients[1]"},
+		{"client certificate header", Options{ClientCert: ClientCertSource{Header: "X-Client-Cert"}}, ""},
+		{"bad client certificate header", Options{ClientCert: ClientCertSource{Header: "X Client"}}, "ClientCert.Header"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckOptions(tt.opts, maxToken)
+			if (err == nil) != (tt.field == "") {
+				t.Fatalf("CheckOptions = %v, want refused: %v", err, tt.field != "")
+			}
+			if err != nil && (!errors.Is(err, ErrInvalidOptions) || !strings.HasPrefix(err.Error(), ErrInvalidOptions.Error()+": "+tt.field+": ")) {
+				t.Errorf("CheckOptions = %v, want ErrInvalidOptions naming %s first", err, tt.field)
+			}
+			o := tt.opts
+			o.Verifier = e.v
+			if _, nerr := New(o); (nerr == nil) != (err == nil) {
+				t.Errorf("New = %v, CheckOptions = %v", nerr, err)
 			}
 		})
 	}

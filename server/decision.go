@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -306,20 +307,15 @@ func (s *Server) reject(ctx context.Context, endpoint string, now time.Time, tok
 	} else {
 		d.Class = verify.Class(err)
 	}
+	d.Status = StatusOf(err)
 	level := slog.LevelInfo
-	switch {
-	case errors.Is(err, verify.ErrUnavailable):
-		d.Status, level = http.StatusServiceUnavailable, slog.LevelWarn
-		if d.Class == "" {
-			d.Class = verify.Class(verify.ErrKeysUnavailable)
+	if d.Status == http.StatusServiceUnavailable {
+		level = slog.LevelWarn
+		if !errors.Is(err, verify.ErrUnavailable) {
+			// A fault, not a verdict (StatusOf): logged as one.
+			d.Class, level = "", slog.LevelError
 		}
-	case errors.Is(err, verify.ErrRejected) && d.Class != "":
-	case errors.Is(err, verify.ErrDenied) && d.Class != "":
-		d.Status = http.StatusForbidden
-	default:
-		// The verifier promises a class in one of the two families. Anything
-		// else is a fault, not a verdict: fail closed, as "could not decide".
-		d.Status, d.Class, level = http.StatusServiceUnavailable, verify.Class(verify.ErrKeysUnavailable), slog.LevelError
+		d.Class = cmp.Or(d.Class, verify.Class(verify.ErrKeysUnavailable))
 	}
 	dn := s.denialOf(d)
 	d.Challenge, d.Body, d.www = dn.challenge, dn.body, dn.www
@@ -336,6 +332,28 @@ func (s *Server) reject(ctx context.Context, endpoint string, now time.Time, tok
 		)
 	}
 	return d
+}
+
+// StatusOf is the HTTP status of err, the verifier's (or a policy's)
+// answer about one token, chosen by its family alone: 200 for nil, 401 for
+// a rejection (verify.ErrRejected), 403 for a valid token refused
+// (verify.ErrDenied) and 503 when it could not decide
+// (verify.ErrUnavailable). The verifier promises a class in one of those
+// families; an error without one is a fault, not a verdict, and fails
+// closed as 503. Every front end's status, and the CLI's exit status, is
+// derived from it.
+func StatusOf(err error) int {
+	switch {
+	case err == nil:
+		return http.StatusOK
+	case errors.Is(err, verify.ErrUnavailable), verify.Class(err) == "":
+		return http.StatusServiceUnavailable
+	case errors.Is(err, verify.ErrRejected):
+		return http.StatusUnauthorized
+	case errors.Is(err, verify.ErrDenied):
+		return http.StatusForbidden
+	}
+	return http.StatusServiceUnavailable
 }
 
 // verifyError returns the *verify.Error in err's chain, or nil. The direct

@@ -48,7 +48,7 @@ func FuzzIntrospectBody(f *testing.F) {
 	f.Add([]byte("token_type_hint=x"))
 	e := newEnv(f, envConfig{})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		w := do(e.handler, introspectRequest(string(body), "gateway", "gateway-secret"))
+		w := do(e.handler, introspectRequest(string(body), "gateway", "gateway-secret-value"))
 		checkFuzzResponse(t, w)
 		if w.Code == http.StatusOK && !bytes.HasPrefix(w.Body.Bytes(), []byte(`{"active":`)) {
 			t.Fatalf("200 body %s is no introspection answer", w.Body)

@@ -91,8 +91,8 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		ClaimsToHeaders:    servertest.ClaimsToHeaders(),
 		StripAuthorization: true,
 		IntrospectionClients: []IntrospectionClient{
-			{ID: "gateway", Secret: "gateway-secret"},
-			{ID: "other", Secret: "other-secret"},
+			{ID: "gateway", Secret: "gateway-secret-value"},
+			{ID: "other", Secret: "other-secret-value"},
 		},
 		MaxBatch:       cfg.maxBatch,
 		MaxBodyBytes:   cfg.maxBody,

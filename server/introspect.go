@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -19,24 +18,12 @@ type introspectionClient struct {
 	id, secret [sha256.Size]byte
 }
 
-func newClients(in []IntrospectionClient) ([]introspectionClient, error) {
+func newClients(in []IntrospectionClient) []introspectionClient {
 	out := make([]introspectionClient, 0, len(in))
-	seen := make(map[string]bool, len(in))
-	for i, c := range in {
-		if c.ID == "" || c.Secret == "" {
-			return nil, fmt.Errorf("%w: introspection client %d needs an id and a secret", ErrInvalidOptions, i)
-		}
-		if strings.Contains(c.ID, ":") {
-			// HTTP Basic splits at the first colon: such an id never matches.
-			return nil, fmt.Errorf("%w: introspection client id %q contains a colon", ErrInvalidOptions, c.ID)
-		}
-		if seen[c.ID] {
-			return nil, fmt.Errorf("%w: introspection client id %q is listed twice", ErrInvalidOptions, c.ID)
-		}
-		seen[c.ID] = true
+	for _, c := range in { // checked by CheckOptions
 		out = append(out, introspectionClient{id: sha256.Sum256([]byte(c.ID)), secret: sha256.Sum256([]byte(c.Secret))})
 	}
-	return out, nil
+	return out
 }
 
 // authenticateClient reports whether r carries the credentials of an

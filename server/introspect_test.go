@@ -41,7 +41,7 @@ func TestIntrospect(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			form := url.Values{"token": {tt.token}, "token_type_hint": {"access_token"}}.Encode()
-			w := do(e.handler, introspectRequest(form, "gateway", "gateway-secret"))
+			w := do(e.handler, introspectRequest(form, "gateway", "gateway-secret-value"))
 			if w.Code != tt.wantStatus {
 				t.Errorf("status = %d, want %d (body %s)", w.Code, tt.wantStatus, w.Body)
 			}
@@ -72,7 +72,7 @@ func TestIntrospectActiveBody(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := do(e.handler, introspectRequest("token="+mint(claims(tt.over)), "gateway", "gateway-secret"))
+			w := do(e.handler, introspectRequest("token="+mint(claims(tt.over)), "gateway", "gateway-secret-value"))
 			var got map[string]any
 			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
 				t.Fatal(err)
@@ -95,26 +95,26 @@ func TestIntrospectClientAuth(t *testing.T) {
 		r.Header.Set("Authorization", v)
 		return r
 	}
-	twoAuth := introspectRequest(form, "gateway", "gateway-secret")
-	twoAuth.Header.Add("Authorization", "Bearer gateway-secret")
+	twoAuth := introspectRequest(form, "gateway", "gateway-secret-value")
+	twoAuth.Header.Add("Authorization", "Bearer gateway-secret-value")
 	tests := []struct {
 		name       string
 		req        *http.Request
 		wantStatus int
 	}{
-		{name: "basic", req: introspectRequest(form, "gateway", "gateway-secret"), wantStatus: http.StatusOK},
-		{name: "basic-second-client", req: introspectRequest(form, "other", "other-secret"), wantStatus: http.StatusOK},
-		{name: "basic-form-encoded", req: introspectRequest(form, "gateway", "gateway%2Dsecret"), wantStatus: http.StatusOK},
-		{name: "bearer-secret", req: withAuth("Bearer gateway-secret"), wantStatus: http.StatusOK},
-		{name: "bearer-lowercase-scheme", req: withAuth("bearer other-secret"), wantStatus: http.StatusOK},
+		{name: "basic", req: introspectRequest(form, "gateway", "gateway-secret-value"), wantStatus: http.StatusOK},
+		{name: "basic-second-client", req: introspectRequest(form, "other", "other-secret-value"), wantStatus: http.StatusOK},
+		{name: "basic-form-encoded", req: introspectRequest(form, "gateway", "gateway%2Dsecret%2Dvalue"), wantStatus: http.StatusOK},
+		{name: "bearer-secret", req: withAuth("Bearer gateway-secret-value"), wantStatus: http.StatusOK},
+		{name: "bearer-lowercase-scheme", req: withAuth("bearer other-secret-value"), wantStatus: http.StatusOK},
 		{name: "no-credentials", req: introspectRequest(form, "", ""), wantStatus: http.StatusUnauthorized},
 		{name: "wrong-secret", req: introspectRequest(form, "gateway", "nope"), wantStatus: http.StatusUnauthorized},
-		{name: "secret-of-other-client", req: introspectRequest(form, "gateway", "other-secret"), wantStatus: http.StatusUnauthorized},
-		{name: "unknown-client", req: introspectRequest(form, "stranger", "gateway-secret"), wantStatus: http.StatusUnauthorized},
+		{name: "secret-of-other-client", req: introspectRequest(form, "gateway", "other-secret-value"), wantStatus: http.StatusUnauthorized},
+		{name: "unknown-client", req: introspectRequest(form, "stranger", "gateway-secret-value"), wantStatus: http.StatusUnauthorized},
 		{name: "empty-secret", req: introspectRequest(form, "gateway", ""), wantStatus: http.StatusUnauthorized},
 		{name: "bearer-wrong", req: withAuth("Bearer gateway"), wantStatus: http.StatusUnauthorized},
 		{name: "bearer-empty", req: withAuth("Bearer "), wantStatus: http.StatusUnauthorized},
-		{name: "other-scheme", req: withAuth("Digest gateway-secret"), wantStatus: http.StatusUnauthorized},
+		{name: "other-scheme", req: withAuth("Digest gateway-secret-value"), wantStatus: http.StatusUnauthorized},
 		{name: "two-authorization-headers", req: twoAuth, wantStatus: http.StatusUnauthorized},
 	}
 	for _, tt := range tests {
@@ -142,7 +142,7 @@ func TestIntrospectNoClientsConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := do(srv.Handler(), introspectRequest("token="+tokens()["valid"], "gateway", "gateway-secret"))
+	w := do(srv.Handler(), introspectRequest("token="+tokens()["valid"], "gateway", "gateway-secret-value"))
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("status = %d, want 401", w.Code)
 	}
@@ -151,23 +151,23 @@ func TestIntrospectNoClientsConfigured(t *testing.T) {
 func TestIntrospectBadRequests(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	tok := tokens()["valid"]
-	jsonReq := introspectRequest(`{"token":"x"}`, "gateway", "gateway-secret")
+	jsonReq := introspectRequest(`{"token":"x"}`, "gateway", "gateway-secret-value")
 	jsonReq.Header.Set("Content-Type", "application/json")
-	queryOnly := introspectRequest("", "gateway", "gateway-secret")
+	queryOnly := introspectRequest("", "gateway", "gateway-secret-value")
 	queryOnly.URL.RawQuery = "token=" + tok
 	tests := []struct {
 		name       string
 		req        *http.Request
 		wantStatus int
 	}{
-		{name: "missing-token", req: introspectRequest("token_type_hint=access_token", "gateway", "gateway-secret"), wantStatus: http.StatusBadRequest},
-		{name: "empty-token", req: introspectRequest("token=", "gateway", "gateway-secret"), wantStatus: http.StatusBadRequest},
-		{name: "token-twice", req: introspectRequest("token="+tok+"&token="+tok, "gateway", "gateway-secret"), wantStatus: http.StatusBadRequest},
+		{name: "missing-token", req: introspectRequest("token_type_hint=access_token", "gateway", "gateway-secret-value"), wantStatus: http.StatusBadRequest},
+		{name: "empty-token", req: introspectRequest("token=", "gateway", "gateway-secret-value"), wantStatus: http.StatusBadRequest},
+		{name: "token-twice", req: introspectRequest("token="+tok+"&token="+tok, "gateway", "gateway-secret-value"), wantStatus: http.StatusBadRequest},
 		{name: "not-a-form", req: jsonReq, wantStatus: http.StatusBadRequest},
 		{name: "token-in-query-only", req: queryOnly, wantStatus: http.StatusBadRequest},
-		{name: "bad-escape", req: introspectRequest("token=%zz", "gateway", "gateway-secret"), wantStatus: http.StatusBadRequest},
-		{name: "body-too-large", req: introspectRequest("token="+strings.Repeat("a", 70000), "gateway", "gateway-secret"), wantStatus: http.StatusRequestEntityTooLarge},
-		{name: "token-too-large", req: introspectRequest("token="+strings.Repeat("a", 20000), "gateway", "gateway-secret"), wantStatus: http.StatusOK},
+		{name: "bad-escape", req: introspectRequest("token=%zz", "gateway", "gateway-secret-value"), wantStatus: http.StatusBadRequest},
+		{name: "body-too-large", req: introspectRequest("token="+strings.Repeat("a", 70000), "gateway", "gateway-secret-value"), wantStatus: http.StatusRequestEntityTooLarge},
+		{name: "token-too-large", req: introspectRequest("token="+strings.Repeat("a", 20000), "gateway", "gateway-secret-value"), wantStatus: http.StatusOK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,7 +198,7 @@ func TestIntrospectClientAuthFailures(t *testing.T) {
 	}{
 		{name: "no-credentials", req: func() *http.Request { return introspectRequest(form, "", "") }, wantReason: ClientAuthMissing},
 		{name: "wrong-secret", req: func() *http.Request { return introspectRequest(form, "gateway", "guessed-secret-1") }, wantReason: ClientAuthWrongSecret, wantID: "gateway", secret: "guessed-secret-1"},
-		{name: "unknown-client", req: func() *http.Request { return introspectRequest(form, "gateway-secret", "x") }, wantReason: ClientAuthUnknownClient, secret: "gateway-secret"},
+		{name: "unknown-client", req: func() *http.Request { return introspectRequest(form, "gateway-secret-value", "x") }, wantReason: ClientAuthUnknownClient, secret: "gateway-secret-value"},
 		{name: "bearer", req: func() *http.Request {
 			r := introspectRequest(form, "", "")
 			r.Header.Set("Authorization", "Bearer guessed-secret-2")

@@ -89,7 +89,7 @@ func TestClaimsPassThroughExactly(t *testing.T) {
 		"exp2":  json.Number("1e400"),
 	}))
 	w := do(e.handler, postJSON("/v1/verify", `{"token":`+jsonString(tok)+`}`))
-	iw := do(e.handler, introspectRequest("token="+tok, "gateway", "gateway-secret"))
+	iw := do(e.handler, introspectRequest("token="+tok, "gateway", "gateway-secret-value"))
 	for name, body := range map[string]string{"verify": w.Body.String(), "introspect": iw.Body.String()} {
 		for _, lit := range []string{
 			"98765432109876543210987654321098765432109876543210",

@@ -123,10 +123,12 @@ type Options struct {
 	// listener that only operators and probes reach. False means Handler
 	// serves them too.
 	SeparateAdmin bool
-	// MaxBodyBytes bounds request bodies (also a whole batch). Zero means
+	// MaxBodyBytes bounds request bodies (also a whole batch): at least
+	// the verifier's MaxTokenBytes, at most [MaxMaxBodyBytes]. Zero means
 	// 64 KiB.
 	MaxBodyBytes int64
-	// MaxBatch bounds the tokens of one /v1/verify/batch. Zero means 100.
+	// MaxBatch bounds the tokens of one /v1/verify/batch, at most
+	// [MaxMaxBatch]. Zero means 100.
 	MaxBatch int
 	// Metrics records every decision (server/metrics implements it with
 	// Prometheus). Nil means no metrics.
@@ -163,7 +165,7 @@ type Options struct {
 	// failed" ones; lines past it are counted and summarized in one line
 	// when their second is over (by a timer: it does not wait for the next
 	// line). Zero means [DefaultRejectionLogRate] (20); negative means no
-	// limit. Metrics count every rejection regardless.
+	// limit; at most [MaxRejectionLogRate]. Metrics count every rejection regardless.
 	RejectionLogRate int
 }
 
@@ -232,8 +234,8 @@ func New(opts Options) (*Server, error) {
 	if opts.Verifier == nil {
 		return nil, fmt.Errorf("%w: Verifier is required", ErrInvalidOptions)
 	}
-	if opts.MaxBodyBytes < 0 || opts.MaxBatch < 0 {
-		return nil, fmt.Errorf("%w: MaxBodyBytes and MaxBatch must not be negative", ErrInvalidOptions)
+	if err := CheckOptions(opts, opts.Verifier.MaxTokenBytes()); err != nil {
+		return nil, err
 	}
 	s, err := newCore(opts.Verifier, opts.TokenSources, opts.Logger)
 	if err != nil {
@@ -250,13 +252,6 @@ func New(opts Options) (*Server, error) {
 	}
 	s.stripAuthz = opts.StripAuthorization
 	s.proxy = opts.Proxy
-	if s.proxy == request.None {
-		for _, ts := range s.sources {
-			if ts.query != "" {
-				return nil, fmt.Errorf("%w: token source query %q needs Proxy (forward_auth.proxy): the query is read only from the original request the proxy reports", ErrInvalidOptions, ts.query)
-			}
-		}
-	}
 	s.maxBody = opts.MaxBodyBytes
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -268,9 +263,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.setClaimHeaders(opts.ClaimsToHeaders, opts.Verifier.Issuers()); err != nil {
 		return nil, err
 	}
-	if s.clients, err = newClients(opts.IntrospectionClients); err != nil {
-		return nil, err
-	}
+	s.clients = newClients(opts.IntrospectionClients)
 	if err := s.setPolicies(opts.Policies, opts.Verifier.Issuers(), s.proxy); err != nil {
 		return nil, err
 	}
@@ -357,6 +350,10 @@ func (s *Server) AdminHandler() http.Handler { return s.adminHandler }
 
 // Verifier returns the verifier the server decides with.
 func (s *Server) Verifier() *verify.Verifier { return s.v }
+
+// MaxBodyBytes returns the bound of a request body ([Options.MaxBodyBytes],
+// default applied): a gRPC server in front of it takes the same bound.
+func (s *Server) MaxBodyBytes() int64 { return s.maxBody }
 
 // TokenSources returns the token sources, defaults applied, in the order
 // [Server.DecideRequest] tries them (header names canonical). The slice is

@@ -101,13 +101,13 @@ func TestIntrospectionSecretNeverLogged(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	srv, err := New(Options{
 		Verifier:             e.v,
-		IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: "s3cr3t-value"}},
+		IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: "s3cr3t-value-long"}},
 		Logger:               slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	do(srv.Handler(), introspectRequest("token="+tokens()["expired"], "gw", "s3cr3t-value"))
+	do(srv.Handler(), introspectRequest("token="+tokens()["expired"], "gw", "s3cr3t-value-long"))
 	do(srv.Handler(), introspectRequest("token=x", "gw", "wrong-s3cr3t"))
 	if strings.Contains(buf.String(), "s3cr3t") {
 		t.Errorf("log holds a client secret: %s", buf.String())

@@ -144,25 +144,13 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 	if cl.has(clIss) && cl.iss != is.cfg.Issuer && !(is.template && matchTemplate(is.prefix, is.suffix, cl.iss, cl.tid)) {
 		return fail(fmt.Errorf("%w: introspection answer's iss %s is not the configured issuer", ErrWrongIssuer, quote(cl.iss)))
 	}
-	if auds := is.cfg.Audiences; len(auds) > 0 {
-		if !cl.has(clAud) {
-			return fail(fmt.Errorf("%w: aud is required", ErrMissingClaim))
-		}
-		if !cl.audHas(auds) {
-			return fail(fmt.Errorf("%w: aud %s has none of the configured audiences", ErrWrongAudience, quoteList(cl.audList())))
+	if len(is.cfg.Audiences) > 0 {
+		if err := is.audienceError(&cl); err != nil {
+			return fail(err)
 		}
 	}
-	if missing := is.required &^ cl.present; missing != 0 {
-		for _, c := range is.cfg.RequiredClaims {
-			if b := registeredBit(c); b != 0 && missing&b != 0 {
-				return fail(fmt.Errorf("%w: %s is required", ErrMissingClaim, c))
-			}
-		}
-	}
-	for _, c := range is.others {
-		if !hasMember(ps, c) {
-			return fail(fmt.Errorf("%w: %s is required", ErrMissingClaim, quote(c)))
-		}
+	if err := is.missingClaim(&cl, ps); err != nil {
+		return fail(err)
 	}
 	res := &Result{
 		Issuer:           cl.iss,
@@ -180,15 +168,7 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 	if !cl.has(clAud) {
 		res.Audience = nil
 	}
-	if cl.has(clExp) {
-		res.ExpiresAt = cl.exp
-	}
-	if cl.has(clNbf) {
-		res.NotBefore = cl.nbf
-	}
-	if cl.has(clIat) {
-		res.IssuedAt = cl.iat
-	}
+	cl.setTimes(res)
 	if len(is.cfg.ExtractClaims) > 0 {
 		res.Extracted = extract(ps, is.cfg.ExtractClaims)
 	}

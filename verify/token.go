@@ -154,6 +154,19 @@ func (c *claims) audList() []string {
 
 func (c *claims) has(bit uint16) bool { return c.present&bit != 0 }
 
+// setTimes copies the time claims that c holds into res.
+func (c *claims) setTimes(res *Result) {
+	if c.has(clExp) {
+		res.ExpiresAt = c.exp
+	}
+	if c.has(clNbf) {
+		res.NotBefore = c.nbf
+	}
+	if c.has(clIat) {
+		res.IssuedAt = c.iat
+	}
+}
+
 var (
 	errStringClaim = errors.New("claim is not a string")
 	errAudClaim    = errors.New("aud is neither a string nor an array of strings")

@@ -259,6 +259,10 @@ func (v *Verifier) ExplainAt(ctx context.Context, token string, now time.Time) (
 // [Verifier.VerifyAt]. It is safe for concurrent use.
 func (v *Verifier) Now() time.Time { return v.now() }
 
+// MaxTokenBytes returns the size bound of a token: [Options.MaxTokenBytes],
+// or its default.
+func (v *Verifier) MaxTokenBytes() int { return v.maxTokenBytes }
+
 // Issuers returns the configured issuers with defaults applied (Algorithms
 // filled in, Leeway and RequiredClaims set). The slices are shared with the
 // verifier: callers must not modify them.
@@ -442,11 +446,8 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 
 	// 11. aud
 	if auds := is.cfg.Audiences; len(auds) > 0 {
-		if !cl.has(clAud) {
-			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud is required", ErrMissingClaim))
-		}
-		if !cl.audHas(auds) {
-			return nil, nil, nil, tr.fail("aud", fmt.Errorf("%w: aud %s has none of the configured audiences", ErrWrongAudience, quoteList(cl.audList())))
+		if err := is.audienceError(&cl); err != nil {
+			return nil, nil, nil, tr.fail("aud", err)
 		}
 		if tr != nil {
 			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(cl.audList()), auds))
@@ -468,17 +469,8 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	}
 
 	// 13. claims
-	if missing := is.required &^ cl.present; missing != 0 {
-		for _, c := range is.cfg.RequiredClaims {
-			if b := registeredBit(c); b != 0 && missing&b != 0 {
-				return nil, nil, nil, tr.fail("claims", fmt.Errorf("%w: %s is required", ErrMissingClaim, c))
-			}
-		}
-	}
-	for _, c := range is.others {
-		if !hasMember(ps, c) {
-			return nil, nil, nil, tr.fail("claims", fmt.Errorf("%w: %s is required", ErrMissingClaim, quote(c)))
-		}
+	if err := is.missingClaim(&cl, ps); err != nil {
+		return nil, nil, nil, tr.fail("claims", err)
 	}
 	if tr != nil {
 		tr.add("claims", true, fmt.Sprintf("required %q present", is.cfg.RequiredClaims))
@@ -503,15 +495,7 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		box.aud[0] = cl.aud1
 		res.Audience = box.aud[:]
 	}
-	if cl.has(clExp) {
-		res.ExpiresAt = cl.exp
-	}
-	if cl.has(clNbf) {
-		res.NotBefore = cl.nbf
-	}
-	if cl.has(clIat) {
-		res.IssuedAt = cl.iat
-	}
+	cl.setTimes(res)
 	if len(is.cfg.ExtractClaims) > 0 {
 		res.Extracted = extract(ps, is.cfg.ExtractClaims)
 	}
@@ -527,6 +511,37 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		res.Confirmation = cnf
 	}
 	return res, is, key, nil
+}
+
+// audienceError is the refusal of the claims c (nil: none) by an issuer
+// with audiences: aud absent, or holding none of them. The message names
+// the token's aud, never the configured audiences (it reaches callers).
+func (is *issuer) audienceError(c *claims) error {
+	if !c.has(clAud) {
+		return fmt.Errorf("%w: aud is required", ErrMissingClaim)
+	}
+	if !c.audHas(is.cfg.Audiences) {
+		return fmt.Errorf("%w: aud %s has none of the configured audiences", ErrWrongAudience, quoteList(c.audList()))
+	}
+	return nil
+}
+
+// missingClaim is the refusal of the claims c, whose JSON is ps, for the
+// first required claim they lack; nil when they hold every one.
+func (is *issuer) missingClaim(c *claims, ps string) error {
+	if missing := is.required &^ c.present; missing != 0 {
+		for _, name := range is.cfg.RequiredClaims {
+			if b := registeredBit(name); b != 0 && missing&b != 0 {
+				return fmt.Errorf("%w: %s is required", ErrMissingClaim, name)
+			}
+		}
+	}
+	for _, name := range is.others {
+		if !hasMember(ps, name) {
+			return fmt.Errorf("%w: %s is required", ErrMissingClaim, quote(name))
+		}
+	}
+	return nil
 }
 
 // parse splits and decodes token: three base64url segments (strict, no

@@ -21,7 +21,7 @@ func TestBadConfig(t *testing.T) {
 	}{
 		{name: "unknown-top-level-key", yaml: "listn: 127.0.0.1:1\n" + disc, wantField: `listn: line 1: unknown key "listn"`},
 		{name: "unknown-nested-key", yaml: disc + "    refresh: {min_intervall: 5s}\n", wantField: `issuers[0].refresh.min_intervall: line 4: unknown key`},
-		{name: "negative-log-rate", yaml: disc + "log: {rejections_per_second: -1}\n", wantField: "log.rejections_per_second: -1 is out of bounds"},
+		{name: "negative-log-rate", yaml: disc + "log: {rejections_per_second: -1}\n", wantField: "log.rejections_per_second: -1 is negative; 0 means no limit"},
 		{name: "no-issuers", yaml: "listen: 127.0.0.1:0\n", wantField: "issuers: at least one"},
 		{name: "no-key-source", yaml: "issuers: [{issuer: a}]", wantField: "issuers[0]: exactly one of discovery, jwks_url, jwks_file, secret_file"},
 		{name: "two-key-sources", yaml: disc + "    jwks_url: https://idp.example.com/keys\n", wantField: "issuers[0]: exactly one of discovery, jwks_url, jwks_file, secret_file is required (secret_file may also go with jwks_file); got discovery and jwks_url"},
@@ -48,6 +48,8 @@ func TestBadConfig(t *testing.T) {
 		{name: "grpc-listen-bad-port", yaml: "grpc_listen: 127.0.0.1:http\n" + disc, wantField: `grpc_listen: "127.0.0.1:http": port "http" is not a number`},
 		{name: "grpc-listen-same-as-listen", yaml: "listen: 127.0.0.1:9000\ngrpc_listen: 127.0.0.1:9000\n" + disc, wantField: `grpc_listen: "127.0.0.1:9000" is also the HTTP listen address`},
 		{name: "plain-http-remote", yaml: "issuers: [{issuer: a, jwks_url: 'http://idp.example.com/keys'}]", wantField: "issuers[0].jwks_url: jwks: insecure URL: http://idp.example.com/keys: plain http is accepted only for loopback hosts"},
+		{name: "discovery-url-without-discovery", yaml: "issuers: [{issuer: a, jwks_url: 'https://idp.example.com/keys', discovery_url: 'https://idp.example.com/d'}]", wantField: "issuers[0].discovery_url: set without Discovery"},
+		{name: "plain-http-discovery", yaml: "issuers: [{issuer: 'http://idp.example.com/', discovery: true}]", wantField: "issuers[0].issuer: jwks: insecure URL: http://idp.example.com/: plain http is accepted only for loopback hosts"},
 		{name: "credentials-in-url", yaml: "issuers: [{issuer: a, jwks_url: 'https://u:pw@idp.example.com/keys'}]", wantField: "issuers[0].jwks_url: jwks: insecure URL: https://idp.example.com/keys: credentials in the URL are refused"},
 		{name: "claim-header-authorization", yaml: disc + "    claims_to_headers: {sub: Authorization}\n", wantField: `issuers[0].claims_to_headers.sub: "Authorization" is a header`},
 		{name: "claim-header-forwarded-for", yaml: disc + "    claims_to_headers: {email: X-Forwarded-For}\n", wantField: `issuers[0].claims_to_headers.email: "X-Forwarded-For" is a header`},

@@ -104,14 +104,14 @@ func listKeys(source string, set *cache.Set) keysReport {
 		warn := func(p string) { l.Problems = append(l.Problems, p) }
 		// The set holds only signing keys the parser kept, of sound
 		// material: what can still be wrong is whether a key fits its alg.
-		alg := k.Alg
-		if alg == "" {
+		if k.Alg == "" {
 			warn("no alg: tried with every algorithm its kty fits")
-			if k.Kty == "oct" {
-				alg = "HS256" // the shortest secret an HMAC takes
-			}
 		}
-		if err := verify.KeyFits(k, alg); alg != "" && err != nil {
+		err := verify.CheckHMACKey(k) // a secret: its alg, else the shortest HMAC's
+		if k.Kty != "oct" && k.Alg != "" {
+			err = verify.KeyFits(k, k.Alg)
+		}
+		if err != nil {
 			fatal(err.Error())
 		}
 		if k.Kid == "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
-	"github.com/jwksverify/jwksverify/server"
 )
 
 const (
@@ -238,7 +236,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	}
 	var grpcSrv *grpc.Server
 	if gln != nil {
-		gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(cmp.Or(plan.Server.MaxBodyBytes, server.DefaultMaxBodyBytes)))}
+		gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(svc.cur.Load().server.MaxBodyBytes()))}
 		if grpcTLS != nil {
 			gopts = append(gopts, grpc.Creds(credentials.NewTLS(grpcTLS.Config())))
 		}

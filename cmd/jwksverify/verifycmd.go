@@ -291,18 +291,12 @@ func (a *app) writeAuthorized(res *verify.Result, p *policy.Policy, token string
 	if res == nil {
 		err = cmp.Or(err, verify.ErrMalformed) // no result is never a pass
 	}
-	d := server.Decision{Status: http.StatusOK, Result: res, Class: verify.Class(err), Err: err}
+	d := server.Decision{Status: server.StatusOf(err), Result: res, Class: verify.Class(err), Err: err}
 	if p != nil {
 		d.Policy = p.Name()
 	}
-	switch {
-	case err == nil:
-	case errors.Is(err, verify.ErrForbidden) && res != nil:
-		d.Status = http.StatusForbidden
-	case errors.Is(err, verify.ErrUnavailable):
-		d.Status, d.Result = http.StatusServiceUnavailable, nil
-	default:
-		d.Status, d.Result = http.StatusUnauthorized, nil
+	if d.Status != http.StatusOK && d.Status != http.StatusForbidden {
+		d.Result = nil // a result only of a valid token
 	}
 	_, _ = a.stdout.Write(server.AppendAuthorized(nil, d, token))
 	return verdictExit(err)
@@ -504,14 +498,14 @@ func (a *app) writeVerdict(res *verify.Result, token string, err error) int {
 	return verdictExit(err)
 }
 
-// verdictExit is the exit status of a verdict: 0 valid (allowed), 1
-// rejected or forbidden, 3 could not decide (the verifier's family of the
-// error, ErrUnavailable, says so).
+// verdictExit is the exit status of a verdict, from the status the server
+// answers it with (server.StatusOf): 0 valid (allowed), 1 rejected or
+// forbidden, 3 could not decide.
 func verdictExit(err error) int {
-	switch {
-	case err == nil:
+	switch server.StatusOf(err) {
+	case http.StatusOK:
 		return exitOK
-	case errors.Is(err, verify.ErrUnavailable):
+	case http.StatusServiceUnavailable:
 		return exitUndecided
 	}
 	return exitFailure

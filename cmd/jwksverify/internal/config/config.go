@@ -46,8 +46,6 @@ const (
 	maxConfigBytes         = 1 << 20
 	// MaxSecretBytes bounds a secret file.
 	MaxSecretBytes = 4096
-	// minIntrospectionSecret is the shortest introspection client secret.
-	minIntrospectionSecret = 16
 )
 
 // logLevels are the values of log.level.
@@ -302,21 +300,8 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	p.HTTP = httpTimeouts(waits)
 
-	maxToken := cmp.Or(int(deref(f.Limits.MaxTokenBytes)), verify.DefaultMaxTokenBytes)
-	ints := []struct {
-		path   string
-		v      *int
-		lo, hi int
-		bounds string // "": range [lo, hi]
-	}{
-		{"log.rejections_per_second", f.Log.RejectionsPerSecond, 0, 100000, "bounds [0, 100000] (0 = no limit)"},
-		{"limits.max_body_bytes", f.Limits.MaxBodyBytes, maxToken, 64 << 20, fmt.Sprintf("range [max_token_bytes (%d), %d]", maxToken, 64<<20)},
-		{"batch.max_tokens", f.Batch.MaxTokens, 1, 10000, ""},
-	}
-	for _, b := range ints {
-		if b.v != nil && (*b.v < b.lo || *b.v > b.hi) {
-			return nil, fmt.Errorf("%s: %d is out of %s", b.path, *b.v, cmp.Or(b.bounds, fmt.Sprintf("range [%d, %d]", b.lo, b.hi)))
-		}
+	if r := f.Log.RejectionsPerSecond; r != nil && *r < 0 {
+		return nil, fmt.Errorf("log.rejections_per_second: %d is negative; 0 means no limit", *r)
 	}
 	p.Verify = verify.Options{
 		StandardCrypto: f.Crypto.StandardLibrary,
@@ -351,7 +336,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	p.Server.Proxy = proxy
 	p.Server.MaxBodyBytes = int64(deref(f.Limits.MaxBodyBytes))
-	p.Server.MaxBatch = deref(f.Batch.MaxTokens)
+	p.Server.MaxBatch = int(deref(f.Batch.MaxTokens))
 	if r := f.Log.RejectionsPerSecond; r != nil {
 		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
 	}
@@ -363,15 +348,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if f.TokenSources != nil && len(f.TokenSources) == 0 {
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
 	}
-	for i, ts := range f.TokenSources {
-		if err := server.CheckTokenSource(ts); err != nil {
-			return nil, fmt.Errorf("token_sources[%d]: %w", i, err)
-		}
-	}
 	p.Server.TokenSources = f.TokenSources
-	if i := slices.IndexFunc(f.TokenSources, func(ts server.TokenSource) bool { return ts.Query != "" }); i >= 0 && proxy == request.None {
-		return nil, fmt.Errorf("token_sources[%d].query: needs forward_auth.proxy (one of %s): a query token is read only from the original request the proxy reports", i, strings.Join(request.Proxies(), ", "))
-	}
 
 	if err := f.planPolicies(p); err != nil {
 		return nil, err
@@ -389,10 +366,14 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		if !ok || secret == "" {
 			return nil, fmt.Errorf("%s.secret_env: environment variable %s is not set", path, cl.SecretEnv)
 		}
-		if len(secret) < minIntrospectionSecret {
-			return nil, fmt.Errorf("%s.secret_env: the secret in %s is shorter than %d bytes", path, cl.SecretEnv, minIntrospectionSecret)
-		}
 		p.Server.IntrospectionClients = append(p.Server.IntrospectionClients, server.IntrospectionClient{ID: cl.ID, Secret: secret})
+	}
+	if err := server.CheckOptions(p.Server, p.Verify.MaxTokenBytes); err != nil {
+		return nil, optionError("", err, server.ErrInvalidOptions, map[string]string{
+			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens",
+			"RejectionLogRate": "log.rejections_per_second", "TokenSources": "token_sources",
+			"IntrospectionClients": "introspection.clients", "ClientCert.Header": "mtls.client_cert_header",
+		})
 	}
 	if p.Server.APIAuth && len(f.Introspection.Clients) == 0 && p.TLS.ClientCAFile == "" {
 		return nil, errors.New("api_auth.required: no caller could authenticate; configure introspection.clients or tls.client_ca_file")
@@ -526,11 +507,6 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 	default:
 		return fmt.Errorf("dpop.replay_store: %q is not one of memory, redis", d.ReplayStore)
 	}
-	if h := f.MTLS.ClientCertHeader; h != "" {
-		if err := server.CheckTokenSource(server.TokenSource{Header: h}); err != nil {
-			return fmt.Errorf("mtls.client_cert_header: %w", err)
-		}
-	}
 	p.Server.ClientCert = server.ClientCertSource{Header: f.MTLS.ClientCertHeader, XFCC: f.MTLS.XFCC}
 	for i, fi := range f.Issuers {
 		var sc server.SenderConstraint
@@ -605,18 +581,8 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 		}
 		return Issuer{}, fmt.Errorf("%s: exactly one of discovery, jwks_url, jwks_file, secret_file is required (secret_file may also go with jwks_file); %s", path, got)
 	}
-	if fi.Discovery {
-		if strings.Contains(fi.Issuer, "{tenantid}") {
-			return Issuer{}, fmt.Errorf("%s.discovery: the issuer %q is a template; give its JWKS with jwks_url", path, fi.Issuer)
-		}
-		if err := jwks.CheckURL(fi.Issuer, fi.AllowInsecureHTTP); err != nil {
-			return Issuer{}, fmt.Errorf("%s.issuer: with discovery: %w", path, err)
-		}
-	}
-	if fi.JWKSURL != "" {
-		if err := jwks.CheckURL(fi.JWKSURL, fi.AllowInsecureHTTP); err != nil {
-			return Issuer{}, fmt.Errorf("%s.jwks_url: %w", path, err)
-		}
+	if fi.Discovery && strings.Contains(fi.Issuer, "{tenantid}") {
+		return Issuer{}, fmt.Errorf("%s.discovery: the issuer %q is a template; give its JWKS with jwks_url", path, fi.Issuer)
 	}
 	r := fi.Refresh
 	is := Issuer{
@@ -635,14 +601,6 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 			Issuer: fi.Issuer, Type: fi.Type, AllowHMAC: (fi.JWKSFile != "" || fi.SecretFile != "") && td == "",
 			TrustDomain: td,
 		},
-	}
-	if fi.DiscoveryURL != "" {
-		if !fi.Discovery {
-			return Issuer{}, fmt.Errorf("%s.discovery_url: set without discovery: true", path)
-		}
-		if err := jwks.CheckURL(fi.DiscoveryURL, fi.AllowInsecureHTTP); err != nil {
-			return Issuer{}, fmt.Errorf("%s.discovery_url: %w", path, err)
-		}
 	}
 	if in := fi.Introspection; in != nil {
 		o, err := fi.introspection(path+".introspection", in)
@@ -708,6 +666,7 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 	if err := jwks.CheckOptions(is.JWKS); err != nil {
 		r := path + ".refresh."
 		return Issuer{}, optionError(path, err, jwks.ErrInvalidOptions, map[string]string{
+			"URL": path + ".jwks_url", "Issuer": path + ".issuer", "DiscoveryURL": path + ".discovery_url",
 			"FetchTimeout": r + "fetch_timeout", "MinInterval": r + "min_interval", "MaxInterval": r + "max_interval",
 			"DefaultTTL": r + "default_ttl", "UnknownKidInterval": r + "unknown_kid_interval",
 			"UnknownKidWait": r + "unknown_kid_wait", "StaleFor": r + "stale_for",

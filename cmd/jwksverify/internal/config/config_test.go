@@ -238,8 +238,8 @@ func TestURLsAreJWKS(t *testing.T) {
 // forward_auth.proxy is a configuration error naming the entry.
 func TestQuerySourceNeedsProxy(t *testing.T) {
 	_, err := parse(t, disc+"token_sources: [{header: X-T}, {query: access_token}]\n")
-	if err == nil || !strings.Contains(err.Error(), "token_sources[1].query") {
-		t.Fatalf("parse() = %v, want an error naming token_sources[1].query", err)
+	if err == nil || !strings.Contains(err.Error(), "token_sources[1]: query") {
+		t.Fatalf("parse() = %v, want an error naming token_sources[1]'s query", err)
 	}
 	for _, p := range []string{"nginx", "traefik", "caddy", "envoy"} {
 		if _, err := parse(t, disc+"token_sources: [{query: access_token}]\nforward_auth: {proxy: "+p+"}\n"); err != nil {
@@ -630,7 +630,7 @@ func TestPoliciesIndexTheirClaims(t *testing.T) {
 func TestLibraryBounds(t *testing.T) {
 	const redis = "dpop: {replay_store: redis, redis_url: \"redis://127.0.0.1:6379\", "
 	// Keys whose 0 means something: no leeway, no cache.
-	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true}
+	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true, "log.rejections_per_second": true}
 	d := func(v time.Duration) string { return v.String() }
 	n := strconv.Itoa
 	for _, tt := range []struct {
@@ -656,6 +656,13 @@ func TestLibraryBounds(t *testing.T) {
 		{"dpop.replay_max_entries", func(v string) string { return disc + "dpop: {replay_max_entries: " + v + "}\n" }, n(replay.MaxMaxEntries), n(replay.MaxMaxEntries + 1)},
 		{"dpop.redis_timeout", func(v string) string { return disc + redis + "redis_timeout: " + v + "}\n" }, d(replay.MaxRedisTimeout), d(replay.MaxRedisTimeout + time.Millisecond)},
 		{"dpop.redis_pool_size", func(v string) string { return disc + redis + "redis_pool_size: " + v + "}\n" }, n(replay.MaxRedisPoolSize), n(replay.MaxRedisPoolSize + 1)},
+		{"limits.max_body_bytes", func(v string) string { return disc + "limits: {max_body_bytes: " + v + "}\n" }, n(server.MaxMaxBodyBytes), n(server.MaxMaxBodyBytes + 1)},
+		{"limits.max_body_bytes", func(v string) string { return disc + "limits: {max_body_bytes: " + v + "}\n" }, n(verify.DefaultMaxTokenBytes), n(verify.DefaultMaxTokenBytes - 1)},
+		{"limits.max_body_bytes", func(v string) string {
+			return disc + "limits: {max_token_bytes: 2048, max_body_bytes: " + v + "}\n"
+		}, "2048", "2047"},
+		{"batch.max_tokens", func(v string) string { return disc + "batch: {max_tokens: " + v + "}\n" }, n(server.MaxMaxBatch), n(server.MaxMaxBatch + 1)},
+		{"log.rejections_per_second", func(v string) string { return disc + "log: {rejections_per_second: " + v + "}\n" }, n(server.MaxRejectionLogRate), n(server.MaxRejectionLogRate + 1)},
 	} {
 		t.Run(tt.key+"="+tt.wrong, func(t *testing.T) {
 			if _, err := parse(t, tt.doc(tt.ok)); err != nil {
@@ -671,6 +678,20 @@ func TestLibraryBounds(t *testing.T) {
 				t.Errorf("%s: 0 = %v, want refused at decode naming %s", tt.key, err, tt.key)
 			}
 		})
+	}
+	// server's rules on introspection clients, with the YAML key.
+	secrets := map[string]string{"S_OK": strings.Repeat("s", server.MinClientSecretBytes), "S_SHORT": strings.Repeat("s", server.MinClientSecretBytes-1)}
+	env := func(k string) (string, bool) { v, ok := secrets[k]; return v, ok }
+	for doc, want := range map[string]string{
+		"introspection: {clients: [{id: gw, secret_env: S_OK}]}\n":                             "",
+		"introspection: {clients: [{id: gw, secret_env: S_SHORT}]}\n":                          "introspection.clients[0]: the secret is shorter than",
+		"introspection: {clients: [{id: gw, secret_env: S_OK}, {id: gw, secret_env: S_OK}]}\n": "introspection.clients[1]: id \"gw\" is listed twice",
+		"introspection: {clients: [{id: \"g:w\", secret_env: S_OK}]}\n":                        "introspection.clients[0]: id \"g:w\" contains a colon",
+	} {
+		_, err := Parse([]byte(disc+doc), t.TempDir(), Overrides{}, env)
+		if (err == nil) != (want == "") || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("%s= %v, want %q", doc, err, want)
+		}
 	}
 	// introspect's pairing rule, with the YAML key.
 	if _, err := parse(t, disc+"    introspection: {client_id: a}\n"); err == nil || !strings.Contains(err.Error(), "issuers[0].introspection.client_id: set without ClientSecretFile") {

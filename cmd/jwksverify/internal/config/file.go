@@ -200,13 +200,13 @@ type fileIntrospectionClient struct {
 
 type fileLimits struct {
 	MaxTokenBytes *positive `yaml:"max_token_bytes"`
-	MaxBodyBytes  *int      `yaml:"max_body_bytes"`
+	MaxBodyBytes  *positive `yaml:"max_body_bytes"`
 	MaxJWKSBytes  *positive `yaml:"max_jwks_bytes"`
 	MaxKeys       *positive `yaml:"max_keys"`
 }
 
 type fileBatch struct {
-	MaxTokens *int `yaml:"max_tokens"`
+	MaxTokens *positive `yaml:"max_tokens"`
 }
 
 type fileCrypto struct {

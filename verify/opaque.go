@@ -152,6 +152,9 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 	if err := is.missingClaim(&cl, ps); err != nil {
 		return fail(err)
 	}
+	if err := notAccessToken(ps); err != nil {
+		return fail(err)
+	}
 	res := &Result{
 		Issuer:           cl.iss,
 		ConfiguredIssuer: is.cfg.Issuer,
@@ -182,4 +185,35 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 		res.Confirmation = cnf
 	}
 	return &opaqueMemo{is: is, res: res}
+}
+
+// notAccessToken refuses an active answer that says its token is not an
+// access token (wrong_type): Hydra's token_use other than "access_token",
+// Keycloak's typ "Refresh" or "Offline". Both servers answer active for
+// their refresh tokens too (RFC 7662 lets them), and a refresh token is a
+// credential for the authorization server only (RFC 6749 §1.5), never for
+// an API: accepted here, a leaked one would reach every resource for as
+// long as it lives, typically weeks.
+func notAccessToken(ps string) error {
+	it, err := newMembers(ps)
+	if err != nil {
+		return nil // validated by parseClaims
+	}
+	for {
+		mb, ok, err := it.next()
+		if err != nil || !ok {
+			return nil
+		}
+		v := ps[mb.start:mb.end]
+		switch mb.name {
+		case "token_use":
+			if v != `"access_token"` {
+				return fmt.Errorf("%w: introspection answer's token_use %s is not \"access_token\"", ErrWrongType, quote(v))
+			}
+		case "typ":
+			if s, ok := JSONString(v); ok && (strings.EqualFold(s, "Refresh") || strings.EqualFold(s, "Offline")) {
+				return fmt.Errorf("%w: introspection answer's typ %s is a refresh token's", ErrWrongType, quote(s))
+			}
+		}
+	}
 }

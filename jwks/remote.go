@@ -98,7 +98,7 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 	}
 	if st.hint > 0 {
 		// A SPIFFE bundle's spiffe_refresh_hint rules, not HTTP caching.
-		return f.jittered(min(max(st.hint, f.opts.MinInterval), f.opts.MaxInterval)), nil
+		return f.jittered(f.clamp(st.hint)), nil
 	}
 	return f.interval(resp.header, now), nil
 }
@@ -111,14 +111,22 @@ func validator(v string) string {
 }
 
 // interval is the refresh interval a response grants: its caching lifetime
-// clamped to [MinInterval, MaxInterval] (DefaultTTL when it says nothing),
-// with jitter.
+// (DefaultTTL when it says nothing), clamped, with jitter.
 func (f *Fetcher) interval(h http.Header, now time.Time) time.Duration {
 	d, ok := cacheLifetime(h, now)
 	if !ok {
 		d = f.opts.DefaultTTL
 	}
-	return f.jittered(min(max(d, f.opts.MinInterval), f.opts.MaxInterval))
+	return f.jittered(f.clamp(d))
+}
+
+// clamp bounds a refresh interval to [MinInterval, MaxInterval], and then to
+// half of StaleFor, which wins over MinInterval: the set a success publishes
+// goes stale StaleFor after it, so a healthy source must be asked again
+// well before that (with half of StaleFor left for retries), whatever its
+// caching headers say and however the options relate.
+func (f *Fetcher) clamp(d time.Duration) time.Duration {
+	return min(max(d, f.opts.MinInterval), f.opts.MaxInterval, f.opts.StaleFor/2)
 }
 
 // backoff is the retry delay after the n-th consecutive failure: 1s, 2s,

@@ -69,11 +69,32 @@ type live struct {
 type service struct {
 	plan     *config.Plan
 	fetchers []fetcher // one per plan issuer, in order
-	// clients are the issuers' introspection clients, built anew by each
-	// generation (their answer caches do not carry over a reload).
+	// clients are the issuers' introspection clients. A client whose
+	// issuer keeps its fetcher and whose introspection settings did not
+	// change is the previous generation's, answer cache and all (no
+	// upstream call again for a cached token, stale answers kept through an
+	// outage); intro says which settings each was built from.
 	clients []*introspect.Client
+	intro   []introClient
 	server  *server.Server
 	cache   *verify.TokenCache // shared with the generations before when its bounds are the same; nil: off
+}
+
+// introClient is a running introspection client with the plan's options
+// it was built from (before cmd sets Logger and Endpoint) and the fetcher
+// its discovered endpoint comes from.
+type introClient struct {
+	opts introspect.Options
+	f    *jwks.Fetcher
+	c    *introspect.Client
+}
+
+// sameIntrospection reports whether a client built from a over fetcher fa
+// may answer for b over fb: the same fetcher (its discovered endpoint), and
+// every option equal.
+func sameIntrospection(a introClient, b introspect.Options, fb *jwks.Fetcher) bool {
+	return a.f == fb && a.opts.Endpoint == nil && b.Endpoint == nil && a.opts.Logger == nil && b.Logger == nil &&
+		reflect.DeepEqual(a.opts, b)
 }
 
 // fetcher is a running fetcher with the options it was built from, so that
@@ -86,7 +107,7 @@ type fetcher struct {
 // newLive builds the first generation of plan.
 func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error) {
 	l := &live{logger: logger, tracing: tr, stop: make(chan struct{})}
-	s, fresh, err := l.build(plan, nil)
+	s, fresh, _, err := l.build(plan, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,16 +138,20 @@ func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error)
 // same as one of prev's (jwks.Same) keeps prev's fetcher: its keys, its
 // schedule and its counters, no refetch; the others get a new fetcher,
 // returned in fresh (on error they are closed and nothing else changed).
-func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwks.Fetcher, err error) {
+// Likewise an issuer that keeps its fetcher and its introspection settings
+// keeps prev's introspection client; the new clients are returned in
+// freshClients.
+func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwks.Fetcher, freshClients []*introspect.Client, err error) {
 	gen := &service{plan: plan}
 	s = gen
-	var made []*jwks.Fetcher // fresh, which the error returns set to nil
+	var made []*jwks.Fetcher             // fresh, which the error returns set to nil
+	var madeClients []*introspect.Client // likewise freshClients
 	defer func() {
 		if err != nil {
 			// The returns set s and fresh to nil: close what was built.
 			closeFetchers(made, l.logger)
-			closeClients(gen.clients)
-			s, fresh = nil, nil
+			closeClients(madeClients)
+			s, fresh, freshClients = nil, nil, nil
 		}
 	}()
 	vo := plan.Verify
@@ -135,11 +160,12 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 		if prev != nil && prev.cache != nil && prev.plan.Verify.TokenCache == o {
 			s.cache = prev.cache
 		} else if s.cache, err = verify.NewTokenCache(o); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		vo.Cache = s.cache
 	}
 	taken := make(map[*jwks.Fetcher]bool)
+	takenClient := make(map[*introspect.Client]bool)
 	for i, is := range plan.Issuers {
 		is.JWKS.Logger, is.JWKS.Tracer = l.logger, l.tracing.tracer
 		var f *jwks.Fetcher
@@ -153,7 +179,7 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 		}
 		if f == nil {
 			if f, err = jwks.New(is.JWKS); err != nil {
-				return nil, nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
+				return nil, nil, nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
 			}
 			fresh = append(fresh, f)
 			made = fresh
@@ -162,16 +188,30 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 		s.fetchers = append(s.fetchers, fetcher{opts: is.JWKS, f: f})
 		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
 		if is.Introspection != nil {
-			o := *is.Introspection
-			o.Logger = l.logger
-			if o.URL == "" {
-				o.Endpoint = f.IntrospectionEndpoint
+			var c *introspect.Client
+			if prev != nil {
+				for _, pc := range prev.intro {
+					if !takenClient[pc.c] && sameIntrospection(pc, *is.Introspection, f) {
+						c = pc.c
+						break
+					}
+				}
 			}
-			c, err := introspect.New(o)
-			if err != nil {
-				return nil, nil, fmt.Errorf("issuers[%d] (%s): introspection: %w", i, is.JWKS.Issuer, err)
+			if c == nil {
+				o := *is.Introspection
+				o.Logger = l.logger
+				if o.URL == "" {
+					o.Endpoint = f.IntrospectionEndpoint
+				}
+				if c, err = introspect.New(o); err != nil {
+					return nil, nil, nil, fmt.Errorf("issuers[%d] (%s): introspection: %w", i, is.JWKS.Issuer, err)
+				}
+				freshClients = append(freshClients, c)
+				madeClients = freshClients
 			}
+			takenClient[c] = true
 			s.clients = append(s.clients, c)
+			s.intro = append(s.intro, introClient{opts: *is.Introspection, f: f, c: c})
 			is.Verify.Introspector = c
 		}
 		vo.Issuers = append(vo.Issuers, is.Verify)
@@ -181,12 +221,12 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 	}
 	v, err := verify.New(vo)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if s.server, err = l.newServer(plan, v); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, fresh, nil
+	return s, fresh, freshClients, nil
 }
 
 // newServer builds plan's server over v, with the process's metrics (nil
@@ -255,7 +295,7 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 		return
 	}
 	prev := l.cur.Load()
-	s, fresh, err := l.build(next, prev)
+	s, fresh, freshClients, err := l.build(next, prev)
 	if err != nil {
 		fail(err)
 		return
@@ -274,7 +314,7 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 	if l.draining {
 		l.mu.Unlock()
 		closeFetchers(fresh, l.logger)
-		closeClients(s.clients)
+		closeClients(freshClients)
 		return
 	}
 	l.cur.Store(s)
@@ -297,7 +337,17 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 			old = append(old, f.f)
 		}
 	}
-	l.retire(old, prev.clients, prev.plan.HTTP.Write)
+	keptClients := make(map[*introspect.Client]bool, len(s.clients))
+	for _, c := range s.clients {
+		keptClients[c] = true
+	}
+	var oldClients []*introspect.Client
+	for _, c := range prev.clients {
+		if !keptClients[c] {
+			oldClients = append(oldClients, c)
+		}
+	}
+	l.retire(old, oldClients, prev.plan.HTTP.Write)
 	l.logger.Info("configuration reloaded", "hash", next.Hash, "issuers", len(next.Issuers),
 		"new_fetchers", len(fresh), "closed_fetchers", len(old))
 	for _, what := range restartNeeded(prev.plan, next) {

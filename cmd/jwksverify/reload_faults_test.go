@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config")
+
+// introspectionServer is an RFC 7662 endpoint that answers every token
+// active for an hour, counts its calls, and can be turned off (503).
+type introspectionServer struct {
+	*httptest.Server
+	calls atomic.Int64
+	down  atomic.Bool
+}
+
+func newIntrospectionServer(t *testing.T, iss string) *introspectionServer {
+	t.Helper()
+	s := &introspectionServer{}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		if s.down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"active":true,"iss":%q,"sub":"alice","exp":%d}`, iss, time.Now().Add(time.Hour).Unix())
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// A reload keeps the introspection answer cache of an issuer whose
+// introspection settings did not change, as it keeps its keys (SPEC: issuers
+// whose settings did not change keep their keys and caches): a reload asks
+// the authorization server again for no cached token, and while that server
+// is down the cached answers keep serving (within stale_for) across the
+// reload instead of turning into 503 keys_unavailable. A changed
+// introspection setting starts a new cache.
+func TestReloadKeepsIntrospectionCache(t *testing.T) {
+	jwksSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
+	t.Cleanup(jwksSrv.Close)
+	const iss = "https://as.example/"
+	as := newIntrospectionServer(t, iss)
+	dir := t.TempDir()
+	file := func(audience, maxTTL string) string {
+		return fmt.Sprintf(`listen: 127.0.0.1:0
+issuers:
+  - issuer: %s
+    jwks_url: %s
+    introspection: {url: %q, cache: {max_ttl: %s}}
+  - issuer: https://other.example/
+    jwks_url: %s
+    audiences: [%s]
+`, iss, jwksSrv.URL, as.URL, maxTTL, jwksSrv.URL, audience)
+	}
+	path := filepath.Join(dir, "config.yaml")
+	load := func(content string) *config.Plan {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		plan, err := config.Load(path, config.Overrides{}, func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatalf("config.Load() = %v", err)
+		}
+		return plan
+	}
+	l, err := newLive(load(file("a", "5m")), slog.New(slog.DiscardHandler), &tracing{})
+	if err != nil {
+		t.Fatalf("newLive() = %v", err)
+	}
+	t.Cleanup(l.close)
+	ctx := context.Background()
+	verifyOpaque := func(tok string) error {
+		_, err := l.cur.Load().server.Verifier().Verify(ctx, tok)
+		return err
+	}
+	for _, tok := range []string{"opaque-1", "opaque-2"} {
+		if err := verifyOpaque(tok); err != nil {
+			t.Fatalf("Verify(%s) = %v, want active", tok, err)
+		}
+	}
+	if n := as.calls.Load(); n != 2 {
+		t.Fatalf("introspection calls = %d, want 2", n)
+	}
+
+	tests := []struct {
+		name      string
+		audience  string
+		maxTTL    string
+		down      bool
+		wantCalls int64 // upstream calls the two tokens cost after the reload
+		wantErr   error
+	}{
+		{name: "other-issuer-changed", audience: "b", maxTTL: "5m", wantCalls: 0},
+		{name: "server-down-then-reload", audience: "c", maxTTL: "5m", down: true, wantCalls: 0},
+		{name: "introspection-changed", audience: "c", maxTTL: "4m", wantCalls: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			as.down.Store(tt.down)
+			defer as.down.Store(false)
+			l.reload(ctx, load(file(tt.audience, tt.maxTTL)), nil)
+			if got, want := l.cur.Load().plan.Hash, config.Hash([]byte(file(tt.audience, tt.maxTTL))); got != want {
+				t.Fatalf("after reload: config hash %s, want %s (not swapped in)", got, want)
+			}
+			before := as.calls.Load()
+			for _, tok := range []string{"opaque-1", "opaque-2"} {
+				if err := verifyOpaque(tok); !errors.Is(err, tt.wantErr) {
+					t.Errorf("after reload: Verify(%s) = %v, want %v", tok, err, tt.wantErr)
+				}
+			}
+			if got := as.calls.Load() - before; got != tt.wantCalls {
+				t.Errorf("after reload: introspection calls = %d, want %d", got, tt.wantCalls)
+			}
+		})
+	}
+}

@@ -12,8 +12,12 @@ import (
 const maxValidator = 1024
 
 // attemptRemote discovers the JWKS URL when due, fetches the set and
-// records the outcome in st.
-func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, answered func()) error {
+// records the outcome in st. unconditional leaves out the validators: an
+// unknown kid is evidence that the set changed, and a source whose ETag or
+// Last-Modified did not change with its body (a Last-Modified of one-second
+// granularity, the key added in the second of the last fetch) would answer
+// 304 to every conditional request and keep the new key out for good.
+func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, unconditional bool, answered func()) error {
 	start := f.opts.Now()
 	var err error
 	if f.opts.Discovery && (st.jwksURL == "" || start.Sub(st.discoveredAt) >= f.opts.MaxInterval) {
@@ -28,7 +32,7 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, answered fu
 	var resp response
 	if err == nil {
 		etag, lastModified := st.etag, st.lastModified
-		if !f.sourced.Load() {
+		if !f.sourced.Load() || unconditional {
 			etag, lastModified = "", "" // a 304 needs a set of the source's to extend
 		}
 		resp, err = f.get(ctx, st.jwksURL, acceptJWKS, etag, lastModified)

@@ -4,16 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config")
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+)
 
 // introspectionServer is an RFC 7662 endpoint that answers every token
 // active for an hour, counts its calls, and can be turned off (503).
@@ -122,6 +125,79 @@ issuers:
 			}
 			if got := as.calls.Load() - before; got != tt.wantCalls {
 				t.Errorf("after reload: introspection calls = %d, want %d", got, tt.wantCalls)
+			}
+		})
+	}
+}
+
+// An introspection server slower than the unknown-kid waits but within the
+// introspection client's own bounds (max_wait for a slot, then its call
+// timeout) is answered the same over every front end: a request with a body
+// (POST /v1/verify, POST /introspect) is not cut at the unknown-kid wait
+// budget into 503 keys_unavailable while a forward-auth GET of the same
+// token is allowed. The wait budget of a request (and the HTTP timeouts
+// derived from it) covers the longest introspection call.
+func TestSlowIntrospectionAnsweredOnEveryFrontEnd(t *testing.T) {
+	jwksSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
+	t.Cleanup(jwksSrv.Close)
+	const iss = "https://as.example/"
+	const delay = 2 * time.Second // beyond 1.5s (the unknown-kid wait and its margin), within the 5s call timeout
+	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select { // a slow authorization server, not a synchronization
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"active":true,"iss":%q,"sub":"alice","exp":%d}`, iss, time.Now().Add(time.Hour).Unix())
+	}))
+	t.Cleanup(as.Close)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	content := fmt.Sprintf(`listen: 127.0.0.1:0
+issuers:
+  - issuer: %s
+    jwks_url: %s
+    introspection: {url: %q}
+`, iss, jwksSrv.URL, as.URL)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := config.Load(path, config.Overrides{}, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("config.Load() = %v", err)
+	}
+	l, err := newLive(plan, slog.New(slog.DiscardHandler), &tracing{})
+	if err != nil {
+		t.Fatalf("newLive() = %v", err)
+	}
+	t.Cleanup(l.close)
+	srv := httptest.NewServer(l.handler())
+	t.Cleanup(srv.Close)
+
+	tests := []struct {
+		name, token string
+		do          func(tok string) (*http.Response, error)
+	}{
+		{"post-verify", "opaque-verify", func(tok string) (*http.Response, error) {
+			return http.Post(srv.URL+"/v1/verify", "application/json", strings.NewReader(tokenBody(tok)))
+		}},
+		{"get-authz", "opaque-authz", func(tok string) (*http.Response, error) {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/authz", nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			return http.DefaultClient.Do(req)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			resp, err := tt.do(tt.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || strings.Contains(string(body), "keys_unavailable") {
+				t.Errorf("status %d, body %s; want 200 and the token active", resp.StatusCode, body)
 			}
 		})
 	}

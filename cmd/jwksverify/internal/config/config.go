@@ -290,7 +290,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 			return nil, err
 		}
 		p.Issuers = append(p.Issuers, is)
-		waits = append(waits, longestWait(is.JWKS))
+		waits = append(waits, longestWait(is))
 		if len(fi.ClaimsToHeaders) > 0 {
 			if p.Server.ClaimsToHeaders == nil {
 				p.Server.ClaimsToHeaders = map[string]map[string]string{}

@@ -344,6 +344,10 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if err := f.planSenders(p, env); err != nil {
 		return nil, err
 	}
+	if p.DPoP != nil && p.DPoP.ReplayStore == "redis" {
+		// A DPoP check waits once per request for the replay store.
+		p.HTTP = httpTimeouts(append(waits, p.DPoP.Redis.LongestWait()))
+	}
 
 	if f.TokenSources != nil && len(f.TokenSources) == 0 {
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")

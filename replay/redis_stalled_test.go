@@ -22,9 +22,9 @@ func TestRedisStalledBoundedByTimeout(t *testing.T) {
 	// phase of Timeout.
 	const slack = 150 * time.Millisecond
 	tests := []struct {
-		name     string
-		pool     int
-		callers  int
+		name    string
+		pool    int
+		callers int
 		stagger time.Duration // between the callers' starts
 	}{
 		{name: "pool-of-one-staggered", pool: 1, callers: 6, stagger: timeout / 3},

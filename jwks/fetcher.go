@@ -107,13 +107,17 @@ func New(opts Options) (*Fetcher, error) {
 		close(f.loopDone) // no loop: nothing to refresh
 		return f, nil
 	}
+	inherited := f.inherit(f.opts.Previous)
+	f.opts.Previous = nil // not kept: a chain of reloads must not pin every old fetcher
 	if f.opts.StateDir != "" && f.opts.File == "" {
 		if err := os.MkdirAll(f.opts.StateDir, 0o700); err != nil {
 			f.closeIdle()
 			return nil, fmt.Errorf("%w: state_dir: %w", ErrInvalidOptions, err)
 		}
 		f.statePath = statePath(f.opts.StateDir, f.opts.Issuer, f.source)
-		f.loadState()
+		if !inherited { // the replaced fetcher's set is at least as new as its file
+			f.loadState()
+		}
 	}
 	if len(f.opts.StaticKeys) > 0 && !f.sourced.Load() {
 		// The static keys verify while the source is still unreachable.

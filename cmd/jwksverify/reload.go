@@ -97,6 +97,14 @@ func sameIntrospection(a introClient, b introspect.Options, fb *jwks.Fetcher) bo
 		reflect.DeepEqual(a.opts, b)
 }
 
+// sameSource reports whether a and b read one issuer's keys from the same
+// place: a fetcher built from b may start from the last good set of one
+// built from a (jwks.Options.Previous).
+func sameSource(a, b jwks.Options) bool {
+	return a.Issuer == b.Issuer && a.URL == b.URL && a.Discovery == b.Discovery &&
+		a.DiscoveryURL == b.DiscoveryURL && a.File == b.File && a.TrustDomain == b.TrustDomain
+}
+
 // fetcher is a running fetcher with the options it was built from, so that
 // a reload can tell whether an issuer's key source changed.
 type fetcher struct {
@@ -178,7 +186,18 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 			}
 		}
 		if f == nil {
-			if f, err = jwks.New(is.JWKS); err != nil {
+			o := is.JWKS
+			if prev != nil {
+				// A changed issuer starts from the last good keys of its
+				// source, not from nothing (the IdP may be down now).
+				for _, pf := range prev.fetchers {
+					if sameSource(pf.opts, o) {
+						o.Previous = pf.f
+						break
+					}
+				}
+			}
+			if f, err = jwks.New(o); err != nil {
 				return nil, nil, nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
 			}
 			fresh = append(fresh, f)

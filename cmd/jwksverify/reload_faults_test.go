@@ -42,6 +42,19 @@ func newIntrospectionServer(t *testing.T, iss string) *introspectionServer {
 	return s
 }
 
+// writePlan writes content to path and loads it as serve does.
+func writePlan(t *testing.T, path, content string) *config.Plan {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := config.Load(path, config.Overrides{}, func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatalf("config.Load() = %v", err)
+	}
+	return plan
+}
+
 // A reload keeps the introspection answer cache of an issuer whose
 // introspection settings did not change, as it keeps its keys (SPEC: issuers
 // whose settings did not change keep their keys and caches): a reload asks
@@ -69,14 +82,7 @@ issuers:
 	path := filepath.Join(dir, "config.yaml")
 	load := func(content string) *config.Plan {
 		t.Helper()
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		plan, err := config.Load(path, config.Overrides{}, func(string) (string, bool) { return "", false })
-		if err != nil {
-			t.Fatalf("config.Load() = %v", err)
-		}
-		return plan
+		return writePlan(t, path, content)
 	}
 	l, err := newLive(load(file("a", "5m")), slog.New(slog.DiscardHandler), &tracing{})
 	if err != nil {
@@ -159,13 +165,7 @@ issuers:
     jwks_url: %s
     introspection: {url: %q}
 `, iss, jwksSrv.URL, as.URL)
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	plan, err := config.Load(path, config.Overrides{}, func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatalf("config.Load() = %v", err)
-	}
+	plan := writePlan(t, path, content)
 	l, err := newLive(plan, slog.New(slog.DiscardHandler), &tracing{})
 	if err != nil {
 		t.Fatalf("newLive() = %v", err)
@@ -200,5 +200,68 @@ issuers:
 				t.Errorf("status %d, body %s; want 200 and the token active", resp.StatusCode, body)
 			}
 		})
+	}
+}
+
+// A reload that changes an issuer's refresh settings while its IdP is down
+// (an operator lengthening stale_for during an outage, say) keeps the last
+// good keys serving: the issuer's new fetcher starts from the set its
+// predecessor had for the same source, bounded by the new stale_for from
+// that set's fetch time, instead of from nothing (keys_unavailable, not
+// ready, until the IdP is back).
+func TestReloadDuringIdPOutageKeepsLastGoodKeys(t *testing.T) {
+	var down atomic.Bool
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Write(testJWKS())
+	}))
+	t.Cleanup(idp.Close)
+	const iss = "https://idp.example/"
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	load := func(staleFor string) *config.Plan {
+		t.Helper()
+		content := fmt.Sprintf(`listen: 127.0.0.1:0
+issuers:
+  - issuer: %s
+    jwks_url: %s
+    refresh: {stale_for: %s}
+`, iss, idp.URL, staleFor)
+		return writePlan(t, path, content)
+	}
+	l, err := newLive(load("1h"), slog.New(slog.DiscardHandler), &tracing{})
+	if err != nil {
+		t.Fatalf("newLive() = %v", err)
+	}
+	t.Cleanup(l.close)
+	if err := l.cur.Load().fetchers[0].f.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tok := mintRS256(claimsAt(iss, "", time.Now()))
+
+	down.Store(true)
+	// The reload waits for the new fetcher's first keys at most as long
+	// as its context allows (newIssuerWait otherwise).
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	l.reload(ctx, load("48h"), nil)
+	s := l.cur.Load()
+	if len(s.fetchers) != 1 || s.fetchers[0].opts.StaleFor != 48*time.Hour {
+		t.Fatalf("reload not swapped in")
+	}
+	if ready, notReady := s.server.Ready(); !ready {
+		t.Errorf("after the reload during the outage: Ready() = false %v, want the last good keys serving", notReady)
+	}
+	if _, err := s.server.Verifier().Verify(context.Background(), tok); err != nil {
+		t.Errorf("after the reload during the outage: Verify() = %v, want valid", err)
+	}
+	set := s.fetchers[0].f.Keys().Load()
+	if set == nil {
+		t.Fatal("after the reload during the outage: no key set")
+	}
+	if want := set.FetchedAt.Add(48 * time.Hour); !set.UsableUntil.Equal(want) {
+		t.Errorf("UsableUntil = %v, want the fetch time %v + the new stale_for", set.UsableUntil, set.FetchedAt)
 	}
 }

@@ -1,0 +1,78 @@
+package jwks
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/internal/testkeys"
+)
+
+// A fetcher that replaces another (Options.Previous, a reload) starts from
+// its predecessor's last good set when both read the same source for the
+// same issuer — validators and fetch time included, bounded by its own
+// StaleFor — and from nothing otherwise: another source, another issuer, a
+// set past the new StaleFor, or more keys than the new MaxKeys.
+func TestFetcherPrevious(t *testing.T) {
+	const iss = "https://idp.example/"
+	tests := []struct {
+		name     string
+		change   func(o *Options, ks, other *keyServer)
+		advance  time.Duration // between the predecessor's fetch and New
+		wantKeys int           // 0: nothing inherited
+	}{
+		{name: "same-source-new-stale-for", change: func(o *Options, _, _ *keyServer) { o.StaleFor = 48 * time.Hour }, wantKeys: 2},
+		{name: "same-source-new-min-interval", change: func(o *Options, _, _ *keyServer) { o.MinInterval = 2 * time.Minute }, wantKeys: 2},
+		{name: "other-url", change: func(o *Options, _, other *keyServer) { o.URL = other.URL() }},
+		{name: "other-issuer", change: func(o *Options, _, _ *keyServer) { o.Issuer = "https://other.example/" }},
+		{name: "past-new-stale-for", change: func(o *Options, _, _ *keyServer) { o.StaleFor = time.Hour }, advance: 2 * time.Hour},
+		{name: "over-new-max-keys", change: func(o *Options, _, _ *keyServer) { o.MaxKeys = 1 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
+			ks.set(func(ks *keyServer) { ks.etag = `"v1"` })
+			other := newKeyServer(t, testkeys.JWKS(keyC))
+			clk := newFakeClock()
+			o := Options{Issuer: iss, URL: ks.URL(), StaleFor: 24 * time.Hour}
+			prev, _ := startFetcher(t, clk, o)
+			prevSet := prev.Keys().Load()
+			clk.Advance(tt.advance)
+
+			// The source is down when the replacement starts.
+			ks.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
+			other.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
+			next := o
+			tt.change(&next, ks, other)
+			next.Previous = prev
+			f, _ := startFetcher(t, clk, next)
+			if f.opts.Previous != nil {
+				t.Errorf("the fetcher keeps its predecessor (opts.Previous): a chain of reloads would pin every old fetcher")
+			}
+			set := f.Keys().Load()
+			if tt.wantKeys == 0 {
+				if set != nil && set.Len() > 0 {
+					t.Errorf("inherited %d keys, want none", set.Len())
+				}
+				return
+			}
+			now := clk.Now()
+			if set == nil || set.Len() != tt.wantKeys || !set.Usable(now) {
+				t.Fatalf("set = %v, want the predecessor's %d keys, usable", set, tt.wantKeys)
+			}
+			if a, _ := set.Lookup("a"); a == nil || !set.FetchedAt.Equal(prevSet.FetchedAt) || !set.UsableUntil.Equal(prevSet.FetchedAt.Add(next.StaleFor)) {
+				t.Errorf("set FetchedAt %v UsableUntil %v, want %v and that + %v", set.FetchedAt, set.UsableUntil, prevSet.FetchedAt, next.StaleFor)
+			}
+			// The source is back: the predecessor's validator makes the
+			// next fetch a conditional one, answered 304.
+			ks.set(func(ks *keyServer) { ks.status = 0 })
+			clk.step(t, time.Minute)
+			if got := ks.requestHeader().Get("If-None-Match"); got != `"v1"` {
+				t.Errorf("next fetch If-None-Match = %q, want the predecessor's validator", got)
+			}
+			if s := f.Stats(); s.NotModified != 1 {
+				t.Errorf("Stats() = %+v, want 1 not modified", s)
+			}
+		})
+	}
+}

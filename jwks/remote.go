@@ -20,13 +20,27 @@ const maxValidator = 1024
 func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, unconditional bool, answered func()) error {
 	start := f.opts.Now()
 	var err error
-	if f.opts.Discovery && (st.jwksURL == "" || start.Sub(st.discoveredAt) >= f.opts.MaxInterval) {
-		var u string
-		if u, err = f.discover(ctx); err == nil {
+	if f.opts.Discovery && (st.jwksURL == "" || st.rediscover || start.Sub(st.discoveredAt) >= f.opts.MaxInterval) {
+		u, derr := f.discover(ctx)
+		switch {
+		case derr == nil:
 			if u != st.jwksURL {
 				st.etag, st.lastModified = "", "" // validators belong to one URL
 			}
-			st.jwksURL, st.discoveredAt = u, start
+			st.jwksURL, st.discoveredAt, st.rediscover = u, start, false
+		case st.jwksURL == "":
+			err = derr // no jwks_uri known yet
+		default:
+			// The document cannot be had now (down, or refused), but the
+			// jwks_uri it named last may still serve: fetch it, and try
+			// the document again at the next attempt. Without this, a
+			// discovery outage would end the keys after stale_for while
+			// the JWKS itself is served.
+			f.stats.Errors.Add(1)
+			st.rediscover = true
+			if ctx.Err() == nil {
+				f.log.Warn("jwks discovery failed; fetching the last discovered jwks_uri", "err", derr.Error(), "jwks_uri", redactString(st.jwksURL))
+			}
 		}
 	}
 	var resp response
@@ -46,7 +60,7 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, uncondition
 	st.lastAttempt = now
 	if err != nil {
 		if f.opts.Discovery {
-			st.jwksURL = "" // the jwks_uri may have moved: discover again
+			st.rediscover = true // the jwks_uri may have moved: discover again
 		}
 		// A fetch cut short by Close is not worth a warning.
 		f.failed(st, now, err, f.backoff(st.failures+1), ctx.Err() == nil)

@@ -16,11 +16,11 @@ import (
 // there is no jwks_uri to fall back on.
 func TestFetcherDiscoveryOutage(t *testing.T) {
 	tests := []struct {
-		name   string
-		break_ func(ks *keyServer)
+		name string
+		fail func(ks *keyServer)
 	}{
-		{name: "discovery-503", break_: func(ks *keyServer) { ks.discoveryStatus = http.StatusServiceUnavailable }},
-		{name: "discovery-other-issuer", break_: func(ks *keyServer) {
+		{name: "discovery-503", fail: func(ks *keyServer) { ks.discoveryStatus = http.StatusServiceUnavailable }},
+		{name: "discovery-other-issuer", fail: func(ks *keyServer) {
 			ks.discovery = []byte(`{"issuer":"https://other.example/","jwks_uri":"` + ks.URL() + `"}`)
 		}},
 	}
@@ -30,7 +30,7 @@ func TestFetcherDiscoveryOutage(t *testing.T) {
 			clk := newFakeClock()
 			const staleFor = 2 * time.Hour
 			f, d := startFetcher(t, clk, Options{Discovery: true, Issuer: ks.srv.URL, MaxInterval: time.Hour, StaleFor: staleFor})
-			ks.set(tt.break_)
+			ks.set(tt.fail)
 			before := ks.discoveryHits.Load()
 			for clk.Now().Sub(t0) < 3*staleFor {
 				d = clk.step(t, d)

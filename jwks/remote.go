@@ -3,6 +3,7 @@ package jwks
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -62,8 +63,14 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, uncondition
 		if f.opts.Discovery {
 			st.rediscover = true // the jwks_uri may have moved: discover again
 		}
+		retry := f.backoff(st.failures + 1)
+		if ra := (*retryAfterError)(nil); errors.As(err, &ra) {
+			// The source asked for a pause (429, 503): no retry before it,
+			// within the backoff's own ceiling, MinInterval.
+			retry = max(retry, f.jittered(min(ra.after, f.opts.MinInterval)))
+		}
 		// A fetch cut short by Close is not worth a warning.
-		f.failed(st, now, err, f.backoff(st.failures+1), ctx.Err() == nil)
+		f.failed(st, now, err, retry, ctx.Err() == nil)
 		return err
 	}
 	st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(interval)

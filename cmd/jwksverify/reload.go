@@ -273,6 +273,15 @@ func (l *live) dpopChecker(p *config.DPoP) (*dpop.Checker, error) {
 	if p == nil {
 		return nil, nil
 	}
+	if m, ok := l.replayStore.(*replay.Memory); ok && p.ReplayStore != "redis" && l.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries {
+		// Only the memory store's bound changed: change it in place, so
+		// that the proofs already used are not forgotten (a new store would
+		// accept each of them once more within max_age).
+		if err := m.SetMax(p.MemoryMaxEntries); err != nil {
+			return nil, err
+		}
+		l.replayPlan = p
+	}
 	if l.replayStore == nil || l.replayPlan.ReplayStore != p.ReplayStore ||
 		l.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries || l.replayPlan.Redis != p.Redis {
 		switch p.ReplayStore {

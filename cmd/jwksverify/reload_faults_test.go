@@ -265,3 +265,50 @@ issuers:
 		t.Errorf("UsableUntil = %v, want the fetch time %v + the new stale_for", set.UsableUntil, set.FetchedAt)
 	}
 }
+
+// A reload that changes the memory replay store's bound
+// (dpop.replay_max_entries) does not forget the proofs already used: a
+// proof used before the reload is still refused as replayed after it, as a
+// full store refuses new proofs rather than forget unexpired ones.
+func TestReloadKeepsUsedDPoPProofs(t *testing.T) {
+	jwksSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
+	t.Cleanup(jwksSrv.Close)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	load := func(maxEntries int) *config.Plan {
+		t.Helper()
+		return writePlan(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
+dpop: {replay_store: memory, replay_max_entries: %d}
+issuers:
+  - issuer: https://idp.example/
+    jwks_url: %s
+    sender_constraint: {dpop: optional}
+`, maxEntries, jwksSrv.URL))
+	}
+	l, err := newLive(load(1000), slog.New(slog.DiscardHandler), &tracing{})
+	if err != nil {
+		t.Fatalf("newLive() = %v", err)
+	}
+	t.Cleanup(l.close)
+	ctx := context.Background()
+	now := time.Now()
+	used := [32]byte{1}
+	if fresh, err := l.replayStore.Use(ctx, used, time.Minute, now); !fresh || err != nil {
+		t.Fatalf("Use() = %t, %v; want fresh", fresh, err)
+	}
+	tests := []struct {
+		name       string
+		maxEntries int
+	}{
+		{"bound-raised", 2000},
+		{"bound-lowered", 500},
+		{"unchanged", 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l.reload(ctx, load(tt.maxEntries), nil)
+			if fresh, err := l.replayStore.Use(ctx, used, time.Minute, now.Add(time.Second)); fresh || err != nil {
+				t.Errorf("after the reload: Use() of the proof used before = %t, %v; want replayed", fresh, err)
+			}
+		})
+	}
+}

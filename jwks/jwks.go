@@ -170,8 +170,10 @@ type Options struct {
 	// read the same source (URL or discovery) for the same Issuer, New
 	// starts from its last good set — the document, its validators and its
 	// fetch time, as from a StateDir file, so usable for StaleFor from that
-	// fetch time — instead of from nothing: a changed option does not drop
-	// the keys while the source is down. Previous is only read, at New, and
+	// fetch time, and, with discovery from the same DiscoveryURL, the
+	// jwks_uri and introspection_endpoint it discovered — instead of from
+	// nothing: a changed option does not drop the keys while the source is
+	// down. Previous is only read, at New, and
 	// not kept; its owner still closes it. Nil means none.
 	Previous *Fetcher
 

@@ -76,3 +76,31 @@ func TestFetcherPrevious(t *testing.T) {
 		})
 	}
 }
+
+// A replacement of a discovery fetcher also keeps what its predecessor
+// discovered — the jwks_uri and the introspection_endpoint — so that while
+// the discovery document is down it still refreshes the keys from the
+// jwks_uri, and an issuer's introspection keeps its endpoint.
+func TestFetcherPreviousDiscovery(t *testing.T) {
+	ks := newKeyServer(t, testkeys.JWKS(keyA))
+	ks.set(func(ks *keyServer) {
+		ks.discovery = []byte(`{"issuer":"` + ks.srv.URL + `","jwks_uri":"` + ks.URL() + `","introspection_endpoint":"` + ks.srv.URL + `/introspect"}`)
+	})
+	clk := newFakeClock()
+	o := Options{Issuer: ks.srv.URL, Discovery: true}
+	prev, _ := startFetcher(t, clk, o)
+	if got := prev.IntrospectionEndpoint(); got != ks.srv.URL+"/introspect" {
+		t.Fatalf("IntrospectionEndpoint() = %q", got)
+	}
+	ks.set(func(ks *keyServer) { ks.discoveryStatus = http.StatusServiceUnavailable })
+	next := o
+	next.StaleFor, next.Previous = 48*time.Hour, prev
+	clk.Advance(time.Minute)
+	f, _ := startFetcher(t, clk, next)
+	if got := f.IntrospectionEndpoint(); got != ks.srv.URL+"/introspect" {
+		t.Errorf("replacement: IntrospectionEndpoint() = %q, want the predecessor's", got)
+	}
+	if st := f.Keys().Status(); !st.LastSuccess.Equal(clk.Now()) || st.LastError != "" {
+		t.Errorf("replacement's first attempt with discovery down: Status() = %+v, want a success from the known jwks_uri", st)
+	}
+}

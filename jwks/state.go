@@ -113,8 +113,9 @@ func (f *Fetcher) loadState() {
 
 // inherit starts from the last good set of prev, the fetcher this one
 // replaces (Options.Previous), as loadState from a file: when prev read
-// the same source for the same issuer and has a fetched set of it. It
-// reports whether it published one.
+// the same source for the same issuer and has a fetched set of it; with
+// discovery from the same document, also from what it discovered. It
+// reports whether it published a set.
 func (f *Fetcher) inherit(prev *Fetcher) bool {
 	if prev == nil || prev.opts.Issuer != f.opts.Issuer || prev.source != f.source || !prev.sourced.Load() {
 		return false
@@ -129,6 +130,14 @@ func (f *Fetcher) inherit(prev *Fetcher) bool {
 		ETag: st.etag, LastModified: st.lastModified, JWKS: st.body})
 	if out != savedLoaded {
 		return false
+	}
+	if f.opts.Discovery && prev.opts.DiscoveryURL == f.opts.DiscoveryURL {
+		// What the same document said: the jwks_uri (fetched even while the
+		// document is down) and the introspection_endpoint.
+		f.st.jwksURL, f.st.discoveredAt = st.jwksURL, st.discoveredAt
+		if p := prev.introspection.Load(); p != nil {
+			f.introspection.Store(p)
+		}
 	}
 	f.log.Info("jwks keys of the replaced fetcher kept", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
 	f.transition(&f.st, f.opts.Now(), nil)

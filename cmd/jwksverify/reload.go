@@ -52,6 +52,12 @@ type live struct {
 	mu       sync.Mutex // serializes reloads and the drain
 	draining bool
 
+	// wait is the wait budget of the first plan, from which the HTTP
+	// server's timeouts were derived for the life of the process
+	// (config.Timeouts.Wait): no request waits longer, whatever a reload
+	// says.
+	wait time.Duration
+
 	retired sync.WaitGroup // goroutines closing the fetchers of replaced generations
 	stop    chan struct{}  // closed by close: retired fetchers close at once
 
@@ -114,7 +120,7 @@ type fetcher struct {
 
 // newLive builds the first generation of plan.
 func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error) {
-	l := &live{logger: logger, tracing: tr, stop: make(chan struct{})}
+	l := &live{logger: logger, tracing: tr, stop: make(chan struct{}), wait: plan.HTTP.Wait}
 	s, fresh, _, err := l.build(plan, nil)
 	if err != nil {
 		return nil, err
@@ -509,16 +515,19 @@ func (l *live) watch(ctx context.Context, path string, load func() (*config.Plan
 // starts, with the service's own rules: from the signal on every answer
 // closes its connection, so that pooled clients reconnect to a ready
 // instance; a request with a body (a batch may hold tokens of every issuer)
-// waits for unknown-kid refreshes at most plan.HTTP.Wait in total, so that
-// it is answered before the server's timeouts close its connection.
+// waits for unknown-kid refreshes and introspection calls at most
+// plan.HTTP.Wait in total, so that it is answered before the server's
+// timeouts close its connection. Those timeouts are the first plan's: when
+// a reloaded plan allows longer waits than they were derived from, every
+// request is held to the first plan's budget.
 func (l *live) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := l.cur.Load()
 		if s.server.Draining() {
 			w.Header().Set("Connection", "close")
 		}
-		if r.Body != http.NoBody {
-			ctx, cancel := context.WithTimeout(r.Context(), s.plan.HTTP.Wait)
+		if longer := s.plan.HTTP.Wait > l.wait; r.Body != http.NoBody || longer {
+			ctx, cancel := context.WithTimeout(r.Context(), min(s.plan.HTTP.Wait, l.wait))
 			defer cancel()
 			r = r.WithContext(ctx)
 		}

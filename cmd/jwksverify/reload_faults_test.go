@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
 // introspectionServer is an RFC 7662 endpoint that answers every token
@@ -308,6 +309,85 @@ issuers:
 			l.reload(ctx, load(tt.maxEntries), nil)
 			if fresh, err := l.replayStore.Use(ctx, used, time.Minute, now.Add(time.Second)); fresh || err != nil {
 				t.Errorf("after the reload: Use() of the proof used before = %t, %v; want replayed", fresh, err)
+			}
+		})
+	}
+}
+
+// The HTTP server's timeouts are fixed at start (a reload that changes them
+// logs that it needs a restart); a reload that lengthens the waits a
+// request may have (a longer unknown_kid_wait, an added issuer) must not
+// make requests outlive them: every request is still answered, within the
+// waits the running timeouts were derived from, never with a closed
+// connection. Here the IdP hangs and the reloaded unknown_kid_wait (30s) is
+// longer than the running write timeout (21.5s).
+func TestReloadLongerWaitsStayWithinRunningTimeouts(t *testing.T) {
+	var hang atomic.Bool
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hang.Load() {
+			<-r.Context().Done() // an IdP that accepts and never answers
+			return
+		}
+		w.Write(testJWKS())
+	}))
+	t.Cleanup(idp.Close)
+	const iss = "https://idp.example/"
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	load := func(refresh string) *config.Plan {
+		t.Helper()
+		return writePlan(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
+issuers:
+  - issuer: %s
+    jwks_url: %s
+    refresh: %s
+`, iss, idp.URL, refresh))
+	}
+	start := load("{fetch_timeout: 1m}")
+	l, err := newLive(start, slog.New(slog.DiscardHandler), &tracing{})
+	if err != nil {
+		t.Fatalf("newLive() = %v", err)
+	}
+	t.Cleanup(l.close)
+	if err := l.cur.Load().fetchers[0].f.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(l.handler())
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = start.HTTP.Read, start.HTTP.Write // as runService sets them
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	l.reload(context.Background(), load("{fetch_timeout: 1m, unknown_kid_wait: 30s}"), nil)
+	hang.Store(true)
+	tok := testkeys.Mint("RS256", testkeys.Private(testkeys.RSA2048A), map[string]any{"kid": "rotated"}, claimsAt(iss, "", time.Now()))
+	tests := []struct {
+		name string
+		req  func() *http.Request
+	}{
+		{"get-authz", func() *http.Request {
+			r, _ := http.NewRequest(http.MethodGet, srv.URL+"/v1/authz", nil)
+			r.Header.Set("Authorization", "Bearer "+tok)
+			return r
+		}},
+		{"post-verify", func() *http.Request {
+			r, _ := http.NewRequest(http.MethodPost, srv.URL+"/v1/verify", strings.NewReader(tokenBody(tok)))
+			return r
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			began := time.Now()
+			resp, err := http.DefaultClient.Do(tt.req())
+			if err != nil {
+				t.Fatalf("after %v: %v; want an answer (unknown_kid)", time.Since(began).Round(time.Millisecond), err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(body), "unknown_kid") && !strings.Contains(resp.Header.Get("WWW-Authenticate"), "unknown_kid") {
+				t.Errorf("status %d, body %s; want unknown_kid", resp.StatusCode, body)
+			}
+			if took := time.Since(began); took > start.HTTP.Wait+time.Second {
+				t.Errorf("answered after %v, want within the running wait budget %v", took.Round(time.Millisecond), start.HTTP.Wait)
 			}
 		})
 	}

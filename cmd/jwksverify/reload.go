@@ -95,9 +95,9 @@ type introClient struct {
 	c    *introspect.Client
 }
 
-// sameIntrospection reports whether a client built from a over fetcher fa
-// may answer for b over fb: the same fetcher (its discovered endpoint), and
-// every option equal.
+// sameIntrospection reports whether the running client a may answer for
+// the plan's options b over fetcher fb: the same fetcher (its discovered
+// endpoint), and every option equal.
 func sameIntrospection(a introClient, b introspect.Options, fb *jwks.Fetcher) bool {
 	return a.f == fb && a.opts.Endpoint == nil && b.Endpoint == nil && a.opts.Logger == nil && b.Logger == nil &&
 		reflect.DeepEqual(a.opts, b)

@@ -484,7 +484,11 @@ func closeFetchers(fs []*jwks.Fetcher, logger *slog.Logger) {
 func (l *live) watch(ctx context.Context, path string, load func() (*config.Plan, error)) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	// Once watching ends (the drain has begun), SIGHUP is ignored rather
+	// than given back its default action, which would end the process in
+	// the middle of the drain: for serve --config it means "reload", never
+	// "stop" (SIGINT and SIGTERM end a drain at once).
+	defer signal.Ignore(syscall.SIGHUP)
 	t := time.NewTicker(configPollInterval)
 	defer t.Stop()
 	seen := l.cur.Load().plan.Hash // the content last tried, valid or not

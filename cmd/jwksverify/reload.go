@@ -63,8 +63,8 @@ type live struct {
 
 	// The DPoP replay store outlives generations, as the token cache does:
 	// a reload must not forget the proofs already used. A reload that
-	// changes the store's settings starts a new one; the Redis clients are
-	// closed by close.
+	// changes the store's settings starts a new one; the Redis client in
+	// use (redis) is closed by close, replaced ones are retired.
 	replayPlan  *config.DPoP
 	replayStore dpop.ReplayStore
 	redis       []*replay.Redis
@@ -381,7 +381,19 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 			oldClients = append(oldClients, c)
 		}
 	}
-	l.retire(old, oldClients, prev.plan.HTTP.Write)
+	// The Redis replay stores of replaced settings go too; the one in use
+	// stays (also when this plan has no DPoP: a later one may use it again).
+	inUse, _ := l.replayStore.(*replay.Redis)
+	var oldRedis, keptRedis []*replay.Redis
+	for _, r := range l.redis {
+		if r == inUse {
+			keptRedis = append(keptRedis, r)
+		} else {
+			oldRedis = append(oldRedis, r)
+		}
+	}
+	l.redis = keptRedis
+	l.retire(old, oldClients, oldRedis, prev.plan.HTTP.Write)
 	l.logger.Info("configuration reloaded", "hash", next.Hash, "issuers", len(next.Issuers),
 		"new_fetchers", len(fresh), "closed_fetchers", len(old))
 	for _, what := range restartNeeded(prev.plan, next) {
@@ -416,11 +428,11 @@ func restartNeeded(cur, next *config.Plan) []string {
 	return out
 }
 
-// retire closes fs once the requests still using them are done: after
+// retire closes fs, cs and rs once the requests still using them are done: after
 // grace (the longest a request may take, the HTTP write timeout), or at
 // once when the service closes.
-func (l *live) retire(fs []*jwks.Fetcher, cs []*introspect.Client, grace time.Duration) {
-	if len(fs) == 0 && len(cs) == 0 {
+func (l *live) retire(fs []*jwks.Fetcher, cs []*introspect.Client, rs []*replay.Redis, grace time.Duration) {
+	if len(fs) == 0 && len(cs) == 0 && len(rs) == 0 {
 		return
 	}
 	l.retired.Go(func() {
@@ -432,7 +444,17 @@ func (l *live) retire(fs []*jwks.Fetcher, cs []*introspect.Client, grace time.Du
 		}
 		closeFetchers(fs, l.logger)
 		closeClients(cs)
+		l.closeRedis(rs)
 	})
+}
+
+// closeRedis closes Redis replay stores.
+func (l *live) closeRedis(rs []*replay.Redis) {
+	for _, r := range rs {
+		if err := r.Close(); err != nil {
+			l.logger.Warn("closing the DPoP replay store", "err", err)
+		}
+	}
 }
 
 // closeClients closes introspection clients and waits for their calls.
@@ -464,11 +486,7 @@ func (l *live) close() {
 	}
 	closeFetchers(fs, l.logger)
 	closeClients(l.cur.Load().clients)
-	for _, r := range l.redis {
-		if err := r.Close(); err != nil {
-			l.logger.Warn("closing the DPoP replay store", "err", err)
-		}
-	}
+	l.closeRedis(l.redis)
 }
 
 func closeFetchers(fs []*jwks.Fetcher, logger *slog.Logger) {

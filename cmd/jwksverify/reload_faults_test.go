@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -56,6 +57,26 @@ func writePlan(t *testing.T, path, content string) *config.Plan {
 	return plan
 }
 
+// startLive starts the service's generations over plan, closed at the end
+// of the test.
+func startLive(t *testing.T, plan *config.Plan) *live {
+	t.Helper()
+	l, err := newLive(plan, slog.New(slog.DiscardHandler), &tracing{})
+	if err != nil {
+		t.Fatalf("newLive() = %v", err)
+	}
+	t.Cleanup(l.close)
+	return l
+}
+
+// jwksServer serves testJWKS, closed at the end of the test.
+func jwksServer(t *testing.T) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
+	t.Cleanup(s.Close)
+	return s
+}
+
 // A reload keeps the introspection answer cache of an issuer whose
 // introspection settings did not change, as it keeps its keys (SPEC: issuers
 // whose settings did not change keep their keys and caches): a reload asks
@@ -64,8 +85,7 @@ func writePlan(t *testing.T, path, content string) *config.Plan {
 // reload instead of turning into 503 keys_unavailable. A changed
 // introspection setting starts a new cache.
 func TestReloadKeepsIntrospectionCache(t *testing.T) {
-	jwksSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
-	t.Cleanup(jwksSrv.Close)
+	jwksSrv := jwksServer(t)
 	const iss = "https://as.example/"
 	as := newIntrospectionServer(t, iss)
 	dir := t.TempDir()
@@ -85,11 +105,7 @@ issuers:
 		t.Helper()
 		return writePlan(t, path, content)
 	}
-	l, err := newLive(load(file("a", "5m")), slog.New(slog.DiscardHandler), &tracing{})
-	if err != nil {
-		t.Fatalf("newLive() = %v", err)
-	}
-	t.Cleanup(l.close)
+	l := startLive(t, load(file("a", "5m")))
 	ctx := context.Background()
 	verifyOpaque := func(tok string) error {
 		_, err := l.cur.Load().server.Verifier().Verify(ctx, tok)
@@ -145,8 +161,7 @@ issuers:
 // token is allowed. The wait budget of a request (and the HTTP timeouts
 // derived from it) covers the longest introspection call.
 func TestSlowIntrospectionAnsweredOnEveryFrontEnd(t *testing.T) {
-	jwksSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
-	t.Cleanup(jwksSrv.Close)
+	jwksSrv := jwksServer(t)
 	const iss = "https://as.example/"
 	const delay = 2 * time.Second // beyond 1.5s (the unknown-kid wait and its margin), within the 5s call timeout
 	as := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -167,11 +182,7 @@ issuers:
     introspection: {url: %q}
 `, iss, jwksSrv.URL, as.URL)
 	plan := writePlan(t, path, content)
-	l, err := newLive(plan, slog.New(slog.DiscardHandler), &tracing{})
-	if err != nil {
-		t.Fatalf("newLive() = %v", err)
-	}
-	t.Cleanup(l.close)
+	l := startLive(t, plan)
 	srv := httptest.NewServer(l.handler())
 	t.Cleanup(srv.Close)
 
@@ -232,11 +243,7 @@ issuers:
 `, iss, idp.URL, staleFor)
 		return writePlan(t, path, content)
 	}
-	l, err := newLive(load("1h"), slog.New(slog.DiscardHandler), &tracing{})
-	if err != nil {
-		t.Fatalf("newLive() = %v", err)
-	}
-	t.Cleanup(l.close)
+	l := startLive(t, load("1h"))
 	if err := l.cur.Load().fetchers[0].f.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -272,8 +279,7 @@ issuers:
 // proof used before the reload is still refused as replayed after it, as a
 // full store refuses new proofs rather than forget unexpired ones.
 func TestReloadKeepsUsedDPoPProofs(t *testing.T) {
-	jwksSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
-	t.Cleanup(jwksSrv.Close)
+	jwksSrv := jwksServer(t)
 	path := filepath.Join(t.TempDir(), "config.yaml")
 	load := func(maxEntries int) *config.Plan {
 		t.Helper()
@@ -285,11 +291,7 @@ issuers:
     sender_constraint: {dpop: optional}
 `, maxEntries, jwksSrv.URL))
 	}
-	l, err := newLive(load(1000), slog.New(slog.DiscardHandler), &tracing{})
-	if err != nil {
-		t.Fatalf("newLive() = %v", err)
-	}
-	t.Cleanup(l.close)
+	l := startLive(t, load(1000))
 	ctx := context.Background()
 	now := time.Now()
 	used := [32]byte{1}
@@ -343,11 +345,7 @@ issuers:
 `, iss, idp.URL, refresh))
 	}
 	start := load("{fetch_timeout: 1m}")
-	l, err := newLive(start, slog.New(slog.DiscardHandler), &tracing{})
-	if err != nil {
-		t.Fatalf("newLive() = %v", err)
-	}
-	t.Cleanup(l.close)
+	l := startLive(t, start)
 	if err := l.cur.Load().fetchers[0].f.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -390,5 +388,35 @@ issuers:
 				t.Errorf("answered after %v, want within the running wait budget %v", took.Round(time.Millisecond), start.HTTP.Wait)
 			}
 		})
+	}
+}
+
+// Reloads that change the Redis replay store's settings do not pile up
+// Redis clients (each with its connections and goroutines) for the life of
+// the process: the one in use is kept, and those of the replaced settings
+// are closed once the requests that may still use them are done
+// (retired), not at exit.
+func TestReloadRetiresReplacedRedisClients(t *testing.T) {
+	jwksSrv := jwksServer(t)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	load := func(timeoutMS int) *config.Plan {
+		t.Helper()
+		return writePlan(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
+dpop: {replay_store: redis, redis_url: "redis://127.0.0.1:1", redis_timeout: %dms}
+issuers:
+  - issuer: https://idp.example/
+    jwks_url: %s
+    sender_constraint: {dpop: optional}
+`, timeoutMS, jwksSrv.URL))
+	}
+	l := startLive(t, load(100))
+	for i := range 10 {
+		l.reload(context.Background(), load(101+i), nil)
+	}
+	if n := len(l.redis); n != 1 {
+		t.Errorf("after 10 reloads changing redis_timeout: %d Redis clients held for the life of the process, want 1 (the one in use)", n)
+	}
+	if len(l.redis) > 0 && dpop.ReplayStore(l.redis[0]) != l.replayStore {
+		t.Errorf("the Redis client kept is not the store in use")
 	}
 }

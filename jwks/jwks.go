@@ -173,8 +173,8 @@ type Options struct {
 	// fetch time, and, with discovery from the same DiscoveryURL, the
 	// jwks_uri and introspection_endpoint it discovered — instead of from
 	// nothing: a changed option does not drop the keys while the source is
-	// down. Previous is only read, at New, and
-	// not kept; its owner still closes it. Nil means none.
+	// down. Previous is only read, at New, and not kept; its owner still
+	// closes it. Nil means none.
 	Previous *Fetcher
 
 	// InsecureAllowHTTP accepts plain http:// URLs for non-loopback hosts.

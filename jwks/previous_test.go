@@ -24,6 +24,7 @@ func TestFetcherPrevious(t *testing.T) {
 		{name: "same-source-new-stale-for", change: func(o *Options, _, _ *keyServer) { o.StaleFor = 48 * time.Hour }, wantKeys: 2},
 		{name: "same-source-new-min-interval", change: func(o *Options, _, _ *keyServer) { o.MinInterval = 2 * time.Minute }, wantKeys: 2},
 		{name: "other-url", change: func(o *Options, _, other *keyServer) { o.URL = other.URL() }},
+		{name: "other-query", change: func(o *Options, ks, _ *keyServer) { o.URL = ks.URL() + "?tenant=b" }},
 		{name: "other-issuer", change: func(o *Options, _, _ *keyServer) { o.Issuer = "https://other.example/" }},
 		{name: "past-new-stale-for", change: func(o *Options, _, _ *keyServer) { o.StaleFor = time.Hour }, advance: 2 * time.Hour},
 		{name: "over-new-max-keys", change: func(o *Options, _, _ *keyServer) { o.MaxKeys = 1 }},

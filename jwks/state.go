@@ -117,8 +117,9 @@ func (f *Fetcher) loadState() {
 // discovery from the same document, also from what it discovered. It
 // reports whether it published a set.
 func (f *Fetcher) inherit(prev *Fetcher) bool {
-	if prev == nil || prev.opts.Issuer != f.opts.Issuer || prev.source != f.source || !prev.sourced.Load() {
-		return false
+	if prev == nil || prev.opts.Issuer != f.opts.Issuer || prev.source != f.source || !prev.sourced.Load() ||
+		prev.opts.URL != f.opts.URL || prev.opts.TrustDomain != f.opts.TrustDomain {
+		return false // source is the URL without its query: compare the URL itself
 	}
 	prev.mu.Lock()
 	st := prev.st

@@ -48,3 +48,29 @@ func TestFetcherDiscoveryOutage(t *testing.T) {
 		})
 	}
 }
+
+// A restart during a discovery outage (the JWKS still served) refreshes
+// the keys from the jwks_uri persisted with the last good set in StateDir,
+// as a running fetcher does, instead of serving the persisted set until
+// stale_for and then nothing; its introspection_endpoint comes back too.
+func TestFetcherDiscoveryOutageAcrossRestart(t *testing.T) {
+	ks := newKeyServer(t, testkeys.JWKS(keyA))
+	ks.set(func(ks *keyServer) {
+		ks.discovery = []byte(`{"issuer":"` + ks.srv.URL + `","jwks_uri":"` + ks.URL() + `","introspection_endpoint":"` + ks.srv.URL + `/introspect"}`)
+	})
+	dir := t.TempDir()
+	o := Options{Discovery: true, Issuer: ks.srv.URL, StateDir: dir}
+	first, _ := startFetcher(t, newFakeClock(), o)
+	first.Close()
+
+	ks.set(func(ks *keyServer) { ks.discoveryStatus = http.StatusServiceUnavailable })
+	clk := newFakeClock()
+	clk.Advance(time.Hour)
+	f, _ := startFetcher(t, clk, o)
+	if st := f.Keys().Status(); !st.LastSuccess.Equal(clk.Now()) || st.LastError != "" {
+		t.Errorf("after a restart with discovery down: Status() = %+v, want a success from the persisted jwks_uri", st)
+	}
+	if got := f.IntrospectionEndpoint(); got != ks.srv.URL+"/introspect" {
+		t.Errorf("after a restart with discovery down: IntrospectionEndpoint() = %q, want the persisted one", got)
+	}
+}

@@ -162,7 +162,9 @@ type Options struct {
 	// written atomically (mode 0600) to <StateDir>/<16 hex digits of
 	// sha256(Issuer, or the source)>.json; New creates the directory (0700).
 	// At start a file of the same issuer and source is published with its
-	// fetch time, so StaleFor bounds it across restarts. Not used with File.
+	// fetch time, so StaleFor bounds it across restarts. With Discovery the
+	// file also keeps the jwks_uri and introspection_endpoint discovered,
+	// used at start while the document cannot be had. Not used with File.
 	StateDir string
 
 	// Previous, if not nil, is the fetcher this one replaces (a

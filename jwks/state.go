@@ -23,6 +23,13 @@ type stateFile struct {
 	ETag         string          `json:"etag,omitempty"`
 	LastModified string          `json:"last_modified,omitempty"`
 	JWKS         json.RawMessage `json:"jwks"`
+	// JWKSURI and IntrospectionEndpoint are what the discovery document
+	// (at DiscoveryURL, "" for the issuer's) named, with Discovery: a
+	// restart while the document is down fetches the keys from JWKSURI
+	// (the transport rule applies again).
+	DiscoveryURL          string `json:"discovery_url,omitempty"`
+	JWKSURI               string `json:"jwks_uri,omitempty"`
+	IntrospectionEndpoint string `json:"introspection_endpoint,omitempty"`
 }
 
 // statePath names the state file of an issuer (or, without issuer, of a
@@ -106,6 +113,18 @@ func (f *Fetcher) loadState() {
 	case savedTooOld:
 		f.log.Info("jwks state ignored: older than stale_for", "path", f.statePath, "fetched_at", at)
 	default:
+		if f.opts.Discovery && s.DiscoveryURL == f.opts.DiscoveryURL {
+			// Where the same document last sent us: discovered again at
+			// the first attempt (discoveredAt stays zero), fetched when it
+			// cannot be.
+			if _, err := parseURL(s.JWKSURI, f.opts.InsecureAllowHTTP); err == nil {
+				f.st.jwksURL = s.JWKSURI
+			}
+			if _, err := parseURL(s.IntrospectionEndpoint, f.opts.InsecureAllowHTTP); err == nil {
+				ie := s.IntrospectionEndpoint
+				f.introspection.Store(&ie)
+			}
+		}
 		f.log.Info("jwks state loaded", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
 		f.transition(&f.st, f.opts.Now(), nil)
 	}
@@ -187,10 +206,15 @@ func (f *Fetcher) saveState(st *fetchState, now time.Time) {
 	if f.statePath == "" || st.body == nil {
 		return
 	}
-	err := writeState(f.statePath, stateFile{
+	s := stateFile{
 		Issuer: f.opts.Issuer, Source: f.source, FetchedAt: now,
 		ETag: st.etag, LastModified: st.lastModified, JWKS: st.body,
-	})
+	}
+	if f.opts.Discovery {
+		s.DiscoveryURL, s.JWKSURI = f.opts.DiscoveryURL, st.jwksURL
+		s.IntrospectionEndpoint = f.IntrospectionEndpoint()
+	}
+	err := writeState(f.statePath, s)
 	if err != nil {
 		f.log.Warn("jwks state not saved", "path", f.statePath, "err", err.Error())
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -135,6 +136,86 @@ func (h *hydra) tokenWithScope(t *testing.T, c hydraClient, scope string) string
 		t.Fatalf("token: %d %v", resp.StatusCode, err)
 	}
 	return tok.AccessToken
+}
+
+// codeFlowTokens runs an authorization code flow with offline_access for
+// a new client of the given access token strategy, accepting the login and
+// the consent through the admin API, and returns the access and the
+// refresh token it yields.
+func (h *hydra) codeFlowTokens(t *testing.T, strategy string) (access, refresh string) {
+	t.Helper()
+	const redirect = "http://127.0.0.1:1/cb"
+	body := fmt.Sprintf(`{"grant_types":["authorization_code","refresh_token"],"response_types":["code"],"scope":"offline_access",`+
+		`"redirect_uris":[%q],"token_endpoint_auth_method":"client_secret_post","access_token_strategy":%q}`, redirect, strategy)
+	resp, err := httpClient().Post(h.admin+"/admin/clients", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		ID     string `json:"client_id"`
+		Secret string `json:"client_secret"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&c)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create client: %d %v", resp.StatusCode, err)
+	}
+	jar, _ := cookiejar.New(nil)
+	browser := httpClient()
+	browser.Jar = jar
+	// follow answers the Location of a redirect from u, and the value of
+	// its query parameter param.
+	follow := func(u, param string) string {
+		t.Helper()
+		resp, err := browser.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		loc, err := url.Parse(resp.Header.Get("Location"))
+		if err != nil || loc.Query().Get(param) == "" {
+			t.Fatalf("GET %s: %d, Location %q: no %s", u, resp.StatusCode, resp.Header.Get("Location"), param)
+		}
+		return loc.Query().Get(param)
+	}
+	// accept PUTs body to the admin API's accept endpoint for a challenge
+	// and answers where the browser goes next.
+	accept := func(kind, challenge, body string) string {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPut, h.admin+"/admin/oauth2/auth/requests/"+kind+"/accept?"+kind+"_challenge="+url.QueryEscape(challenge), strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := httpClient().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var r struct {
+			RedirectTo string `json:"redirect_to"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.RedirectTo == "" {
+			t.Fatalf("accept %s: %d %v", kind, resp.StatusCode, err)
+		}
+		return r.RedirectTo
+	}
+	auth := h.public + "/oauth2/auth?response_type=code&scope=offline_access&state=integration-state&client_id=" +
+		url.QueryEscape(c.ID) + "&redirect_uri=" + url.QueryEscape(redirect)
+	next := accept("login", follow(auth, "login_challenge"), `{"subject":"bob"}`)
+	next = accept("consent", follow(next, "consent_challenge"), `{"grant_scope":["offline_access"]}`)
+	code := follow(next, "code")
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect}, "client_id": {c.ID}, "client_secret": {c.Secret}}
+	resp, err = httpClient().PostForm(h.public+"/oauth2/token", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" || tok.RefreshToken == "" {
+		t.Fatalf("token: %d %v", resp.StatusCode, err)
+	}
+	return tok.AccessToken, tok.RefreshToken
 }
 
 // revoke revokes token at Hydra (RFC 7009).
@@ -268,6 +349,22 @@ issuers:
 		wg.Wait()
 		if n := h.calls.Load() - before; n != 1 || valid.Load() != 50 {
 			t.Errorf("50 concurrent requests: %d introspection calls, %d valid; want 1 and 50", n, valid.Load())
+		}
+	})
+
+	// Hydra answers active for a refresh token too (with token_use
+	// refresh_token, a 30-day exp and the access token's aud): it is not a
+	// credential for an API, whatever its age.
+	t.Run("refresh-token-is-not-an-access-token", func(t *testing.T) {
+		access, refresh := h.codeFlowTokens(t, "opaque")
+		if v := verifyToken(t, j, access); !v.Valid {
+			t.Fatalf("/v1/verify(access token) = %+v, want valid", v)
+		}
+		if v := verifyToken(t, j, refresh); v.Valid || v.Error != "wrong_type" {
+			t.Errorf("/v1/verify(refresh token) = %+v, want invalid, wrong_type", v)
+		}
+		if code := authz(t, j, refresh); code != http.StatusUnauthorized {
+			t.Errorf("/v1/authz(refresh token) = %d, want 401", code)
 		}
 	})
 

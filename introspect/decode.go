@@ -26,9 +26,10 @@ type Answer struct {
 
 // Decode reads an introspection response body (untrusted input, already
 // bounded in size by the caller): a JSON object in valid UTF-8, nested at
-// most 32 deep, whose "active" member is a boolean, and whose "exp", when
-// present in an active answer, is a finite number of seconds. Anything else
-// is an error wrapping [ErrBadAnswer]. Decode is safe for concurrent use.
+// most 32 deep, without duplicate member names at its top level, whose
+// "active" member is a boolean, and whose "exp", when present in an active
+// answer, is a finite number of seconds. Anything else is an error wrapping
+// [ErrBadAnswer]. Decode is safe for concurrent use.
 func Decode(body []byte) (Answer, error) {
 	if !utf8.Valid(body) {
 		return Answer{}, fmt.Errorf("%w: not valid UTF-8", ErrBadAnswer)
@@ -39,6 +40,13 @@ func Decode(body []byte) (Answer, error) {
 	var doc map[string]json.RawMessage
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
 		return Answer{}, fmt.Errorf("%w: not a JSON object", ErrBadAnswer)
+	}
+	if n := countMembers(body); n != len(doc) {
+		// json.Unmarshal keeps the last of duplicate names, silently: an
+		// answer {"active":false,...,"active":true} would be active. Which
+		// one the server meant is unknowable (a JWT with duplicates is
+		// malformed, for the same reason).
+		return Answer{}, fmt.Errorf("%w: duplicate member names", ErrBadAnswer)
 	}
 	var active bool
 	raw, ok := doc["active"]
@@ -65,6 +73,28 @@ func Decode(body []byte) (Answer, error) {
 	}
 	a.Claims = claims
 	return a, nil
+}
+
+// countMembers returns how many members the JSON object body (which
+// json.Unmarshal has accepted) has at its top level, duplicates counted
+// apart; -1 if it does not walk.
+func countMembers(body []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // '{'
+		return -1
+	}
+	n := 0
+	for dec.More() {
+		if _, err := dec.Token(); err != nil { // the name
+			return -1
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return -1
+		}
+		n++
+	}
+	return n
 }
 
 // checkDepth refuses JSON nested deeper than maxDepth (encoding/json would

@@ -360,6 +360,13 @@ func TestDecode(t *testing.T) {
 		{"exp-string", `{"active":true,"exp":"soon"}`, false, true},
 		{"bad-utf8", "{\"active\":true,\"sub\":\"\xff\"}", false, true},
 		{"deep", `{"active":true,"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, false, true},
+		// Duplicate member names: parsers disagree on which counts (the
+		// last one won, silently), and a JWT with them is malformed.
+		{"duplicate-active", `{"active":false,"sub":"a","active":true}`, false, true},
+		{"duplicate-active-escaped", `{"active":false,"\u0061ctive":true}`, false, true},
+		{"duplicate-exp", `{"active":true,"exp":1,"exp":1900000000}`, false, true},
+		{"duplicate-sub", `{"active":true,"sub":"a","sub":"admin"}`, false, true},
+		{"nested-names-may-repeat", `{"active":true,"a":{"x":1},"b":{"x":2}}`, true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := introspect.Decode([]byte(tt.body))

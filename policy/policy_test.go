@@ -238,6 +238,29 @@ func TestSelect(t *testing.T) {
 	}
 }
 
+// TestSelectMethodCase: a request whose method a proxy forwards in lower
+// case ("delete", which Traefik and Caddy pass on as sent, and Django and
+// Flask then run as DELETE) is routed as the upper-case method, not to
+// the default policy: no lower-case spelling skips a method's route.
+func TestSelectMethodCase(t *testing.T) {
+	s := mustSet(t, policy.Options{
+		Policies:      []policy.Spec{{Name: "write", Scopes: policy.Scopes{All: []string{"orders:write"}}}, {Name: "open"}},
+		Routes:        []policy.Route{{Methods: []string{"POST", "DELETE"}, Path: "/orders/**", Policy: "write"}},
+		DefaultPolicy: "open",
+	})
+	for _, method := range []string{"DELETE", "delete", "Delete", "post"} {
+		t.Run(method, func(t *testing.T) {
+			o, err := request.FromParts(method, "https", "api.example.com", "/orders/1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Select(o).Name(); got != "write" {
+				t.Errorf("Select(%s /orders/1) = %q, want %q", method, got, "write")
+			}
+		})
+	}
+}
+
 func TestPolicyAccessors(t *testing.T) {
 	p := one(t, policy.Spec{Name: "p", Issuers: []string{issA}, Scopes: policy.Scopes{All: []string{"b", "a"}, Any: []string{"a", "c"}},
 		AllowAnonymous: true, ClaimsToHeaders: map[string]string{"sub": "x-user"}, Expression: `request.path == "/"`})

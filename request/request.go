@@ -77,7 +77,8 @@ func (p Proxy) Headers() (Headers, bool) {
 
 // Original is the request a proxy asks about.
 type Original struct {
-	// Method is the request method, as sent ("GET").
+	// Method is the request method, upper-cased ([NormalizeMethod]): "GET"
+	// for "get" too.
 	Method string
 	// Scheme is "http" or "https" (lower case), or "" when the preset's
 	// proto header is absent.
@@ -146,7 +147,7 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	if method == "" {
 		return Original{}, fmt.Errorf("%w: empty method", ErrMissing)
 	}
-	o := Original{Method: method, Scheme: strings.ToLower(scheme), Host: NormalizeHost(host)}
+	o := Original{Method: NormalizeMethod(method), Scheme: strings.ToLower(scheme), Host: NormalizeHost(host)}
 	if o.Scheme != "" && o.Scheme != "http" && o.Scheme != "https" {
 		return Original{}, fmt.Errorf("%w: scheme %q", ErrMissing, scheme)
 	}
@@ -178,6 +179,27 @@ func cutAbsolute(target string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// NormalizeMethod returns method with its ASCII letters upper-cased. HTTP
+// methods are case-sensitive (RFC 9110 §9.1), but Django and Werkzeug
+// (Flask) upper-case the one they receive, and Traefik and Caddy forward
+// "delete" as sent: a route or an expression about DELETE must see it as
+// DELETE, or a lower-case spelling would skip the policy meant for it. It
+// does not allocate for a method already in upper case.
+func NormalizeMethod(method string) string {
+	for i := 0; i < len(method); i++ {
+		if c := method[i]; 'a' <= c && c <= 'z' {
+			b := []byte(method)
+			for j := i; j < len(b); j++ {
+				if 'a' <= b[j] && b[j] <= 'z' {
+					b[j] -= 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return method
 }
 
 // NormalizeHost returns host lower-cased, without its port and trailing dot.

@@ -147,6 +147,12 @@ func TestFromParts(t *testing.T) {
 		{"no-method", "", "", "h", "/", request.Original{}, request.ErrMissing},
 		{"odd-scheme", "GET", "ftp", "h", "/", request.Original{}, request.ErrMissing},
 		{"ambiguous", "GET", "", "h", "/a%2fb", request.Original{}, request.ErrAmbiguousPath},
+		// Django and Werkzeug (Flask) upper-case the method they are sent:
+		// behind a proxy that forwards "delete" as sent (Traefik, Caddy),
+		// a route or expression about DELETE must see DELETE.
+		{"method-upper-cased", "delete", "", "h", "/", request.Original{Method: "DELETE", Host: "h", Path: "/"}, nil},
+		{"method-mixed-case", "Post", "", "h", "/", request.Original{Method: "POST", Host: "h", Path: "/"}, nil},
+		{"method-extension", "m-search", "", "h", "/", request.Original{Method: "M-SEARCH", Host: "h", Path: "/"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,6 +189,9 @@ func TestNormalizeAllocations(t *testing.T) {
 			}
 			if h := request.NormalizeHost(tt.host); h != tt.host {
 				t.Fatalf("NormalizeHost(%q) = %q", tt.host, h)
+			}
+			if m := request.NormalizeMethod("DELETE"); m != "DELETE" {
+				t.Fatalf("NormalizeMethod(DELETE) = %q", m)
 			}
 		}); n != 0 {
 			t.Errorf("%q on %q: %v allocations, want 0", tt.path, tt.host, n)

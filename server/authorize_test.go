@@ -27,6 +27,7 @@ func newPolicyEnv(t testing.TB, rm *ResourceMetadata) *env {
 			{Name: "public", AllowAnonymous: true},
 			{Name: "allow"},
 			{Name: "deny", Expression: `claims.sub == "nobody"`},
+			{Name: "no-delete", Expression: `request.method != "DELETE"`},
 		},
 		Routes: []policy.Route{
 			{Methods: []string{"POST", "PUT", "PATCH", "DELETE"}, Path: "/orders/**", Policy: "orders-write"},
@@ -87,6 +88,9 @@ func TestAuthzPolicies(t *testing.T) {
 	}{
 		{"read-get-order", nginxAuthz("GET", "/orders/1", read, nil), 200, "", "orders-read"},
 		{"read-post-orders", nginxAuthz("POST", "/orders", read, nil), 403, `Bearer error="insufficient_scope", scope="orders:write"`, "orders-write"},
+		// A lower-case method that a backend upper-cases (Django, Flask)
+		// is the write route's, not the read route's.
+		{"read-delete-lower-case", nginxAuthz("delete", "/orders/1", read, nil), 403, `Bearer error="insufficient_scope", scope="orders:write"`, "orders-write"},
 		{"no-scopes-order", nginxAuthz("GET", "/orders/1", none, nil), 403, `Bearer error="insufficient_scope", scope="orders:read orders:write"`, "orders-read"},
 		{"no-scopes-public", nginxAuthz("GET", "/public", none, nil), 200, "", "public"},
 		{"anonymous-public", nginxAuthz("GET", "/public/x", "", nil), 200, "", "public"},
@@ -167,6 +171,7 @@ func TestVerifyWithPolicy(t *testing.T) {
 	}{
 		{"allowed", `{"token":"` + tok + `","policy":"orders-read"}`, 200, map[string]any{"valid": true, "allowed": true, "policy": "orders-read"}},
 		{"refused", `{"token":"` + tok + `","policy":"orders-write"}`, 200, map[string]any{"valid": true, "allowed": false, "error": "forbidden", "policy": "orders-write"}},
+		{"expression-sees-upper-case-method", `{"token":"` + tok + `","policy":"no-delete","request":{"method":"delete","path":"/orders/1"}}`, 200, map[string]any{"valid": true, "allowed": false, "error": "forbidden", "policy": "no-delete"}},
 		{"invalid-token", `{"token":"x.y.z","policy":"orders-read"}`, 200, map[string]any{"valid": false, "allowed": false, "error": "malformed"}},
 		{"unknown-policy", `{"token":"` + tok + `","policy":"nope"}`, 400, map[string]any{"error": "bad_request"}},
 	} {

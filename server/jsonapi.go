@@ -74,7 +74,7 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	// denies it.
 	sel := Selection{Policy: *req.Policy}
 	if rq := req.Request; rq != nil {
-		sel.Original = request.Original{Method: rq.Method, Scheme: rq.Scheme, Host: request.NormalizeHost(rq.Host)}
+		sel.Original = request.Original{Method: request.NormalizeMethod(rq.Method), Scheme: rq.Scheme, Host: request.NormalizeHost(rq.Host)}
 		sel.Original.Path, sel.OriginalErr = request.NormalizePath(rq.Path)
 	} else {
 		sel.OriginalErr = request.ErrMissing

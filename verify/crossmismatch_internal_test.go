@@ -2,7 +2,10 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/jwksverify/jwksverify/internal/rsaverify"
 )
 
 // Once the cross-check has caught a prepared verifier accepting a forgery
@@ -61,5 +64,111 @@ func TestCrossCheckMismatchDropsCachedVerdicts(t *testing.T) {
 	}
 	if _, err := v.Verify(context.Background(), forged1); err == nil {
 		t.Errorf("after the mismatch on kid k1, the earlier forgery is still accepted from the token cache (CacheStats %+v)", v.CacheStats())
+	}
+}
+
+// pssMutantSeam is a prepared RSA verifier broken in its PSS code only (as
+// a bug in rsaverify's VerifyPSSSaltHash would be): PKCS #1 v1.5 is right,
+// PSS also accepts every signature whose last bit is flipped.
+func pssMutantSeam() preparedCrypto {
+	return preparedCrypto{
+		rs: func(k *rsaverify.PublicKey, rs *rsSpec, signing string, sig []byte) bool {
+			ok := verifyRSPrepared(k, rs, signing, sig)
+			if rs.pss {
+				ok = ok || verifyRSPrepared(k, rs, signing, flipLastBit(sig))
+			}
+			return ok
+		},
+		es: verifyESPrepared,
+	}
+}
+
+// An RSA key without a JWK alg serves RS* and PS* (and every hash): each
+// is its own code in the prepared verifier. A key proven by its RS256
+// accepts is not proven for PS256: the first PS256 accept, and the first
+// of each other algorithm, is cross-checked too, so that a bug in one
+// algorithm's code is caught on its first use rather than one accept in a
+// thousand later.
+func TestCrossCheckProvesEachAlgorithm(t *testing.T) {
+	tests := []struct {
+		name         string
+		proveWith    []string // valid tokens verified first
+		forgeAlg     string
+		wantMismatch bool
+	}{
+		{"rs256-then-ps256-forgery", []string{"RS256"}, "PS256", true},
+		{"rs256-rs512-then-ps384-forgery", []string{"RS256", "RS512"}, "PS384", true},
+		{"ps256-then-ps512-forgery", []string{"PS256"}, "PS512", true},
+		{"ps256-proven-then-ps256-forgery-unsampled", []string{"PS256"}, "PS256", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := cryptoVerifier(t, "RS256", Options{CrossCheckRate: 1e-9})
+			v.sig.prepared = pssMutantSeam()
+			for i, alg := range tt.proveWith {
+				valid, _ := cryptoToken(alg, i)
+				if _, err := v.Verify(context.Background(), valid); err != nil {
+					t.Fatalf("Verify(valid %s) = %v", alg, err)
+				}
+			}
+			_, forged := cryptoToken(tt.forgeAlg, 99)
+			_, err := v.Verify(context.Background(), forged)
+			if tt.wantMismatch {
+				if !errors.Is(err, ErrBadSignature) || v.CryptoStats().Mismatches != 1 {
+					t.Fatalf("Verify(forged %s) = %v, CryptoStats %+v; want bad_signature and one mismatch (first use of %s with this key)",
+						tt.forgeAlg, err, v.CryptoStats(), tt.forgeAlg)
+				}
+				return
+			}
+			// The documented limit of sampling: once an algorithm is proven
+			// for the key, an unsampled accept is not checked again.
+			if err != nil {
+				t.Fatalf("Verify(forged %s, unsampled) = %v; this case pins the sampling it relies on", tt.forgeAlg, err)
+			}
+		})
+	}
+}
+
+// An operator who turns crypto.standard_library on (a reload with
+// StandardCrypto) has stopped trusting the prepared verifiers: the
+// verdicts they produced, cached in the token cache the reload shares,
+// must not be answered by the new verifier, which would otherwise keep
+// accepting a forgery the prepared path let through unsampled until it
+// expires. Verdicts of a reload that keeps the prepared path are kept.
+func TestStandardCryptoReloadDropsPreparedVerdicts(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		standard bool
+		wantHit  bool
+	}{
+		{"standard-library-turned-on", true, false},
+		{"prepared-kept", false, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc, err := NewTokenCache(TokenCacheOptions{MaxEntries: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v1 := cryptoVerifier(t, "RS256", Options{CrossCheckRate: 1e-9, Cache: tc})
+			v1.sig.prepared = mutantSeam()
+			valid, _ := cryptoToken("RS256", 0)
+			_, forged := cryptoToken("RS256", 1)
+			for _, tok := range []string{valid, forged} { // the key proven, then a forgery accepted unsampled
+				if _, err := v1.Verify(context.Background(), tok); err != nil {
+					t.Fatalf("v1.Verify() = %v (this test needs the forgery accepted unsampled)", err)
+				}
+			}
+			v2, err := New(Options{Issuers: v1.Issuers(), Now: v1.now, Cache: tc, Previous: v1, StandardCrypto: tt.standard})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tt.standard {
+				v2.sig.prepared = mutantSeam()
+			}
+			_, err = v2.Verify(context.Background(), forged)
+			if hit := err == nil; hit != tt.wantHit {
+				t.Errorf("v2.Verify(forged) = %v; want the cached verdict answered: %v", err, tt.wantHit)
+			}
+		})
 	}
 }

@@ -34,10 +34,12 @@ import (
 //   - Options.StandardCrypto routes every verification to crypto/rsa and
 //     crypto/ecdsa, as FIPS 140-3 mode and BoringCrypto builds always do
 //     (rsaverify.Enabled, ecverify.Enabled).
-//   - The cross-check: every accept of a key not yet proven, and a sampled
-//     fraction (Options.CrossCheckRate) of the accepts after, are verified
-//     again with the standard library. A key is proven by its first accept on
-//     which both agree. A disagreement rejects the token (bad_signature),
+//   - The cross-check: every accept of a key not yet proven for the token's
+//     algorithm, and a sampled fraction (Options.CrossCheckRate) of the
+//     accepts after, are verified again with the standard library. A key is
+//     proven for an algorithm by its first accept under it on which both
+//     agree (an RSA key serving RS256 and PS256 is proven for each apart).
+//     A disagreement rejects the token (bad_signature),
 //     logs at error, counts in CryptoStats, drops the token cache's verdicts
 //     and turns the prepared path off for the Verifier's lifetime: the
 //     prepared code is proven wrong, so the standard library does every
@@ -94,6 +96,11 @@ type preparedCrypto struct {
 	es func(k *ecverify.PublicKey, es *esSpec, signing string, sig []byte) bool
 }
 
+// drops reports whether c lacks a prepared verifier that prev has.
+func (c preparedCrypto) drops(prev preparedCrypto) bool {
+	return prev.rs != nil && c.rs == nil || prev.es != nil && c.es == nil
+}
+
 // defaultCrypto is the seam of a Verifier without StandardCrypto: the
 // prepared verifiers, each unless it steps aside for FIPS 140-3 mode or
 // BoringCrypto.
@@ -116,9 +123,13 @@ type preparedKey struct {
 	src any
 	rsa *rsaverify.PublicKey // for an RSA key, else nil
 	ec  *ecverify.PublicKey  // for an EC key, else nil
-	// proven is set by the first cross-check on which the prepared and the
-	// standard verifier agree, and cleared by a disagreement.
-	proven atomic.Bool
+	// proven holds the algSpec.bit of each algorithm a cross-check on
+	// which the prepared and the standard verifier agreed proved for this
+	// key, and is cleared by a disagreement. Per algorithm, not per key:
+	// an RSA key without a JWK alg serves RS* and PS* under three hashes,
+	// each its own code in the prepared verifier, so a key proven under
+	// RS256 is not proven under PS256.
+	proven atomic.Uint32
 	// broken is set by a disagreement, for good: the prepared form is
 	// wrong for this key, and the standard library does its work from then on.
 	broken atomic.Bool
@@ -203,7 +214,7 @@ func (s *signer) verify(is *issuer, a *algSpec, signing string, sig []byte, key 
 	default:
 		return verifyStandard(a, signing, sig, key)
 	}
-	if p.proven.Load() && !s.cross.sample() {
+	if p.proven.Load()&uint32(a.bit) != 0 && !s.cross.sample() {
 		return true
 	}
 	return s.crossCheck(is, a, signing, sig, key, p)
@@ -214,12 +225,12 @@ func (s *signer) verify(is *issuer, a *algSpec, signing string, sig []byte, key 
 func (s *signer) crossCheck(is *issuer, a *algSpec, signing string, sig []byte, key *cache.Key, p *preparedKey) bool {
 	s.cross.checks.Add(1)
 	if verifyStandard(a, signing, sig, key) {
-		if !p.proven.Load() {
-			p.proven.Store(true)
+		if bit := uint32(a.bit); p.proven.Load()&bit == 0 {
+			p.proven.Or(bit)
 		}
 		return true
 	}
-	p.proven.Store(false)
+	p.proven.Store(0)
 	p.broken.Store(true)
 	s.cross.off.Store(true)
 	s.cross.mismatches.Add(1)

@@ -51,6 +51,13 @@ func TestOpaque(t *testing.T) {
 		"expired":            fmt.Sprintf(`{"aud":%q,"exp":%d}`, aud, t0.Add(-time.Hour).Unix()),
 		"no-exp":             fmt.Sprintf(`{"aud":%q}`, aud),
 		"three.segments.tok": fmt.Sprintf(`{"aud":%q,"exp":%d}`, aud, exp),
+		"nbf-string":         fmt.Sprintf(`{"aud":%q,"exp":%d,"nbf":"soon"}`, aud, exp),
+		"hydra-refresh":      fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","token_type":"Bearer","token_use":"refresh_token"}`, aud, exp),
+		"hydra-access":       fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","token_type":"Bearer","token_use":"access_token"}`, aud, exp),
+		"keycloak-refresh":   fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","typ":"Refresh"}`, aud, exp),
+		"keycloak-offline":   fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","typ":"Offline"}`, aud, exp),
+		"keycloak-access":    fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","typ":"Bearer"}`, aud, exp),
+		"sub-number":         fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":5}`, aud, exp),
 	}
 	a := issuerA(keys)
 	a.Introspector = introspector(t, issA, answers)
@@ -76,6 +83,18 @@ func TestOpaque(t *testing.T) {
 		{"wrong-audience", one, "wrong-aud", nil, verify.ErrWrongAudience, ""},
 		{"expired-answer", one, "expired", nil, verify.ErrExpired, ""},
 		{"exp-required", one, "no-exp", nil, verify.ErrMissingClaim, ""},
+		// A registered claim of the wrong type in the server's answer is the
+		// server's fault, as an exp of the wrong type is (introspect.Decode):
+		// could not decide (503), not a malformed token (401).
+		{"answer-nbf-not-a-number", one, "nbf-string", nil, verify.ErrKeysUnavailable, ""},
+		// Hydra and Keycloak answer active for a refresh token too, and say
+		// which kind it is: a refresh token is not a credential for an API.
+		{"hydra-refresh-token", one, "hydra-refresh", nil, verify.ErrWrongType, ""},
+		{"hydra-access-token", one, "hydra-access", nil, nil, "bob"},
+		{"keycloak-refresh-token", one, "keycloak-refresh", nil, verify.ErrWrongType, ""},
+		{"keycloak-offline-token", one, "keycloak-offline", nil, verify.ErrWrongType, ""},
+		{"keycloak-access-token", one, "keycloak-access", nil, nil, "bob"},
+		{"answer-sub-not-a-string", one, "sub-number", nil, verify.ErrKeysUnavailable, ""},
 		{"three-segments-not-jws", one, "three.segments.tok", nil, nil, ""},
 		{"jwt-stays-local", one, mint("RS256", "k-RS256", nil), nil, nil, "alice"},
 		{"two-introspectors", two, "ory_at_good.sig", nil, verify.ErrUnknownIssuer, ""},

@@ -1,9 +1,17 @@
 package verify_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
+	"math/big"
 	"testing"
+	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -70,5 +78,60 @@ func TestKeyFitsAgreesWithVerifier(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestCheckHMACKeyRefusesPublicKeyMaterial: an HMAC secret is never built
+// from public key material (SPEC, RFC 8725 §2.1). A secret_file (or a
+// jwks_file oct key) that holds the IdP's public key — PEM, DER, base64
+// DER, a certificate, a JWK — would let anyone who has that public key,
+// which is everyone, sign HS256 tokens the verifier accepts.
+func TestCheckHMACKeyRefusesPublicKeyMaterial(t *testing.T) {
+	pub := testkeys.Public(testkeys.RSA2048A)
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecDER, err := x509.MarshalPKIXPublicKey(testkeys.Public(testkeys.EC256A))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemPub := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	pkcs1 := pem.EncodeToMemory(&pem.Block{Type: "RSA PUBLIC KEY", Bytes: x509.MarshalPKCS1PublicKey(pub.(*rsa.PublicKey))})
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<32, 0)}
+	certDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, pub, testkeys.Private(testkeys.RSA2048A))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwk := `{"kty":"RSA","n":"` + base64.RawURLEncoding.EncodeToString(pub.(*rsa.PublicKey).N.Bytes()) + `","e":"AQAB"}`
+	for _, tc := range []struct {
+		name    string
+		secret  []byte
+		wantErr bool
+	}{
+		{"random-secret", testkeys.Secret(), false},
+		{"ascii-secret", []byte("correct horse battery staple, 32+ bytes long"), false},
+		{"pem-public-key", pemPub, true},
+		{"pem-public-key-crlf", bytes.ReplaceAll(pemPub, []byte("\n"), []byte("\r\n")), true},
+		{"pem-rsa-public-key", pkcs1, true},
+		{"pem-certificate", pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certDER}), true},
+		{"der-public-key", der, true},
+		{"der-ec-public-key", ecDER, true},
+		{"der-pkcs1", x509.MarshalPKCS1PublicKey(pub.(*rsa.PublicKey)), true},
+		{"der-certificate", certDER, true},
+		{"base64-der-public-key", []byte(base64.StdEncoding.EncodeToString(der) + "\n"), true},
+		{"jwk", []byte(jwk), true},
+		{"jwks", []byte(`{"keys":[` + jwk + `]}`), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := newKey(t, tc.secret, cache.KeyMeta{Kid: "h", Local: true})
+			err := verify.CheckHMACKey(k)
+			if (err != nil) != tc.wantErr || (err != nil && !errors.Is(err, verify.ErrAlgNotAllowed)) {
+				t.Fatalf("CheckHMACKey(%s) = %v, want error %v (alg_not_allowed)", tc.name, err, tc.wantErr)
+			}
+			if err != nil && bytes.Contains([]byte(err.Error()), tc.secret[:min(len(tc.secret), 16)]) {
+				t.Errorf("CheckHMACKey() error %q quotes the secret", err)
+			}
+		})
 	}
 }

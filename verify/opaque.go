@@ -135,7 +135,10 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 	ps := string(raw)
 	var cl claims
 	if err := parseClaims(ps, &cl); err != nil {
-		return &opaqueMemo{is: is, err: fmt.Errorf("%w: introspection answer: %w", ErrMalformed, err)}
+		// The server's answer is broken, not the token: could not decide,
+		// as for an answer introspect.Decode refuses (an exp that is not a
+		// number, an active that is not a boolean).
+		return &opaqueMemo{is: is, err: fmt.Errorf("%w: introspection answer: %w", ErrKeysUnavailable, err)}
 	}
 	fail := func(err error) *opaqueMemo { return &opaqueMemo{is: is, err: err} }
 	if cl.has(clIss) && cl.iss != is.cfg.Issuer && !(is.template && matchTemplate(is.prefix, is.suffix, cl.iss, cl.tid)) {
@@ -147,6 +150,9 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 		}
 	}
 	if err := is.missingClaim(&cl, ps); err != nil {
+		return fail(err)
+	}
+	if err := notAccessToken(ps); err != nil {
 		return fail(err)
 	}
 	res := &Result{
@@ -174,9 +180,40 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 		// (RFC 9449 §6.2, RFC 8705 §3.2), as a JWT is by its own.
 		cnf, err := decodeConfirmation(cl.cnf)
 		if err != nil {
-			return fail(fmt.Errorf("%w: introspection answer's cnf: %w", ErrMalformed, err))
+			return fail(fmt.Errorf("%w: introspection answer's cnf: %w", ErrKeysUnavailable, err))
 		}
 		res.Confirmation = cnf
 	}
 	return &opaqueMemo{is: is, res: res}
+}
+
+// notAccessToken refuses an active answer that says its token is not an
+// access token (wrong_type): Hydra's token_use other than "access_token",
+// Keycloak's typ "Refresh" or "Offline". Both servers answer active for
+// their refresh tokens too (RFC 7662 lets them), and a refresh token is a
+// credential for the authorization server only (RFC 6749 §1.5), never for
+// an API: accepted here, a leaked one would reach every resource for as
+// long as it lives, typically weeks.
+func notAccessToken(ps string) error {
+	it, err := newMembers(ps)
+	if err != nil {
+		return nil // validated by parseClaims
+	}
+	for {
+		mb, ok, err := it.next()
+		if err != nil || !ok {
+			return nil
+		}
+		v := ps[mb.start:mb.end]
+		switch mb.name {
+		case "token_use":
+			if v != `"access_token"` {
+				return fmt.Errorf("%w: introspection answer's token_use %s is not \"access_token\"", ErrWrongType, quote(v))
+			}
+		case "typ":
+			if s, ok := JSONString(v); ok && (strings.EqualFold(s, "Refresh") || strings.EqualFold(s, "Offline")) {
+				return fmt.Errorf("%w: introspection answer's typ %s is a refresh token's", ErrWrongType, quote(s))
+			}
+		}
+	}
 }

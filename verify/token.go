@@ -464,9 +464,23 @@ func (c *headerCache) put(seg string, h *header) {
 	c.m[seg] = h
 }
 
-// decodeConfirmation decodes a cnf claim: a JSON object whose jkt and
-// x5t#S256 members, when present, are non-empty strings.
+// decodeConfirmation decodes a cnf claim: a JSON object without duplicate
+// member names (json.Unmarshal would keep the last jkt, where a first-wins
+// parser downstream reads the first) whose jkt and x5t#S256 members, when
+// present, are non-empty strings.
 func decodeConfirmation(raw string) (*Confirmation, error) {
+	if it, err := newMembers(raw); err == nil {
+		var seen names
+		for {
+			mb, ok, err := it.next()
+			if err != nil || !ok {
+				break
+			}
+			if !seen.add(mb.name) {
+				return nil, errors.New("duplicate member " + quote(mb.name))
+			}
+		}
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(raw), &m); err != nil || m == nil {
 		return nil, errors.New("not a JSON object")

@@ -118,13 +118,17 @@ func New(opts Options) (*Verifier, error) {
 	if v.sig, err = newSigner(opts, defaultCrypto()); err != nil {
 		return nil, err
 	}
+	// A reload that turns a prepared verifier off (StandardCrypto) carries
+	// no issuer over: the verdicts cached under the predecessor include that
+	// verifier's, which the operator has just stopped trusting.
+	carry := opts.Previous != nil && !v.sig.prepared.drops(opts.Previous.sig.prepared)
 	cfgs := make([]Issuer, 0, len(opts.Issuers))
 	for _, ic := range opts.Issuers {
 		is, err := compile(ic)
 		if err != nil {
 			return nil, err
 		}
-		if opts.Previous != nil {
+		if carry {
 			is = opts.Previous.carry(is)
 		}
 		v.issuers = append(v.issuers, is)

@@ -144,7 +144,10 @@ type Options struct {
 	// equal) is carried over as it is, and with it, when both verifiers use
 	// the same Cache, its cached verdicts; any other issuer is new, and
 	// verdicts cached for an issuer not carried over are never answered by
-	// this verifier. Previous keeps working unchanged. Nil means no
+	// this verifier. No issuer is carried over when this verifier uses the
+	// standard library where Previous used a prepared verifier
+	// (StandardCrypto turned on): the verdicts cached under Previous are
+	// then not answered. Previous keeps working unchanged. Nil means no
 	// predecessor.
 	Previous *Verifier
 	// Tracer, if not nil, records a "verify" span per [Verifier.VerifyAt]
@@ -164,8 +167,9 @@ type Options struct {
 	// standard library whatever this says.
 	StandardCrypto bool
 	// CrossCheckRate is the fraction of accepts by a prepared verifier that
-	// are verified again with the standard library, once the key is proven;
-	// every accept of a key not yet proven (its first use, or after a
+	// are verified again with the standard library, once the key is proven
+	// for the token's algorithm; every accept of a key not yet proven for
+	// it (the key's first use under that algorithm, or after a
 	// disagreement) is checked. A disagreement rejects the token as
 	// bad_signature, is logged at error through Logger and counted in
 	// [Verifier.CryptoStats]. Zero means [DefaultCrossCheckRate]; 1 checks

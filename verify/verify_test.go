@@ -90,6 +90,13 @@ func TestEveryErrorClass(t *testing.T) {
 		{"payload-too-deep", one, signRaw(t, "RS256", `{"alg":"RS256","kid":"k-RS256"}`, `{"a":`+strings.Repeat("[", 64)+strings.Repeat("]", 64)+`}`), verify.ErrMalformed},
 		{"payload-duplicate-exp", one, signRaw(t, "RS256", `{"alg":"RS256","kid":"k-RS256"}`, `{"iss":"`+issA+`","exp":1,"\u0065xp":9999999999}`), verify.ErrMalformed},
 		{"exp-string", one, rs(map[string]any{"exp": "tomorrow"}), verify.ErrMalformed},
+		// cnf names the key the token is bound to: a duplicate member in it
+		// is as ambiguous as one at the top level (the binding check took
+		// the last jkt, a first-wins parser downstream the first).
+		{"cnf-duplicate-jkt", one, signRaw(t, "RS256", `{"alg":"RS256","kid":"k-RS256"}`,
+			fmt.Sprintf(`{"iss":%q,"aud":%q,"exp":%d,"cnf":{"jkt":"victim-key","jkt":"attacker-key"}}`, issA, aud, t0.Add(time.Hour).Unix())), verify.ErrMalformed},
+		{"cnf-duplicate-escaped", one, signRaw(t, "RS256", `{"alg":"RS256","kid":"k-RS256"}`,
+			fmt.Sprintf(`{"iss":%q,"aud":%q,"exp":%d,"cnf":{"x5t#S256":"a","x5t\u0023S256":"b"}}`, issA, aud, t0.Add(time.Hour).Unix())), verify.ErrMalformed},
 		{"aud-number", one, rs(map[string]any{"aud": 7}), verify.ErrMalformed},
 		{"no-alg", one, signRaw(t, "RS256", `{"kid":"k-RS256"}`, `{"iss":"`+issA+`"}`), verify.ErrMalformed},
 		{"alg-none", one, signRaw(t, "HS256", `{"alg":"none"}`, `{"iss":"`+issA+`"}`), verify.ErrAlgNotAllowed},

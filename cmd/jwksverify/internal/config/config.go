@@ -730,6 +730,9 @@ func SecretKey(path, kid string) (*cache.Key, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := verify.CheckHMACKey(k); err != nil { // a public key put where the secret was meant to go
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
 	var algs []string
 	for _, a := range verify.Algorithms() {
 		if min := verify.MinHMACBytes(a); min > 0 && len(secret) >= min {

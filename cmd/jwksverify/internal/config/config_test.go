@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/replay"
@@ -164,6 +167,23 @@ func TestPlanSecretAlgorithms(t *testing.T) {
 				t.Errorf("StaticKeys = %v, want the secret as one local key", is.JWKS.StaticKeys)
 			}
 		})
+	}
+}
+
+// TestSecretFilePublicKeyRefused: a secret_file that holds a public key
+// (the IdP's PEM, put where its secret was meant to go) is a configuration
+// error naming the file's key: used as an HMAC secret it would let anyone
+// with the public key sign HS256 tokens (RFC 8725 §2.1).
+func TestSecretFilePublicKeyRefused(t *testing.T) {
+	der, err := x509.MarshalPKIXPublicKey(testkeys.Public(testkeys.RSA2048A))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "idp.pem")
+	os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), 0o600)
+	_, err = parse(t, "issuers: [{issuer: a, secret_file: "+path+"}]")
+	if err == nil || !strings.Contains(err.Error(), "secret_file") || !strings.Contains(err.Error(), "public key material") {
+		t.Fatalf("secret_file holding a PEM public key: %v, want refused naming secret_file", err)
 	}
 }
 

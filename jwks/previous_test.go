@@ -38,11 +38,13 @@ func TestFetcherPrevious(t *testing.T) {
 			o := Options{Issuer: iss, URL: ks.URL(), StaleFor: 24 * time.Hour}
 			prev, _ := startFetcher(t, clk, o)
 			prevSet := prev.Keys().Load()
-			clk.Advance(tt.advance)
 
-			// The source is down when the replacement starts.
+			// The source is down from now on: the predecessor's own
+			// refreshes while the clock advances fail too, so its last
+			// good set stays the one fetched at t0.
 			ks.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
 			other.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
+			clk.Advance(tt.advance)
 			next := o
 			tt.change(&next, ks, other)
 			next.Previous = prev

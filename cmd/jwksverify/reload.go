@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"reflect"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
@@ -497,16 +495,10 @@ func closeFetchers(fs []*jwks.Fetcher, logger *slog.Logger) {
 	}
 }
 
-// watch reloads path on SIGHUP and when its content changes (polled every
-// configPollInterval), until ctx is done. load reads and plans the file.
-func (l *live) watch(ctx context.Context, path string, load func() (*config.Plan, error)) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	// Once watching ends (the drain has begun), SIGHUP is ignored rather
-	// than given back its default action, which would end the process in
-	// the middle of the drain: for serve --config it means "reload", never
-	// "stop" (SIGINT and SIGTERM end a drain at once).
-	defer signal.Ignore(syscall.SIGHUP)
+// watch reloads path on each signal from hup (SIGHUP) and when its content
+// changes (polled every configPollInterval), until ctx is done. load reads
+// and plans the file.
+func (l *live) watch(ctx context.Context, path string, load func() (*config.Plan, error), hup <-chan os.Signal) {
 	t := time.NewTicker(configPollInterval)
 	defer t.Stop()
 	seen := l.cur.Load().plan.Hash // the content last tried, valid or not

@@ -290,7 +290,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 			return nil, err
 		}
 		p.Issuers = append(p.Issuers, is)
-		waits = append(waits, longestWait(is.JWKS))
+		waits = append(waits, longestWait(is))
 		if len(fi.ClaimsToHeaders) > 0 {
 			if p.Server.ClaimsToHeaders == nil {
 				p.Server.ClaimsToHeaders = map[string]map[string]string{}
@@ -343,6 +343,10 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 
 	if err := f.planSenders(p, env); err != nil {
 		return nil, err
+	}
+	if p.DPoP != nil && p.DPoP.ReplayStore == "redis" {
+		// A DPoP check waits once per request for the replay store.
+		p.HTTP = httpTimeouts(append(waits, p.DPoP.Redis.LongestWait()))
 	}
 
 	if f.TokenSources != nil && len(f.TokenSources) == 0 {

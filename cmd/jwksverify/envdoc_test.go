@@ -58,3 +58,25 @@ func TestEnvironmentDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoNamesReadmeSections: each README section the demo's banner sends
+// the reader to (README, "TITLE") is a heading of README.md.
+func TestDemoNamesReadmeSections(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("demo.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := regexp.MustCompile(`README, "([^"]+)"`).FindAllSubmatch(src, -1)
+	if len(refs) == 0 {
+		t.Fatal(`demo.go names no README section (README, "TITLE"); update this test`)
+	}
+	for _, m := range refs {
+		if !regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(string(m[1])) + `$`).Match(readme) {
+			t.Errorf("the demo's banner names the README section %q, which README.md does not have", m[1])
+		}
+	}
+}

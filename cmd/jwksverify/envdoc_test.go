@@ -80,3 +80,41 @@ func TestDemoNamesReadmeSections(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadRestartSettingsDocumented: every setting a reload keeps until a
+// restart (restartNeeded, which logs it) is named where CONFIG.md's reload
+// section and OPERATIONS.md's log table list them, so that an operator who
+// changes one in a reload knows it did not apply.
+func TestReloadRestartSettingsDocumented(t *testing.T) {
+	src, err := os.ReadFile("reload.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := os.ReadFile("../../docs/CONFIG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := os.ReadFile("../../docs/OPERATIONS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, keeps, _ := strings.Cut(string(cfg), "**keeps the listeners**")
+	keeps, _, _ = strings.Cut(keeps, "\n- ")
+	row := regexp.MustCompile("(?m)^\\| `reload: this change needs a restart; the running value is kept` .*$").FindString(string(ops))
+	names := regexp.MustCompile(`\{"([^"]+)", cur\.`).FindAllStringSubmatch(string(src), -1)
+	if len(names) < 5 || keeps == "" || row == "" {
+		t.Fatalf("found %d settings in restartNeeded, CONFIG.md section %t, OPERATIONS.md row %t", len(names), keeps != "", row != "")
+	}
+	for _, m := range names {
+		want := "`" + m[1] + "`"
+		if strings.HasPrefix(m[1], "HTTP server timeouts") {
+			want = "HTTP timeouts"
+		}
+		if !strings.Contains(strings.Join(strings.Fields(keeps), " "), want) {
+			t.Errorf("CONFIG.md's reload section does not say that %s needs a restart", want)
+		}
+		if !strings.Contains(row, want) {
+			t.Errorf("OPERATIONS.md's restart-needed log row does not name %s", want)
+		}
+	}
+}

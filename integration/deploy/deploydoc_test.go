@@ -55,3 +55,34 @@ func TestDeployDocKubernetes(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployDocServiceAccountRecipe decodes the Kubernetes objects of
+// docs/DEPLOY.md's service-account recipe strictly into k8s.io/api types
+// and checks that they fit together: the pod runs as the ServiceAccount the
+// recipe creates, and the ClusterRoleBinding binds that one.
+func TestDeployDocServiceAccountRecipe(t *testing.T) {
+	raw, err := os.ReadFile(repoRoot + "/docs/DEPLOY.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(# in the Deployment's pod spec\n.*?)```").FindSubmatch(raw)
+	if m == nil {
+		t.Fatal("docs/DEPLOY.md has no service-account recipe (a yaml block starting # in the Deployment's pod spec)")
+	}
+	var objs k8sObjects
+	decodeManifests(t, "docs/DEPLOY.md", m[1], &objs, map[string]string{})
+	sa, crb := objs.serviceAccount, objs.clusterRoleBinding
+	if sa == nil || crb == nil {
+		t.Fatalf("the recipe has ServiceAccount %v, ClusterRoleBinding %v; want both", sa != nil, crb != nil)
+	}
+	pod := regexp.MustCompile(`(?m)^serviceAccountName: (\S+)`).FindSubmatch(m[1])
+	if pod == nil || string(pod[1]) != sa.Name {
+		t.Errorf("the recipe's pod spec runs as %q, want the ServiceAccount it creates (%s)", pod, sa.Name)
+	}
+	if len(crb.Subjects) != 1 || crb.Subjects[0].Name != sa.Name || crb.Subjects[0].Namespace != sa.Namespace {
+		t.Errorf("ClusterRoleBinding subjects %+v, want the ServiceAccount %s/%s", crb.Subjects, sa.Namespace, sa.Name)
+	}
+	if crb.RoleRef.Name != "system:service-account-issuer-discovery" {
+		t.Errorf("ClusterRoleBinding role %q, want system:service-account-issuer-discovery", crb.RoleRef.Name)
+	}
+}

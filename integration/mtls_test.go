@@ -14,7 +14,9 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -180,6 +182,75 @@ issuers:
 				if www := resp.Header.Get("Www-Authenticate"); www != `Bearer error="invalid_token", error_description="binding_mismatch"` {
 					t.Errorf("WWW-Authenticate = %q", www)
 				}
+			}
+		})
+	}
+}
+
+// TestCaddyMTLSForgedCertHeader runs `jwksverify proxy-config caddy` with
+// real Caddy and mtls.client_cert_header: a client's own X-Client-Cert never
+// reaches jwksverify, so a stolen certificate-bound token sent with its
+// (public) certificate in that header is refused. The site is plain HTTP,
+// so Caddy verified no certificate at all.
+func TestCaddyMTLSForgedCertHeader(t *testing.T) {
+	caddy := requireTool(t, "caddy", "caddy")
+	pki := newTestPKI(t)
+	certA, _ := pki.issue(t, "client-a", false)
+	is := newTestIssuer(t)
+	up := startEcho(t)
+	port := freePort(t)
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:%d
+shutdown_timeout: 1s
+forward_auth: {proxy: caddy}
+mtls: {client_cert_header: X-Client-Cert}
+issuers:
+%s    sender_constraint: {mtls: optional}
+`, port, is.IssuerConfig())
+	startJWKSVerify(t, cfg)
+	cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	dir := t.TempDir()
+	confPath := filepath.Join(dir, "Caddyfile")
+	if err := os.WriteFile(confPath, []byte(proxyConfig(t, "caddy", proxyBackends{upstream: up, config: cfgPath}, addr)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(caddy, "run", "--config", confPath, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	waitTCP(t, startProcess(t, "caddy", cmd), addr)
+
+	pemA := url.PathEscape(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: certA.Certificate[0]})))
+	bound := is.Token(map[string]any{"cnf": map[string]any{"x5t#S256": x5tS256(certA.Certificate[0])}})
+	for _, tt := range []struct {
+		name     string
+		token    string
+		forged   string
+		wantCode int
+	}{
+		{"unbound", is.Token(nil), "", 200},
+		{"bound-without-cert", bound, "", 401},
+		{"bound-forged-pem", bound, pemA, 401},
+		{"bound-forged-der", bound, base64.StdEncoding.EncodeToString(certA.Certificate[0]), 401},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/orders/1", nil)
+			req.Header.Set("Authorization", "Bearer "+tt.token)
+			if tt.forged != "" {
+				req.Header.Set("X-Client-Cert", tt.forged)
+			}
+			before := up.Hits()
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantCode {
+				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.wantCode)
+			}
+			if reached := up.Hits() > before; reached != (tt.wantCode == 200) {
+				t.Errorf("upstream reached = %t with status %d", reached, resp.StatusCode)
 			}
 		})
 	}

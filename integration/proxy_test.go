@@ -13,11 +13,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -344,6 +346,10 @@ func testForwardAuth(t *testing.T, px *proxyEnv) {
 			if tc.spoof {
 				for _, h := range claimHeaders {
 					req.Header.Set(h.header, "forged-"+h.claim)
+					// A CGI upstream reads X_Auth_Subject as X-Auth-Subject.
+					for _, tw := range server.HeaderTwins(h.header) {
+						req.Header[tw] = []string{"forged-" + h.claim}
+					}
 				}
 			}
 			hitsBefore := px.upstream.Hits()
@@ -390,6 +396,13 @@ func testForwardAuth(t *testing.T, px *proxyEnv) {
 					t.Errorf("upstream %s = %q, want absent or empty", h.name, vals)
 				case h.want != "" && (len(vals) != 1 || vals[0] != h.want):
 					t.Errorf("upstream %s = %q, want exactly [%q]", h.name, vals, h.want)
+				}
+			}
+			for _, h := range claimHeaders {
+				for _, tw := range server.HeaderTwins(h.header) {
+					if vals := got.Headers.Values(tw); len(vals) != 0 {
+						t.Errorf("upstream %s = %q, want absent (the twin of %s)", tw, vals, h.header)
+					}
 				}
 			}
 			if got.URI != "/orders/7?page=2" || got.Method != tc.method || got.Body != tc.body {
@@ -484,4 +497,56 @@ func TestEnvoyModesAgainstBinary(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestProxyStripAuthorization: with forward_auth.strip_authorization, the
+// generated nginx and Caddy files never pass the token to the application
+// (CONFIG.md: "the upstream never sees the token"), as Envoy does by
+// jwksverify's x-envoy-auth-headers-to-remove.
+func TestProxyStripAuthorization(t *testing.T) {
+	for _, px := range []string{"nginx", "caddy"} {
+		t.Run(px, func(t *testing.T) {
+			is := newTestIssuer(t)
+			up := startEcho(t)
+			cfg := fmt.Sprintf("listen: 127.0.0.1:%d\nshutdown_timeout: 1s\nforward_auth: {proxy: %s, strip_authorization: true}\nissuers:\n%s",
+				freePort(t), px, is.IssuerConfig())
+			startJWKSVerify(t, cfg)
+			cfgPath := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			b := proxyBackends{upstream: up, config: cfgPath}
+			port := freePort(t)
+			listen := "127.0.0.1:" + strconv.Itoa(port)
+			var addr string
+			switch px {
+			case "nginx":
+				addr = runNginx(t, requireNginx(t), proxyConfig(t, px, b, listen), port)
+			case "caddy":
+				caddy := requireTool(t, "caddy", "caddy")
+				dir := t.TempDir()
+				confPath := filepath.Join(dir, "Caddyfile")
+				if err := os.WriteFile(confPath, []byte(proxyConfig(t, px, b, listen)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				cmd := exec.Command(caddy, "run", "--config", confPath, "--adapter", "caddyfile")
+				cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+				waitTCP(t, startProcess(t, "caddy", cmd), listen)
+				addr = listen
+			}
+			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/orders/1", nil)
+			req.Header.Set("Authorization", "Bearer "+is.Token(nil))
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || up.Last() == nil {
+				t.Fatalf("status = %d (upstream reached: %t), want 200", resp.StatusCode, up.Last() != nil)
+			}
+			if a := up.Last().Headers.Values("Authorization"); len(a) != 0 {
+				t.Errorf("the application got %d Authorization values, want none", len(a))
+			}
+		})
+	}
 }

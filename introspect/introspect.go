@@ -311,6 +311,14 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
+// LongestWait is the longest a [Client.Introspect] call of a Client built
+// from o blocks when its context does not end it first: MaxWait for a slot,
+// then one upstream call of Timeout, their zero values meaning their
+// defaults. A server's request timeouts must not be shorter.
+func (o Options) LongestWait() time.Duration {
+	return cmp.Or(o.MaxWait, DefaultMaxWait) + cmp.Or(o.Timeout, DefaultTimeout)
+}
+
 // New validates opts ([CheckOptions]), applies defaults and returns a
 // Client. It does no I/O besides reading CAFile.
 func New(opts Options) (*Client, error) {

@@ -76,6 +76,9 @@ type flight struct {
 	// parent is the span of the unknown-kid wait that started the flight,
 	// set before the flight runs; invalid for a scheduled one.
 	parent trace.SpanContext
+	// unconditional, set before the flight runs, makes its request carry no
+	// validators: an unknown kid started it (see attemptRemote).
+	unconditional bool
 	// fetched is set once the flight's fetch has ended, before it leaves
 	// f.cur: a request arriving then does not join it (its kids would be
 	// judged by a fetch that ended before they were asked for).
@@ -104,13 +107,17 @@ func New(opts Options) (*Fetcher, error) {
 		close(f.loopDone) // no loop: nothing to refresh
 		return f, nil
 	}
+	inherited := f.inherit(f.opts.Previous)
+	f.opts.Previous = nil // not kept: a chain of reloads must not pin every old fetcher
 	if f.opts.StateDir != "" && f.opts.File == "" {
 		if err := os.MkdirAll(f.opts.StateDir, 0o700); err != nil {
 			f.closeIdle()
 			return nil, fmt.Errorf("%w: state_dir: %w", ErrInvalidOptions, err)
 		}
 		f.statePath = statePath(f.opts.StateDir, f.opts.Issuer, f.source)
-		f.loadState()
+		if !inherited { // the replaced fetcher's set is at least as new as its file
+			f.loadState()
+		}
 	}
 	if len(f.opts.StaticKeys) > 0 && !f.sourced.Load() {
 		// The static keys verify while the source is still unreachable.
@@ -338,7 +345,7 @@ func (f *Fetcher) refreshUnknownKid(ctx context.Context, kid string, retried boo
 		f.lastUnknown = now
 		f.stats.UnknownKidRefreshes.Add(1)
 		fl = f.startLocked()
-		fl.budget = true
+		fl.budget, fl.unconditional = true, true
 		fl.parent = trace.SpanContextFromContext(ctx) // its fetch spans are children of this wait's
 	}
 	if !late && len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {
@@ -376,7 +383,7 @@ func (f *Fetcher) startLocked() *flight {
 		if fl.parent.IsValid() {
 			ctx = trace.ContextWithSpanContext(ctx, fl.parent)
 		}
-		err := f.attempt(ctx, func() { fl.answered.Store(true) })
+		err := f.attempt(ctx, fl.unconditional, func() { fl.answered.Store(true) })
 		fl.fetched.Store(true)
 		f.mu.Lock()
 		if err == nil && len(fl.kids) > 0 {
@@ -461,7 +468,8 @@ func (f *Fetcher) waitNext() bool {
 
 // attempt makes one fetch of the source, publishes its outcome (the set, or
 // the last good set kept) and the status, and schedules the next attempt.
-func (f *Fetcher) attempt(ctx context.Context, answered func()) error {
+// unconditional asks a remote source without validators.
+func (f *Fetcher) attempt(ctx context.Context, unconditional bool, answered func()) error {
 	f.mu.Lock()
 	st := f.st // only the running flight writes f.st
 	f.mu.Unlock()
@@ -469,7 +477,7 @@ func (f *Fetcher) attempt(ctx context.Context, answered func()) error {
 	if f.opts.File != "" {
 		err = f.attemptFile(&st, answered)
 	} else {
-		err = f.attemptRemote(ctx, &st, answered)
+		err = f.attemptRemote(ctx, &st, unconditional, answered)
 	}
 	if ctx.Err() == nil { // a fetch cut short by Close changes nothing worth a line
 		f.transition(&st, f.opts.Now(), err)

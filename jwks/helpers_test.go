@@ -120,15 +120,16 @@ func (t *fakeTimer) Stop() bool {
 type keyServer struct {
 	srv *httptest.Server
 
-	mu           sync.Mutex
-	body         []byte
-	header       http.Header // extra response headers
-	status       int         // non-zero: answer this status, no body
-	etag         string
-	lastModified string
-	block        chan struct{} // non-nil: requests wait for it to close (or their end)
-	discovery    []byte        // the discovery document; nil: issuer = URL, jwks_uri = URL/jwks
-	lastRequest  http.Header
+	mu              sync.Mutex
+	body            []byte
+	header          http.Header // extra response headers
+	status          int         // non-zero: answer this status, no body
+	etag            string
+	lastModified    string
+	block           chan struct{} // non-nil: requests wait for it to close (or their end)
+	discovery       []byte        // the discovery document; nil: issuer = URL, jwks_uri = URL/jwks
+	discoveryStatus int           // non-zero: the discovery document is answered this status, no body
+	lastRequest     http.Header
 
 	jwksHits, discoveryHits atomic.Int64
 }
@@ -173,6 +174,10 @@ func (ks *keyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ks.lastRequest = r.Header.Clone()
 	if strings.HasSuffix(r.URL.Path, wellKnownOIDC) {
 		ks.discoveryHits.Add(1)
+		if ks.discoveryStatus != 0 {
+			w.WriteHeader(ks.discoveryStatus)
+			return
+		}
 		doc := ks.discovery
 		if doc == nil {
 			doc, _ = json.Marshal(map[string]string{"issuer": ks.srv.URL, "jwks_uri": ks.URL()})

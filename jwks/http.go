@@ -211,13 +211,45 @@ func (f *Fetcher) doGet(ctx context.Context, rawURL, accept, etag, lastModified 
 	case resp.StatusCode == http.StatusNotModified && (etag != "" || lastModified != ""):
 		return response{notModified: true, header: resp.Header}, nil
 	default:
-		return response{}, fmt.Errorf("%w: GET %s: %d", ErrStatus, shown, resp.StatusCode)
+		err := fmt.Errorf("%w: GET %s: %d", ErrStatus, shown, resp.StatusCode)
+		if d, ok := retryAfter(resp.Header, f.opts.Now()); ok {
+			err = &retryAfterError{err: err, after: d}
+		}
+		return response{}, err
 	}
 	body, err := readBounded(resp.Body, resp.ContentLength, f.opts.MaxBytes)
 	if err != nil {
 		return response{}, fmt.Errorf("jwks: GET %s: %w", shown, err)
 	}
 	return response{body: body, header: resp.Header}, nil
+}
+
+// retryAfterError is a failed fetch whose answer asked, with Retry-After
+// (a 429 or 503 of an IdP shedding load), not to be asked again before
+// after.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// retryAfter reads a Retry-After header (RFC 9110 §10.2.3): delay-seconds
+// or an HTTP-date, as a delay from now. ok is false when there is none, or
+// it does not parse.
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return capAge(max(secs, 0)), true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return min(max(at.Sub(now), 0), maxCacheAge), true
+	}
+	return 0, false
 }
 
 // readBounded reads r whole, refusing more than limit bytes. size is the

@@ -162,8 +162,22 @@ type Options struct {
 	// written atomically (mode 0600) to <StateDir>/<16 hex digits of
 	// sha256(Issuer, or the source)>.json; New creates the directory (0700).
 	// At start a file of the same issuer and source is published with its
-	// fetch time, so StaleFor bounds it across restarts. Not used with File.
+	// fetch time, so StaleFor bounds it across restarts. With Discovery the
+	// file also keeps the jwks_uri and introspection_endpoint discovered,
+	// used at start while the document cannot be had. Not used with File.
 	StateDir string
+
+	// Previous, if not nil, is the fetcher this one replaces (a
+	// configuration reload that changed this issuer's options). When it
+	// read the same source (URL or discovery) for the same Issuer, New
+	// starts from its last good set — the document, its validators and its
+	// fetch time, as from a StateDir file, so usable for StaleFor from that
+	// fetch time, and, with discovery from the same DiscoveryURL, the
+	// jwks_uri and introspection_endpoint it discovered — instead of from
+	// nothing: a changed option does not drop the keys while the source is
+	// down. Previous is only read, at New, and not kept; its owner still
+	// closes it. Nil means none.
+	Previous *Fetcher
 
 	// InsecureAllowHTTP accepts plain http:// URLs for non-loopback hosts.
 	// It MUST NOT be used outside a trusted network: keys fetched over plain
@@ -195,7 +209,7 @@ type Options struct {
 // set, schedule and counters: no refetch) for b: every field equal, the
 // static keys of equal material, Keys, Client, NewTimer, Now, Jitter,
 // Logger and Tracer by identity (a func-valued field set in either is
-// never the same).
+// never the same); Previous, which matters only at New, is not compared.
 func Same(a, b Options) bool {
 	if len(a.StaticKeys) != len(b.StaticKeys) {
 		return false
@@ -211,8 +225,8 @@ func Same(a, b Options) bool {
 	if a.Now != nil || b.Now != nil || a.NewTimer != nil || b.NewTimer != nil || a.Jitter != nil || b.Jitter != nil {
 		return false
 	}
-	a.StaticKeys, a.Keys, a.Client, a.Logger, a.Tracer = nil, nil, nil, nil, nil
-	b.StaticKeys, b.Keys, b.Client, b.Logger, b.Tracer = nil, nil, nil, nil, nil
+	a.StaticKeys, a.Keys, a.Client, a.Logger, a.Tracer, a.Previous = nil, nil, nil, nil, nil, nil
+	b.StaticKeys, b.Keys, b.Client, b.Logger, b.Tracer, b.Previous = nil, nil, nil, nil, nil, nil
 	return reflect.DeepEqual(a, b)
 }
 

@@ -15,6 +15,7 @@ const maxSkippedLogged = 10
 type fetchState struct {
 	jwksURL            string // configured or discovered
 	discoveredAt       time.Time
+	rediscover         bool // discover again at the next attempt (the last one failed)
 	etag, lastModified string
 	body               []byte // the last good JWKS document (for the state file)
 	bodyHash           [32]byte

@@ -3,6 +3,7 @@ package jwks
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -12,23 +13,41 @@ import (
 const maxValidator = 1024
 
 // attemptRemote discovers the JWKS URL when due, fetches the set and
-// records the outcome in st.
-func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, answered func()) error {
+// records the outcome in st. unconditional leaves out the validators: an
+// unknown kid is evidence that the set changed, and a source whose ETag or
+// Last-Modified did not change with its body (a Last-Modified of one-second
+// granularity, the key added in the second of the last fetch) would answer
+// 304 to every conditional request and keep the new key out for good.
+func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, unconditional bool, answered func()) error {
 	start := f.opts.Now()
 	var err error
-	if f.opts.Discovery && (st.jwksURL == "" || start.Sub(st.discoveredAt) >= f.opts.MaxInterval) {
-		var u string
-		if u, err = f.discover(ctx); err == nil {
+	if f.opts.Discovery && (st.jwksURL == "" || st.rediscover || start.Sub(st.discoveredAt) >= f.opts.MaxInterval) {
+		u, derr := f.discover(ctx)
+		switch {
+		case derr == nil:
 			if u != st.jwksURL {
 				st.etag, st.lastModified = "", "" // validators belong to one URL
 			}
-			st.jwksURL, st.discoveredAt = u, start
+			st.jwksURL, st.discoveredAt, st.rediscover = u, start, false
+		case st.jwksURL == "":
+			err = derr // no jwks_uri known yet
+		default:
+			// The document cannot be had now (down, or refused), but the
+			// jwks_uri it named last may still serve: fetch it, and try
+			// the document again at the next attempt. Without this, a
+			// discovery outage would end the keys after stale_for while
+			// the JWKS itself is served.
+			f.stats.Errors.Add(1)
+			st.rediscover = true
+			if ctx.Err() == nil {
+				f.log.Warn("jwks discovery failed; fetching the last discovered jwks_uri", "err", derr.Error(), "jwks_uri", redactString(st.jwksURL))
+			}
 		}
 	}
 	var resp response
 	if err == nil {
 		etag, lastModified := st.etag, st.lastModified
-		if !f.sourced.Load() {
+		if !f.sourced.Load() || unconditional {
 			etag, lastModified = "", "" // a 304 needs a set of the source's to extend
 		}
 		resp, err = f.get(ctx, st.jwksURL, acceptJWKS, etag, lastModified)
@@ -42,10 +61,16 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, answered fu
 	st.lastAttempt = now
 	if err != nil {
 		if f.opts.Discovery {
-			st.jwksURL = "" // the jwks_uri may have moved: discover again
+			st.rediscover = true // the jwks_uri may have moved: discover again
+		}
+		retry := f.backoff(st.failures + 1)
+		if ra := (*retryAfterError)(nil); errors.As(err, &ra) {
+			// The source asked for a pause (429, 503): no retry before it,
+			// within the backoff's own ceiling, MinInterval.
+			retry = max(retry, f.jittered(min(ra.after, f.opts.MinInterval)))
 		}
 		// A fetch cut short by Close is not worth a warning.
-		f.failed(st, now, err, f.backoff(st.failures+1), ctx.Err() == nil)
+		f.failed(st, now, err, retry, ctx.Err() == nil)
 		return err
 	}
 	st.failures, st.lastErr, st.lastSuccess, st.nextAt = 0, "", now, now.Add(interval)
@@ -98,7 +123,7 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 	}
 	if st.hint > 0 {
 		// A SPIFFE bundle's spiffe_refresh_hint rules, not HTTP caching.
-		return f.jittered(min(max(st.hint, f.opts.MinInterval), f.opts.MaxInterval)), nil
+		return f.jittered(f.clamp(st.hint)), nil
 	}
 	return f.interval(resp.header, now), nil
 }
@@ -111,14 +136,22 @@ func validator(v string) string {
 }
 
 // interval is the refresh interval a response grants: its caching lifetime
-// clamped to [MinInterval, MaxInterval] (DefaultTTL when it says nothing),
-// with jitter.
+// (DefaultTTL when it says nothing), clamped, with jitter.
 func (f *Fetcher) interval(h http.Header, now time.Time) time.Duration {
 	d, ok := cacheLifetime(h, now)
 	if !ok {
 		d = f.opts.DefaultTTL
 	}
-	return f.jittered(min(max(d, f.opts.MinInterval), f.opts.MaxInterval))
+	return f.jittered(f.clamp(d))
+}
+
+// clamp bounds a refresh interval to [MinInterval, MaxInterval], and then to
+// half of StaleFor, which wins over MinInterval: the set a success publishes
+// goes stale StaleFor after it, so a healthy source must be asked again
+// well before that (with half of StaleFor left for retries), whatever its
+// caching headers say and however the options relate.
+func (f *Fetcher) clamp(d time.Duration) time.Duration {
+	return min(max(d, f.opts.MinInterval), f.opts.MaxInterval, f.opts.StaleFor/2)
 }
 
 // backoff is the retry delay after the n-th consecutive failure: 1s, 2s,

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/jwksverify/jwksverify/cache"
 )
 
 // stateFile is what StateDir holds per issuer: the last good JWKS with its
@@ -21,6 +23,13 @@ type stateFile struct {
 	ETag         string          `json:"etag,omitempty"`
 	LastModified string          `json:"last_modified,omitempty"`
 	JWKS         json.RawMessage `json:"jwks"`
+	// JWKSURI and IntrospectionEndpoint are what the discovery document
+	// (at DiscoveryURL, "" for the issuer's) named, with Discovery: a
+	// restart while the document is down fetches the keys from JWKSURI
+	// (the transport rule applies again).
+	DiscoveryURL          string `json:"discovery_url,omitempty"`
+	JWKSURI               string `json:"jwks_uri,omitempty"`
+	IntrospectionEndpoint string `json:"introspection_endpoint,omitempty"`
 }
 
 // statePath names the state file of an issuer (or, without issuer, of a
@@ -98,31 +107,98 @@ func (f *Fetcher) loadState() {
 		f.log.Info("jwks state ignored: another issuer or source", "path", f.statePath)
 		return
 	}
+	switch set, at, out := f.loadSaved(s); out {
+	case savedUnusable:
+		f.log.Warn("jwks state not loaded: no usable keys", "path", f.statePath)
+	case savedTooOld:
+		f.log.Info("jwks state ignored: older than stale_for", "path", f.statePath, "fetched_at", at)
+	default:
+		if f.opts.Discovery && s.DiscoveryURL == f.opts.DiscoveryURL {
+			// Where the same document last sent us: discovered again at
+			// the first attempt (discoveredAt stays zero), fetched when it
+			// cannot be.
+			if _, err := parseURL(s.JWKSURI, f.opts.InsecureAllowHTTP); err == nil {
+				f.st.jwksURL = s.JWKSURI
+			}
+			if _, err := parseURL(s.IntrospectionEndpoint, f.opts.InsecureAllowHTTP); err == nil {
+				ie := s.IntrospectionEndpoint
+				f.introspection.Store(&ie)
+			}
+		}
+		f.log.Info("jwks state loaded", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
+		f.transition(&f.st, f.opts.Now(), nil)
+	}
+}
+
+// inherit starts from the last good set of prev, the fetcher this one
+// replaces (Options.Previous), as loadState from a file: when prev read
+// the same source for the same issuer and has a fetched set of it; with
+// discovery from the same document, also from what it discovered. It
+// reports whether it published a set.
+func (f *Fetcher) inherit(prev *Fetcher) bool {
+	if prev == nil || prev.opts.Issuer != f.opts.Issuer || prev.source != f.source || !prev.sourced.Load() ||
+		prev.opts.URL != f.opts.URL || prev.opts.TrustDomain != f.opts.TrustDomain {
+		return false // source is the URL without its query: compare the URL itself
+	}
+	prev.mu.Lock()
+	st := prev.st
+	prev.mu.Unlock()
+	if st.body == nil || st.lastSuccess.IsZero() || int64(len(st.body)) > f.opts.MaxBytes {
+		return false // a file's set (no document kept), or none fetched yet
+	}
+	set, at, out := f.loadSaved(stateFile{Issuer: f.opts.Issuer, Source: f.source, FetchedAt: st.lastSuccess,
+		ETag: st.etag, LastModified: st.lastModified, JWKS: st.body})
+	if out != savedLoaded {
+		return false
+	}
+	if f.opts.Discovery && prev.opts.DiscoveryURL == f.opts.DiscoveryURL {
+		// What the same document said: the jwks_uri (fetched even while the
+		// document is down) and the introspection_endpoint.
+		f.st.jwksURL, f.st.discoveredAt = st.jwksURL, st.discoveredAt
+		if p := prev.introspection.Load(); p != nil {
+			f.introspection.Store(p)
+		}
+	}
+	f.log.Info("jwks keys of the replaced fetcher kept", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
+	f.transition(&f.st, f.opts.Now(), nil)
+	return true
+}
+
+// savedOutcome is what loadSaved did.
+type savedOutcome int
+
+const (
+	savedLoaded   savedOutcome = iota // published
+	savedUnusable                     // no usable key, or more than MaxKeys: refused whole, as in a fetch
+	savedTooOld                       // past StaleFor from its fetch time
+)
+
+// loadSaved publishes the set s holds, of this issuer and source, with the
+// time it was last confirmed (at, never later than now), bounded by
+// StaleFor from it; the caller logs the outcome.
+func (f *Fetcher) loadSaved(s stateFile) (set *cache.Set, at time.Time, out savedOutcome) {
 	doc, err := f.parseDoc(s.JWKS, false, f.keys.Load())
 	keys, skipped := doc.keys, doc.skipped
-	if err != nil || len(keys) == 0 {
-		f.log.Warn("jwks state not loaded: no usable keys", "path", f.statePath)
-		return
+	if err != nil || len(keys) == 0 || doc.extra > 0 {
+		return nil, s.FetchedAt, savedUnusable
 	}
-	at := s.FetchedAt
+	at = s.FetchedAt
 	if now := f.opts.Now(); at.After(now) {
 		at = now // a time in the future must not extend the staleness
 	}
 	if now := f.opts.Now(); now.After(at.Add(f.opts.StaleFor)) {
 		// Past its staleness it would verify nothing, yet it would hide the
 		// static keys published alone until the source answers.
-		f.log.Info("jwks state ignored: older than stale_for", "path", f.statePath, "fetched_at", at)
-		return
+		return nil, at, savedTooOld
 	}
-	set := f.newSet(keys, skipped, at, at.Add(f.opts.StaleFor))
+	set = f.newSet(keys, skipped, at, at.Add(f.opts.StaleFor))
 	f.publish(set)
 	f.st.etag, f.st.lastModified = validator(s.ETag), validator(s.LastModified)
 	f.st.body, f.st.bodyHash = s.JWKS, sha256.Sum256(s.JWKS)
 	f.st.lastSuccess = at
 	f.keys.SetStatus(f.statusLocked())
 	f.markReady()
-	f.log.Info("jwks state loaded", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
-	f.transition(&f.st, f.opts.Now(), nil)
+	return set, at, savedLoaded
 }
 
 // saveState persists the last good set after a success.
@@ -130,10 +206,15 @@ func (f *Fetcher) saveState(st *fetchState, now time.Time) {
 	if f.statePath == "" || st.body == nil {
 		return
 	}
-	err := writeState(f.statePath, stateFile{
+	s := stateFile{
 		Issuer: f.opts.Issuer, Source: f.source, FetchedAt: now,
 		ETag: st.etag, LastModified: st.lastModified, JWKS: st.body,
-	})
+	}
+	if f.opts.Discovery {
+		s.DiscoveryURL, s.JWKSURI = f.opts.DiscoveryURL, st.jwksURL
+		s.IntrospectionEndpoint = f.IntrospectionEndpoint()
+	}
+	err := writeState(f.statePath, s)
 	if err != nil {
 		f.log.Warn("jwks state not saved", "path", f.statePath, "err", err.Error())
 	}

@@ -66,7 +66,7 @@ func compilePath(pattern string) ([]string, bool, error) {
 	}
 	norm, err := request.NormalizePath(strings.ReplaceAll(pattern, "*", "x"))
 	if err != nil || norm != strings.ReplaceAll(pattern, "*", "x") {
-		return nil, false, fmt.Errorf("not a normalized path (no '//', dot segments, encoded unreserved characters, '\\' or NUL)")
+		return nil, false, fmt.Errorf("not a normalized path (no '//', dot segments, encoded unreserved characters, ';', '#', '\\' or NUL)")
 	}
 	segs := strings.Split(pattern[1:], "/")
 	for _, s := range segs {

@@ -52,6 +52,43 @@ func TestMemory(t *testing.T) {
 	}
 }
 
+// TestMemorySetMax: a changed bound keeps every proof held (a reload must
+// not let them be replayed); below the entries held it refuses new proofs
+// until enough expire; out of range it is refused and nothing changes.
+func TestMemorySetMax(t *testing.T) {
+	tests := []struct {
+		name      string
+		newMax    int
+		wantErr   error
+		wantFresh bool  // a new proof after the change
+		wantUse   error // its error
+	}{
+		{name: "raised", newMax: 10, wantFresh: true},
+		{name: "lowered-below-held", newMax: 1, wantUse: replay.ErrFull},
+		{name: "zero-is-default", newMax: 0, wantFresh: true},
+		{name: "out-of-range", newMax: -1, wantErr: replay.ErrInvalidOptions, wantUse: replay.ErrFull},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, _ := replay.NewMemory(2)
+			ctx := context.Background()
+			m.Use(ctx, key(1), time.Minute, t0)
+			m.Use(ctx, key(2), time.Minute, t0)
+			if err := m.SetMax(tt.newMax); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("SetMax(%d) = %v, want %v", tt.newMax, err, tt.wantErr)
+			}
+			for _, k := range []byte{1, 2} {
+				if fresh, err := m.Use(ctx, key(k), time.Minute, t0.Add(time.Second)); fresh || err != nil {
+					t.Errorf("after SetMax: Use(%d) held before = %t, %v; want replayed", k, fresh, err)
+				}
+			}
+			if fresh, err := m.Use(ctx, key(3), time.Minute, t0.Add(time.Second)); fresh != tt.wantFresh || !errors.Is(err, tt.wantUse) {
+				t.Errorf("after SetMax: Use(3) = %t, %v; want %t, %v", fresh, err, tt.wantFresh, tt.wantUse)
+			}
+		})
+	}
+}
+
 // TestMemoryConcurrent: of many concurrent uses of one key, exactly one is
 // fresh.
 func TestMemoryConcurrent(t *testing.T) {

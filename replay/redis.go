@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -31,8 +32,9 @@ type RedisOptions struct {
 	// password, when given, authenticate (AUTH). Required. It holds a
 	// secret: never log it.
 	URL string
-	// Timeout bounds dialing, each read and write, and the wait for a pooled
-	// connection: [MinRedisTimeout, MaxRedisTimeout]. Zero means
+	// Timeout bounds each call as a whole — the wait for a pooled
+	// connection, dialing, the write and the read together — and each of
+	// them: [MinRedisTimeout, MaxRedisTimeout]. Zero means
 	// [DefaultRedisTimeout].
 	Timeout time.Duration
 	// PoolSize is the most connections kept open, at most
@@ -52,8 +54,9 @@ type RedisOptions struct {
 // on its own, so a restarted Redis is used again without a restart of
 // jwksverify. It is safe for concurrent use; Close it when done.
 type Redis struct {
-	c      *redis.Client
-	prefix string
+	c       *redis.Client
+	prefix  string
+	timeout time.Duration // bounds each call as a whole
 
 	fresh, replayed, failed atomic.Uint64
 }
@@ -91,6 +94,13 @@ func CheckRedisOptions(opts RedisOptions) error {
 	return nil
 }
 
+// LongestWait is the longest one call of a [Redis] store built from o
+// blocks: its Timeout, zero meaning [DefaultRedisTimeout]. A server's
+// request timeouts must not be shorter.
+func (o RedisOptions) LongestWait() time.Duration {
+	return cmp.Or(o.Timeout, DefaultRedisTimeout)
+}
+
 // NewRedis returns a Redis store. It does not connect: the first Use (or
 // [Redis.Ping]) does. It refuses what [CheckRedisOptions] refuses.
 func NewRedis(opts RedisOptions) (*Redis, error) {
@@ -98,10 +108,7 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 		return nil, err
 	}
 	o, _ := redis.ParseURL(opts.URL) // checked above
-	t := opts.Timeout
-	if t == 0 {
-		t = DefaultRedisTimeout
-	}
+	t := opts.LongestWait()
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = t, t, t, t
 	o.ContextTimeoutEnabled = true
 	o.MaxRetries = -1 // see the type's comment
@@ -112,7 +119,7 @@ func NewRedis(opts RedisOptions) (*Redis, error) {
 	if prefix == "" {
 		prefix = DefaultKeyPrefix
 	}
-	return &Redis{c: redis.NewClient(o), prefix: prefix}, nil
+	return &Redis{c: redis.NewClient(o), prefix: prefix, timeout: t}, nil
 }
 
 // Use implements dpop.ReplayStore with SET prefix+hex(key) 1 NX PX ttl.
@@ -121,6 +128,12 @@ func (r *Redis) Use(ctx context.Context, key [32]byte, ttl time.Duration, _ time
 	if ttl%time.Millisecond != 0 {
 		ms++ // round up: never forget a proof early
 	}
+	// go-redis bounds each phase by Timeout (ContextTimeoutEnabled: and by
+	// ctx); a call that waited for a pooled connection would then wait for
+	// its answer as long again. One deadline for the call keeps it within
+	// Timeout, the bound the HTTP server's timeouts count.
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	res, err := r.c.Do(ctx, "SET", r.prefix+hex.EncodeToString(key[:]), "1", "NX", "PX", ms).Result()
 	switch {
 	case errors.Is(err, redis.Nil):
@@ -139,6 +152,8 @@ func (r *Redis) Use(ctx context.Context, key [32]byte, ttl time.Duration, _ time
 
 // Ping checks that the server answers.
 func (r *Redis) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
 	if err := r.c.Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("replay: redis: %w", err)
 	}

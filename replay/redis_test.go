@@ -131,22 +131,29 @@ func TestRedis(t *testing.T) {
 		t.Errorf("Use() with redis stopped = %t, %v; want an error", ok, err)
 	}
 	srv.start()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, err := st.Use(ctx, key(4), time.Minute, t0)
-		if err == nil {
-			if !ok {
-				t.Error("after restart: Use() of a new key = replayed")
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after restart: Use() = %v for 10s", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	useWhenBack(t, st, key(4), "after restart")
 	if s := st.Stats(); s.Errors == 0 || s.Fresh < 2 {
 		t.Errorf("Stats() = %+v", s)
+	}
+}
+
+// useWhenBack uses k until the store answers again (at most 10s), and
+// checks that the new key is fresh.
+func useWhenBack(t *testing.T, st *replay.Redis, k [32]byte, when string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := st.Use(context.Background(), k, time.Minute, t0)
+		if err == nil {
+			if !ok {
+				t.Errorf("%s: Use() of a new key = replayed", when)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: Use() = %v for 10s", when, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a recovering server
 	}
 }
 

@@ -10,6 +10,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -78,6 +79,21 @@ func NewMemory(maxEntries int) (*Memory, error) {
 		maxEntries = DefaultMaxEntries
 	}
 	return &Memory{max: maxEntries, seen: make(map[[32]byte]time.Time)}, nil
+}
+
+// SetMax changes the store's bound to maxEntries (zero: [DefaultMaxEntries];
+// [CheckMaxEntries] says what is refused) and keeps every proof it holds: a
+// configuration reload must not forget them. A bound below the entries
+// held refuses new proofs ([ErrFull]) until enough expire. It is safe for
+// concurrent use.
+func (m *Memory) SetMax(maxEntries int) error {
+	if err := CheckMaxEntries(maxEntries); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.max = cmp.Or(maxEntries, DefaultMaxEntries)
+	return nil
 }
 
 // Use implements dpop.ReplayStore: key is fresh unless it was used and has

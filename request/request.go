@@ -25,8 +25,9 @@ var (
 	// ErrMissing: the preset's headers are absent, or present more than once.
 	ErrMissing = errors.New("request: original request not forwarded by the proxy")
 	// ErrAmbiguousPath: the path holds an encoded '/', a '\' (raw or
-	// encoded), a NUL, a malformed escape, or dot segments that climb above
-	// '/'. Servers disagree on what such a path means, so none is routed.
+	// encoded), a NUL, a raw ';' or '#', a malformed escape, or dot
+	// segments that climb above '/'. Servers disagree on what such a path
+	// means, so none is routed.
 	ErrAmbiguousPath = errors.New("request: ambiguous path")
 )
 
@@ -142,7 +143,10 @@ func one(h http.Header, name string) (string, bool) {
 // FromParts builds an Original from its parts as a proxy reports them: uri
 // is the request target ("/orders/1?x=y"; an absolute-form
 // "https://host/path" is reduced to its path), scheme may be empty. gRPC
-// Check uses it with attributes.request.http.
+// Check uses it with attributes.request.http. A target holding a '#' is
+// [ErrAmbiguousPath]: a request target has no fragment (RFC 9112 §3.2),
+// and an upstream that does not cut one there (Go's net/http does not)
+// reads another path or query than the one decided.
 func FromParts(method, scheme, host, uri string) (Original, error) {
 	if method == "" {
 		return Original{}, fmt.Errorf("%w: empty method", ErrMissing)
@@ -151,7 +155,9 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	if o.Scheme != "" && o.Scheme != "http" && o.Scheme != "https" {
 		return Original{}, fmt.Errorf("%w: scheme %q", ErrMissing, scheme)
 	}
-	uri, _, _ = strings.Cut(uri, "#")
+	if strings.IndexByte(uri, '#') >= 0 {
+		return Original{}, fmt.Errorf("%w: holds a '#' (a request target has no fragment)", ErrAmbiguousPath)
+	}
 	path, query, _ := strings.Cut(uri, "?")
 	o.RawQuery = query
 	if rest, ok := cutAbsolute(path); ok {
@@ -224,10 +230,11 @@ func normalizeHost(host string) string {
 // of unreserved characters decoded (others kept, hex upper-cased), runs of
 // '/' merged into one, and dot segments removed (RFC 3986 §5.2.4). It
 // returns [ErrAmbiguousPath] for a path that does not start with '/', holds
-// an encoded '/', a '\' raw or encoded, a NUL raw or encoded, a malformed
-// escape, a segment that is "." or ".." followed by ';' (path parameters,
-// which some servers strip before resolving dots), or dot segments that
-// climb above '/'. The empty path is "/".
+// an encoded '/', a '\' raw or encoded, a NUL raw or encoded, a raw ';'
+// (path parameters: Tomcat, Jetty and Spring strip them before routing, so
+// /admin;x/secret is their /admin/secret), a raw '#' (no request target has
+// a fragment), a malformed escape, or dot segments that climb above '/'.
+// The empty path is "/".
 func NormalizePath(raw string) (string, error) {
 	if isNormalPath(raw) {
 		return raw, nil // already normal: the common case, without allocating
@@ -237,16 +244,16 @@ func NormalizePath(raw string) (string, error) {
 
 // isNormalPath reports whether raw is a path that [NormalizePath] returns
 // unchanged, found without allocating: it starts with '/', holds no '%',
-// '\' or NUL, and no '/' is followed by another '/' or by '.' (so it has no
-// empty segment but perhaps the last, and no dot segment). A path it refuses
-// may still be normal; normalizePath decides those.
+// '\', NUL, ';' or '#', and no '/' is followed by another '/' or by '.' (so
+// it has no empty segment but perhaps the last, and no dot segment). A path
+// it refuses may still be normal; normalizePath decides those.
 func isNormalPath(raw string) bool {
 	if raw == "" || raw[0] != '/' {
 		return false
 	}
 	for i := 0; i < len(raw); i++ {
 		switch raw[i] {
-		case '%', '\\', 0:
+		case '%', '\\', 0, ';', '#':
 			return false
 		case '/':
 			if i+1 < len(raw) && (raw[i+1] == '/' || raw[i+1] == '.') {
@@ -285,6 +292,8 @@ func normalizePath(raw string) (string, error) {
 		switch c {
 		case '\\', 0:
 			return "", fmt.Errorf("%w: holds a backslash or NUL", ErrAmbiguousPath)
+		case ';', '#':
+			return "", fmt.Errorf("%w: holds a raw %q (path parameters or a fragment)", ErrAmbiguousPath, c)
 		case '%':
 			if i+2 >= len(raw) || !isHex(raw[i+1]) || !isHex(raw[i+2]) {
 				return "", fmt.Errorf("%w: malformed escape", ErrAmbiguousPath)
@@ -319,8 +328,6 @@ func normalizePath(raw string) (string, error) {
 				return "", fmt.Errorf("%w: dot segments climb above '/'", ErrAmbiguousPath)
 			}
 			out = out[:len(out)-1]
-		case strings.HasPrefix(seg, ".;") || strings.HasPrefix(seg, "..;"):
-			return "", fmt.Errorf("%w: a dot segment with parameters", ErrAmbiguousPath)
 		default:
 			out = append(out, seg)
 		}

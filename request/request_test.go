@@ -33,7 +33,16 @@ func TestNormalizePath(t *testing.T) {
 		{"/public/%2e%2e/admin", "/admin", nil},
 		{"/a%20b", "/a%20b", nil},
 		{"/a%3ab", "/a%3Ab", nil},
-		{"/a;b", "/a;b", nil},
+		{"/a%3Bb", "/a%3Bb", nil},
+		// Tomcat, Jetty and Spring strip path parameters before routing
+		// (/admin;x/secret is their /admin/secret): a raw ';' is ambiguous.
+		{"/a;b", "", request.ErrAmbiguousPath},
+		{"/admin;x/secret", "", request.ErrAmbiguousPath},
+		{"/admin;/secret", "", request.ErrAmbiguousPath},
+		{"/admin/;", "", request.ErrAmbiguousPath},
+		// A request target holds no fragment (RFC 9112 §3.2): servers that
+		// do not cut one at '#' read what follows as the path.
+		{"/public#/../admin", "", request.ErrAmbiguousPath},
 		{"/..", "", request.ErrAmbiguousPath},
 		{"/../admin", "", request.ErrAmbiguousPath},
 		{"/a/../../admin", "", request.ErrAmbiguousPath},
@@ -140,10 +149,16 @@ func TestFromParts(t *testing.T) {
 		want                      request.Original
 		wantErr                   error
 	}{
-		{"plain", "GET", "HTTPS", "h", "/a?b#c", request.Original{Method: "GET", Scheme: "https", Host: "h", Path: "/a", RawQuery: "b"}, nil},
+		{"plain", "GET", "HTTPS", "h", "/a?b", request.Original{Method: "GET", Scheme: "https", Host: "h", Path: "/a", RawQuery: "b"}, nil},
+		// A raw '#' is no fragment a client sent (RFC 9112 §3.2 has none):
+		// an upstream that does not cut there reads another path or query.
+		{"fragment-in-query", "GET", "HTTPS", "h", "/a?b#c", request.Original{}, request.ErrAmbiguousPath},
+		{"fragment-hides-climb", "GET", "", "h", "/public#/../admin", request.Original{}, request.ErrAmbiguousPath},
+		{"path-parameters", "GET", "", "h", "/admin;jsessionid=1/secret", request.Original{}, request.ErrAmbiguousPath},
+		{"semicolon-in-query", "GET", "", "h", "/a?b=1;c=2", request.Original{Method: "GET", Host: "h", Path: "/a", RawQuery: "b=1;c=2"}, nil},
 		{"absolute-form", "GET", "", "h", "https://other/a/b?q", request.Original{Method: "GET", Host: "h", Path: "/a/b", RawQuery: "q"}, nil},
 		{"absolute-form-no-path", "GET", "", "h", "http://other", request.Original{Method: "GET", Host: "h", Path: "/"}, nil},
-		{"fragment-hides-nothing", "GET", "", "h", "/a#?access_token=x", request.Original{Method: "GET", Host: "h", Path: "/a"}, nil},
+		{"fragment-hides-query", "GET", "", "h", "/a#?access_token=x", request.Original{}, request.ErrAmbiguousPath},
 		{"no-method", "", "", "h", "/", request.Original{}, request.ErrMissing},
 		{"odd-scheme", "GET", "ftp", "h", "/", request.Original{}, request.ErrMissing},
 		{"ambiguous", "GET", "", "h", "/a%2fb", request.Original{}, request.ErrAmbiguousPath},

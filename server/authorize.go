@@ -292,7 +292,29 @@ func (s *Server) setPolicies(set *policy.Set, issuers []verify.Issuer, proxy req
 	}
 	slices.SortFunc(identity, func(a, b claimHeader) int { return strings.Compare(a.header, b.header) })
 	s.identity = identity
+	// An allowed answer sets its own claim headers and every other identity
+	// header empty: a client's copy of another issuer's header, or of the
+	// issuer's under a policy with its own claims_to_headers, is then
+	// overwritten or removed too, never passed upstream as if set by us.
+	for _, is := range s.issuers {
+		is.answer = withIdentity(is.headers, identity)
+	}
+	for name, hs := range s.policyHeaders {
+		s.policyHeaders[name] = withIdentity(hs, identity)
+	}
 	return nil
+}
+
+// withIdentity returns hs followed by each identity header that hs does not
+// name, with no claim (always sent empty).
+func withIdentity(hs, identity []claimHeader) []claimHeader {
+	out := slices.Clip(slices.Clone(hs))
+	for _, h := range identity {
+		if !slices.ContainsFunc(hs, func(o claimHeader) bool { return o.header == h.header }) {
+			out = append(out, claimHeader{header: h.header})
+		}
+	}
+	return out
 }
 
 // policyPrefix is the path of explicitly named policies: /v1/policy/<name>

@@ -213,3 +213,47 @@ func TestResourceMetadata(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthzPathsUpstreamsReadOtherwise: under a strict route and a lenient
+// default, a path that an upstream routes to the strict route's subtree
+// while its plain reading does not (path parameters, which Tomcat, Jetty
+// and Spring strip; a '#', which Go's net/http keeps in the path) is
+// denied, never decided by the default.
+func TestAuthzPathsUpstreamsReadOtherwise(t *testing.T) {
+	set, err := policy.New(policy.Options{
+		Policies: []policy.Spec{
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "allow"},
+		},
+		Routes:        []policy.Route{{Path: "/admin/**", Policy: "admin"}},
+		DefaultPolicy: "allow",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ve := servertest.NewEnv(t, servertest.Config{TokenCache: 10, IndexClaims: set.ClaimNames()})
+	srv, err := New(Options{Verifier: ve.V, Proxy: request.Nginx, Policies: set,
+		Logger: slog.New(slog.NewJSONHandler(ve.Logs, nil)), Now: ve.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := mint(claims(nil))
+	for _, tt := range []struct {
+		name, uri  string
+		wantStatus int
+	}{
+		{"default", "/orders/1", 200},
+		{"admin", "/admin/secret", 403},
+		{"path-parameter", "/admin;jsessionid=1/secret", 403},
+		{"empty-path-parameter", "/admin;/secret", 403},
+		{"fragment-then-climb", "/public#/../admin/secret", 403},
+		{"fragment-in-query", "/orders/1?a=1#/../../admin", 403},
+		{"encoded-semicolon", "/admin%3Bx/secret", 200}, // no server strips an escaped ';'
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if w := do(srv.Handler(), nginxAuthz("GET", tt.uri, tok, nil)); w.Code != tt.wantStatus {
+				t.Fatalf("%s: status %d, want %d", tt.uri, w.Code, tt.wantStatus)
+			}
+		})
+	}
+}

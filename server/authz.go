@@ -18,7 +18,8 @@ import (
 
 // tokenSource is a validated [TokenSource].
 type tokenSource struct {
-	header string // canonical header name
+	header string   // canonical header name
+	twins  []string // HeaderTwins(header)
 	prefix string
 	cookie string
 	query  string
@@ -51,41 +52,65 @@ const (
 // header whose value does not start with the source's prefix (Authorization:
 // Basic …) holds no token. A source present more than once, in any form a
 // proxy or upstream could read (see queryParam, cookieValue), is ambiguous:
-// the proxy's upstream could read another value than the one verified. A
-// query source reads only the query of the original request (from says
-// where it is; given is the query for queryGiven), never another header.
+// the proxy's upstream could read another value than the one verified; so
+// is a later source that holds another token (RFC 6750 §2: one method per
+// request), or is itself ambiguous. A query source reads only the query of
+// the original request (from says where it is; given is the query for
+// queryGiven), never another header.
 func (s *Server) tokenFromRequest(r *http.Request, from queryFrom, given string) (string, tokenState) {
 	for i := range s.sources {
-		ts := &s.sources[i]
-		var tok string
-		var st tokenState
+		tok, st := s.sourceToken(r, &s.sources[i], from, given)
 		switch {
-		case ts.header != "":
-			vals := r.Header[ts.header]
-			if len(vals) == 0 {
-				continue
-			}
-			if len(vals) > 1 {
+		case st == tokenMissing:
+			continue
+		case st == tokenFound && s.otherToken(r, i+1, tok, from, given):
+			return "", tokenAmbiguous
+		}
+		return tok, st
+	}
+	return "", tokenMissing
+}
+
+// otherToken reports whether a source from index start on holds a token
+// other than tok, or is ambiguous.
+func (s *Server) otherToken(r *http.Request, start int, tok string, from queryFrom, given string) bool {
+	for i := start; i < len(s.sources); i++ {
+		if t, st := s.sourceToken(r, &s.sources[i], from, given); st == tokenAmbiguous || (st == tokenFound && t != tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// sourceToken returns what the one source ts holds in r.
+func (s *Server) sourceToken(r *http.Request, ts *tokenSource, from queryFrom, given string) (string, tokenState) {
+	switch {
+	case ts.header != "":
+		for _, t := range ts.twins {
+			if len(r.Header[t]) > 0 {
 				return "", tokenAmbiguous
 			}
-			var ok bool
-			tok, ok = cutPrefixFold(vals[0], ts.prefix)
-			if !ok || tok == "" {
-				continue
-			}
-			st = tokenFound
-		case ts.cookie != "":
-			tok, st = cookieValue(r, ts.cookie)
-		case ts.query != "":
-			q, ok := s.originalQuery(r, from, given)
-			if !ok {
-				continue
-			}
-			tok, st = queryParam(q, ts.query)
 		}
-		if st != tokenMissing {
-			return tok, st
+		vals := r.Header[ts.header]
+		if len(vals) == 0 {
+			return "", tokenMissing
 		}
+		if len(vals) > 1 {
+			return "", tokenAmbiguous
+		}
+		tok, ok := cutPrefixFold(vals[0], ts.prefix)
+		if !ok || tok == "" {
+			return "", tokenMissing
+		}
+		return tok, tokenFound
+	case ts.cookie != "":
+		return cookieValue(r, ts.cookie)
+	case ts.query != "":
+		q, ok := s.originalQuery(r, from, given)
+		if !ok {
+			return "", tokenMissing
+		}
+		return queryParam(q, ts.query)
 	}
 	return "", tokenMissing
 }
@@ -104,6 +129,41 @@ func (s *Server) originalQuery(r *http.Request, from queryFrom, given string) (s
 		return "", false
 	}
 	return o.RawQuery, true
+}
+
+// maxTwinSeparators bounds the '-' and '_' of a header name whose swaps
+// HeaderTwins lists: 2^6 - 1 names at most.
+const maxTwinSeparators = 6
+
+// HeaderTwins returns the canonical names of the headers that CGI and
+// FastCGI (PHP behind php_fastcgi or php-fpm, WSGI) read as name: name with
+// some of its '-' and '_' swapped (X_Token and X-Token are both
+// HTTP_X_TOKEN), name itself excluded; nil for a name without either (such
+// as Authorization). Only the first six separators are swapped. A header
+// token source is ambiguous when one of them is present: an upstream could
+// read its value instead of the one verified. The slice is the caller's.
+func HeaderTwins(name string) []string {
+	var pos []int
+	for i := 0; i < len(name) && len(pos) < maxTwinSeparators; i++ {
+		if name[i] == '-' || name[i] == '_' {
+			pos = append(pos, i)
+		}
+	}
+	if len(pos) == 0 {
+		return nil
+	}
+	self := textproto.CanonicalMIMEHeaderKey(name)
+	var out []string
+	b := []byte(name)
+	for mask := range 1 << len(pos) {
+		for j, p := range pos {
+			b[p] = "-_"[mask>>j&1]
+		}
+		if c := textproto.CanonicalMIMEHeaderKey(string(b)); c != self && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // bearerToken returns the token of an Authorization header value
@@ -130,6 +190,9 @@ type issuerInfo struct {
 	keys    *cache.Keys
 	leeway  time.Duration // the verifier's, defaults applied; 0 none
 	headers []claimHeader // sorted by claim
+	// answer is headers and then every other identity header with no
+	// claim: what an allowed answer for the issuer's token sets.
+	answer []claimHeader
 	// introspector answers the issuer's opaque tokens, or nil; trustDomain
 	// is the SPIFFE trust domain of a SPIFFE issuer, or "". /v1/issuers
 	// shows both.
@@ -139,7 +202,7 @@ type issuerInfo struct {
 
 // claimHeader maps one extracted claim to a forward-auth response header.
 type claimHeader struct {
-	claim  string
+	claim  string // "": none, the header is always sent empty
 	header string // canonical
 }
 

@@ -134,10 +134,11 @@ func TestAuthzTokenSources(t *testing.T) {
 		{name: "forwarded-uri-ignored", setup: func(r *http.Request) { r.Header.Set("X-Forwarded-Uri", "/app?a=1&access_token="+valid) }, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer realm="jwksverify"`},
 		{name: "original-uri-ignored", setup: func(r *http.Request) { r.Header.Set("X-Original-URI", "/app?access_token="+valid) }, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer realm="jwksverify"`},
 		{name: "authorization-last", setup: func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+valid) }, wantStatus: http.StatusOK},
-		{name: "first-source-wins", setup: func(r *http.Request) {
+		// RFC 6750 §2: one method per request; the upstream could read either.
+		{name: "two-sources-malformed", setup: func(r *http.Request) {
 			r.Header.Set("X-Token", toks["expired"])
 			r.Header.Set("Authorization", "Bearer "+valid)
-		}, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="expired"`},
+		}, wantStatus: http.StatusUnauthorized, wantWWW: `Bearer error="invalid_token", error_description="malformed"`},
 		{name: "none", wantStatus: http.StatusUnauthorized, wantWWW: `Bearer realm="jwksverify"`},
 	}
 	for _, tt := range tests {

@@ -73,7 +73,8 @@ type ClientCertSource struct {
 	Header string
 	// XFCC reads Envoy's x-forwarded-client-cert Hash (configure Envoy with
 	// forward_client_cert_details: SANITIZE_SET). False means it is
-	// ignored.
+	// ignored. [CheckOptions] refuses it with the nginx, Caddy and Traefik
+	// presets, which pass the client's header.
 	XFCC bool
 }
 
@@ -277,11 +278,15 @@ func (s *Server) decideRequestBound(r *http.Request, endpoint string, b *Binding
 }
 
 // boundToken finds r's token for a bound decision: the DPoP scheme's when
-// DPoP is on and r has it (b.DPoP is then set), else the configured token
-// sources'. b.Proofs are r's DPoP headers.
+// DPoP is on and r has it (b.DPoP is then set; a configured source holding
+// another token is then ambiguous, as in tokenFromRequest), else the
+// configured token sources'. b.Proofs are r's DPoP headers.
 func (s *Server) boundToken(r *http.Request, b *Binding, from queryFrom, rawQuery string) (string, tokenState) {
 	b.Proofs = r.Header["Dpop"]
 	if tok, ok := s.dpopToken(r); ok {
+		if s.otherToken(r, 0, tok, from, rawQuery) {
+			return "", tokenAmbiguous
+		}
 		b.DPoP = true
 		return tok, tokenFound
 	}

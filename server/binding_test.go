@@ -361,6 +361,12 @@ func TestBindingOptionsRefused(t *testing.T) {
 		{Verifier: ve.V, SenderConstraints: map[string]SenderConstraint{issuerA: {DPoP: ConstraintOptional}}},
 		{Verifier: ve.V, SenderConstraints: map[string]SenderConstraint{"https://nope/": {MTLS: ConstraintOptional}}},
 		{Verifier: ve.V, SenderConstraints: map[string]SenderConstraint{issuerA: {MTLS: "sometimes"}}},
+		// Only Envoy sets x-forwarded-client-cert: behind the others it is
+		// the client's, and a client sends a bound token's public
+		// certificate hash itself.
+		{Verifier: ve.V, Proxy: request.Nginx, ClientCert: ClientCertSource{XFCC: true}, SenderConstraints: map[string]SenderConstraint{issuerA: {MTLS: ConstraintOptional}}},
+		{Verifier: ve.V, Proxy: request.Caddy, ClientCert: ClientCertSource{XFCC: true}},
+		{Verifier: ve.V, Proxy: request.Traefik, ClientCert: ClientCertSource{XFCC: true}},
 	} {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) = nil error", o.SenderConstraints)

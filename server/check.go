@@ -31,7 +31,9 @@ const (
 // maxTokenBytes (zero: verify.DefaultMaxTokenBytes); each TokenSources entry
 // passes [CheckTokenSource], and a query source comes with a Proxy; each
 // introspection client has an id of its own without a colon and a secret
-// of at least [MinClientSecretBytes]; ClientCert.Header is a header name.
+// of at least [MinClientSecretBytes]; ClientCert.Header is a header name,
+// and ClientCert.XFCC comes with no Proxy that reads its own headers
+// (nginx, Caddy, Traefik set no x-forwarded-client-cert).
 // The error wraps [ErrInvalidOptions] and names the field first ("MaxBatch:
 // 20000 is out of range [1, 10000]", "TokenSources[1]: ...").
 func CheckOptions(opts Options, maxTokenBytes int) error {
@@ -57,6 +59,11 @@ func CheckOptions(opts Options, maxTokenBytes int) error {
 		if err := CheckTokenSource(TokenSource{Header: h}); err != nil {
 			return fmt.Errorf("%w: ClientCert.Header: %w", ErrInvalidOptions, err)
 		}
+	}
+	if _, reads := opts.Proxy.Headers(); reads && opts.ClientCert.XFCC {
+		// Only Envoy sets (and sanitizes) x-forwarded-client-cert: behind
+		// nginx, Caddy or Traefik it is whatever the client sent.
+		return fmt.Errorf("%w: ClientCert.XFCC: Envoy's x-forwarded-client-cert, which %s passes from the client as it came: use ClientCert.Header", ErrInvalidOptions, opts.Proxy)
 	}
 	for i, ts := range opts.TokenSources {
 		if err := CheckTokenSource(ts); err != nil {

@@ -133,6 +133,8 @@ func TestCheckOptions(t *testing.T) {
 		{"client listed twice", Options{IntrospectionClients: []IntrospectionClient{{ID: "a", Secret: strings.Repeat("s", 20)}, {ID: "a", Secret: strings.Repeat("t", 20)}}}, "IntrospectionClients[1]"},
 		{"client certificate header", Options{ClientCert: ClientCertSource{Header: "X-Client-Cert"}}, ""},
 		{"bad client certificate header", Options{ClientCert: ClientCertSource{Header: "X Client"}}, "ClientCert.Header"},
+		{"xfcc-behind-envoy", Options{Proxy: request.Envoy, ClientCert: ClientCertSource{XFCC: true}}, ""},
+		{"xfcc-behind-nginx", Options{Proxy: request.Nginx, ClientCert: ClientCertSource{XFCC: true}}, "ClientCert.XFCC"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -151,7 +151,7 @@ type Decision struct {
 	// order, when the [Binding] asked for them (Explain); nil otherwise.
 	Steps []verify.Step
 
-	headers []claimHeader // of the allowed token's issuer, sorted by claim
+	headers []claimHeader // of the allowed token's issuer (sorted by claim), then every other identity header
 	www     []string      // Challenge as a header value, shared
 }
 
@@ -159,12 +159,14 @@ type Decision struct {
 func (d Decision) Allowed() bool { return d.Status == http.StatusOK }
 
 // ClaimHeaders yields, for an allowed decision, each claims_to_headers
-// header of the token's issuer, in claim order, with its canonical name and
-// value. Every configured header is yielded, with an empty value when the
-// claim is absent or its value is not a safe header value (a control
-// character left by the verifier's sanitizing): proxies that copy the header
-// then overwrite one a client forged, instead of passing it through. It
-// yields nothing for a decision that is not allowed.
+// header of the token's issuer (or of the deciding policy, when it has its
+// own), in claim order, with its canonical name and value, and then every
+// other configured identity header (another issuer's, a policy's) empty.
+// Every configured header is yielded, with an empty value when the claim is
+// absent or its value is not a safe header value (a control character left
+// by the verifier's sanitizing): proxies that copy the header then
+// overwrite or remove one a client forged, instead of passing it through.
+// It yields nothing for a decision that is not allowed.
 func (d Decision) ClaimHeaders() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
 		if !d.Allowed() {
@@ -181,8 +183,8 @@ func (d Decision) ClaimHeaders() iter.Seq2[string, string] {
 // claimValue is the header value of an extracted claim, or "" when it is
 // absent or unsafe.
 func (d *Decision) claimValue(claim string) string {
-	if d.Result == nil {
-		return "" // anonymous
+	if d.Result == nil || claim == "" {
+		return "" // anonymous, or another issuer's or policy's header
 	}
 	v := d.Result.Extracted[claim]
 	if !httpguts.ValidHeaderFieldValue(v) || strings.ContainsAny(v, "\r\n") {
@@ -239,7 +241,7 @@ func (s *Server) decideAmong(ctx context.Context, endpoint, token string, issuer
 	}
 	d := Decision{Status: http.StatusOK, Issuer: label, Result: res, RemoveAuthorization: s.stripAuthz, Steps: steps}
 	if is != nil {
-		d.headers = is.headers
+		d.headers = is.answer
 	}
 	return d
 }

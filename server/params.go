@@ -15,16 +15,19 @@ import (
 // query as sent, without '?'). The parameter counts in every form a server
 // may read it: pairs split at '&' and at ';', names compared after
 // percent-decoding ('+' as space) and case-insensitively. Present more than
-// once, with a value that holds a ';' or a malformed escape, it is
-// ambiguous; present once with an empty value, or absent, it is missing.
+// once, with a value that holds a ';' or a malformed escape, or under a name
+// only PHP reads as name (phpSame), it is ambiguous; present once with an
+// empty value, or absent, it is missing.
 func queryParam(rawQuery, name string) (string, tokenState) {
 	var value string
 	var raw string // the '&'-pair the value came from
 	n := 0
+	php := false // a name only some parser reads as name
 	for pair := range strings.SplitSeq(rawQuery, "&") {
 		for part := range strings.SplitSeq(pair, ";") {
 			k, v, _ := strings.Cut(part, "=")
 			if !sameName(k, name, true) {
+				php = php || phpSame(k, name, true)
 				continue
 			}
 			n++
@@ -32,6 +35,8 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 		}
 	}
 	switch {
+	case php:
+		return "", tokenAmbiguous
 	case n == 0:
 		return "", tokenMissing
 	case n > 1 || strings.Contains(raw, ";"):
@@ -50,17 +55,22 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 // cookieValue returns the one value of the cookie name in r's Cookie
 // headers (all of them). A cookie counts whatever its value (empty, quoted,
 // or bytes net/http would drop), with names compared after trimming,
-// percent-decoding and case-insensitively: present more than once it is
+// percent-decoding and case-insensitively: present more than once, under a
+// name only PHP reads as name (phpSame), or inside another cookie's value
+// where a parser splitting at white space or ',' finds it (inValue), it is
 // ambiguous, whatever the values. Present once with an empty value, or
 // absent, it is missing. A value in double quotes loses them (RFC 6265
 // §4.1.1).
 func cookieValue(r *http.Request, name string) (string, tokenState) {
 	var value string
 	n := 0
+	php := false // a name only some parser reads as name
 	for _, line := range r.Header["Cookie"] {
 		for part := range strings.SplitSeq(line, ";") {
 			k, v, _ := strings.Cut(part, "=")
-			if !sameName(strings.Trim(k, " \t"), name, false) {
+			php = php || inValue(v, name)
+			if k = strings.Trim(k, " \t"); !sameName(k, name, false) {
+				php = php || phpSame(k, name, false)
 				continue
 			}
 			n++
@@ -68,6 +78,8 @@ func cookieValue(r *http.Request, name string) (string, tokenState) {
 		}
 	}
 	switch {
+	case php:
+		return "", tokenAmbiguous
 	case n == 0:
 		return "", tokenMissing
 	case n > 1:
@@ -91,6 +103,12 @@ func sameName(k, name string, query bool) bool {
 	if !strings.ContainsAny(k, "%+") {
 		return false
 	}
+	d, ok := unescapeName(k, query)
+	return ok && strings.EqualFold(d, name)
+}
+
+// unescapeName percent-decodes a name ('+' as space in a query).
+func unescapeName(k string, query bool) (string, bool) {
 	var d string
 	var err error
 	if query {
@@ -98,5 +116,57 @@ func sameName(k, name string, query bool) bool {
 	} else {
 		d, err = url.PathUnescape(k)
 	}
-	return err == nil && strings.EqualFold(d, name)
+	return d, err == nil
+}
+
+// phpSame reports whether PHP reads the name k as sent as name in $_GET or
+// $_COOKIE when sameName does not: parsers then disagree on whether the
+// parameter is there at all, or on which of two values it holds.
+func phpSame(k, name string, query bool) bool {
+	if !strings.ContainsAny(k, "%+ .[") {
+		return false
+	}
+	d, ok := k, true
+	if strings.ContainsAny(k, "%+") {
+		d, ok = unescapeName(k, query)
+	}
+	return ok && strings.ContainsAny(d, " .[") && strings.EqualFold(phpName(d), phpName(name))
+}
+
+// phpName is the decoded name k as PHP registers it: leading spaces
+// dropped, ' ' and '.' read as '_', and from the first '[' on the base name
+// of an array (x[...]) or, without a closing ']', a '_'.
+func phpName(k string) string {
+	k = strings.TrimLeft(k, " ")
+	b := make([]byte, 0, len(k))
+	for i := 0; i < len(k); i++ {
+		switch c := k[i]; c {
+		case ' ', '.':
+			b = append(b, '_')
+		case '[':
+			if strings.IndexByte(k[i+1:], ']') >= 0 {
+				return string(b)
+			}
+			return string(append(append(b, '_'), k[i+1:]...))
+		default:
+			b = append(b, c)
+		}
+	}
+	return string(b)
+}
+
+// inValue reports whether the cookie value v holds name= after white space
+// or a ',': Python's http.cookies splits cookies at white space, Tomcat's
+// legacy parser at ',', and each then reads a cookie name there.
+func inValue(v, name string) bool {
+	for {
+		i := strings.IndexAny(v, ", \t")
+		if i < 0 {
+			return false
+		}
+		v = strings.TrimLeft(v[i:], ", \t")
+		if k, _, ok := strings.Cut(v, "="); ok && (sameName(k, name, false) || phpSame(k, name, false)) {
+			return true
+		}
+	}
 }

@@ -416,6 +416,7 @@ func newTokenSources(in []TokenSource) ([]tokenSource, error) {
 		}
 		out = append(out, tokenSource{
 			header: textproto.CanonicalMIMEHeaderKey(ts.Header),
+			twins:  HeaderTwins(ts.Header),
 			prefix: ts.Prefix,
 			cookie: ts.Cookie,
 			query:  ts.Query,

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
 // tokenSourceEnv is a server behind nginx with one source of each kind.
@@ -60,6 +63,17 @@ func TestTokenSourceForms(t *testing.T) {
 		{name: "query-escaped-name", uri: "/?access_token=GOOD&access%5Ftoken=FORGED", wantState: tokenAmbiguous},
 		{name: "query-other-case", uri: "/?access_token=GOOD&ACCESS_TOKEN=FORGED", wantState: tokenAmbiguous},
 		{name: "query-plus-name", uri: "/?access_token=GOOD&access_token+=FORGED", wantState: tokenMissing + 99},
+		// PHP reads these names as access_token ($_GET mangles ' ', '.'
+		// and an unclosed '[' to '_', and reads x[...] as the array x).
+		{name: "query-php-dot", uri: "/?access_token=GOOD&access.token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-escaped-dot", uri: "/?access_token=GOOD&access%2Etoken=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-space", uri: "/?access_token=GOOD&access+token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-leading-space", uri: "/?access_token=GOOD&%20access_token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-bracket", uri: "/?access_token=GOOD&access[token=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-array", uri: "/?access_token=GOOD&access_token[]=FORGED", wantState: tokenAmbiguous},
+		{name: "query-php-other-name", uri: "/?access_token=GOOD&access.tokens=x", wantToken: "GOOD"},
+		{name: "query-php-name-alone", uri: "/?access.token=FORGED", wantState: tokenAmbiguous},
+		{name: "cookie-php-dot", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD; sess.ion=x") }, wantToken: "GOOD"},
 		{name: "query-bad-escape", uri: "/?access_token=GO%zzOD", wantState: tokenAmbiguous},
 		{name: "query-empty", uri: "/?access_token=", wantState: tokenMissing},
 		{name: "cookie", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "theme=dark; session=GOOD") }, wantToken: "GOOD"},
@@ -75,11 +89,35 @@ func TestTokenSourceForms(t *testing.T) {
 		{name: "cookie-spaced-name", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD;  session =FORGED") }, wantState: tokenAmbiguous},
 		{name: "cookie-empty", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=") }, wantState: tokenMissing},
 		{name: "header", uri: "/", setup: func(r *http.Request) { r.Header.Set("X-Token", "GOOD") }, wantToken: "GOOD"},
+		// CGI and FastCGI (PHP behind Caddy's php_fastcgi, WSGI) read
+		// X-Token and X_Token as one HTTP_X_TOKEN.
+		{name: "header-underscore-twin", uri: "/", setup: func(r *http.Request) {
+			r.Header.Set("X-Token", "GOOD")
+			r.Header["X_token"] = []string{"FORGED"}
+		}, wantState: tokenAmbiguous},
+		{name: "header-underscore-alone", uri: "/", setup: func(r *http.Request) { r.Header["X_token"] = []string{"FORGED"} }, wantState: tokenAmbiguous},
 		{name: "header-twice", uri: "/", setup: func(r *http.Request) {
 			r.Header.Add("X-Token", "GOOD")
 			r.Header.Add("X-Token", "FORGED")
 		}, wantState: tokenAmbiguous},
 		{name: "bearer", uri: "/", setup: func(r *http.Request) { r.Header.Set("Authorization", "Bearer GOOD") }, wantToken: "GOOD"},
+		// RFC 6750 §2: one method per request. Another source holding
+		// another token is ambiguous: the upstream may read that one.
+		{name: "header-and-query", uri: "/?access_token=FORGED", setup: func(r *http.Request) { r.Header.Set("X-Token", "GOOD") }, wantState: tokenAmbiguous},
+		{name: "cookie-and-bearer", uri: "/", setup: func(r *http.Request) {
+			r.Header.Set("Cookie", "session=GOOD")
+			r.Header.Set("Authorization", "Bearer FORGED")
+		}, wantState: tokenAmbiguous},
+		{name: "query-and-bearer", uri: "/?access_token=GOOD", setup: func(r *http.Request) { r.Header.Set("Authorization", "Bearer FORGED") }, wantState: tokenAmbiguous},
+		{name: "header-and-repeated-query", uri: "/?access_token=GOOD&access_token=FORGED", setup: func(r *http.Request) { r.Header.Set("X-Token", "GOOD") }, wantState: tokenAmbiguous},
+		{name: "same-token-twice", uri: "/?access_token=GOOD", setup: func(r *http.Request) {
+			r.Header.Set("Cookie", "session=GOOD")
+			r.Header.Set("Authorization", "Bearer GOOD")
+		}, wantToken: "GOOD"},
+		{name: "other-scheme-in-later-source", uri: "/", setup: func(r *http.Request) {
+			r.Header.Set("X-Token", "GOOD")
+			r.Header.Set("Authorization", "Basic dTpw")
+		}, wantToken: "GOOD"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,6 +146,7 @@ func FuzzTokenSources(f *testing.F) {
 	f.Add("", "session=; session=FORGED", "/?access_token=GOOD&access_token=FORGED;")
 	f.Add("", `session="a"; theme=b`, "/?a=1;access_token=z")
 	f.Add("", "sess%69on=a", "/?access%5Ftoken=a&access_token=b")
+	f.Add("", "sess.ion=a", "/?x&ACCess token=0") // only PHP reads it as access_token
 	e := tokenSourceEnv(f)
 	f.Fuzz(func(t *testing.T, authorization, cookie, uri string) {
 		r := nginxRequest("/")
@@ -178,4 +217,91 @@ func FuzzTokenSources(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDPoPTokenAndAnotherSource: a token under the DPoP scheme and another
+// in a configured cookie source is ambiguous, as two sources are: the
+// upstream could read the cookie's.
+func TestDPoPTokenAndAnotherSource(t *testing.T) {
+	ve := servertest.NewEnv(t, servertest.Config{NoDown: true})
+	store, err := replay.NewMemory(10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checker, err := dpop.New(dpop.Options{Replay: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Options{Verifier: ve.V, Proxy: request.Nginx, DPoP: checker,
+		TokenSources:      []TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Cookie: "session"}},
+		SenderConstraints: map[string]SenderConstraint{issuerA: {DPoP: ConstraintOptional}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name, cookie string
+		want         tokenState
+	}{
+		{"dpop-alone", "", tokenFound},
+		{"dpop-and-same-cookie", "session=GOOD", tokenFound},
+		{"dpop-and-other-cookie", "session=FORGED", tokenAmbiguous},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := nginxRequest("/")
+			r.Header.Set("Authorization", "DPoP GOOD")
+			if tt.cookie != "" {
+				r.Header.Set("Cookie", tt.cookie)
+			}
+			if _, st := srv.boundToken(r, &Binding{}, queryOriginal, ""); st != tt.want {
+				t.Errorf("boundToken() state %v, want %v", st, tt.want)
+			}
+		})
+	}
+}
+
+// TestCookiePHPNames: PHP's $_COOKIE reads access.token, "access token"
+// and access[token as access_token, and access_token[x] as its array; a
+// parser that splits at white space or ',' reads a cookie inside another's
+// value: each is the cookie access_token again.
+func TestCookiePHPNames(t *testing.T) {
+	for _, tt := range []struct {
+		cookie string
+		want   tokenState
+	}{
+		{"access_token=GOOD", tokenFound},
+		{"access_token=GOOD; access.token=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access%20token=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access[token=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access_token[x]=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access.tokens=x", tokenFound},
+		// Python's http.cookies also splits at white space, Tomcat's legacy
+		// parser at ',': each reads a second access_token.
+		{"access_token=GOOD; x=1 access_token=FORGED", tokenAmbiguous},
+		{"x=1, access_token=FORGED; access_token=GOOD", tokenAmbiguous},
+		{"access_token=GOOD; x=a b", tokenFound},
+	} {
+		t.Run(tt.cookie, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodGet, "/", nil)
+			r.Header.Set("Cookie", tt.cookie)
+			if _, st := cookieValue(r, "access_token"); st != tt.want {
+				t.Errorf("cookieValue() state %v, want %v", st, tt.want)
+			}
+		})
+	}
+}
+
+func TestHeaderTwins(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		want []string
+	}{
+		{"Authorization", nil},
+		{"X-Token", []string{"X_token"}},
+		{"x_token", []string{"X-Token"}},
+		{"X-Api-Key", []string{"X_api-Key", "X-Api_key", "X_api_key"}},
+	} {
+		if got := HeaderTwins(tt.name); strings.Join(got, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("HeaderTwins(%q) = %q, want %q", tt.name, got, tt.want)
+		}
+	}
 }

@@ -7,11 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"os/signal"
 	"reflect"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
@@ -52,13 +50,19 @@ type live struct {
 	mu       sync.Mutex // serializes reloads and the drain
 	draining bool
 
+	// wait is the wait budget of the first plan, from which the HTTP
+	// server's timeouts were derived for the life of the process
+	// (config.Timeouts.Wait): no request waits longer, whatever a reload
+	// says.
+	wait time.Duration
+
 	retired sync.WaitGroup // goroutines closing the fetchers of replaced generations
 	stop    chan struct{}  // closed by close: retired fetchers close at once
 
 	// The DPoP replay store outlives generations, as the token cache does:
 	// a reload must not forget the proofs already used. A reload that
-	// changes the store's settings starts a new one; the Redis clients are
-	// closed by close.
+	// changes the store's settings starts a new one; the Redis client in
+	// use (redis) is closed by close, replaced ones are retired.
 	replayPlan  *config.DPoP
 	replayStore dpop.ReplayStore
 	redis       []*replay.Redis
@@ -69,11 +73,40 @@ type live struct {
 type service struct {
 	plan     *config.Plan
 	fetchers []fetcher // one per plan issuer, in order
-	// clients are the issuers' introspection clients, built anew by each
-	// generation (their answer caches do not carry over a reload).
+	// clients are the issuers' introspection clients. A client whose
+	// issuer keeps its fetcher and whose introspection settings did not
+	// change is the previous generation's, answer cache and all (no
+	// upstream call again for a cached token, stale answers kept through an
+	// outage); intro says which settings each was built from.
 	clients []*introspect.Client
+	intro   []introClient
 	server  *server.Server
 	cache   *verify.TokenCache // shared with the generations before when its bounds are the same; nil: off
+}
+
+// introClient is a running introspection client with the plan's options
+// it was built from (before cmd sets Logger and Endpoint) and the fetcher
+// its discovered endpoint comes from.
+type introClient struct {
+	opts introspect.Options
+	f    *jwks.Fetcher
+	c    *introspect.Client
+}
+
+// sameIntrospection reports whether the running client a may answer for
+// the plan's options b over fetcher fb: the same fetcher (its discovered
+// endpoint), and every option equal.
+func sameIntrospection(a introClient, b introspect.Options, fb *jwks.Fetcher) bool {
+	return a.f == fb && a.opts.Endpoint == nil && b.Endpoint == nil && a.opts.Logger == nil && b.Logger == nil &&
+		reflect.DeepEqual(a.opts, b)
+}
+
+// sameSource reports whether a and b read one issuer's keys from the same
+// place: a fetcher built from b may start from the last good set of one
+// built from a (jwks.Options.Previous).
+func sameSource(a, b jwks.Options) bool {
+	return a.Issuer == b.Issuer && a.URL == b.URL && a.Discovery == b.Discovery &&
+		a.DiscoveryURL == b.DiscoveryURL && a.File == b.File && a.TrustDomain == b.TrustDomain
 }
 
 // fetcher is a running fetcher with the options it was built from, so that
@@ -85,8 +118,8 @@ type fetcher struct {
 
 // newLive builds the first generation of plan.
 func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error) {
-	l := &live{logger: logger, tracing: tr, stop: make(chan struct{})}
-	s, fresh, err := l.build(plan, nil)
+	l := &live{logger: logger, tracing: tr, stop: make(chan struct{}), wait: plan.HTTP.Wait}
+	s, fresh, _, err := l.build(plan, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -117,16 +150,20 @@ func newLive(plan *config.Plan, logger *slog.Logger, tr *tracing) (*live, error)
 // same as one of prev's (jwks.Same) keeps prev's fetcher: its keys, its
 // schedule and its counters, no refetch; the others get a new fetcher,
 // returned in fresh (on error they are closed and nothing else changed).
-func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwks.Fetcher, err error) {
+// Likewise an issuer that keeps its fetcher and its introspection settings
+// keeps prev's introspection client; the new clients are returned in
+// freshClients.
+func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwks.Fetcher, freshClients []*introspect.Client, err error) {
 	gen := &service{plan: plan}
 	s = gen
-	var made []*jwks.Fetcher // fresh, which the error returns set to nil
+	var made []*jwks.Fetcher             // fresh, which the error returns set to nil
+	var madeClients []*introspect.Client // likewise freshClients
 	defer func() {
 		if err != nil {
 			// The returns set s and fresh to nil: close what was built.
 			closeFetchers(made, l.logger)
-			closeClients(gen.clients)
-			s, fresh = nil, nil
+			closeClients(madeClients)
+			s, fresh, freshClients = nil, nil, nil
 		}
 	}()
 	vo := plan.Verify
@@ -135,11 +172,12 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 		if prev != nil && prev.cache != nil && prev.plan.Verify.TokenCache == o {
 			s.cache = prev.cache
 		} else if s.cache, err = verify.NewTokenCache(o); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		vo.Cache = s.cache
 	}
 	taken := make(map[*jwks.Fetcher]bool)
+	takenClient := make(map[*introspect.Client]bool)
 	for i, is := range plan.Issuers {
 		is.JWKS.Logger, is.JWKS.Tracer = l.logger, l.tracing.tracer
 		var f *jwks.Fetcher
@@ -152,8 +190,19 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 			}
 		}
 		if f == nil {
-			if f, err = jwks.New(is.JWKS); err != nil {
-				return nil, nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
+			o := is.JWKS
+			if prev != nil {
+				// A changed issuer starts from the last good keys of its
+				// source, not from nothing (the IdP may be down now).
+				for _, pf := range prev.fetchers {
+					if sameSource(pf.opts, o) {
+						o.Previous = pf.f
+						break
+					}
+				}
+			}
+			if f, err = jwks.New(o); err != nil {
+				return nil, nil, nil, fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
 			}
 			fresh = append(fresh, f)
 			made = fresh
@@ -162,16 +211,30 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 		s.fetchers = append(s.fetchers, fetcher{opts: is.JWKS, f: f})
 		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
 		if is.Introspection != nil {
-			o := *is.Introspection
-			o.Logger = l.logger
-			if o.URL == "" {
-				o.Endpoint = f.IntrospectionEndpoint
+			var c *introspect.Client
+			if prev != nil {
+				for _, pc := range prev.intro {
+					if !takenClient[pc.c] && sameIntrospection(pc, *is.Introspection, f) {
+						c = pc.c
+						break
+					}
+				}
 			}
-			c, err := introspect.New(o)
-			if err != nil {
-				return nil, nil, fmt.Errorf("issuers[%d] (%s): introspection: %w", i, is.JWKS.Issuer, err)
+			if c == nil {
+				o := *is.Introspection
+				o.Logger = l.logger
+				if o.URL == "" {
+					o.Endpoint = f.IntrospectionEndpoint
+				}
+				if c, err = introspect.New(o); err != nil {
+					return nil, nil, nil, fmt.Errorf("issuers[%d] (%s): introspection: %w", i, is.JWKS.Issuer, err)
+				}
+				freshClients = append(freshClients, c)
+				madeClients = freshClients
 			}
+			takenClient[c] = true
 			s.clients = append(s.clients, c)
+			s.intro = append(s.intro, introClient{opts: *is.Introspection, f: f, c: c})
 			is.Verify.Introspector = c
 		}
 		vo.Issuers = append(vo.Issuers, is.Verify)
@@ -181,12 +244,12 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 	}
 	v, err := verify.New(vo)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if s.server, err = l.newServer(plan, v); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, fresh, nil
+	return s, fresh, freshClients, nil
 }
 
 // newServer builds plan's server over v, with the process's metrics (nil
@@ -213,6 +276,15 @@ func (l *live) newServer(plan *config.Plan, v *verify.Verifier) (*server.Server,
 func (l *live) dpopChecker(p *config.DPoP) (*dpop.Checker, error) {
 	if p == nil {
 		return nil, nil
+	}
+	if m, ok := l.replayStore.(*replay.Memory); ok && p.ReplayStore != "redis" && l.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries {
+		// Only the memory store's bound changed: change it in place, so
+		// that the proofs already used are not forgotten (a new store would
+		// accept each of them once more within max_age).
+		if err := m.SetMax(p.MemoryMaxEntries); err != nil {
+			return nil, err
+		}
+		l.replayPlan = p
 	}
 	if l.replayStore == nil || l.replayPlan.ReplayStore != p.ReplayStore ||
 		l.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries || l.replayPlan.Redis != p.Redis {
@@ -255,7 +327,7 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 		return
 	}
 	prev := l.cur.Load()
-	s, fresh, err := l.build(next, prev)
+	s, fresh, freshClients, err := l.build(next, prev)
 	if err != nil {
 		fail(err)
 		return
@@ -274,7 +346,7 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 	if l.draining {
 		l.mu.Unlock()
 		closeFetchers(fresh, l.logger)
-		closeClients(s.clients)
+		closeClients(freshClients)
 		return
 	}
 	l.cur.Store(s)
@@ -297,7 +369,29 @@ func (l *live) reload(ctx context.Context, next *config.Plan, loadErr error) {
 			old = append(old, f.f)
 		}
 	}
-	l.retire(old, prev.clients, prev.plan.HTTP.Write)
+	keptClients := make(map[*introspect.Client]bool, len(s.clients))
+	for _, c := range s.clients {
+		keptClients[c] = true
+	}
+	var oldClients []*introspect.Client
+	for _, c := range prev.clients {
+		if !keptClients[c] {
+			oldClients = append(oldClients, c)
+		}
+	}
+	// The Redis replay stores of replaced settings go too; the one in use
+	// stays (also when this plan has no DPoP: a later one may use it again).
+	inUse, _ := l.replayStore.(*replay.Redis)
+	var oldRedis, keptRedis []*replay.Redis
+	for _, r := range l.redis {
+		if r == inUse {
+			keptRedis = append(keptRedis, r)
+		} else {
+			oldRedis = append(oldRedis, r)
+		}
+	}
+	l.redis = keptRedis
+	l.retire(old, oldClients, oldRedis, prev.plan.HTTP.Write)
 	l.logger.Info("configuration reloaded", "hash", next.Hash, "issuers", len(next.Issuers),
 		"new_fetchers", len(fresh), "closed_fetchers", len(old))
 	for _, what := range restartNeeded(prev.plan, next) {
@@ -332,11 +426,11 @@ func restartNeeded(cur, next *config.Plan) []string {
 	return out
 }
 
-// retire closes fs once the requests still using them are done: after
+// retire closes fs, cs and rs once the requests still using them are done: after
 // grace (the longest a request may take, the HTTP write timeout), or at
 // once when the service closes.
-func (l *live) retire(fs []*jwks.Fetcher, cs []*introspect.Client, grace time.Duration) {
-	if len(fs) == 0 && len(cs) == 0 {
+func (l *live) retire(fs []*jwks.Fetcher, cs []*introspect.Client, rs []*replay.Redis, grace time.Duration) {
+	if len(fs) == 0 && len(cs) == 0 && len(rs) == 0 {
 		return
 	}
 	l.retired.Go(func() {
@@ -348,7 +442,17 @@ func (l *live) retire(fs []*jwks.Fetcher, cs []*introspect.Client, grace time.Du
 		}
 		closeFetchers(fs, l.logger)
 		closeClients(cs)
+		l.closeRedis(rs)
 	})
+}
+
+// closeRedis closes Redis replay stores.
+func (l *live) closeRedis(rs []*replay.Redis) {
+	for _, r := range rs {
+		if err := r.Close(); err != nil {
+			l.logger.Warn("closing the DPoP replay store", "err", err)
+		}
+	}
 }
 
 // closeClients closes introspection clients and waits for their calls.
@@ -380,11 +484,7 @@ func (l *live) close() {
 	}
 	closeFetchers(fs, l.logger)
 	closeClients(l.cur.Load().clients)
-	for _, r := range l.redis {
-		if err := r.Close(); err != nil {
-			l.logger.Warn("closing the DPoP replay store", "err", err)
-		}
-	}
+	l.closeRedis(l.redis)
 }
 
 func closeFetchers(fs []*jwks.Fetcher, logger *slog.Logger) {
@@ -395,12 +495,10 @@ func closeFetchers(fs []*jwks.Fetcher, logger *slog.Logger) {
 	}
 }
 
-// watch reloads path on SIGHUP and when its content changes (polled every
-// configPollInterval), until ctx is done. load reads and plans the file.
-func (l *live) watch(ctx context.Context, path string, load func() (*config.Plan, error)) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+// watch reloads path on each signal from hup (SIGHUP) and when its content
+// changes (polled every configPollInterval), until ctx is done. load reads
+// and plans the file.
+func (l *live) watch(ctx context.Context, path string, load func() (*config.Plan, error), hup <-chan os.Signal) {
 	t := time.NewTicker(configPollInterval)
 	defer t.Stop()
 	seen := l.cur.Load().plan.Hash // the content last tried, valid or not
@@ -431,16 +529,19 @@ func (l *live) watch(ctx context.Context, path string, load func() (*config.Plan
 // starts, with the service's own rules: from the signal on every answer
 // closes its connection, so that pooled clients reconnect to a ready
 // instance; a request with a body (a batch may hold tokens of every issuer)
-// waits for unknown-kid refreshes at most plan.HTTP.Wait in total, so that
-// it is answered before the server's timeouts close its connection.
+// waits for unknown-kid refreshes and introspection calls at most
+// plan.HTTP.Wait in total, so that it is answered before the server's
+// timeouts close its connection. Those timeouts are the first plan's: when
+// a reloaded plan allows longer waits than they were derived from, every
+// request is held to the first plan's budget.
 func (l *live) handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := l.cur.Load()
 		if s.server.Draining() {
 			w.Header().Set("Connection", "close")
 		}
-		if r.Body != http.NoBody {
-			ctx, cancel := context.WithTimeout(r.Context(), s.plan.HTTP.Wait)
+		if longer := s.plan.HTTP.Wait > l.wait; r.Body != http.NoBody || longer {
+			ctx, cancel := context.WithTimeout(r.Context(), min(s.plan.HTTP.Wait, l.wait))
 			defer cancel()
 			r = r.WithContext(ctx)
 		}

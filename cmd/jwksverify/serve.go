@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
 	"syscall"
 	"time"
@@ -163,6 +165,17 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 		logger = slog.New(logHandler{logger.Handler()})
 	}
 	defer tr.shutdown(logger, plan.ShutdownTimeout)
+	var hup chan os.Signal
+	if reload != nil {
+		// SIGHUP means "reload" for the whole run, from before anything
+		// is served until the drain is over: its default action would end
+		// the process, at start or in the middle of a drain (only SIGINT
+		// and SIGTERM end a drain at once). Signals that come while no
+		// reload can start wait in the buffer, or are dropped.
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	svc, err := newLive(plan, logger, tr)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
@@ -286,7 +299,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	}
 	if reload != nil {
 		g.Go(func() error {
-			svc.watch(gctx, reload.path, reload.load)
+			svc.watch(gctx, reload.path, reload.load, hup)
 			return nil
 		})
 	}

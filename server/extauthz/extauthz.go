@@ -116,6 +116,9 @@ type authzGRPC struct {
 	// headers holds, for each token source that reads a header, its name
 	// canonical and in lower case (how Envoy sends header keys).
 	headers []sourceHeader
+	// twins are the server.HeaderTwins of those headers: copied too, so
+	// that the server finds a header source ambiguous as it does over HTTP.
+	twins []sourceHeader
 	// cookies reports whether a token source reads a cookie.
 	cookies bool
 	// meta keeps the claims Structs of recent tokens for dynamic_metadata.
@@ -131,6 +134,9 @@ func newAuthzGRPC(s *server.Server) *authzGRPC {
 	for _, ts := range s.TokenSources() {
 		if ts.Header != "" {
 			a.headers = append(a.headers, sourceHeader{ts.Header, strings.ToLower(ts.Header)})
+			for _, t := range server.HeaderTwins(ts.Header) {
+				a.twins = append(a.twins, sourceHeader{t, strings.ToLower(t)})
+			}
 		}
 		a.cookies = a.cookies || ts.Cookie != ""
 	}
@@ -248,6 +254,9 @@ func (a *authzGRPC) request(ctx context.Context, hr *authv3.AttributeContext_Htt
 		}
 	}
 	for _, h := range a.headers {
+		add(h.lower, h.canonical)
+	}
+	for _, h := range a.twins {
 		add(h.lower, h.canonical)
 	}
 	if a.s.BindingEnabled() {

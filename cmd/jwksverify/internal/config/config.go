@@ -290,7 +290,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 			return nil, err
 		}
 		p.Issuers = append(p.Issuers, is)
-		waits = append(waits, longestWait(is.JWKS))
+		waits = append(waits, longestWait(is))
 		if len(fi.ClaimsToHeaders) > 0 {
 			if p.Server.ClaimsToHeaders == nil {
 				p.Server.ClaimsToHeaders = map[string]map[string]string{}
@@ -344,6 +344,10 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if err := f.planSenders(p, env); err != nil {
 		return nil, err
 	}
+	if p.DPoP != nil && p.DPoP.ReplayStore == "redis" {
+		// A DPoP check waits once per request for the replay store.
+		p.HTTP = httpTimeouts(append(waits, p.DPoP.Redis.LongestWait()))
+	}
 
 	if f.TokenSources != nil && len(f.TokenSources) == 0 {
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
@@ -373,6 +377,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens",
 			"RejectionLogRate": "log.rejections_per_second", "TokenSources": "token_sources",
 			"IntrospectionClients": "introspection.clients", "ClientCert.Header": "mtls.client_cert_header",
+			"ClientCert.XFCC": "mtls.xfcc",
 		})
 	}
 	if p.Server.APIAuth && len(f.Introspection.Clients) == 0 && p.TLS.ClientCAFile == "" {

@@ -412,6 +412,16 @@ func TestHTTPTimeouts(t *testing.T) {
 	if p := mustParse(t, disc+"    refresh: {fetch_timeout: 5m}\n"); p.HTTP.Wait != jwks.DefaultUnknownKidWait+waitMargin {
 		t.Errorf("plan HTTP.Wait with the default wait = %v, want %v", p.HTTP.Wait, jwks.DefaultUnknownKidWait+waitMargin)
 	}
+	// A DPoP check waits once per request for the Redis replay store, up
+	// to its timeout; an opaque token for its introspection call.
+	redis := disc + "    sender_constraint: {dpop: required}\ndpop: {replay_store: redis, redis_url: \"redis://127.0.0.1:6379\", redis_timeout: 20s}\n"
+	if p, want := mustParse(t, redis), httpTimeouts([]time.Duration{jwks.DefaultUnknownKidWait, 20 * time.Second}); p.HTTP != want {
+		t.Errorf("plan HTTP with redis_timeout 20s = %+v, want %+v", p.HTTP, want)
+	}
+	intro := disc + "    introspection: {url: \"https://idp.example.com/introspect\", max_wait: 2s}\n"
+	if p, want := mustParse(t, intro), httpTimeouts([]time.Duration{2*time.Second + 5*time.Second}); p.HTTP != want {
+		t.Errorf("plan HTTP with introspection = %+v, want %+v", p.HTTP, want)
+	}
 }
 
 // configKeys walks the yaml tags of t and returns every key path, with
@@ -601,6 +611,7 @@ func TestPlanSenderConstraints(t *testing.T) {
 		{"bad-redis-url-not-echoed", disc + "dpop: {replay_store: redis, redis_url: \"http://user:hunter2@x\"}\n", "dpop.redis_url", nil},
 		{"unknown-store", disc + "dpop: {replay_store: disk}\n", "dpop.replay_store", nil},
 		{"bad-cert-header", disc + "mtls: {client_cert_header: \"bad header\"}\n", "mtls.client_cert_header", nil},
+		{"xfcc-behind-nginx", disc + "forward_auth: {proxy: nginx}\nmtls: {xfcc: true}\n", "mtls.xfcc", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -56,13 +56,19 @@ func httpTimeouts(waits []time.Duration) Timeouts {
 	}
 }
 
-// longestWait bounds how long a request may wait for an unknown-kid
-// refresh of the issuer o configures: a local source answers at once, a
-// remote one holds a request at most UnknownKidWait (zero: at most
-// jwks.DefaultUnknownKidWait).
-func longestWait(o jwks.Options) time.Duration {
-	if o.URL == "" && !o.Discovery {
-		return 0
+// longestWait bounds how long a request may wait for one token of the
+// issuer is: for an unknown-kid refresh, nothing with a local source, at
+// most UnknownKidWait with a remote one (zero: at most
+// jwks.DefaultUnknownKidWait); for an opaque token, when the issuer
+// introspects, the introspection call (introspect.Options.LongestWait). A
+// token is one or the other: the longer of the two.
+func longestWait(is Issuer) time.Duration {
+	var d time.Duration
+	if o := is.JWKS; o.URL != "" || o.Discovery {
+		d = cmp.Or(o.UnknownKidWait, jwks.DefaultUnknownKidWait)
 	}
-	return cmp.Or(o.UnknownKidWait, jwks.DefaultUnknownKidWait)
+	if is.Introspection != nil {
+		d = max(d, is.Introspection.LongestWait())
+	}
+	return d
 }

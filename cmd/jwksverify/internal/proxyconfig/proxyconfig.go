@@ -26,6 +26,7 @@ import (
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/server"
 )
 
 // Defaults of [Input]'s addresses: a proxy on loopback in front of an
@@ -69,13 +70,20 @@ type Input struct {
 	// answer, so its answer always arrives.
 	Timeout time.Duration
 	// ClientCertHeader is the configuration's mtls.client_cert_header, ""
-	// for none: nginx then sends the verified client certificate
-	// ($ssl_client_escaped_cert) in it to the auth call, and never the
-	// client's own.
+	// for none. Every proxy then drops a client's own copy of it, so that
+	// it never reaches jwksverify or the application; nginx sends the
+	// certificate it verified ($ssl_client_escaped_cert) in it to the auth
+	// call, Caddy the one it verified as base64 DER, and Traefik's must be
+	// set after the clearing middleware (passTLSClientCert).
 	ClientCertHeader string
 	// ConfigProxy is the configuration's forward_auth.proxy. None means
 	// unset: Write notes that it should be set.
 	ConfigProxy request.Proxy
+	// StripAuthorization is the configuration's
+	// forward_auth.strip_authorization: nginx, Caddy and Traefik then drop
+	// Authorization from an allowed request before the application (Envoy
+	// does it from jwksverify's answer).
+	StripAuthorization bool
 }
 
 // headerSources are the places a configuration names claim headers in:
@@ -150,12 +158,13 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 		return Input{}, fmt.Errorf("%w: the configuration says forward_auth.proxy: %s, not %s", ErrMismatch, cp, px)
 	}
 	in := Input{
-		Proxy:            px,
-		JWKSVerify:       dialable(p.Listen),
-		ClaimHeaders:     ClaimHeaders(p),
-		ClientCertHeader: textproto.CanonicalMIMEHeaderKey(p.Server.ClientCert.Header),
-		Timeout:          Timeout(p),
-		ConfigProxy:      p.Server.Proxy,
+		Proxy:              px,
+		JWKSVerify:         dialable(p.Listen),
+		ClaimHeaders:       ClaimHeaders(p),
+		ClientCertHeader:   textproto.CanonicalMIMEHeaderKey(p.Server.ClientCert.Header),
+		Timeout:            Timeout(p),
+		ConfigProxy:        p.Server.Proxy,
+		StripAuthorization: p.Server.StripAuthorization,
 	}
 	if p.GRPCListen != "" {
 		in.GRPC = dialable(p.GRPCListen)
@@ -189,7 +198,10 @@ var templates = map[request.Proxy]*template.Template{
 
 func parse(name string) *template.Template {
 	return template.Must(template.New(name).Funcs(template.FuncMap{
-		"lower":    strings.ToLower,
+		"lower": strings.ToLower,
+		// twins: the header and the names a CGI upstream reads as it
+		// (server.HeaderTwins), each to be cleared.
+		"twins":    func(h string) []string { return append([]string{h}, server.HeaderTwins(h)...) },
 		"nginxvar": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
 		"seconds":  func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
 		"host":     func(a string) string { h, _, _ := net.SplitHostPort(a); return h },

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -247,6 +248,96 @@ func TestWriteNginxClientCert(t *testing.T) {
 			for _, line := range []string{"proxy_set_header X-Client-Cert $ssl_client_escaped_cert;", `proxy_set_header X-Client-Cert "";`} {
 				if got := strings.Contains(b.String(), line); got != tt.want {
 					t.Errorf("output has %q: %t, want %t", line, got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteClientCertCleared: with mtls.client_cert_header, no proxy's file
+// lets a client's own copy of the header reach jwksverify (which would
+// take a public certificate sent by anyone for the one the proxy verified,
+// and accept a stolen certificate-bound token) or the application; Caddy
+// sends the certificate it verified instead.
+func TestWriteClientCertCleared(t *testing.T) {
+	for _, tt := range []struct {
+		px   request.Proxy
+		want []string
+	}{
+		{request.Nginx, []string{"proxy_set_header X-Client-Cert $ssl_client_escaped_cert;", `proxy_set_header X-Client-Cert "";`}},
+		{request.Caddy, []string{"request_header -X-Client-Cert\n", "header_up X-Client-Cert {http.request.tls.client.certificate_der_base64}\n"}},
+		{request.Traefik, []string{`X-Client-Cert: ""`}},
+		{request.Envoy, []string{"- remove: x-client-cert\n"}},
+	} {
+		t.Run(string(tt.px), func(t *testing.T) {
+			out := writeFor(t, threeHeaders+"mtls: {client_cert_header: x-client-cert}\n", tt.px)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("proxy-config %s lacks %q:\n%s", tt.px, w, out)
+				}
+			}
+		})
+	}
+}
+
+// TestWriteStripAuthorization: with forward_auth.strip_authorization, the
+// nginx, Caddy and Traefik files drop Authorization before the application
+// (integration/proxy_test.go runs nginx and Caddy); without it they do not.
+func TestWriteStripAuthorization(t *testing.T) {
+	for _, tt := range []struct {
+		px   request.Proxy
+		want []string
+	}{
+		{request.Nginx, []string{`proxy_set_header Authorization "";`}},
+		{request.Caddy, []string{"request_header -Authorization\n"}},
+		{request.Traefik, []string{"middlewares: [jwksverify-clear, jwksverify, jwksverify-strip]", "jwksverify-strip:\n      headers:\n        customRequestHeaders:\n          Authorization: \"\""}},
+	} {
+		for _, strip := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s-%t", tt.px, strip), func(t *testing.T) {
+				out := writeFor(t, threeHeaders+fmt.Sprintf("forward_auth: {strip_authorization: %t}\n", strip), tt.px)
+				for _, w := range tt.want {
+					if got := strings.Contains(out, w); got != strip {
+						t.Errorf("proxy-config %s has %q: %t, want %t:\n%s", tt.px, w, got, strip, out)
+					}
+				}
+			})
+		}
+	}
+}
+
+// writeFor returns proxy-config px for the configuration yaml.
+func writeFor(t *testing.T, yaml string, px request.Proxy) string {
+	t.Helper()
+	in, err := FromPlan(loadPlan(t, yaml), px)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := Write(&b, in); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// TestWriteClaimHeaderTwins: Caddy, Traefik and Envoy pass headers with
+// underscores on, and a CGI or FastCGI upstream reads X_Auth_Subject as
+// X-Auth-Subject (both HTTP_X_AUTH_SUBJECT): their files drop a client's
+// underscore twins of every claim header too (nginx drops such headers
+// itself: ignore_invalid_headers).
+func TestWriteClaimHeaderTwins(t *testing.T) {
+	for _, tt := range []struct {
+		px   request.Proxy
+		want []string
+	}{
+		{request.Caddy, []string{"request_header -X_auth_subject\n", "request_header -X-Auth_subject\n", "request_header -X_auth-Subject\n"}},
+		{request.Traefik, []string{`X_auth_subject: ""`, `X-Auth_subject: ""`}},
+		{request.Envoy, []string{"- remove: x_auth_subject\n", "- remove: x-auth_subject\n"}},
+	} {
+		t.Run(string(tt.px), func(t *testing.T) {
+			out := writeFor(t, threeHeaders, tt.px)
+			for _, w := range tt.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("proxy-config %s lacks %q:\n%s", tt.px, w, out)
 				}
 			}
 		})

@@ -61,6 +61,7 @@ func TestDocsBoundsAreTheLibraries(t *testing.T) {
 		"limits.max_keys":                            ints(1, jwks.MaxMaxKeys),
 		"batch.max_tokens":                           ints(1, server.MaxMaxBatch),
 		"introspection.clients[].secret_env":         fmt.Sprintf("at least %d bytes", server.MinClientSecretBytes),
+		"issuers[].jwks_url":                         fmt.Sprintf("at most %d redirects", jwks.DefaultMaxRedirects),
 	}
 	for key, bound := range want {
 		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(key) + "` \\|.*$").Find(doc)

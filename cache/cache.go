@@ -475,7 +475,7 @@ func (n *negative) forgetPresent(s *Set) {
 // Status is what a key source reports about itself: for /v1/issuers, metrics
 // and readiness. It is a value; the fields are filled by the source.
 type Status struct {
-	// Source names where keys come from: a URL, "discovery:<issuer>", or "file:<path>".
+	// Source names where keys come from: a URL, "discovery:<issuer>", "file:<path>", or "static" (StaticKeys alone).
 	Source string
 	// LastAttempt is when the source was last tried; zero if never.
 	LastAttempt time.Time

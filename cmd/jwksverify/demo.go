@@ -295,7 +295,7 @@ Rejections: 401 with the class in WWW-Authenticate (expired; wrong_audience):
   curl -si %[1]s/v1/authz -H "Authorization: Bearer $(curl -s '%[2]s/token?exp=-60&format=jwt')"
   curl -si %[1]s/v1/authz -H "Authorization: Bearer $(curl -s '%[2]s/token?aud=someone-else&format=jwt')"
 
-The CLI against this issuer (exit 0 valid, 1 rejected, 3 keys unavailable; README, "The CLI"):
+The CLI against this issuer (exit 0 valid, 1 rejected, 3 keys unavailable; README, "A 60-second tour"):
 
   ISSUER=%[2]s
   jwksverify verify --discovery "$ISSUER" --explain "$(curl -s "$ISSUER/token?exp=-60&format=jwt")"

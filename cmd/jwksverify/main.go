@@ -113,7 +113,8 @@ loopback and prints a ready-to-paste curl line with a fresh token.
 
 Environment: JWKSVERIFY_CONFIG, JWKSVERIFY_LISTEN, JWKSVERIFY_GRPC_LISTEN,
 JWKSVERIFY_LOG_LEVEL (flags win over the environment, the environment over
-the file).
+the file), JWKSVERIFY_DPOP_REDIS_URL (dpop.redis_url),
+JWKSVERIFY_STANDARD_CRYPTO=1 (crypto.standard_library on).
 `,
 	"verify": `Usage: jwksverify verify [--config FILE | --jwks URL|FILE | --discovery ISSUER |
                           --secret-file F | --pem F]
@@ -142,7 +143,8 @@ when no keys could be had to decide; exit 2 on usage errors.
 
 Fetches and parses a key set and lists each key (kid, kty, alg, use, size,
 RFC 7638 thumbprint) with problems flagged. Exit 1 when no key is usable,
-3 when the keys could not be fetched, 2 when a file cannot be read.
+3 when the keys could not be fetched, 2 when a file cannot be read or is
+not a JWKS.
 `,
 	"check": `Usage: jwksverify check --config FILE [--online] [--skip-secrets]
 

@@ -5,9 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,6 +28,38 @@ var logMessageArg = map[string]int{
 func codeLogMessages(t *testing.T, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
+	inspectCalls(t, root, func(fset *token.FileSet, p string, c *ast.CallExpr) {
+		var name string
+		switch fn := c.Fun.(type) {
+		case *ast.SelectorExpr:
+			name = fn.Sel.Name
+		case *ast.Ident:
+			name = fn.Name
+		}
+		i, ok := logMessageArg[name]
+		if !ok || len(c.Args) <= i {
+			return
+		}
+		pos := fset.Position(c.Pos()).String()
+		bl, ok := c.Args[i].(*ast.BasicLit)
+		switch {
+		case ok && bl.Kind == token.STRING:
+			msg, err := strconv.Unquote(bl.Value)
+			if err != nil {
+				t.Fatalf("%s: %v", pos, err)
+			}
+			out[msg] = pos
+		case (name == "Log" || name == "LogAttrs") && !strings.HasSuffix(filepath.ToSlash(p), "server/loglimit.go"):
+			t.Errorf("%s: a log message that is not a string literal: OPERATIONS.md cannot list it", pos)
+		}
+	})
+	return out
+}
+
+// inspectCalls calls visit with every call expression of the module's
+// non-test Go files under root (bench/ and integration/ are other modules).
+func inspectCalls(t *testing.T, root string, visit func(fset *token.FileSet, path string, c *ast.CallExpr)) {
+	t.Helper()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -49,32 +79,8 @@ func codeLogMessages(t *testing.T, root string) map[string]string {
 			return err
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
-			c, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
-			}
-			var name string
-			switch fn := c.Fun.(type) {
-			case *ast.SelectorExpr:
-				name = fn.Sel.Name
-			case *ast.Ident:
-				name = fn.Name
-			}
-			i, ok := logMessageArg[name]
-			if !ok || len(c.Args) <= i {
-				return true
-			}
-			pos := fset.Position(c.Pos()).String()
-			bl, ok := c.Args[i].(*ast.BasicLit)
-			switch {
-			case ok && bl.Kind == token.STRING:
-				msg, err := strconv.Unquote(bl.Value)
-				if err != nil {
-					t.Fatalf("%s: %v", pos, err)
-				}
-				out[msg] = pos
-			case (name == "Log" || name == "LogAttrs") && !strings.HasSuffix(filepath.ToSlash(p), "server/loglimit.go"):
-				t.Errorf("%s: a log message that is not a string literal: OPERATIONS.md cannot list it", pos)
+			if c, ok := n.(*ast.CallExpr); ok {
+				visit(fset, p, c)
 			}
 			return true
 		})
@@ -83,7 +89,6 @@ func codeLogMessages(t *testing.T, root string) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out
 }
 
 // TestOperationsLogMessages: docs/OPERATIONS.md's log table lists every
@@ -93,25 +98,9 @@ func TestOperationsLogMessages(t *testing.T) {
 	if len(code) < 10 {
 		t.Fatalf("found %d log messages in the source, want the lot: is the scan broken?", len(code))
 	}
-	b, err := os.ReadFile("../../docs/OPERATIONS.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(b)
-	start := strings.Index(doc, "| `msg` | level | when |")
-	if start < 0 {
-		t.Fatal("docs/OPERATIONS.md has no log table (| `msg` | level | when |)")
-	}
 	documented := map[string]bool{}
-	cell := regexp.MustCompile("`([^`]+)`")
-	for _, line := range strings.Split(doc[start:], "\n")[2:] {
-		if !strings.HasPrefix(line, "|") {
-			break
-		}
-		first := strings.Split(line, "|")[1]
-		for _, m := range cell.FindAllStringSubmatch(first, -1) {
-			documented[m[1]] = true
-		}
+	for msg := range logTable(t) {
+		documented[msg] = true
 	}
 	var missing, stale []string
 	for msg, pos := range code {

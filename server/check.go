@@ -83,7 +83,7 @@ func CheckOptions(opts Options, maxTokenBytes int) error {
 		return fmt.Errorf("%w: MaxBatch: %d is out of range [1, %d]", ErrInvalidOptions, n, MaxMaxBatch)
 	}
 	if n := opts.RejectionLogRate; n > MaxRejectionLogRate {
-		return fmt.Errorf("%w: RejectionLogRate: %d is above %d (negative: no limit)", ErrInvalidOptions, n, MaxRejectionLogRate)
+		return fmt.Errorf("%w: RejectionLogRate: %d is above %d", ErrInvalidOptions, n, MaxRejectionLogRate)
 	}
 	return nil
 }

@@ -1,14 +1,13 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/binary"
-	"errors"
 	"log/slog"
-	"math"
 	"sync/atomic"
 
 	"github.com/jwksverify/jwksverify/cache"
@@ -164,17 +163,11 @@ type signer struct {
 	onMismatch func()
 }
 
-// newSigner builds the signature step for opts with prepared as the seam,
-// unless opts.StandardCrypto asks for the standard library. It rejects a
-// CrossCheckRate that is NaN or above 1.
+// newSigner builds the signature step for opts (checked by CheckOptions)
+// with prepared as the seam, unless opts.StandardCrypto asks for the
+// standard library.
 func newSigner(opts Options, prepared preparedCrypto) (signer, error) {
-	rate := opts.CrossCheckRate
-	switch {
-	case math.IsNaN(rate) || rate > 1:
-		return signer{}, errors.New("verify: CrossCheckRate must be at most 1")
-	case rate == 0:
-		rate = DefaultCrossCheckRate
-	}
+	rate := cmp.Or(opts.CrossCheckRate, DefaultCrossCheckRate)
 	if opts.StandardCrypto {
 		prepared = preparedCrypto{}
 	}

@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -30,6 +31,10 @@ func TestOptionBounds(t *testing.T) {
 		{"cache-entries-negative", func(o *verify.Options) { o.TokenCache.MaxEntries = -1 }, "TokenCache.MaxEntries: "},
 		{"cache-bytes-above", func(o *verify.Options) { o.TokenCache.MaxBytes = verify.MaxCacheBytes + 1 }, "TokenCache.MaxBytes: "},
 		{"leeway-above", func(o *verify.Options) { o.Issuers[0].Leeway = verify.MaxLeeway + 1 }, "Issuers[0].Leeway: "},
+		{"cross-check-rate-one", func(o *verify.Options) { o.CrossCheckRate = 1 }, ""},
+		{"cross-check-rate-above", func(o *verify.Options) { o.CrossCheckRate = 1.01 }, "CrossCheckRate: "},
+		{"cross-check-rate-nan", func(o *verify.Options) { o.CrossCheckRate = math.NaN() }, "CrossCheckRate: "},
+		{"empty-audience", func(o *verify.Options) { o.Issuers[0].Audiences = []string{"api", ""} }, "Issuers[0].Audiences: "},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := verify.Options{Issuers: []verify.Issuer{issuerA(new(cache.Keys))}}

@@ -262,12 +262,7 @@ func compile(cfg Issuer) (*issuer, error) {
 		}
 	}
 
-	for _, a := range cfg.Audiences {
-		if a == "" {
-			return nil, fmt.Errorf("verify: issuer %q: empty audience", cfg.Issuer)
-		}
-	}
-	cfg.Audiences = slices.Clone(cfg.Audiences)
+	cfg.Audiences = slices.Clone(cfg.Audiences) // none empty: CheckOptions
 	for _, c := range cfg.ExtractClaims {
 		if c == "" {
 			return nil, fmt.Errorf("verify: issuer %q: empty claim name to extract", cfg.Issuer)

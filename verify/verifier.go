@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -62,9 +63,10 @@ const (
 var ErrInvalidOptions = errors.New("verify: invalid options")
 
 // CheckOptions reports whether the bounds of opts are ones [New] accepts
-// (MaxTokenBytes, MaxKidless, TokenCache, each issuer's Leeway): an error
-// wrapping [ErrInvalidOptions] that names the field first if not. It needs
-// no Keys: a command checks its configuration with it before any fetch.
+// (MaxTokenBytes, MaxKidless, TokenCache, CrossCheckRate, each issuer's
+// Leeway and Audiences): an error wrapping [ErrInvalidOptions] that names
+// the field first if not. It needs no Keys: a command checks its
+// configuration with it before any fetch.
 func CheckOptions(opts Options) error {
 	invalid := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
@@ -78,10 +80,15 @@ func CheckOptions(opts Options) error {
 		return invalid("TokenCache.MaxEntries: %d is out of range [0, %d]", c.MaxEntries, MaxCacheEntries)
 	case c.MaxBytes < 0 || c.MaxBytes > MaxCacheBytes:
 		return invalid("TokenCache.MaxBytes: %d is out of range [0, %d]", c.MaxBytes, int64(MaxCacheBytes))
+	case math.IsNaN(opts.CrossCheckRate) || opts.CrossCheckRate > 1:
+		return invalid("CrossCheckRate: %v is above 1 (1 checks every accept)", opts.CrossCheckRate)
 	}
 	for i, is := range opts.Issuers {
 		if is.Leeway > MaxLeeway {
 			return invalid("Issuers[%d].Leeway: %s is above the maximum of %s", i, is.Leeway, MaxLeeway)
+		}
+		if j := slices.Index(is.Audiences, ""); j >= 0 {
+			return invalid("Issuers[%d].Audiences: entry %d is empty", i, j)
 		}
 	}
 	return nil

@@ -104,6 +104,11 @@ func checkPlan(ctx context.Context, plan *config.Plan, online bool, logger *slog
 	}
 	so := plan.Server
 	so.Verifier, so.Logger, so.Metrics, so.MetricsHandler = v, logger, m, m.Handler()
+	if plan.DPoP != nil {
+		if so.DPoP, err = oneRunChecker(plan.DPoP); err != nil {
+			return append(problems, err)
+		}
+	}
 	if _, err := server.New(so); err != nil {
 		problems = append(problems, err)
 	}

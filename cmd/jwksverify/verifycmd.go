@@ -307,12 +307,11 @@ func (a *app) writeAuthorized(res *verify.Result, p *policy.Policy, token string
 // configured dpop algorithms and max_age (--config) or the defaults, and a
 // replay store of this one run.
 func checkProof(ctx context.Context, f verifyFlags, plan *config.Plan, v *verify.Verifier, res *verify.Result, token string, at time.Time) ([]verify.Step, error) {
-	var opts dpop.Options
-	if plan != nil && plan.DPoP != nil {
-		opts = plan.DPoP.Checker
+	var p *config.DPoP
+	if plan != nil {
+		p = plan.DPoP
 	}
-	opts.Replay, _ = replay.NewMemory(1)
-	c, err := dpop.New(opts)
+	c, err := oneRunChecker(p)
 	if err != nil {
 		return nil, err
 	}
@@ -333,6 +332,18 @@ func checkProof(ctx context.Context, f verifyFlags, plan *config.Plan, v *verify
 	}
 	steps, _, err := c.Explain(ctx, in, at)
 	return steps, err
+}
+
+// oneRunChecker is a DPoP checker of p's algorithms and max_age (nil p:
+// the defaults) over a replay store of this one run: the commands that do
+// not serve (verify --dpop, check) never dial the configured store.
+func oneRunChecker(p *config.DPoP) (*dpop.Checker, error) {
+	var opts dpop.Options
+	if p != nil {
+		opts = p.Checker
+	}
+	opts.Replay, _ = replay.NewMemory(1)
+	return dpop.New(opts)
 }
 
 // flagIssuer is the one issuer of --jwks, --discovery, --secret-file or

@@ -320,10 +320,12 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		p.Verify.TokenCache.MaxEntries = *f.TokenCache.MaxEntries
 	}
 	check := p.Verify
-	keys := map[string]string{"MaxTokenBytes": "limits.max_token_bytes", "TokenCache.MaxEntries": "token_cache.max_entries", "TokenCache.MaxBytes": "token_cache.max_bytes"}
+	keys := map[string]string{"MaxTokenBytes": "limits.max_token_bytes", "TokenCache.MaxEntries": "token_cache.max_entries",
+		"TokenCache.MaxBytes": "token_cache.max_bytes", "CrossCheckRate": "crypto.cross_check_rate"}
 	for i, is := range p.Issuers {
 		check.Issuers = append(check.Issuers, is.Verify)
 		keys[fmt.Sprintf("Issuers[%d].Leeway", i)] = fmt.Sprintf("issuers[%d].leeway", i)
+		keys[fmt.Sprintf("Issuers[%d].Audiences", i)] = fmt.Sprintf("issuers[%d].audiences", i)
 	}
 	if err := verify.CheckOptions(check); err != nil {
 		return nil, optionError("", err, verify.ErrInvalidOptions, keys)
@@ -358,21 +360,30 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		return nil, err
 	}
 
+	var clients []server.IntrospectionClient // what server.CheckOptions judges
 	for i, cl := range f.Introspection.Clients {
 		path := fmt.Sprintf("introspection.clients[%d]", i)
 		if cl.SecretEnv == "" {
 			return nil, fmt.Errorf("%s.secret_env: empty; name the environment variable holding the client's secret", path)
 		}
 		if ov.NoServerSecrets {
+			// The ids are still checked, with a stand-in secret that is
+			// never kept in the plan.
+			clients = append(clients, server.IntrospectionClient{ID: cl.ID, Secret: strings.Repeat("x", server.MinClientSecretBytes)})
 			continue
 		}
 		secret, ok := env(cl.SecretEnv)
 		if !ok || secret == "" {
 			return nil, fmt.Errorf("%s.secret_env: environment variable %s is not set", path, cl.SecretEnv)
 		}
-		p.Server.IntrospectionClients = append(p.Server.IntrospectionClients, server.IntrospectionClient{ID: cl.ID, Secret: secret})
+		clients = append(clients, server.IntrospectionClient{ID: cl.ID, Secret: secret})
 	}
-	if err := server.CheckOptions(p.Server, p.Verify.MaxTokenBytes); err != nil {
+	checked := p.Server
+	checked.IntrospectionClients = clients
+	if !ov.NoServerSecrets {
+		p.Server.IntrospectionClients = clients
+	}
+	if err := server.CheckOptions(checked, p.Verify.MaxTokenBytes); err != nil {
 		return nil, optionError("", err, server.ErrInvalidOptions, map[string]string{
 			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens",
 			"RejectionLogRate": "log.rejections_per_second", "TokenSources": "token_sources",

@@ -657,7 +657,7 @@ func TestPoliciesIndexTheirClaims(t *testing.T) {
 func TestLibraryBounds(t *testing.T) {
 	const redis = "dpop: {replay_store: redis, redis_url: \"redis://127.0.0.1:6379\", "
 	// Keys whose 0 means something: no leeway, no cache.
-	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true, "log.rejections_per_second": true}
+	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true, "log.rejections_per_second": true, "crypto.cross_check_rate": true}
 	d := func(v time.Duration) string { return v.String() }
 	n := strconv.Itoa
 	for _, tt := range []struct {
@@ -689,6 +689,7 @@ func TestLibraryBounds(t *testing.T) {
 			return disc + "limits: {max_token_bytes: 2048, max_body_bytes: " + v + "}\n"
 		}, "2048", "2047"},
 		{"batch.max_tokens", func(v string) string { return disc + "batch: {max_tokens: " + v + "}\n" }, n(server.MaxMaxBatch), n(server.MaxMaxBatch + 1)},
+		{"crypto.cross_check_rate", func(v string) string { return disc + "crypto: {cross_check_rate: " + v + "}\n" }, "1", "1.01"},
 		{"log.rejections_per_second", func(v string) string { return disc + "log: {rejections_per_second: " + v + "}\n" }, n(server.MaxRejectionLogRate), n(server.MaxRejectionLogRate + 1)},
 	} {
 		t.Run(tt.key+"="+tt.wrong, func(t *testing.T) {

@@ -23,6 +23,8 @@ func TestCheckClaimHeader(t *testing.T) {
 		{"content-encoding", false},
 		{"Content-Type", false},
 		{"Connection", false},
+		{"Cache-Control", false},
+		{"cache-control", false},
 		{"Host", false},
 		{"Keep-Alive", false},
 		{"TE", false},

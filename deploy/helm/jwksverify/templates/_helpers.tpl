@@ -43,7 +43,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $cfg "admin_listen" (printf "0.0.0.0:%d" (int .Values.ports.admin)) -}}
 {{- end -}}
 {{- if .Values.tls.secretName -}}
-{{- $_ := set $cfg "tls" (dict "cert_file" "/etc/jwksverify/tls/tls.crt" "key_file" "/etc/jwksverify/tls/tls.key") -}}
+{{- $_ := set $cfg "tls" (dict "cert_file" "/etc/jwksverify-tls/tls.crt" "key_file" "/etc/jwksverify-tls/tls.key") -}}
 {{- end -}}
 {{- $_ := set $cfg "state_dir" "/var/lib/jwksverify" -}}
 {{- $k := .Values.kubernetesServiceAccountIssuer -}}

@@ -2,7 +2,6 @@ package config
 
 import (
 	"fmt"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,15 +20,7 @@ import (
 // checks) set, and compares it with them, as TestDocsDefaultsAreTheLibraries
 // does for the defaults: a range the doc states from memory cannot drift.
 func TestDocsBoundsAreTheLibraries(t *testing.T) {
-	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	short := func(d time.Duration) string {
-		s := d.String()
-		s = regexp.MustCompile(`([hm])0s$`).ReplaceAllString(s, "$1")
-		return regexp.MustCompile(`h0m$`).ReplaceAllString(s, "h")
-	}
+	doc := configDoc(t)
 	span := func(lo, hi time.Duration) string { return "[" + short(lo) + ", " + short(hi) + "]" }
 	ints := func(lo, hi int64) string { return fmt.Sprintf("[%d, %d]", lo, hi) }
 	want := map[string]string{

@@ -70,19 +70,28 @@ func TestPlanLeavesDefaultsToTheLibraries(t *testing.T) {
 	}
 }
 
-// TestDocsDefaultsAreTheLibraries reads the default column of CONFIG.md for
-// every key whose default a library owns, and compares it with the
-// library's constant: a second copy of a default cannot drift unnoticed.
-func TestDocsDefaultsAreTheLibraries(t *testing.T) {
+// configDoc returns docs/CONFIG.md.
+func configDoc(t *testing.T) []byte {
+	t.Helper()
 	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := func(d time.Duration) string {
-		s := d.String()
-		s = regexp.MustCompile(`([hm])0s$`).ReplaceAllString(s, "$1")
-		return regexp.MustCompile(`h0m$`).ReplaceAllString(s, "h")
-	}
+	return doc
+}
+
+// short writes d as CONFIG.md does: 5m, not 5m0s; 24h, not 24h0m0s.
+func short(d time.Duration) string {
+	s := d.String()
+	s = regexp.MustCompile(`([hm])0s$`).ReplaceAllString(s, "$1")
+	return regexp.MustCompile(`h0m$`).ReplaceAllString(s, "h")
+}
+
+// TestDocsDefaultsAreTheLibraries reads the default column of CONFIG.md for
+// every key whose default a library owns, and compares it with the
+// library's constant: a second copy of a default cannot drift unnoticed.
+func TestDocsDefaultsAreTheLibraries(t *testing.T) {
+	doc := configDoc(t)
 	want := map[string]string{
 		"issuers[].refresh.min_interval":             short(jwks.DefaultMinInterval),
 		"issuers[].refresh.max_interval":             short(jwks.DefaultMaxInterval),

@@ -173,7 +173,8 @@ type Options struct {
 	// starts from its last good set — the document, its validators and its
 	// fetch time, as from a StateDir file, so usable for StaleFor from that
 	// fetch time, and, with discovery from the same DiscoveryURL, the
-	// jwks_uri and introspection_endpoint it discovered — instead of from
+	// jwks_uri (when InsecureAllowHTTP still allows it) and
+	// introspection_endpoint it discovered — instead of from
 	// nothing: a changed option does not drop the keys while the source is
 	// down. Previous is only read, at New, and not kept; its owner still
 	// closes it. Nil means none.

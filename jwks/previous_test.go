@@ -1,6 +1,7 @@
 package jwks
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -105,5 +106,35 @@ func TestFetcherPreviousDiscovery(t *testing.T) {
 	}
 	if st := f.Keys().Status(); !st.LastSuccess.Equal(clk.Now()) || st.LastError != "" {
 		t.Errorf("replacement's first attempt with discovery down: Status() = %+v, want a success from the known jwks_uri", st)
+	}
+}
+
+// TestFetcherPreviousInsecureJWKSURI: a discovered plain-http jwks_uri of a
+// predecessor that allowed it is not carried over to a replacement that
+// does not: the transport rule applies again, as to a state file's.
+func TestFetcherPreviousInsecureJWKSURI(t *testing.T) {
+	const insecure = "http://idp.example.com/jwks"
+	ks := newKeyServer(t, testkeys.JWKS(keyA))
+	clk := newFakeClock()
+	o := Options{Issuer: ks.srv.URL, Discovery: true, InsecureAllowHTTP: true}
+	prev, _ := startFetcher(t, clk, o)
+	prev.mu.Lock()
+	prev.st.jwksURL = insecure // what an http discovery document named
+	prev.mu.Unlock()
+	ks.set(func(ks *keyServer) { ks.discoveryStatus = http.StatusServiceUnavailable })
+	for _, allow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("allow_insecure_http=%t", allow), func(t *testing.T) {
+			f, err := New(testOptions(clk, Options{Issuer: o.Issuer, Discovery: true, InsecureAllowHTTP: allow, Previous: prev}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close() // New inherited; no attempt is needed to see what
+			f.mu.Lock()
+			got := f.st.jwksURL
+			f.mu.Unlock()
+			if kept := got == insecure; kept != allow {
+				t.Errorf("jwks_uri carried over = %t (%q), want %t", kept, got, allow)
+			}
+		})
 	}
 }

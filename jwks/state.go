@@ -153,8 +153,12 @@ func (f *Fetcher) inherit(prev *Fetcher) bool {
 	}
 	if f.opts.Discovery && prev.opts.DiscoveryURL == f.opts.DiscoveryURL {
 		// What the same document said: the jwks_uri (fetched even while the
-		// document is down) and the introspection_endpoint.
-		f.st.jwksURL, f.st.discoveredAt = st.jwksURL, st.discoveredAt
+		// document is down, so under this fetcher's transport rule, as
+		// loadState checks it) and the introspection_endpoint (checked on
+		// every call).
+		if _, err := parseURL(st.jwksURL, f.opts.InsecureAllowHTTP); err == nil {
+			f.st.jwksURL, f.st.discoveredAt = st.jwksURL, st.discoveredAt
+		}
 		if p := prev.introspection.Load(); p != nil {
 			f.introspection.Store(p)
 		}

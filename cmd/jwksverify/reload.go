@@ -101,14 +101,6 @@ func sameIntrospection(a introClient, b introspect.Options, fb *jwks.Fetcher) bo
 		reflect.DeepEqual(a.opts, b)
 }
 
-// sameSource reports whether a and b read one issuer's keys from the same
-// place: a fetcher built from b may start from the last good set of one
-// built from a (jwks.Options.Previous).
-func sameSource(a, b jwks.Options) bool {
-	return a.Issuer == b.Issuer && a.URL == b.URL && a.Discovery == b.Discovery &&
-		a.DiscoveryURL == b.DiscoveryURL && a.File == b.File && a.TrustDomain == b.TrustDomain
-}
-
 // fetcher is a running fetcher with the options it was built from, so that
 // a reload can tell whether an issuer's key source changed.
 type fetcher struct {
@@ -193,9 +185,10 @@ func (l *live) build(plan *config.Plan, prev *service) (s *service, fresh []*jwk
 			o := is.JWKS
 			if prev != nil {
 				// A changed issuer starts from the last good keys of its
-				// source, not from nothing (the IdP may be down now).
+				// source, not from nothing (the IdP may be down now); jwks
+				// decides whether the source is the same.
 				for _, pf := range prev.fetchers {
-					if sameSource(pf.opts, o) {
+					if pf.opts.Issuer == o.Issuer {
 						o.Previous = pf.f
 						break
 					}

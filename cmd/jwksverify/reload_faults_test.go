@@ -18,6 +18,8 @@ import (
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/replay"
+	"github.com/redis/go-redis/v9"
 )
 
 // introspectionServer is an RFC 7662 endpoint that answers every token
@@ -409,14 +411,28 @@ issuers:
     sender_constraint: {dpop: optional}
 `, timeoutMS, jwksSrv.URL))
 	}
-	l := startLive(t, load(100))
+	l, err := newLive(load(100), slog.New(slog.DiscardHandler), &tracing{})
+	if err != nil {
+		t.Fatalf("newLive() = %v", err)
+	}
+	var replaced []*replay.Redis
 	for i := range 10 {
+		before := l.replayStore.(*replay.Redis)
 		l.reload(context.Background(), load(101+i), nil)
+		replaced = append(replaced, before)
 	}
 	if n := len(l.redis); n != 1 {
 		t.Errorf("after 10 reloads changing redis_timeout: %d Redis clients held for the life of the process, want 1 (the one in use)", n)
 	}
 	if len(l.redis) > 0 && dpop.ReplayStore(l.redis[0]) != l.replayStore {
 		t.Errorf("the Redis client kept is not the store in use")
+	}
+	// Retired, not just forgotten: closing the service ends the grace at
+	// once, and every replaced client is then closed.
+	l.close()
+	for i, r := range replaced {
+		if err := r.Ping(context.Background()); !errors.Is(err, redis.ErrClosed) {
+			t.Errorf("replaced client %d: Ping() = %v, want %v (closed)", i, err, redis.ErrClosed)
+		}
 	}
 }

@@ -156,6 +156,17 @@ type reloadSource struct {
 // onReady, if set, runs once every issuer has its first keys. reload, if
 // set, reloads the plan on SIGHUP and when its file changes (live.watch).
 func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Logger, reload *reloadSource, onReady func(ctx context.Context, base string) error) int {
+	var hup chan os.Signal
+	if reload != nil {
+		// SIGHUP means "reload" for the whole run, from before anything
+		// is served until the traces are flushed: its default action would
+		// end the process, at start, in the middle of a drain or of the
+		// flush (only SIGINT and SIGTERM end a drain at once). Signals that
+		// come while no reload can start wait in the buffer, or are dropped.
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
 	tr, err := newTracing(ctx, a.lookupEnv)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
@@ -165,17 +176,6 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 		logger = slog.New(logHandler{logger.Handler()})
 	}
 	defer tr.shutdown(logger, plan.ShutdownTimeout)
-	var hup chan os.Signal
-	if reload != nil {
-		// SIGHUP means "reload" for the whole run, from before anything
-		// is served until the drain is over: its default action would end
-		// the process, at start or in the middle of a drain (only SIGINT
-		// and SIGTERM end a drain at once). Signals that come while no
-		// reload can start wait in the buffer, or are dropped.
-		hup = make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-	}
 	svc, err := newLive(plan, logger, tr)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)

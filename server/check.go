@@ -117,6 +117,9 @@ func CheckClaimHeader(name string) error {
 	if reserved {
 		return fmt.Errorf("%q is a header the proxy must not take from an auth response", name)
 	}
+	if separators(name) > maxTwinSeparators {
+		return fmt.Errorf("%q has more than %d '-' or '_': its CGI twins (HeaderTwins) could not all be cleared", name, maxTwinSeparators)
+	}
 	return nil
 }
 
@@ -138,6 +141,13 @@ func CheckTokenSource(ts TokenSource) error {
 		return errors.New("prefix goes only with header")
 	case ts.Header != "" && !httpguts.ValidHeaderFieldName(ts.Header):
 		return fmt.Errorf("header: %q is not a valid HTTP header name", ts.Header)
+	case separators(ts.Header) > maxTwinSeparators:
+		return fmt.Errorf("header: %q has more than %d '-' or '_': its CGI twins (HeaderTwins) could not all be checked", ts.Header, maxTwinSeparators)
 	}
 	return nil
+}
+
+// separators counts the '-' and '_' of a header name.
+func separators(name string) int {
+	return strings.Count(name, "-") + strings.Count(name, "_")
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // TestCheckClaimHeader lists what a claim may never become, and checks that
@@ -24,6 +25,8 @@ func TestCheckClaimHeader(t *testing.T) {
 		{"Content-Type", false},
 		{"Connection", false},
 		{"Cache-Control", false},
+		{"X-A-B-C-D-E-F", true},    // six separators: every twin is checked
+		{"X-A-B-C-D-E-F-G", false}, // seven: not every twin could be
 		{"cache-control", false},
 		{"Host", false},
 		{"Keep-Alive", false},
@@ -128,6 +131,7 @@ func TestCheckOptions(t *testing.T) {
 		{"query source with a proxy", Options{TokenSources: []TokenSource{{Header: "X-Token"}, {Query: "access_token"}}, Proxy: request.Nginx}, ""},
 		{"query source without a proxy", Options{TokenSources: []TokenSource{{Header: "X-Token"}, {Query: "access_token"}}}, "TokenSources[1]"},
 		{"bad token source", Options{TokenSources: []TokenSource{{Header: "X Token"}}}, "TokenSources[0]"},
+		{"token header with too many separators", Options{TokenSources: []TokenSource{{Header: "X-A-B-C-D-E-F-G"}}}, "TokenSources[0]"},
 		{"client secret at the minimum", Options{IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: strings.Repeat("s", MinClientSecretBytes)}}}, ""},
 		{"client secret too short", Options{IntrospectionClients: []IntrospectionClient{{ID: "gw", Secret: strings.Repeat("s", MinClientSecretBytes-1)}}}, "IntrospectionClients[0]"},
 		{"client without id", Options{IntrospectionClients: []IntrospectionClient{{Secret: strings.Repeat("s", 20)}}}, "IntrospectionClients[0]"},
@@ -153,5 +157,28 @@ func TestCheckOptions(t *testing.T) {
 				t.Errorf("New = %v, CheckOptions = %v", nerr, err)
 			}
 		})
+	}
+}
+
+// TestDefaultBodyHoldsAToken: without MaxBodyBytes, the body bound is the
+// default or, when larger, the verifier's token bound, so that a valid
+// token always fits.
+func TestDefaultBodyHoldsAToken(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	for _, tt := range []struct {
+		maxToken int
+		want     int64
+	}{{0, DefaultMaxBodyBytes}, {131072, 131072}} {
+		v, err := verify.New(verify.Options{Issuers: e.v.Issuers(), MaxTokenBytes: tt.maxToken})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := New(Options{Verifier: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.MaxBodyBytes(); got != tt.want {
+			t.Errorf("MaxTokenBytes %d: MaxBodyBytes() = %d, want %d", tt.maxToken, got, tt.want)
+		}
 	}
 }

@@ -125,7 +125,7 @@ type Options struct {
 	SeparateAdmin bool
 	// MaxBodyBytes bounds request bodies (also a whole batch): at least
 	// the verifier's MaxTokenBytes, at most [MaxMaxBodyBytes]. Zero means
-	// 64 KiB.
+	// 64 KiB, or the verifier's MaxTokenBytes when that is larger.
 	MaxBodyBytes int64
 	// MaxBatch bounds the tokens of one /v1/verify/batch, at most
 	// [MaxMaxBatch]. Zero means 100.
@@ -254,7 +254,9 @@ func New(opts Options) (*Server, error) {
 	s.proxy = opts.Proxy
 	s.maxBody = opts.MaxBodyBytes
 	if s.maxBody == 0 {
-		s.maxBody = DefaultMaxBodyBytes
+		// The default, or the largest token when that is larger: a body
+		// must hold one token (CheckOptions holds an explicit value to it).
+		s.maxBody = max(DefaultMaxBodyBytes, int64(opts.Verifier.MaxTokenBytes()))
 	}
 	s.maxBatch = opts.MaxBatch
 	if s.maxBatch == 0 {

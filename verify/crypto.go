@@ -166,7 +166,7 @@ type signer struct {
 // newSigner builds the signature step for opts (checked by CheckOptions)
 // with prepared as the seam, unless opts.StandardCrypto asks for the
 // standard library.
-func newSigner(opts Options, prepared preparedCrypto) (signer, error) {
+func newSigner(opts Options, prepared preparedCrypto) signer {
 	rate := cmp.Or(opts.CrossCheckRate, DefaultCrossCheckRate)
 	if opts.StandardCrypto {
 		prepared = preparedCrypto{}
@@ -175,7 +175,7 @@ func newSigner(opts Options, prepared preparedCrypto) (signer, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return signer{prepared: prepared, cross: newCrossCheck(rate), log: log}, nil
+	return signer{prepared: prepared, cross: newCrossCheck(rate), log: log}
 }
 
 // verify reports whether sig is a valid signature of signing with alg a

@@ -96,9 +96,8 @@ func CheckOptions(opts Options) error {
 
 // New validates opts ([CheckOptions]), applies defaults and returns a
 // Verifier. It also rejects no issuers, duplicate or empty issuer strings,
-// an issuer without Keys, unsupported algorithms (including "none"),
-// SkipIssuerCheck beside other issuers, and a CrossCheckRate that is NaN or
-// above 1.
+// an issuer without Keys, unsupported algorithms (including "none") and
+// SkipIssuerCheck beside other issuers.
 func New(opts Options) (*Verifier, error) {
 	if len(opts.Issuers) == 0 {
 		return nil, errors.New("verify: at least one issuer is required")
@@ -121,10 +120,7 @@ func New(opts Options) (*Verifier, error) {
 		maxTokenBytes: opts.MaxTokenBytes,
 		maxKidless:    opts.MaxKidless,
 	}
-	var err error
-	if v.sig, err = newSigner(opts, defaultCrypto()); err != nil {
-		return nil, err
-	}
+	v.sig = newSigner(opts, defaultCrypto())
 	// A reload that turns a prepared verifier off (StandardCrypto) carries
 	// no issuer over: the verdicts cached under the predecessor include that
 	// verifier's, which the operator has just stopped trusting.

@@ -144,7 +144,7 @@ func writeMarkdown(w *bytes.Buffer, res *results, stat, notes, sections []byte, 
 	fmt.Fprintf(w, "\n")
 	fmt.Fprintf(w, "**Read the numbers with care.** They come from one run on a shared 2-core machine while other engineers were building and testing on it, so absolute times are noisy (the ± columns show half the range of the %d repetitions; benchstat's confidence intervals are in the appendix). Ratios between implementations measured in the same run are more reliable than the absolute times. Times are medians; µs per verified token; allocations per token.\n\n", count)
 	fmt.Fprintf(w, "Rerun everything (about 7 minutes for the benchmarks on 2 idle cores, about 27 for HTTP):\n\n")
-	fmt.Fprintf(w, "```sh\ncd bench\n./run.sh                 # COUNT=6 BENCHTIME=400ms by default; writes results-latest.txt and this file\n./http.sh                # DURATION=6s ROUNDS=3 by default; needs wrk and taskset; writes http-latest.json and this file\n```\n\n")
+	fmt.Fprintf(w, "```sh\ncd bench\n./run.sh                 # COUNT=6 BENCHTIME=400ms by default; writes results-latest.txt and this file\n./http.sh                # DURATION=4s ROUNDS=5 by default; needs wrk and taskset; writes http-latest.json and this file\n```\n\n")
 	fmt.Fprintf(w, "Or one benchmark: `cd bench && go test -run '^$' -bench 'Verify/alg=ES256/' -count 6 . | ~/go/bin/benchstat -col /impl -`.\n\n")
 
 	writeTargets(w, res, algs, hr)

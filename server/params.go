@@ -64,7 +64,8 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 func cookieValue(r *http.Request, name string) (string, tokenState) {
 	var value string
 	n := 0
-	php := false // a name only some parser reads as name
+	php := false    // a name only some parser reads as name
+	spaced := false // white space after '=': net/http keeps it in the value, Python and PHP strip it
 	for _, line := range r.Header["Cookie"] {
 		for part := range strings.SplitSeq(line, ";") {
 			k, v, _ := strings.Cut(part, "=")
@@ -74,11 +75,12 @@ func cookieValue(r *http.Request, name string) (string, tokenState) {
 				continue
 			}
 			n++
+			spaced = spaced || strings.TrimLeft(v, " \t") != v
 			value = strings.Trim(v, " \t")
 		}
 	}
 	switch {
-	case php:
+	case php, spaced && n > 0:
 		return "", tokenAmbiguous
 	case n == 0:
 		return "", tokenMissing

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/request"
@@ -77,6 +79,8 @@ func TestTokenSourceForms(t *testing.T) {
 		{name: "query-bad-escape", uri: "/?access_token=GO%zzOD", wantState: tokenAmbiguous},
 		{name: "query-empty", uri: "/?access_token=", wantState: tokenMissing},
 		{name: "cookie", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "theme=dark; session=GOOD") }, wantToken: "GOOD"},
+		{name: "cookie-space-after-equals", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session= GOOD") }, wantState: tokenAmbiguous}, // net/http reads " GOOD"
+		{name: "cookie-space-before-semicolon", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD ; x=1") }, wantToken: "GOOD"},
 		{name: "cookie-quoted", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", `session="GOOD"`) }, wantToken: "GOOD"},
 		{name: "cookie-empty-first", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=; session=FORGED") }, wantState: tokenAmbiguous},
 		{name: "cookie-twice", uri: "/", setup: func(r *http.Request) { r.Header.Set("Cookie", "session=GOOD; session=FORGED") }, wantState: tokenAmbiguous},
@@ -149,6 +153,11 @@ func FuzzTokenSources(f *testing.F) {
 	f.Add("", "sess.ion=a", "/?x&ACCess token=0") // only PHP reads it as access_token
 	e := tokenSourceEnv(f)
 	f.Fuzz(func(t *testing.T, authorization, cookie, uri string) {
+		for _, v := range []string{authorization, cookie, uri} {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return // net/http's server refuses such a header: it never reaches a handler
+			}
+		}
 		r := nginxRequest("/")
 		r.Header["X-Original-Uri"] = []string{uri}
 		if authorization != "" {
@@ -170,6 +179,16 @@ func FuzzTokenSources(f *testing.F) {
 		}
 		if tok == "" {
 			t.Fatal("found an empty token")
+		}
+		// One token per request (RFC 6750 §2): a later source holding a
+		// value holds this one, or the request was not decided by it.
+		if v, cst := cookieValue(r, "session"); cst == tokenFound && v != tok {
+			t.Fatalf("the cookie holds %q beside the extracted %q", v, tok)
+		}
+		if o, err := request.Nginx.From(r, authzPath); err == nil {
+			if v, qst := queryParam(o.RawQuery, "access_token"); qst == tokenFound && v != tok {
+				t.Fatalf("the query holds %q beside the extracted %q", v, tok)
+			}
 		}
 		// The cookie source comes before the query: when it holds a value,
 		// that is the token, and net/http reads no other.

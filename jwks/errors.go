@@ -1,6 +1,9 @@
 package jwks
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
 // Errors returned by the package. Each is wrapped with detail; match them
 // with errors.Is.
@@ -43,3 +46,11 @@ var (
 	// ErrClosed reports a call on a closed [Fetcher].
 	ErrClosed = errors.New("jwks: fetcher closed")
 )
+
+// nKeys is "1 key" or "n keys", for messages.
+func nKeys(n int) string {
+	if n == 1 {
+		return "1 key"
+	}
+	return strconv.Itoa(n) + " keys"
+}

@@ -54,7 +54,7 @@ func Fetch(ctx context.Context, opts Options) (*cache.Set, error) {
 	}
 	set := f.newSet(keys, skipped, now, until)
 	if len(keys) == 0 {
-		return set, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
+		return set, fmt.Errorf("%w: %s skipped", ErrNoKeys, nKeys(len(set.Skipped())))
 	}
 	return set, nil
 }

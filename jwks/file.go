@@ -71,7 +71,7 @@ func (f *Fetcher) loadFile(now time.Time) (os.FileInfo, error) {
 	set := f.newSet(keys, skipped, now, time.Time{})
 	f.reportSkipped(set.Skipped())
 	if len(keys) == 0 {
-		return fi, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
+		return fi, fmt.Errorf("%w: %s skipped", ErrNoKeys, nKeys(len(set.Skipped())))
 	}
 	f.publish(set)
 	f.log.Info("jwks file loaded", "keys", set.Len(), "skipped", len(set.Skipped()))

@@ -109,7 +109,7 @@ func parse(data []byte, opts ParseOptions) (_ []*cache.Key, _ []cache.Skipped, e
 	if extra > 0 {
 		skipped = append(skipped, cache.Skipped{
 			Index:  maxKeys,
-			Reason: fmt.Sprintf("%d more keys beyond the limit of %d were not read", extra, maxKeys),
+			Reason: fmt.Sprintf("%s beyond the limit of %d not read", nKeys(extra), maxKeys),
 		})
 	}
 	return keys, skipped, extra, nil

@@ -196,7 +196,7 @@ func TestParse(t *testing.T) {
 			data:        doc(testkeys.JWKJSON(keyA), testkeys.JWKJSON(keyB), testkeys.JWKJSON(keyC)),
 			opts:        ParseOptions{MaxKeys: 2},
 			wantKids:    []string{"a", "b"},
-			wantSkipped: []string{"1 more keys beyond the limit of 2"},
+			wantSkipped: []string{"1 key beyond the limit of 2 not read"},
 		},
 		{
 			name:        "duplicate-kid-first-wins",

@@ -109,7 +109,7 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 		set := f.newSet(keys, skipped, now, until)
 		f.reportSkipped(set.Skipped())
 		if len(keys) == 0 {
-			return 0, fmt.Errorf("%w: %d keys skipped", ErrNoKeys, len(set.Skipped()))
+			return 0, fmt.Errorf("%w: %s skipped", ErrNoKeys, nKeys(len(set.Skipped())))
 		}
 		f.publish(set)
 		st.body, st.bodyHash = resp.body, sha256.Sum256(resp.body)

@@ -93,9 +93,10 @@ const maxLogField = 128
 const maxMessage = 512
 
 // errNoToken and errAmbiguousToken are the log details of forward-auth
-// requests that carry no token, or more than one.
+// requests that carry no token (missing_token: unauthenticated traffic,
+// counted apart from broken tokens), or more than one (malformed).
 var (
-	errNoToken        = fmt.Errorf("%w: the request carries no token", verify.ErrMalformed)
+	errNoToken        = fmt.Errorf("%w: the request carries no token", verify.ErrMissingToken)
 	errAmbiguousToken = fmt.Errorf("%w: the request carries more than one token value", verify.ErrMalformed)
 )
 
@@ -196,8 +197,8 @@ func (d *Decision) claimValue(claim string) string {
 // Decide verifies token for endpoint (one of [Endpoints]) at one reading of
 // the server's clock and returns the decision. It records the decision in
 // [Options.Metrics] and logs one line per rejected token (never the token).
-// An empty token is a request without credentials: denied as "malformed"
-// with NoToken set. It is safe for concurrent use and blocks only as long
+// An empty token is a request without credentials: denied as
+// "missing_token" with NoToken set. It is safe for concurrent use and blocks only as long
 // as the verifier does (a bounded unknown-kid refresh).
 func (s *Server) Decide(ctx context.Context, endpoint, token string) Decision {
 	return s.decideAmong(ctx, endpoint, token, nil, nil)
@@ -300,9 +301,9 @@ func (s *Server) elapsed(start time.Time) time.Duration {
 // logs it. The status is chosen by the error's family alone.
 func (s *Server) reject(ctx context.Context, endpoint string, now time.Time, token string, err error, noToken bool) Decision {
 	d := Decision{Status: http.StatusUnauthorized, Issuer: UnknownIssuer, NoToken: noToken, Err: err}
-	var kid string
+	var kid, hint string
 	if ve := verifyError(err); ve != nil {
-		d.Class, kid = ve.Class, ve.Kid
+		d.Class, kid, hint = ve.Class, ve.Kid, ve.Hint
 		if is := s.byName[ve.Issuer]; is != nil {
 			d.Issuer = is.name
 		}
@@ -325,13 +326,19 @@ func (s *Server) reject(ctx context.Context, endpoint string, now time.Time, tok
 		s.metrics.Decided(endpoint, d.Issuer, d.Class, s.elapsed(now))
 	}
 	if s.log.Enabled(ctx, level) && s.logRate.allow(ctx, s.log, level, now) {
-		s.log.LogAttrs(ctx, level, "token rejected",
+		attrs := []slog.Attr{
 			slog.String("endpoint", endpoint),
 			slog.String("issuer", d.Issuer),
 			slog.String("kid", truncate(kid, maxLogField)),
 			slog.String("class", d.Class),
 			slog.String("detail", safeMessage(err, d.Class, token)),
-		)
+		}
+		if hint != "" {
+			// Names configuration (audiences, a near-miss issuer): the
+			// log's, never the answer's.
+			attrs = append(attrs, slog.String("hint", safeMessage(errors.New(hint), d.Class, token)))
+		}
+		s.log.LogAttrs(ctx, level, "token rejected", attrs...)
 	}
 	return d
 }

@@ -28,7 +28,7 @@ func TestVerify(t *testing.T) {
 		{name: "unknown-issuer", req: postJSON("/v1/verify", `{"token":`+jsonString(toks["unknown-issuer"])+`}`), token: toks["unknown-issuer"], wantStatus: http.StatusOK, wantError: "unknown_issuer"},
 		{name: "keys-unavailable", req: postJSON("/v1/verify", `{"token":`+jsonString(toks["keys-unavailable"])+`}`), token: toks["keys-unavailable"], wantStatus: http.StatusServiceUnavailable, wantError: "keys_unavailable"},
 		{name: "garbage-token", req: postJSON("/v1/verify", `{"token":"not.a.jwt"}`), wantStatus: http.StatusOK, wantError: "malformed"},
-		{name: "empty-token", req: postJSON("/v1/verify", `{"token":""}`), wantStatus: http.StatusOK, wantError: "malformed"},
+		{name: "empty-token", req: postJSON("/v1/verify", `{"token":""}`), wantStatus: http.StatusOK, wantError: "missing_token"},
 		{name: "token-too-large", req: postJSON("/v1/verify", `{"token":"`+strings.Repeat("a", 5000)+`"}`), wantStatus: http.StatusRequestEntityTooLarge, wantError: "token_too_large"},
 		{name: "body-too-large", req: postJSON("/v1/verify", `{"token":"`+strings.Repeat("a", 70000)+`"}`), wantStatus: http.StatusRequestEntityTooLarge, wantError: "token_too_large"},
 		{name: "unknown-members-ignored", req: postJSON("/v1/verify", `{"token":`+jsonString(toks["valid"])+`,"extra":[1,2]}`), token: toks["valid"], wantStatus: http.StatusOK, wantValid: true},
@@ -130,7 +130,7 @@ func TestBatch(t *testing.T) {
 		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
 			t.Fatal(err)
 		}
-		want := []string{"", "expired", "wrong_audience", "bad_signature", "unknown_kid", "keys_unavailable", "unknown_issuer", "malformed"}
+		want := []string{"", "expired", "wrong_audience", "bad_signature", "unknown_kid", "keys_unavailable", "unknown_issuer", "missing_token"}
 		if len(got.Results) != len(want) {
 			t.Fatalf("results = %d, want %d", len(got.Results), len(want))
 		}

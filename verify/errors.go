@@ -51,6 +51,13 @@ var (
 	// ErrBindingMismatch: a sender-constrained token presented without, or
 	// with another, proof of possession.
 	ErrBindingMismatch error = &classError{"binding_mismatch", ErrRejected}
+
+	// Wave 3 classes.
+
+	// ErrMissingToken: the request carries no token at all (a request
+	// without credentials, RFC 6750 §3.1). A token that is there but
+	// broken (empty, not a compact JWS, ambiguous) stays ErrMalformed.
+	ErrMissingToken error = &classError{"missing_token", ErrRejected}
 )
 
 // Classes returns every class word, in SPEC order. The slice is the
@@ -63,6 +70,7 @@ var classes = []string{
 	"missing_claim", "wrong_type", "unsupported_crit", "keys_unavailable",
 	"forbidden", "inactive",
 	"invalid_dpop_proof", "binding_mismatch",
+	"missing_token",
 }
 
 // classError is a sentinel carrying its class word and its family.
@@ -102,6 +110,13 @@ type Error struct {
 	// Err is the detail: it wraps the class sentinel (ErrExpired, …) and
 	// never contains the token or key material.
 	Err error
+	// Hint is what an operator needs to fix the configuration or the
+	// client, "" when there is nothing to add: for wrong_audience the
+	// configured audiences; for unknown_issuer and wrong_issuer the
+	// configured issuer the token's iss nearly matches (a trailing '/'
+	// more or less). It names configuration, so it belongs in logs and in
+	// the CLI, never in an answer to the caller (Err's text is that).
+	Hint string
 }
 
 // Error returns the detail's text.

@@ -331,7 +331,41 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 	if named != nil {
 		e.Issuer = named.cfg.Issuer
 	}
+	e.Hint = v.hint(e.Class, &at, named)
+	if tr != nil && e.Hint != "" && len(tr.steps) > 0 {
+		// --explain is read by the operator: the failing row says it too.
+		last := &tr.steps[len(tr.steps)-1]
+		last.Detail += "; hint: " + e.Hint
+	}
 	return nil, nil, nil, e
+}
+
+// hint is the [Error.Hint] of a rejection of class, whose attempt at
+// learnt the token's iss and named the issuer (nil: none). It runs only
+// for rejected tokens.
+func (v *Verifier) hint(class string, at *attempt, named *issuer) string {
+	switch class {
+	case "wrong_audience":
+		if named == nil {
+			return ""
+		}
+		if named.cfg.Issuer == "" {
+			return "accepted audiences: " + quoteList(named.cfg.Audiences)
+		}
+		return "configured audiences of " + quote(named.cfg.Issuer) + ": " + quoteList(named.cfg.Audiences)
+	case "unknown_issuer", "wrong_issuer":
+		if !at.hasIss {
+			return ""
+		}
+		for _, is := range v.router.all {
+			if near := is.cfg.Issuer; near != at.iss && !is.template && is.spiffe == "" &&
+				strings.TrimSuffix(near, "/") == strings.TrimSuffix(at.iss, "/") {
+				return "iss " + quote(at.iss) + " nearly matches the configured issuer " + quote(near) +
+					": issuers are compared exactly, a trailing '/' included; configure the issuer as the IdP writes iss"
+			}
+		}
+	}
+	return ""
 }
 
 // check is verify without the *Error: it records in at what it learns.

@@ -52,14 +52,14 @@ func (a *app) check(ctx context.Context, args []string) int {
 		fmt.Fprintf(a.stderr, "jwksverify check: %s: %v\n", *configPath, p)
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(a.stdout, "%s: %d problems; serve would not work with it\n", *configPath, len(problems))
+		fmt.Fprintf(a.stdout, "%s: %s; serve would not work with it\n", *configPath, plural(len(problems), "problem", "problems"))
 		return exitUsage
 	}
 	mode := "offline: remote issuers not fetched; --online fetches them"
 	if *online {
 		mode = "online: every issuer's keys fetched and usable"
 	}
-	fmt.Fprintf(a.stdout, "%s: OK (%d issuers; %s)\n", *configPath, len(plan.Issuers), mode)
+	fmt.Fprintf(a.stdout, "%s: OK (%s; %s)\n", *configPath, plural(len(plan.Issuers), "issuer", "issuers"), mode)
 	return exitOK
 }
 
@@ -138,9 +138,9 @@ func checkKeys(ctx context.Context, is config.Issuer, o jwks.Options, online boo
 	}
 	rep := listKeys(src, set)
 	if rep.Usable == 0 {
-		return "", fmt.Errorf("%s: no usable signing key (%d keys, %d skipped; `jwksverify keys` lists them)", src, len(rep.Keys), len(rep.Skipped))
+		return "", fmt.Errorf("%s: no usable signing key (%s, %d skipped; `jwksverify keys` lists them)", src, plural(len(rep.Keys), "key", "keys"), len(rep.Skipped))
 	}
-	return fmt.Sprintf("%s: %d keys, %d usable, %d skipped", src, len(rep.Keys), rep.Usable, len(rep.Skipped)), nil
+	return fmt.Sprintf("%s: %s, %d usable, %d skipped", src, plural(len(rep.Keys), "key", "keys"), rep.Usable, len(rep.Skipped)), nil
 }
 
 // checkStateDir reports a state_dir that serve could not create or use:

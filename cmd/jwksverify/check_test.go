@@ -52,7 +52,7 @@ func TestCheck(t *testing.T) {
 			want: 2, wantErrs: "no PEM certificate"},
 		{name: "skip-secrets-still-checks-client-ids", args: []string{"--skip-secrets", "--config", config("dupclient.yaml", "issuers:\n  - issuer: https://idp.test/\n    jwks_file: jwks.json\nintrospection: {clients: [{id: gw, secret_env: A}, {id: gw, secret_env: B}]}\n")},
 			want: 2, wantErrs: `introspection.clients[1]: id "gw" is listed twice`},
-		{name: "dpop-sender-constraint", args: []string{"--config", config("dpop.yaml", "issuers:\n  - issuer: https://idp.test/\n    jwks_file: jwks.json\n    sender_constraint: {dpop: optional}\n")}, want: 0, wantOut: "OK (1 issuers"},
+		{name: "dpop-sender-constraint", args: []string{"--config", config("dpop.yaml", "issuers:\n  - issuer: https://idp.test/\n    jwks_file: jwks.json\n    sender_constraint: {dpop: optional}\n")}, want: 0, wantOut: "OK (1 issuer;"},
 		{name: "local-ok", args: []string{"--config", config("local.yaml", "issuers:\n  - issuer: https://idp.test/\n    jwks_file: jwks.json\n")}, want: 0, wantOut: "2 usable"},
 		{name: "online-ok", args: []string{"--online", "--config", config("online.yaml", "issuers:\n  - issuer: "+good.URL+"\n    discovery: true\n")}, want: 0, wantOut: "2 usable"},
 		{name: "trailing-slash-offline-not-fetched", args: []string{"--config", config("slash.yaml", "issuers:\n  - issuer: "+good.URL+"/\n    discovery: true\n")}, want: 0, wantOut: "not fetched"},

@@ -279,7 +279,7 @@ issuers:
 		{name: "jwks-file", args: []string{"--jwks", jwksFile, rs}, want: 0},
 		{name: "jwks-url", args: []string{"--jwks", iss + "/jwks", "--issuer", iss, "--audience", "api", rs}, want: 0},
 		{name: "discovery", args: []string{"--discovery", iss, "--issuer", iss, rs}, want: 0},
-		{name: "discovery-unreachable", args: []string{"--discovery", "http://127.0.0.1:1", rs}, want: 3, wantClass: "keys_unavailable"},
+		{name: "discovery-unreachable", args: []string{"--discovery", "http://127.0.0.1:1", "--issuer", iss, rs}, want: 3, wantClass: "keys_unavailable"},
 		{name: "jwks-url-refuses-hmac", args: []string{"--jwks", iss + "/jwks", hs}, want: 1, wantClass: "alg_not_allowed"},
 		{name: "jwks-file-with-oct", args: []string{"--jwks", octJWKS, hs}, want: 0},
 		{name: "secret-file-with-kid", args: []string{"--secret-file", secretFile, hs}, want: 0},

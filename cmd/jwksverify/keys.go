@@ -63,6 +63,9 @@ func (a *app) keys(ctx context.Context, args []string) int {
 	case set == nil && o.File != "":
 		fmt.Fprintf(a.stderr, "jwksverify keys: %s: %v\n", *src, err)
 		return exitUsage
+	case set == nil && permanentFetchError(err):
+		fmt.Fprintf(a.stderr, "jwksverify keys: %v%s\n", err, fetchHint(err))
+		return exitUsage
 	case set == nil:
 		fmt.Fprintf(a.stderr, "jwksverify keys: %v\n", err)
 		return exitUndecided
@@ -159,5 +162,5 @@ func (a *app) writeKeysTable(rep keysReport) {
 		}
 		_ = tw.Flush()
 	}
-	fmt.Fprintf(a.stdout, "\n%s: %d keys, %d usable, %d skipped\n", rep.Source, len(rep.Keys), rep.Usable, len(rep.Skipped))
+	fmt.Fprintf(a.stdout, "\n%s: %s, %d usable, %d skipped\n", rep.Source, plural(len(rep.Keys), "key", "keys"), rep.Usable, len(rep.Skipped))
 }

@@ -142,6 +142,11 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	} else if err != nil {
 		return exitUsage, err
 	}
+	if rest, ok := cutBearer(token); ok {
+		// A token copied with its header's scheme: the token is what follows.
+		fmt.Fprintln(a.stderr, `jwksverify verify: note: removed the "Bearer " prefix (an Authorization header's scheme); verifying the token after it`)
+		token = rest
+	}
 
 	var issuers []config.Issuer
 	if plan != nil {
@@ -189,9 +194,14 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	// token to, as its answer says (keys_unavailable for that issuer).
 	_, err = v.VerifyAt(ctx, token, at)
 	if ve := (*verify.Error)(nil); errors.As(err, &ve) && errors.Is(err, verify.ErrKeysUnavailable) {
-		_ = readKeys(ctx, issuers, vo.Issuers, func(is config.Issuer) bool {
+		// A source that cannot ever answer (a discovery document naming
+		// another issuer, a 404, an http:// URL) is a mistake in the flags
+		// or the configuration, not an outage to retry: exit 2.
+		if err := readKeys(ctx, issuers, vo.Issuers, func(is config.Issuer) bool {
 			return !is.Local() && (len(issuers) == 1 || is.Verify.Issuer == ve.Issuer)
-		}, logger)
+		}, logger); err != nil {
+			return exitUsage, err
+		}
 	}
 	var steps []verify.Step
 	var res *verify.Result
@@ -299,6 +309,7 @@ func (a *app) writeAuthorized(res *verify.Result, p *policy.Policy, token string
 		d.Result = nil // a result only of a valid token
 	}
 	_, _ = a.stdout.Write(server.AppendAuthorized(nil, d, token))
+	a.writeHint(err)
 	return verdictExit(err)
 }
 
@@ -350,8 +361,11 @@ func oneRunChecker(p *config.DPoP) (*dpop.Checker, error) {
 // --pem. The one key of --secret-file or --pem is named kid, the token's,
 // so that the verifier selects it.
 func flagIssuer(f verifyFlags, kid string) (config.Issuer, error) {
-	is := config.Issuer{Verify: verify.Issuer{Issuer: f.issuer, SkipIssuerCheck: f.issuer == ""}}
-	is.JWKS.Issuer = f.issuer
+	// --discovery names the issuer: its tokens' iss is checked against it
+	// (as the discovery document's issuer is), unless --issuer says otherwise.
+	iss := cmp.Or(f.issuer, f.discovery)
+	is := config.Issuer{Verify: verify.Issuer{Issuer: iss, SkipIssuerCheck: iss == ""}}
+	is.JWKS.Issuer = iss
 	switch {
 	case f.discovery != "":
 		is.JWKS.Issuer, is.JWKS.Discovery = f.discovery, true
@@ -401,6 +415,8 @@ func readKeys(ctx context.Context, issuers []config.Issuer, out []verify.Issuer,
 				out[i].Keys.Store(cache.NewSet(set.Keys(), set.Skipped(), set.FetchedAt, time.Time{}))
 			case is.Local():
 				errs[i] = err
+			case permanentFetchError(err):
+				errs[i] = fmt.Errorf("issuer %q: %w%s", is.Verify.Issuer, err, fetchHint(err))
 			default:
 				logger.Warn("no keys for issuer", "issuer", is.Verify.Issuer, "err", err)
 			}
@@ -408,6 +424,49 @@ func readKeys(ctx context.Context, issuers []config.Issuer, out []verify.Issuer,
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// permanentFetchError reports whether a failed fetch of a remote key
+// source is a mistake that no retry mends: a discovery document that names
+// another issuer, a URL the transport rule refuses, a document that is not
+// a key set, or an answer 4xx other than 408 and 429. An unreachable host,
+// a timeout or a 5xx is an outage (keys_unavailable, exit 3).
+func permanentFetchError(err error) bool {
+	for _, p := range []error{jwks.ErrIssuerMismatch, jwks.ErrInsecureURL, jwks.ErrInvalidOptions,
+		jwks.ErrMalformed, jwks.ErrNoKeys, jwks.ErrTooLarge, jwks.ErrTooManyRedirects} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	if !errors.Is(err, jwks.ErrStatus) {
+		return false
+	}
+	// jwks.ErrStatus's detail ends in the status code: "GET URL: 404".
+	msg := err.Error()
+	code, cerr := strconv.Atoi(msg[strings.LastIndexByte(msg, ' ')+1:])
+	return cerr == nil && code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests
+}
+
+// fetchHint is what to do about a permanent fetch error, after "; ", or "".
+func fetchHint(err error) string {
+	switch {
+	case errors.Is(err, jwks.ErrIssuerMismatch):
+		return "; the issuer must be written exactly as the discovery document writes it (a trailing '/' included)"
+	case errors.Is(err, jwks.ErrStatus):
+		return "; check the URL (for --discovery: the issuer, without /.well-known/openid-configuration)"
+	}
+	return ""
+}
+
+// cutBearer returns token without one leading "Bearer " (any case, one or
+// more spaces after it), and whether it had one: a token pasted from an
+// Authorization header.
+func cutBearer(token string) (string, bool) {
+	const scheme = "bearer "
+	if len(token) <= len(scheme) || !strings.EqualFold(token[:len(scheme)], scheme) {
+		return token, false
+	}
+	return strings.TrimLeft(token[len(scheme):], " "), true
 }
 
 // parseNow reads --now: RFC 3339 or Unix seconds.
@@ -426,6 +485,9 @@ func parseNow(s string) (time.Time, error) {
 // surrounding white space removed; a longer one is verify.ErrTokenTooLarge,
 // a verdict).
 func (a *app) readToken(arg string, limit int) (string, error) {
+	if arg == "" {
+		return "", errors.New(`the TOKEN argument is empty (an unset variable, as in "$TOKEN"?)`)
+	}
 	if arg != "-" {
 		return arg, nil
 	}
@@ -506,7 +568,17 @@ func (a *app) writeVerdict(res *verify.Result, token string, err error) int {
 		err = cmp.Or(err, verify.ErrMalformed) // no result is never a pass
 	}
 	_, _ = a.stdout.Write(server.AppendVerdict(nil, res, verify.Class(err), err, token))
+	a.writeHint(err)
 	return verdictExit(err)
+}
+
+// writeHint prints the rejection's hint (verify.Error.Hint: the configured
+// audiences, a near-miss issuer) on standard error: the CLI's user is the
+// operator, to whom the server's log says the same.
+func (a *app) writeHint(err error) {
+	if ve := (*verify.Error)(nil); errors.As(err, &ve) && ve.Hint != "" {
+		fmt.Fprintf(a.stderr, "jwksverify verify: hint: %s\n", ve.Hint)
+	}
 }
 
 // verdictExit is the exit status of a verdict, from the status the server

@@ -261,11 +261,11 @@ func TestGRPCCheckDenies(t *testing.T) {
 		{"alg-none", envoyRequest("GET", "/", bearer("eyJhbGciOiJub25lIn0.eyJzdWIiOiJhIn0.")), "alg_not_allowed", false},
 		{"garbage", envoyRequest("GET", "/", bearer("not-a-jwt")), "malformed", false},
 		{"too-large", envoyRequest("GET", "/", bearer(strings.Repeat("a", 20000))), "token_too_large", false},
-		{"no-token", envoyRequest("GET", "/", nil), "malformed", true},
-		{"basic-auth", envoyRequest("GET", "/", map[string]string{"authorization": "Basic YTpi"}), "malformed", true},
+		{"no-token", envoyRequest("GET", "/", nil), "missing_token", true},
+		{"basic-auth", envoyRequest("GET", "/", map[string]string{"authorization": "Basic YTpi"}), "missing_token", true},
 		{"repeated-raw-header", rawHeaders(envoyRequest("GET", "/", bearer(tok["valid"])), [2]string{"authorization", "Bearer " + tok["expired"]}), "malformed", false},
-		{"no-attributes", &authv3.CheckRequest{}, "malformed", true},
-		{"no-http-attributes", noHTTP, "malformed", true},
+		{"no-attributes", &authv3.CheckRequest{}, "missing_token", true},
+		{"no-http-attributes", noHTTP, "missing_token", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -108,7 +108,7 @@ func TestMetrics(t *testing.T) {
 		`jwksverify_verify_total{class="valid",issuer="https://idp.example.com/"} 3`,
 		`jwksverify_verify_total{class="expired",issuer="https://idp.example.com/"} 1`,
 		`jwksverify_verify_total{class="unknown_issuer",issuer="unknown"} 1`,
-		`jwksverify_verify_total{class="malformed",issuer="unknown"} 1`,
+		`jwksverify_verify_total{class="missing_token",issuer="unknown"} 1`,
 		`jwksverify_verify_total{class="keys_unavailable",issuer="https://down.example.com/"} 1`,
 		`jwksverify_verify_duration_seconds_count{endpoint="verify"} 5`,
 		`jwksverify_verify_duration_seconds_count{endpoint="authz"} 2`,

@@ -532,7 +532,17 @@ func TestExampleConfig(t *testing.T) {
 func TestDecodeErrors(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
 		{"unknown-top-level-key", "listn: x\n", `listn: line 1: unknown key "listn"`},
-		{"unknown-nested-key", disc + "    refresh: {min_intervall: 5s}\n", `issuers[0].refresh.min_intervall: line 4: unknown key "min_intervall"`},
+		{"unknown-nested-key", disc + "    refresh: {min_intervall: 5s}\n", `issuers[0].refresh.min_intervall: line 4: unknown key "min_intervall" (did you mean "min_interval"?)`},
+		{"did-you-mean-top-level", "listn: x\n", `unknown key "listn" (did you mean "listen"?)`},
+		{"did-you-mean-issuer-key", disc + "    audience: [a]\n", `issuers[0].audience: line 4: unknown key "audience" (did you mean "audiences"?)`},
+		{"did-you-mean-dash-for-underscore", disc + "    jwks-url: https://x/\n", `unknown key "jwks-url" (did you mean "jwks_url"?)`},
+		{"did-you-mean-token-source", disc + "token_sources: [{heder: X-Token}]\n", `unknown key "heder" (did you mean "header"?)`},
+		{"did-you-mean-policy-key", disc + "policies: [{name: a, scope: {all: [x]}}]\n", `unknown key "scope" (did you mean "scopes"?)`},
+		{"no-guess-when-nothing-is-near", disc + "    frobnicate: 1\n", `unknown key "frobnicate"` + "\x00"},
+		{"mis-indented-key-less", "listen: a\nissuers:\n  - issuer: https://x/\n    jwks_url: https://x/j\n   audiences: [a]\n", `line 5: did not find expected '-' indicator: key "audiences" is indented unlike the keys of its block (which starts at line 2)`},
+		{"mis-indented-key-nested", "listen: a\nissuers:\n  - issuer: https://x/\n    refresh:\n      min_interval: 1m\n     max_interval: 2m\n", `line 6: did not find expected key: key "max_interval"`},
+		{"mis-indented-key-top", "listen: a\nlog:\n  level: info\n format: json\n", `line 4: did not find expected key: key "format"`},
+		{"mis-indented-key-more", "listen: a\n  grpc_listen: b\n", `line 2: mapping values are not allowed in this context`},
 		{"wrong-type", disc + "token_cache: {max_entries: lots}\n", `token_cache.max_entries: line 4: want a whole number, got "lots"`},
 		{"long-wrong-value", disc + "token_cache: {max_entries: many-many-entries}\n", `token_cache.max_entries: line 4: want a whole number, got "many-many-entries"`},
 		{"list-expected", disc + "    audiences: api\n", `issuers[0].audiences: line 4: want a list, got "api"`},
@@ -552,7 +562,8 @@ func TestDecodeErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := decode([]byte(tt.yaml))
-			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+			// A want ending in NUL must end the message (nothing follows).
+			if (tt.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error()+"\x00", tt.want)) {
 				t.Errorf("decode() = %v, want %q", err, tt.want)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -279,7 +280,7 @@ func decode(data []byte) (*file, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, errors.New("empty configuration")
 		}
-		return nil, err
+		return nil, syntaxError(data, err)
 	}
 	if err := dec.Decode(new(yaml.Node)); !errors.Is(err, io.EOF) {
 		return nil, errors.New("more than one YAML document")
@@ -333,7 +334,7 @@ func entries(n *yaml.Node, path string, out []entry) []entry {
 
 // The messages of yaml.TypeError that decode turns into path messages.
 var (
-	unknownKey  = regexp.MustCompile("^line ([0-9]+): field (.*) not found in type ")
+	unknownKey  = regexp.MustCompile(`^line ([0-9]+): field (.*) not found in type (\S+)$`)
 	repeatedKey = regexp.MustCompile(`^line ([0-9]+): mapping key "(.*)" already defined at line ([0-9]+)$`)
 	wrongType   = regexp.MustCompile("^line ([0-9]+): cannot unmarshal (!!\\w+)(?: `(.*)`)? into (.*)$")
 )
@@ -352,7 +353,7 @@ func typeError(es []entry, msg string) error {
 	}
 	if m := unknownKey.FindStringSubmatch(msg); m != nil {
 		if e, ok := find(keyAt(m[1], m[2])); ok {
-			return fmt.Errorf("%s: line %s: unknown key %q", e.path, m[1], m[2])
+			return fmt.Errorf("%s: line %s: unknown key %q%s", e.path, m[1], m[2], didYouMean(m[2], keysOf(reflect.TypeFor[file](), m[3])))
 		}
 	}
 	if m := repeatedKey.FindStringSubmatch(msg); m != nil {
@@ -379,6 +380,119 @@ func typeError(es []entry, msg string) error {
 		}
 	}
 	return errors.New(msg)
+}
+
+// keysOf returns the YAML keys of the struct type named name (as yaml's
+// errors name it: "config.fileIssuer") found under t, or nil.
+func keysOf(t reflect.Type, name string) []string {
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type) []string
+	walk = func(t reflect.Type) []string {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return nil
+		}
+		seen[t] = true
+		if t.String() == name {
+			var keys []string
+			for f := range t.Fields() {
+				if !f.IsExported() {
+					continue
+				}
+				// yaml's default key is the field name in lower case.
+				key, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+				if key == "-" {
+					continue
+				}
+				keys = append(keys, cmp.Or(key, strings.ToLower(f.Name)))
+			}
+			return keys
+		}
+		for f := range t.Fields() {
+			if keys := walk(f.Type); keys != nil {
+				return keys
+			}
+		}
+		return nil
+	}
+	return walk(t)
+}
+
+// didYouMean is ` (did you mean "KEY"?)` for the known key nearest to name
+// by edit distance (case and '-' for '_' aside), when one is near enough to
+// be a typo of it; else "".
+func didYouMean(name string, known []string) string {
+	norm := func(s string) string { return strings.ReplaceAll(strings.ToLower(s), "-", "_") }
+	best, bestD := "", 1+len(name)/5 // at most this many edits
+	for _, k := range known {
+		if d := editDistance(norm(name), norm(k)); d <= bestD && (best == "" || d < bestD) {
+			best, bestD = k, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// blockError matches the parser errors that yaml reports at the line where
+// the enclosing block starts, not at the line that broke it: a key indented
+// less or more than its neighbours.
+var blockError = regexp.MustCompile(`^yaml: line ([0-9]+): (did not find expected key|did not find expected '-' indicator)$`)
+
+// maxSyntaxLines bounds the documents whose broken line syntaxError looks
+// for (it parses each prefix: quadratic in the lines).
+const maxSyntaxLines = 2000
+
+// syntaxError is err, a YAML parse error of data, naming the line that
+// broke the document: for a mis-indented key yaml names the line its block
+// starts at, so the first prefix of data (in whole lines) that fails the
+// same way is found and its last line named.
+func syntaxError(data []byte, err error) error {
+	m := blockError.FindStringSubmatch(err.Error())
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if m == nil || len(lines) > maxSyntaxLines {
+		return err
+	}
+	end := 0
+	for i, l := range lines {
+		end += len(l)
+		var n yaml.Node
+		perr := yaml.Unmarshal(data[:end], &n)
+		if perr == nil || !strings.HasSuffix(perr.Error(), m[2]) {
+			continue
+		}
+		if strconv.Itoa(i+1) == m[1] {
+			return err // yaml named it right
+		}
+		// Only the key: the value could be anything, a secret included.
+		key, _, _ := strings.Cut(string(l), ":")
+		key = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(key), "- "))
+		return fmt.Errorf("line %d: %s: key %q is indented unlike the keys of its block (which starts at line %s)", i+1, m[2], key, m[1])
+	}
+	return err
 }
 
 // kinds name the Go types of the file struct as a YAML user knows them;

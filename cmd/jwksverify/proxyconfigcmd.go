@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/proxyconfig"
@@ -30,7 +31,7 @@ func (a *app) proxyConfig(_ context.Context, args []string) int {
 	}
 	px, err := request.ParseProxy(pos[0])
 	if err != nil || px == request.None {
-		fmt.Fprintf(a.stderr, "jwksverify proxy-config: unknown proxy %q\n", pos[0])
+		fmt.Fprintf(a.stderr, "jwksverify proxy-config: unknown proxy %q; supported: %s\n", pos[0], strings.Join(request.Proxies(), ", "))
 		return exitUsage
 	}
 	plan, err := config.Load(*path, config.Overrides{NoServerSecrets: true}, a.lookupEnv)

@@ -32,7 +32,7 @@ func TestProxyConfigCommand(t *testing.T) {
 		{"matching-preset", []string{"nginx", "--config", nginx}, exitOK, "proxy_set_header X-Auth-Subject \"\";", ""},
 		{"unset-preset-warns", []string{"caddy", "--config", unset}, exitOK, "request_header -X-Auth-Subject", "add forward_auth: {proxy: caddy}"},
 		{"mismatched-preset-refused", []string{"caddy", "--config", nginx}, exitUsage, "", "forward_auth.proxy: nginx, not caddy"},
-		{"unknown-proxy", []string{"haproxy", "--config", nginx}, exitUsage, "", `unknown proxy "haproxy"`},
+		{"unknown-proxy", []string{"haproxy", "--config", nginx}, exitUsage, "", `unknown proxy "haproxy"; supported: nginx, traefik, caddy, envoy`},
 		{"no-config", []string{"nginx"}, exitUsage, "", "Usage: jwksverify proxy-config"},
 		{"flags", []string{"envoy", "--config", nginx + "x"}, exitUsage, "", "configuration error"},
 		{"listen-upstream", []string{"traefik", "--config", unset, "--listen", "127.0.0.1:7000", "--upstream", "127.0.0.1:7001"}, exitOK, "url: http://127.0.0.1:7001", "warning"},

@@ -11,6 +11,7 @@ import (
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -171,6 +172,7 @@ issuers:
 			if err != nil {
 				t.Fatal(err)
 			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
 			if resp.StatusCode != tt.wantCode {
 				t.Fatalf("status = %d, want %d", resp.StatusCode, tt.wantCode)
@@ -179,8 +181,11 @@ issuers:
 				t.Errorf("upstream reached = %t with status %d", reached, resp.StatusCode)
 			}
 			if tt.wantCode == 401 {
-				if www := resp.Header.Get("Www-Authenticate"); www != `Bearer error="invalid_token", error_description="binding_mismatch"` {
+				if www := resp.Header.Values("Www-Authenticate"); len(www) != 1 || www[0] != `Bearer error="invalid_token", error_description="binding_mismatch"` {
 					t.Errorf("WWW-Authenticate = %q", www)
+				}
+				if string(body) != `{"valid":false,"error":"binding_mismatch"}`+"\n" {
+					t.Errorf("401 body = %q, want jwksverify's JSON", body)
 				}
 			}
 		})

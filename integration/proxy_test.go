@@ -265,16 +265,18 @@ func TestProxyOriginalRequestHeaders(t *testing.T) {
 
 // TestProxyJWKSVerifyDown: with jwksverify not running, nginx answers 503
 // (could not decide, as jwksverify's own 503) instead of auth_request's
-// 500; Caddy answers 502 (docs/DEPLOY.md says so). Neither lets the request
-// through.
+// 500, with a body that says jwksverify did not answer — never
+// keys_unavailable, which blames the IdP; Caddy answers 502 (docs/DEPLOY.md
+// says so). Neither lets the request through.
 func TestProxyJWKSVerifyDown(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		start func(*testing.T, bool, string) *proxyEnv
-		want  int
+		name     string
+		start    func(*testing.T, bool, string) *proxyEnv
+		want     int
+		wantBody string // in the body
 	}{
-		{"nginx", startNginx, http.StatusServiceUnavailable},
-		{"caddy", startCaddy, http.StatusBadGateway},
+		{"nginx", startNginx, http.StatusServiceUnavailable, `"error":"jwksverify_unreachable"`},
+		{"caddy", startCaddy, http.StatusBadGateway, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			px := tc.start(t, true, "")
@@ -284,9 +286,13 @@ func TestProxyJWKSVerifyDown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 			resp.Body.Close()
 			if resp.StatusCode != tc.want || px.upstream.Hits() != 0 {
 				t.Errorf("GET with jwksverify down = %d, upstream hits %d; want %d and 0", resp.StatusCode, px.upstream.Hits(), tc.want)
+			}
+			if !strings.Contains(string(data), tc.wantBody) || strings.Contains(string(data), "keys_unavailable") {
+				t.Errorf("body with jwksverify down = %q, want it to contain %q and not blame the keys", data, tc.wantBody)
 			}
 		})
 	}
@@ -370,8 +376,26 @@ func testForwardAuth(t *testing.T, px *proxyEnv) {
 				if tc.wantStatus == http.StatusServiceUnavailable && !strings.Contains(string(data), "keys_unavailable") {
 					t.Errorf("503 body = %q, want it to name keys_unavailable", data)
 				}
-				if got := resp.Header.Get("WWW-Authenticate"); got != tc.wantWWW {
-					t.Errorf("WWW-Authenticate = %q, want %q", got, tc.wantWWW)
+				if got := resp.Header.Values("WWW-Authenticate"); tc.wantWWW == "" && len(got) != 0 || tc.wantWWW != "" && (len(got) != 1 || got[0] != tc.wantWWW) {
+					t.Errorf("WWW-Authenticate = %q, want exactly [%q]", got, tc.wantWWW)
+				}
+				if tc.wantStatus == http.StatusUnauthorized {
+					// The class, as jwksverify's own body names it: the proxy's
+					// 401 is JSON like its 403, not the proxy's HTML page.
+					class := "missing_token"
+					if _, d, ok := strings.Cut(tc.wantWWW, `error_description="`); ok {
+						class, _, _ = strings.Cut(d, `"`)
+					}
+					var body struct {
+						Valid *bool  `json:"valid"`
+						Error string `json:"error"`
+					}
+					if err := json.Unmarshal(data, &body); err != nil || body.Valid == nil || *body.Valid || body.Error != class {
+						t.Errorf("401 body = %q (%v), want JSON valid:false error:%s", data, err, class)
+					}
+					if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+						t.Errorf("401 Content-Type = %q, want application/json", ct)
+					}
 				}
 				if hits != 0 {
 					t.Errorf("upstream got %d requests, want 0 for a denied request", hits)

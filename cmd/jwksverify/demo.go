@@ -12,10 +12,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -109,9 +114,17 @@ type demoKey struct {
 	priv   crypto.Signer
 }
 
-// startDemoIssuer generates the keys and starts serving on 127.0.0.1:0. The
-// caller must Close it.
-func startDemoIssuer(logger *slog.Logger) (*demoIssuer, error) {
+// defaultDemoIssuer is the address of the demo issuer: fixed, so that its
+// URL (the iss of its tokens) is the same on every start.
+const defaultDemoIssuer = "127.0.0.1:8081"
+
+// startDemoIssuer generates the keys and starts serving on addr, which must
+// be a loopback host:port (the issuer mints tokens for anyone who asks;
+// port 0 picks a free one). The caller must Close it.
+func startDemoIssuer(logger *slog.Logger, addr string) (*demoIssuer, error) {
+	if !isLoopback(addr) {
+		return nil, fmt.Errorf("demo: --demo-issuer %q: want a loopback host:port such as %s (the demo issuer signs tokens for anyone)", addr, defaultDemoIssuer)
+	}
 	rk, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("demo: RSA key: %w", err)
@@ -132,9 +145,9 @@ func startDemoIssuer(logger *slog.Logger) (*demoIssuer, error) {
 		}
 		d.jwks.Keys = append(d.jwks.Keys, jwk.Marshal())
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("demo: listen: %w", err)
+		return nil, fmt.Errorf("demo: issuer listen: %w (choose another address with --demo-issuer, e.g. 127.0.0.1:0 for any free port)", err)
 	}
 	d.url = "http://" + ln.Addr().String()
 	mux := http.NewServeMux()
@@ -198,8 +211,10 @@ func (d *demoIssuer) serveToken(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if r.Form.Get("format") == "jwt" {
+		// The bare token, without a trailing newline: what is saved or
+		// piped is exactly a compact JWS (verify.Verify refuses more).
 		w.Header().Set("Content-Type", "application/jwt")
-		fmt.Fprintln(w, tok)
+		_, _ = io.WriteString(w, tok)
 		return
 	}
 	writeDemoJSON(w, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(req.exp / time.Second)})
@@ -254,12 +269,12 @@ log: {format: text}
 
 // serveDemo runs the service against an embedded demo issuer and, once
 // ready, prints a ready-to-paste curl line and a short tour on stdout.
-func (a *app) serveDemo(ctx context.Context, ov config.Overrides) int {
+func (a *app) serveDemo(ctx context.Context, ov config.Overrides, issuerAddr string) int {
 	bootLog := newLogger(a.stderr, slog.LevelInfo, "text")
-	d, err := startDemoIssuer(bootLog)
+	d, err := startDemoIssuer(bootLog, issuerAddr)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve --demo: %v\n", err)
-		return exitFailure
+		return exitUsage
 	}
 	defer d.Close()
 	plan, err := config.Parse([]byte(fmt.Sprintf(demoConfig, d.url, demoAudience)), "", ov, a.lookupEnv)
@@ -272,14 +287,16 @@ func (a *app) serveDemo(ctx context.Context, ov config.Overrides) int {
 		if err != nil {
 			return fmt.Errorf("demo: mint: %w", err)
 		}
-		fmt.Fprint(a.stdout, demoTour(base, d.url, tok))
+		fmt.Fprint(a.stdout, demoTour(base, d.url, tok, selfCommand()))
 		return nil
 	})
 }
 
-// demoTour is what `serve --demo` prints once the service is ready. The first
-// curl line verifies a fresh token; tests parse it.
-func demoTour(base, issuer, tok string) string {
+// demoTour is what `serve --demo` prints once the service is ready; self is
+// the command that runs this binary as the user started it (selfCommand).
+// The first curl line verifies a fresh token; tests parse it, and run every
+// indented command line as printed.
+func demoTour(base, issuer, tok, self string) string {
 	return fmt.Sprintf(`jwksverify demo is ready. Its issuer %[2]s signs tokens for audience %[4]q, valid for 1h.
 
 Verify a freshly minted token:
@@ -298,12 +315,72 @@ Rejections: 401 with the class in WWW-Authenticate (expired; wrong_audience):
 The CLI against this issuer (exit 0 valid, 1 rejected, 3 keys unavailable; README, "A 60-second tour"):
 
   ISSUER=%[2]s
-  jwksverify verify --discovery "$ISSUER" --explain "$(curl -s "$ISSUER/token?exp=-60&format=jwt")"
+  %[5]s verify --discovery "$ISSUER" --audience %[4]s "$(curl -s "$ISSUER/token?format=jwt")"  # exit 0
+  %[5]s verify --discovery "$ISSUER" --explain "$(curl -s "$ISSUER/token?exp=-60&format=jwt")"  # exit 1: expired
 
 Issuers and key status:   curl -s %[1]s/v1/issuers
 Metrics:                  curl -s %[1]s/metrics
 Mint more tokens:         curl -s -X POST '%[2]s/token?sub=alice&aud=%[4]s&scope=orders:read&alg=ES256'
                           (also exp=SECONDS and nbf=SECONDS from now, format=jwt for the bare token)
 Stop with Ctrl-C.
-`, base, issuer, tok, demoAudience)
+`, base, issuer, tok, demoAudience, self)
+}
+
+// selfCommand is the command line that runs this program again, for the
+// commands the demo prints: "go run ./cmd/jwksverify" when `go run` built
+// it (the executable is in the go-build cache; from the module root), "go
+// run MODULE/cmd/jwksverify@VERSION" from elsewhere, "jwksverify" when the
+// name it was started by finds it on PATH, else the path it was started by.
+func selfCommand() string {
+	exe, _ := os.Executable()
+	cwd, _ := os.Getwd()
+	version := ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		version = bi.Main.Version
+	}
+	_, statErr := os.Stat(filepath.Join(cwd, "cmd", "jwksverify", "main.go"))
+	onPath, _ := exec.LookPath(filepath.Base(os.Args[0]))
+	return selfCommandFor(os.Args[0], exe, onPath, version, statErr == nil)
+}
+
+// selfCommandFor is selfCommand of its inputs: arg0 as the program was
+// started, exe its executable, onPath what PATH finds for arg0's base name
+// ("" when nothing), version the main module's, inModuleRoot whether the
+// working directory holds ./cmd/jwksverify.
+func selfCommandFor(arg0, exe, onPath, version string, inModuleRoot bool) string {
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		if inModuleRoot {
+			return "go run ./cmd/jwksverify"
+		}
+		if version == "" || version == "(devel)" {
+			version = "latest"
+		}
+		return "go run github.com/jwksverify/jwksverify/cmd/jwksverify@" + version
+	}
+	if !strings.ContainsRune(arg0, '/') && onPath != "" && sameFile(onPath, exe) {
+		return filepath.Base(arg0)
+	}
+	path := arg0
+	if !strings.ContainsRune(arg0, '/') || exe != "" && !sameFile(arg0, exe) {
+		path = exe
+	}
+	return shellWord(path)
+}
+
+// sameFile reports whether a and b name the same existing file.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// shellWord quotes s for a POSIX shell when it needs quoting.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%,=") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

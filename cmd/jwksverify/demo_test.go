@@ -19,7 +19,7 @@ import (
 // and verifies each with the demo's own policy: valid, expired, not yet
 // valid, wrong audience, other scopes, ES256; bad parameters are refused.
 func TestDemoToken(t *testing.T) {
-	d, err := startDemoIssuer(slog.New(slog.DiscardHandler))
+	d, err := startDemoIssuer(slog.New(slog.DiscardHandler), "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestDemoToken(t *testing.T) {
 			if tt.wantStatus != 200 {
 				return
 			}
-			res, err := v.Verify(t.Context(), strings.TrimSpace(body))
+			res, err := v.Verify(t.Context(), body) // exactly as served: no trailing newline
 			if (tt.wantErr == nil) != (err == nil) || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) {
 				t.Fatalf("Verify() = %v, want %v", err, tt.wantErr)
 			}

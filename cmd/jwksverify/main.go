@@ -105,12 +105,15 @@ keys could not be fetched).
 
 var commandUsage = map[string]string{
 	"serve": `Usage: jwksverify serve --config FILE [--listen ADDR] [--grpc-listen ADDR] [--log-level LEVEL]
-       jwksverify serve --demo [--listen ADDR]
+       jwksverify serve --demo [--listen ADDR] [--demo-issuer ADDR]
 
 Runs the service until SIGINT or SIGTERM, then reports not ready
 (shutdown_delay), drains in-flight requests (shutdown_timeout) and exits 0.
 --demo runs an embedded demo issuer on
-loopback and prints a ready-to-paste curl line with a fresh token.
+loopback and prints a ready-to-paste curl line with a fresh token. The
+issuer is http://127.0.0.1:8081 (--demo-issuer moves it; it must be a
+loopback address), the same on every start, so a configuration that names
+it keeps working across restarts.
 
 Environment: JWKSVERIFY_CONFIG, JWKSVERIFY_LISTEN, JWKSVERIFY_GRPC_LISTEN,
 JWKSVERIFY_LOG_LEVEL (flags win over the environment, the environment over

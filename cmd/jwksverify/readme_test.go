@@ -60,18 +60,11 @@ func readmeCLIExamples(t *testing.T) []readmeLine {
 // (ISSUER from its tour) and the repository's testdata/, offline, and
 // checks each exit status and named class.
 func TestReadmeCLIExamples(t *testing.T) {
-	for _, tool := range []string{"sh", "curl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is required in CI", tool)
-			}
-			t.Skipf("no %s", tool)
-		}
-	}
+	requireShellTools(t)
 	examples := readmeCLIExamples(t)
 	bin := binary(t)
 	var out testlog.Buffer
-	p := startBin(t, nil, &out, "serve", "--demo", "--listen", "127.0.0.1:0")
+	p := startBin(t, nil, &out, "serve", "--demo", "--listen", "127.0.0.1:0", "--demo-issuer", "127.0.0.1:0")
 	issuerRE := regexp.MustCompile(`(?m)^  ISSUER=(http://127\.0\.0\.1:\d+)$`)
 	deadline := time.Now().Add(30 * time.Second)
 	for !issuerRE.MatchString(out.String()) {
@@ -91,28 +84,48 @@ func TestReadmeCLIExamples(t *testing.T) {
 			if cmd == ex.cmd {
 				t.Fatalf("README example %q does not run go run ./cmd/jwksverify", ex.cmd)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			sh := exec.CommandContext(ctx, "sh", "-c", cmd)
-			sh.Dir = root
-			sh.Env = append(cleanEnv(), "ISSUER="+issuer)
-			var stdout, stderr bytes.Buffer
-			sh.Stdout, sh.Stderr = &stdout, &stderr
-			err := sh.Run()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			code, stdout, stderr := runShell(t, cmd, root, "ISSUER="+issuer)
 			if code != ex.wantCode {
-				t.Fatalf("README: %s\nexit %d, want %d\nstdout: %s\nstderr: %s", ex.cmd, code, ex.wantCode, stdout.String(), stderr.String())
+				t.Fatalf("README: %s\nexit %d, want %d\nstdout: %s\nstderr: %s", ex.cmd, code, ex.wantCode, stdout, stderr)
 			}
-			if ex.wantClass != "" && !strings.Contains(stdout.String(), `"error":"`+ex.wantClass+`"`) {
-				t.Errorf("README: %s\nstdout %s, want error %s", ex.cmd, stdout.String(), ex.wantClass)
+			if ex.wantClass != "" && !strings.Contains(stdout, `"error":"`+ex.wantClass+`"`) {
+				t.Errorf("README: %s\nstdout %s, want error %s", ex.cmd, stdout, ex.wantClass)
 			}
 		})
 	}
+}
+
+// requireShellTools skips the test without sh and curl (fails under CI).
+func requireShellTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"sh", "curl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is required in CI", tool)
+			}
+			t.Skipf("no %s", tool)
+		}
+	}
+}
+
+// runShell runs script with sh -c in dir, with a clean environment plus
+// env, and returns its exit status and output.
+func runShell(t *testing.T, script, dir string, env ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	sh := exec.CommandContext(ctx, "sh", "-c", script)
+	sh.Dir = dir
+	sh.Env = append(cleanEnv(), env...)
+	var out, errb bytes.Buffer
+	sh.Stdout, sh.Stderr = &out, &errb
+	err := sh.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

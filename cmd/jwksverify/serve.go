@@ -37,6 +37,7 @@ func (a *app) serve(ctx context.Context, args []string) int {
 	fs := a.newFlagSet("serve")
 	configPath := fs.String("config", "", "configuration `file` (also JWKSVERIFY_CONFIG)")
 	demo := fs.Bool("demo", false, "run with an embedded demo issuer on loopback and print a ready curl line")
+	demoIssuer := fs.String("demo-issuer", defaultDemoIssuer, "loopback `address` of --demo's issuer (its URL is http://ADDRESS; port 0 picks a free one)")
 	var ov config.Overrides
 	for _, f := range []struct {
 		name, usage string
@@ -64,7 +65,10 @@ func (a *app) serve(ctx context.Context, args []string) int {
 		fmt.Fprintln(a.stderr, "jwksverify serve: --demo runs its own configuration; drop --config")
 		return exitUsage
 	case *demo:
-		return a.serveDemo(ctx, ov)
+		return a.serveDemo(ctx, ov, *demoIssuer)
+	case *demoIssuer != defaultDemoIssuer:
+		fmt.Fprintln(a.stderr, "jwksverify serve: --demo-issuer goes with --demo")
+		return exitUsage
 	case *configPath == "":
 		fmt.Fprint(a.stderr, "jwksverify serve: --config FILE (or JWKSVERIFY_CONFIG) is required; try --demo for a zero-setup run\n\n", commandUsage["serve"])
 		return exitUsage

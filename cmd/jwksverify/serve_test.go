@@ -247,7 +247,7 @@ var (
 // them with net/http.
 func TestServeDemo(t *testing.T) {
 	var out testlog.Buffer
-	p := startBin(t, nil, &out, "serve", "--demo", "--listen", "127.0.0.1:0")
+	p := startBin(t, nil, &out, "serve", "--demo", "--listen", "127.0.0.1:0", "--demo-issuer", "127.0.0.1:0")
 	deadline := time.Now().Add(30 * time.Second)
 	for !curlAuthz.MatchString(out.String()) {
 		if time.Now().After(deadline) {
@@ -317,7 +317,7 @@ func TestServePortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	r := runBin(t, nil, "", "serve", "--demo", "--listen", ln.Addr().String())
+	r := runBin(t, nil, "", "serve", "--demo", "--listen", ln.Addr().String(), "--demo-issuer", "127.0.0.1:0")
 	if r.code != 1 || !strings.Contains(r.stderr, "already in use") || !strings.Contains(r.stderr, "--listen") {
 		t.Errorf("serve on a taken port: exit %d, stderr %q; want 1 and a message saying it is in use and how to choose another", r.code, r.stderr)
 	}

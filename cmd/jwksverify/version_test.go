@@ -109,7 +109,7 @@ func TestVersionFromSourceArchive(t *testing.T) {
 func checkServedVersion(t *testing.T, ctx context.Context, bin, want string) {
 	t.Helper()
 	var out testlog.Buffer
-	cmd := exec.CommandContext(ctx, bin, "serve", "--demo", "--listen", "127.0.0.1:0")
+	cmd := exec.CommandContext(ctx, bin, "serve", "--demo", "--listen", "127.0.0.1:0", "--demo-issuer", "127.0.0.1:0")
 	cmd.Stdout, cmd.Stderr = &out, io.Discard
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -127,9 +127,10 @@ JWKSVERIFY_STANDARD_CRYPTO=1 (crypto.standard_library on).
                          [--dpop PROOF --htm METHOD --htu URL]
                          [--policy NAME] [--method M] [--host H] [--path P] TOKEN|-
 
-Verifies one token (- reads it from standard input). iss and aud are checked
-only when --issuer / --audience are given; exp is required. --now judges the
-time claims at that instant. --explain prints every check before the result.
+Verifies one token (- reads it from standard input; a pasted "Bearer "
+prefix is removed, with a note). iss is checked when --issuer or --discovery
+names the issuer (--issuer wins), aud only when --audience is given; exp is
+required. --now judges the time claims at that instant. --explain prints every check before the result.
 --dpop checks a DPoP proof presented with the token for the request --htm
 --htu (RFC 9449), after the token; --explain shows each of its checks.
 With --config, --policy NAME or the original request (--method, default GET;
@@ -141,14 +142,18 @@ answer with "allowed" and "policy".
 Exit 0 and the result as JSON when valid (and allowed); exit 1 and
 {"valid":false,"error":CLASS,"message":...} when not, or "error":"forbidden"
 when a policy refuses a valid token; exit 3 with "error":"keys_unavailable"
-when no keys could be had to decide; exit 2 on usage errors.
+when no keys could be had to decide (an outage: retry); exit 2 on usage
+errors and on key sources no retry mends (a discovery document naming another
+issuer, a 404). A rejection's hint (the accepted audiences, a configured
+issuer the token's iss misses by a trailing '/') goes to standard error.
 `,
 	"keys": `Usage: jwksverify keys (--jwks URL|FILE | --discovery ISSUER) [--json]
 
 Fetches and parses a key set and lists each key (kid, kty, alg, use, size,
 RFC 7638 thumbprint) with problems flagged. Exit 1 when no key is usable,
-3 when the keys could not be fetched, 2 when a file cannot be read or is
-not a JWKS.
+3 when the keys could not be fetched (an outage), 2 when a file cannot be
+read or is not a JWKS, or the source is wrong in a way no retry mends (a
+discovery document naming another issuer, a 404).
 `,
 	"check": `Usage: jwksverify check --config FILE [--online] [--skip-secrets]
 

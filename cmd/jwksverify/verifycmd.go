@@ -63,7 +63,7 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	fs.StringVar(&f.discovery, "discovery", "", "OIDC `issuer` whose discovery document names the JWKS")
 	fs.StringVar(&f.secretFile, "secret-file", "", "HMAC secret `file` (raw bytes, at least 32)")
 	fs.StringVar(&f.pem, "pem", "", "PEM public key or certificate `file`")
-	fs.StringVar(&f.issuer, "issuer", "", "required iss (not checked when absent)")
+	fs.StringVar(&f.issuer, "issuer", "", "required iss (default: the --discovery issuer; not checked when neither is given)")
 	fs.Func("audience", "accepted aud (repeatable; not checked when absent)", appendTo(&f.audiences))
 	fs.Func("alg", "allowed alg (repeatable; default: every algorithm the keys fit)", appendTo(&f.algs))
 	fs.StringVar(&f.leeway, "leeway", "", "clock skew tolerated on exp and nbf (default 30s; 0s for none)")

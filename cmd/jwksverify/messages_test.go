@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
 // twoIssuers are two issuers of jwks.json: one with an audience, so that
@@ -48,6 +50,8 @@ func TestVerifyMessages(t *testing.T) {
 			wantStderr: []string{"the TOKEN argument is empty"}},
 		{name: "wrong-audience-names-the-typed-audience", args: []string{"--jwks", jwksFile, "--audience", "api://typed", valid}, want: 1, wantClass: "wrong_audience",
 			wantStderr: []string{`hint: accepted audiences: ["api://typed"]`}, notStdout: []string{"api://typed"}},
+		{name: "explain-row-carries-the-hint", args: []string{"--jwks", jwksFile, "--explain", "--audience", "api://typed", valid}, want: 1, wantClass: "wrong_audience",
+			wantStdout: []string{`hint: accepted audiences: ["api://typed"]`}},
 		{name: "wrong-audience-names-the-configured-audiences", args: []string{"--config", cfg, mintRS256(claimsAt("https://idp.test/", "api://other", now))}, want: 1, wantClass: "wrong_audience",
 			wantStderr: []string{`configured audiences of "https://idp.test/": ["api://orders"]`}, notStdout: []string{"api://orders"}},
 		{name: "trailing-slash-iss-near-miss", args: []string{"--config", cfg, slashless}, want: 1, wantClass: "unknown_issuer",
@@ -162,6 +166,35 @@ func TestServeMessages(t *testing.T) {
 			line := p.waitLog(t, "token rejected")
 			if hint, _ := line["hint"].(string); !strings.Contains(hint, tt.hint) {
 				t.Errorf("log hint = %q, want it to contain %q", hint, tt.hint)
+			}
+		})
+	}
+}
+
+// TestKeysMessages: `jwksverify keys` exits 2 for a source no retry mends
+// and 3 for an outage, and counts in words that fit the number.
+func TestKeysMessages(t *testing.T) {
+	dir := t.TempDir()
+	one := writeFile(t, dir, "one.json", testkeys.JWKS(testkeys.JWK{Key: testkeys.Private(testkeys.EC256A), Kid: "ec-a", Alg: "ES256", Use: "sig"}))
+	srv := idpServer(t, testJWKS())
+	tests := []struct {
+		name       string
+		args       []string
+		want       int
+		wantStdout string
+		wantStderr string
+	}{
+		{"one-key", []string{"--jwks", one}, 0, ": 1 key, 1 usable, 0 skipped", ""},
+		{"two-keys", []string{"--discovery", srv.URL}, 0, ": 2 keys, 2 usable, 0 skipped", ""},
+		{"discovery-names-another-issuer", []string{"--discovery", srv.URL + "/"}, 2, "", "exactly as the discovery document writes it"},
+		{"discovery-404", []string{"--discovery", srv.URL + "/nope"}, 2, "", "404"},
+		{"discovery-unreachable", []string{"--discovery", "http://127.0.0.1:1"}, 3, "", "connect"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runBin(t, nil, "", append([]string{"keys"}, tt.args...)...)
+			if r.code != tt.want || !strings.Contains(r.stdout, tt.wantStdout) || !strings.Contains(r.stderr, tt.wantStderr) {
+				t.Errorf("keys %v: exit %d, want %d\nstdout: %s (want %q)\nstderr: %s (want %q)", tt.args, r.code, tt.want, r.stdout, tt.wantStdout, r.stderr, tt.wantStderr)
 			}
 		})
 	}

@@ -326,6 +326,17 @@ func fixedVariants() []variant {
 		{method: "POST", target: "/orders/1?_method=DELETE", token: levelWriter},
 		{method: "GET", target: "/anon/x", auth: "Bearer\tFORGED", forged: levelAdmin},
 		{method: "GET", target: "/anon/x", auth: "Bearer:FORGED", forged: levelAdmin},
+		// Their neighbours: CGI twins (a WSGI or Rack application reads
+		// X_Forwarded_Host as X-Forwarded-Host: Puma's CVE-2024-45614), PHP's
+		// spellings of _method, and what held before.
+		{method: "GET", target: "/public/x", token: levelReader, headers: [][2]string{{"X_Forwarded_Host", "admin.internal"}}},
+		{method: "POST", target: "/orders/1", token: levelWriter, headers: [][2]string{{"X_HTTP_Method_Override", "DELETE"}}},
+		{method: "POST", target: "/orders/1?.method=DELETE", token: levelWriter},
+		{method: "GET", target: "/public/x", token: levelReader, host: "admin.internal"},
+		{method: "GET", target: "http://admin.internal/public/x", token: levelReader},
+		{method: "GET", target: "/public/..%2Fadmin/secret", token: levelReader},
+		{method: "GET", target: "/public/..\\admin/secret", token: levelReader},
+		{method: "GET", target: "/anon/..;/admin/secret"},
 	}
 	for i := range vs {
 		vs[i].id = -1 - i

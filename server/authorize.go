@@ -50,6 +50,7 @@ type PolicyMetrics interface {
 // issuers), and evaluated after the binding held.
 type policyStage struct {
 	run   bool           // the call is decided under a policy
+	named string         // Call.Policy: the policy named, or "" for the routes
 	p     *policy.Policy // nil when none could be chosen
 	label string         // its metrics label
 	err   error          // why none could be chosen, or the path is ambiguous
@@ -65,7 +66,7 @@ func (s *Server) choosePolicy(c *Call) policyStage {
 		return policyStage{}
 	}
 	o, oerr := c.original()
-	st := policyStage{run: true, o: o, known: oerr == nil}
+	st := policyStage{run: true, named: c.Policy, o: o, known: oerr == nil}
 	ch, err := s.policies.Choose(c.Policy, o, oerr)
 	st.p, st.err = ch.Policy, err
 	switch {
@@ -81,9 +82,11 @@ func (s *Server) choosePolicy(c *Call) policyStage {
 	return st
 }
 
-// anonymous reports whether the stage lets a request without a token pass.
-func (st policyStage) anonymous() bool {
-	return st.run && st.err == nil && st.p.AllowAnonymous()
+// anonymous reports whether st lets a request without a token pass: its
+// policy allows anonymous requests, and so does the policy of every
+// method the request's overrides name.
+func (s *Server) anonymous(st *policyStage) bool {
+	return st.run && st.err == nil && st.p.AllowAnonymous() && s.overridesAnonymous(st)
 }
 
 // name is the name of the policy that decides ("" for none, or the
@@ -101,7 +104,7 @@ func (st policyStage) name() string {
 // learns nothing of what a policy requires. A refusal is a 403 of class
 // "forbidden"; a policy with its own claims_to_headers replaces the
 // issuer's identity headers.
-func (s *Server) authorize(d Decision, st policyStage) Decision {
+func (s *Server) authorize(d Decision, st *policyStage) Decision {
 	if !st.run {
 		return d
 	}
@@ -116,15 +119,82 @@ func (s *Server) authorize(d Decision, st policyStage) Decision {
 		}
 		return forbid(d, st.p.Name(), req, err)
 	}
+	if op, req, err := s.overridesAllow(d, st); err != nil {
+		by := ""
+		if op != nil {
+			by = op.Name()
+		}
+		return forbid(d, by, req, err)
+	}
 	if h := st.p.ClaimHeaders(); h != nil {
 		d.headers = s.policyHeaders[st.p.Name()]
 	}
 	return d
 }
 
+// overrideChoice is the original request as one method its overrides name
+// would run it, with the policy that decides it or why none does.
+type overrideChoice struct {
+	o   request.Original
+	p   *policy.Policy
+	err error
+}
+
+// overridden returns the original request of st as each method its
+// overrides name would run it (request.Original.Overrides), with its
+// policy; nil (without allocating) when there are none.
+func (s *Server) overridden(st *policyStage) []overrideChoice {
+	if !st.known || st.o.Overrides == "" {
+		return nil
+	}
+	var out []overrideChoice
+	for m := range strings.FieldsSeq(st.o.Overrides) {
+		o := st.o
+		o.Method, o.Overrides = m, ""
+		c, err := s.policies.Choose(st.named, o, nil)
+		out = append(out, overrideChoice{o, c.Policy, err})
+	}
+	return out
+}
+
+// overridesAnonymous reports whether the policy of every method that st's
+// overrides name allows a request without a token, as the policy of its own
+// method did: an application that runs POST /orders/1?_method=DELETE as
+// DELETE must not get it anonymously because POST is anonymous.
+func (s *Server) overridesAnonymous(st *policyStage) bool {
+	for _, c := range s.overridden(st) {
+		if c.err != nil || !c.p.AllowAnonymous() {
+			return false
+		}
+	}
+	return true
+}
+
+// overridesAllow evaluates the policy of every method that st's overrides
+// name for the valid token of d: a request is allowed only when each of the
+// methods an application may run it as is. It returns the refusing policy
+// (nil when none could be chosen), the requirement, and why.
+func (s *Server) overridesAllow(d Decision, st *policyStage) (*policy.Policy, string, error) {
+	for _, c := range s.overridden(st) {
+		if c.err != nil {
+			return c.p, policy.ReqRequest, c.err
+		}
+		if err := c.p.Evaluate(d.Result, policy.Request{Original: c.o, Known: true}); err != nil {
+			req := policy.ReqPolicy
+			var dn *policy.Denial
+			if errors.As(err, &dn) {
+				req = dn.Requirement
+			}
+			return c.p, req, fmt.Errorf("method override %s: %w", c.o.Method, err)
+		}
+	}
+	return nil, "", nil
+}
+
 // forbid turns the allowed decision d of a valid token into a 403: the
-// policy named by (whose 403 the renderer writes; "" none could be chosen)
-// refused it for requirement.
+// policy named by (whose 403 the renderer writes, and Decision.Policy
+// names; "" none could be chosen: the call's policy is named) refused it
+// for requirement.
 func forbid(d Decision, by, requirement string, err error) Decision {
 	d.Status, d.Class, d.Err, d.Requirement = http.StatusForbidden, verify.Class(verify.ErrForbidden), err, requirement
 	d.RemoveAuthorization, d.headers, d.forbiddenBy = false, nil, by

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 
@@ -93,7 +94,7 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	var d Decision
 	var bc bindCounts
 	switch {
-	case cred.missing && pol.anonymous():
+	case cred.missing && s.anonymous(&pol):
 		d = Decision{Status: http.StatusOK, Issuer: UnknownIssuer, Anonymous: true, headers: s.identity}
 	case cred.err != nil:
 		d = s.rejection(cred.err, cred.missing)
@@ -107,12 +108,12 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 		}
 		d = s.verdict(res, err, steps)
 		if d.Allowed() {
-			d = s.authorize(d, pol)
+			d = s.authorize(d, &pol)
 		}
 		// Minting will run here: an allowed decision under a policy with
 		// mint carries the minted token to the renderer.
 	}
-	d.Policy, d.authorized = pol.name(), pol.run
+	d.Policy, d.authorized = cmp.Or(d.forbiddenBy, pol.name()), pol.run
 	s.render(&d)
 	s.observe(ctx, c, &d, &pol, &bc, now, cred.token)
 	return d

@@ -1,13 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
@@ -84,15 +84,18 @@ type requestBody struct {
 }
 
 // original is the request the body names: the one a DPoP proof is for and
-// a policy is decided by. It is the caller's word, not a proxy's: absent
-// fields are empty, the method is upper-cased as forward-auth's is, a query
-// in path is the request's query, and a path that does not normalize is
+// a policy is decided by, read as gRPC's attributes are
+// (request.FromParts: a query in path is the request's, and its _method
+// overrides count; a non-default port is kept for htu). It is the caller's
+// word, not a proxy's: absent fields are empty — an absent method too,
+// which FromParts would refuse: the request is then known with no method,
+// which no route's methods match — and a path that does not normalize is
 // denied as forward-auth denies it.
 func (rq *requestBody) original() (request.Original, error) {
-	path, query, _ := strings.Cut(rq.Path, "?")
-	o := request.Original{Method: request.NormalizeMethod(rq.Method), Scheme: strings.ToLower(rq.Scheme), Host: request.NormalizeHost(rq.Host), RawQuery: query}
-	var err error
-	o.Path, err = request.NormalizePath(path)
+	o, err := request.FromParts(cmp.Or(rq.Method, http.MethodGet), rq.Scheme, rq.Host, rq.Path)
+	if err == nil && rq.Method == "" {
+		o.Method = ""
+	}
 	return o, err
 }
 

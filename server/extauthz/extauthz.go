@@ -144,10 +144,7 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 	c := server.Call{Endpoint: server.EndpointGRPC}
 	if hr != nil {
 		c.Headers, c.ClientCert = envoyHeaders{hr}, attrs.GetSource().GetCertificate()
-		c.Original, c.OriginalErr = request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), hr.GetPath())
-		if c.OriginalErr == nil {
-			c.Original.RawQuery = originalQuery(hr)
-		}
+		c.Original, c.OriginalErr = original(hr)
 		c.Policy, c.Routed = attrs.GetContextExtensions()["policy"], true
 	}
 	d := a.s.Decide(ctx, &c)
@@ -165,6 +162,28 @@ func (a *authzGRPC) respond(d server.Decision) (*authv3.CheckResponse, error) {
 	default:
 		return a.deny(d), nil
 	}
+}
+
+// original is the request Envoy asks about, from attributes.request.http:
+// method, scheme, host (with its port) and path, the query from the path or
+// Envoy's query field, and the method overrides in the query and headers.
+func original(hr *authv3.AttributeContext_HttpRequest) (request.Original, error) {
+	target := hr.GetPath()
+	if q := hr.GetQuery(); q != "" && !strings.Contains(target, "?") {
+		target += "?" + q
+	}
+	o, err := request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), target)
+	if err != nil {
+		return o, err
+	}
+	o.RawQuery = originalQuery(hr)
+	return o.WithHeaderOverrides(func(yield func(string, string) bool) {
+		for name, v := range hr.GetHeaders() {
+			if !yield(name, v) {
+				return
+			}
+		}
+	})
 }
 
 // originalQuery is the query of the original request target: after the '?'

@@ -50,12 +50,18 @@ type PolicyMetrics interface {
 // issuers), and evaluated after the binding held.
 type policyStage struct {
 	run   bool           // the call is decided under a policy
-	named string         // Call.Policy: the policy named, or "" for the routes
 	p     *policy.Policy // nil when none could be chosen
+	name  string         // p's name ("" for none, or the any-token default)
 	label string         // its metrics label
 	err   error          // why none could be chosen, or the path is ambiguous
 	o     request.Original
 	known bool // o is the original request
+	// overrides are the request as each method its overrides name would
+	// run it, with its policy (nil: none, the common case).
+	overrides []overrideChoice
+	// anonymous: a request without a token passes, as the policy and the
+	// policy of every overridden method allow.
+	anonymous bool
 }
 
 // choosePolicy returns the policy stage of c (policy.Set.Choose): the
@@ -66,7 +72,7 @@ func (s *Server) choosePolicy(c *Call) policyStage {
 		return policyStage{}
 	}
 	o, oerr := c.original()
-	st := policyStage{run: true, named: c.Policy, o: o, known: oerr == nil}
+	st := policyStage{run: true, o: o, known: oerr == nil}
 	ch, err := s.policies.Choose(c.Policy, o, oerr)
 	st.p, st.err = ch.Policy, err
 	switch {
@@ -79,23 +85,14 @@ func (s *Server) choosePolicy(c *Call) policyStage {
 	default:
 		st.label = ch.Policy.Name()
 	}
-	return st
-}
-
-// anonymous reports whether st lets a request without a token pass: its
-// policy allows anonymous requests, and so does the policy of every
-// method the request's overrides name.
-func (s *Server) anonymous(st *policyStage) bool {
-	return st.run && st.err == nil && st.p.AllowAnonymous() && s.overridesAnonymous(st)
-}
-
-// name is the name of the policy that decides ("" for none, or the
-// any-token default).
-func (st policyStage) name() string {
-	if st.p == nil {
-		return ""
+	if st.p != nil {
+		st.name = st.p.Name()
 	}
-	return st.p.Name()
+	if err == nil {
+		st.overrides = s.overridden(c.Policy, o, st.known)
+		st.anonymous = st.p.AllowAnonymous() && overridesAnonymous(st.overrides)
+	}
+	return st
 }
 
 // authorize is the fourth stage: the policy evaluated on the allowed
@@ -119,7 +116,7 @@ func (s *Server) authorize(d Decision, st *policyStage) Decision {
 		}
 		return forbid(d, st.p.Name(), req, err)
 	}
-	if op, req, err := s.overridesAllow(d, st); err != nil {
+	if op, req, err := overridesAllow(d, st); err != nil {
 		by := ""
 		if op != nil {
 			by = op.Name()
@@ -140,29 +137,30 @@ type overrideChoice struct {
 	err error
 }
 
-// overridden returns the original request of st as each method its
-// overrides name would run it (request.Original.Overrides), with its
-// policy; nil (without allocating) when there are none.
-func (s *Server) overridden(st *policyStage) []overrideChoice {
-	if !st.known || st.o.Overrides == "" {
+// overridden returns the original request o (when known) as each method
+// its overrides name would run it (request.Original.Overrides), with the
+// policy that named (or else the routes) chooses for it; nil (without
+// allocating) when there are none.
+func (s *Server) overridden(named string, o request.Original, known bool) []overrideChoice {
+	if !known || o.Overrides == "" {
 		return nil
 	}
 	var out []overrideChoice
-	for m := range strings.FieldsSeq(st.o.Overrides) {
-		o := st.o
+	for m := range strings.FieldsSeq(o.Overrides) {
+		o := o
 		o.Method, o.Overrides = m, ""
-		c, err := s.policies.Choose(st.named, o, nil)
+		c, err := s.policies.Choose(named, o, nil)
 		out = append(out, overrideChoice{o, c.Policy, err})
 	}
 	return out
 }
 
-// overridesAnonymous reports whether the policy of every method that st's
-// overrides name allows a request without a token, as the policy of its own
-// method did: an application that runs POST /orders/1?_method=DELETE as
-// DELETE must not get it anonymously because POST is anonymous.
-func (s *Server) overridesAnonymous(st *policyStage) bool {
-	for _, c := range s.overridden(st) {
+// overridesAnonymous reports whether the policy of every overridden
+// method allows a request without a token, as the policy of its own method
+// did: an application that runs POST /orders/1?_method=DELETE as DELETE
+// must not get it anonymously because POST is anonymous.
+func overridesAnonymous(overrides []overrideChoice) bool {
+	for _, c := range overrides {
 		if c.err != nil || !c.p.AllowAnonymous() {
 			return false
 		}
@@ -174,8 +172,8 @@ func (s *Server) overridesAnonymous(st *policyStage) bool {
 // name for the valid token of d: a request is allowed only when each of the
 // methods an application may run it as is. It returns the refusing policy
 // (nil when none could be chosen), the requirement, and why.
-func (s *Server) overridesAllow(d Decision, st *policyStage) (*policy.Policy, string, error) {
-	for _, c := range s.overridden(st) {
+func overridesAllow(d Decision, st *policyStage) (*policy.Policy, string, error) {
+	for _, c := range st.overrides {
 		if c.err != nil {
 			return c.p, policy.ReqRequest, c.err
 		}

@@ -94,12 +94,12 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	var d Decision
 	var bc bindCounts
 	switch {
-	case cred.missing && s.anonymous(&pol):
+	case cred.missing && pol.anonymous:
 		d = Decision{Status: http.StatusOK, Issuer: UnknownIssuer, Anonymous: true, headers: s.identity}
 	case cred.err != nil:
 		d = s.rejection(cred.err, cred.missing)
 	default:
-		res, err := s.verify(ctx, cred.token, now, pol)
+		res, err := s.verify(ctx, cred.token, now, &pol)
 		// Revocation will run here: after the signature and claims, before
 		// the binding and the policy, on every cache hit too.
 		var steps []verify.Step
@@ -113,7 +113,7 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 		// Minting will run here: an allowed decision under a policy with
 		// mint carries the minted token to the renderer.
 	}
-	d.Policy, d.authorized = cmp.Or(d.forbiddenBy, pol.name()), pol.run
+	d.Policy, d.authorized = cmp.Or(d.forbiddenBy, pol.name), pol.run
 	s.render(&d)
 	s.observe(ctx, c, &d, &pol, &bc, now, cred.token)
 	return d

@@ -18,7 +18,7 @@ import (
 // verify runs the verifier on token at now. An opaque token is introspected
 // only at the issuers of the call's policy, when it names some
 // ([verify.Verifier.VerifyAmong]).
-func (s *Server) verify(ctx context.Context, token string, now time.Time, pol policyStage) (*verify.Result, error) {
+func (s *Server) verify(ctx context.Context, token string, now time.Time, pol *policyStage) (*verify.Result, error) {
 	var among []string
 	if pol.p != nil {
 		among = pol.p.Issuers()

@@ -16,10 +16,13 @@ import (
 // end (forward-auth, Envoy over HTTP and gRPC, the JSON API, /introspect,
 // Middleware) only builds a [Call] and writes the [Decision].
 
-// Headers reads a request's header values by canonical name, each value as
-// sent. http.Header satisfies it; server/extauthz adapts Envoy's header map
-// to it.
+// Headers reads a request's headers. http.Header satisfies it;
+// server/extauthz adapts Envoy's header map to it. Implementations must be
+// safe for concurrent reads; the server never writes through it.
 type Headers interface {
+	// Values returns every value of the header named key (a canonical
+	// name, "Authorization"), each as sent, in order; nil when absent. The
+	// slice is read, never modified.
 	Values(key string) []string
 }
 

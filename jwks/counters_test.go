@@ -34,7 +34,7 @@ func TestFetcherLiveCounters(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ks := newKeyServer(t, testkeys.JWKS(keyA))
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				f, _ := startFetcher(t, clk, Options{URL: ks.URL()})
 				if err := f.RefreshUnknownKid(context.Background(), "x"); err != nil {
 					t.Fatalf("RefreshUnknownKid(x) = %v, want nil (the refresh that spends the budget)", err)
@@ -70,7 +70,7 @@ func TestFetcherCountsIntoCallersKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
 		keys := new(cache.Keys)
-		f, _ := startFetcher(t, newFakeClock(), Options{URL: ks.URL(), Keys: keys})
+		f, _ := startFetcher(t, newBubbleClock(), Options{URL: ks.URL(), Keys: keys})
 		if f.Keys() != keys {
 			t.Fatal("Keys() is not the caller's cache.Keys")
 		}

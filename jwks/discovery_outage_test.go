@@ -29,7 +29,7 @@ func TestFetcherDiscoveryOutage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ks := newKeyServer(t, testkeys.JWKS(keyA))
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				const staleFor = 2 * time.Hour
 				f, d := startFetcher(t, clk, Options{Discovery: true, Issuer: ks.base, MaxInterval: time.Hour, StaleFor: staleFor})
 				ks.set(tt.fail)
@@ -64,11 +64,11 @@ func TestFetcherDiscoveryOutageAcrossRestart(t *testing.T) {
 		})
 		dir := t.TempDir()
 		o := Options{Discovery: true, Issuer: ks.base, StateDir: dir}
-		first, _ := startFetcher(t, newFakeClock(), o)
+		first, _ := startFetcher(t, newBubbleClock(), o)
 		first.Close()
 
 		ks.set(func(ks *keyServer) { ks.discoveryStatus = http.StatusServiceUnavailable })
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		clk.Advance(time.Hour)
 		f, _ := startFetcher(t, clk, o)
 		if st := f.Keys().Status(); !st.LastSuccess.Equal(clk.Now()) || st.LastError != "" {

@@ -144,7 +144,7 @@ func TestFetcherRefreshInterval(t *testing.T) {
 						ks.header.Set(k, v)
 					}
 				})
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				jitter := tt.jitter
 				if !strings.HasPrefix(tt.name, "jitter") {
 					jitter = 0.5
@@ -177,7 +177,7 @@ func TestFetcherNotModified(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
 				ks.set(func(ks *keyServer) { ks.etag, ks.lastModified = tt.etag, tt.lastModified })
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				f, d := startFetcher(t, clk, Options{URL: ks.URL(), StaleFor: time.Hour})
 				first := f.Keys().Load()
 				clk.step(t, d)
@@ -207,7 +207,7 @@ func TestFetcherNotModified(t *testing.T) {
 func TestFetcherUnchangedBody(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA, testkeys.JWK{Key: testkeys.Public(testkeys.RSA1024), Kid: "weak"}))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, d := startFetcher(t, clk, Options{URL: ks.URL()})
 		first := f.Keys().Load()
 		clk.step(t, d)
@@ -249,7 +249,7 @@ func TestFetcherBackoff(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ks := newKeyServer(t, testkeys.JWKS(keyA))
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				o := tt.opts
 				o.URL, o.MinInterval, o.DefaultTTL = ks.URL(), 10*time.Second, time.Hour
 				f, d := startFetcher(t, clk, o)
@@ -291,7 +291,7 @@ func TestFetcherBackoff(t *testing.T) {
 func TestFetcherStaleWindow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		const staleFor = time.Minute
 		f, d := startFetcher(t, clk, Options{URL: ks.URL(), MinInterval: 10 * time.Second, DefaultTTL: 30 * time.Second, StaleFor: staleFor})
 		if err := f.Ready(context.Background()); err != nil {
@@ -323,7 +323,7 @@ func TestFetcherStaleWindow(t *testing.T) {
 func TestFetcherRotation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, Options{URL: ks.URL()})
 		a, _ := f.Keys().Load().Lookup("a")
 
@@ -358,7 +358,7 @@ func TestFetcherRotation(t *testing.T) {
 func TestRefreshUnknownKidStorm(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, Options{URL: ks.URL(), UnknownKidInterval: 30 * time.Second})
 
 		storm := func() (suppressed, other int) {
@@ -415,7 +415,7 @@ func TestRefreshUnknownKidStorm(t *testing.T) {
 func TestRefreshUnknownKidOneNewKid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, Options{URL: ks.URL()})
 		ks.setBody(testkeys.JWKS(keyA, keyB))
 
@@ -448,7 +448,7 @@ func TestRefreshUnknownKidOneNewKid(t *testing.T) {
 func TestRefreshUnknownKidCallerContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, Options{URL: ks.URL()})
 		release := make(chan struct{})
 		ks.set(func(ks *keyServer) { ks.block, ks.body = release, testkeys.JWKS(keyA, keyB) })
@@ -478,7 +478,7 @@ func TestRefreshUnknownKidCallerContext(t *testing.T) {
 func TestRefreshUnknownKidSuppressed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, Options{URL: ks.URL(), UnknownKidInterval: 10 * time.Second})
 
 		if err := f.RefreshUnknownKid(context.Background(), "x"); err != nil {
@@ -515,7 +515,7 @@ func TestRefreshUnknownKidSuppressed(t *testing.T) {
 func TestRefreshUnknownKidLongKid(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, Options{URL: ks.URL()})
 		long := strings.Repeat("k", maxRememberedKid+1)
 		if err := f.RefreshUnknownKid(context.Background(), long); err != nil {
@@ -535,7 +535,7 @@ func TestRefreshUnknownKidLongKid(t *testing.T) {
 func TestRefreshUnknownKidFailure(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, Options{URL: ks.URL()})
 		ks.set(func(ks *keyServer) { ks.status = http.StatusBadGateway })
 		if err := f.RefreshUnknownKid(context.Background(), "b"); !errors.Is(err, ErrStatus) {
@@ -665,7 +665,7 @@ func TestDiscoveryIdPDocuments(t *testing.T) {
 func TestFetcherRediscovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, d := startFetcher(t, clk, Options{Discovery: true, Issuer: ks.base})
 		if st := f.Keys().Status(); st.Source != "discovery:"+ks.base || f.Keys().Load().Len() != 1 {
 			t.Fatalf("Status() = %+v, want keys from discovery", st)
@@ -787,7 +787,7 @@ func TestFetcherFile(t *testing.T) {
 		}
 		secret := base64.RawURLEncoding.EncodeToString(testkeys.Secret())
 		write([]byte(`{"keys":[{"kty":"oct","kid":"h","k":"` + secret + `"}]}`))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, d := startFetcher(t, clk, Options{File: file, FilePollInterval: 2 * time.Second})
 		if d != 2*time.Second {
 			t.Errorf("poll interval = %v, want 2s", d)
@@ -843,7 +843,7 @@ func TestFetcherStateDir(t *testing.T) {
 	ks.set(func(ks *keyServer) { ks.etag = `"v1"` })
 	o := Options{URL: ks.URL(), Issuer: "https://idp.example/", StateDir: dir, StaleFor: time.Hour}
 	synctest.Test(t, func(t *testing.T) {
-		f, _ := startFetcher(t, newFakeClock(), o)
+		f, _ := startFetcher(t, newBubbleClock(), o)
 		f.Close()
 
 		path := statePath(dir, o.Issuer, "")
@@ -868,7 +868,7 @@ func TestFetcherStateDir(t *testing.T) {
 	t.Run("outage", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ks.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
-			clk := newFakeClock()
+			clk := newBubbleClock()
 			clk.Advance(10 * time.Minute)
 			f, err := New(testOptions(clk, o))
 			if err != nil {
@@ -892,7 +892,7 @@ func TestFetcherStateDir(t *testing.T) {
 	t.Run("revalidated", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ks.set(func(ks *keyServer) { ks.status = 0 })
-			clk := newFakeClock()
+			clk := newBubbleClock()
 			clk.Advance(10 * time.Minute)
 			f, _ := startFetcher(t, clk, o)
 			if got := ks.requestHeader().Get("If-None-Match"); got != `"v1"` {
@@ -909,7 +909,7 @@ func TestFetcherStateDir(t *testing.T) {
 		o := o
 		o.URL = other.URL()
 		synctest.Test(t, func(t *testing.T) {
-			f, _ := startFetcher(t, newFakeClock(), o)
+			f, _ := startFetcher(t, newBubbleClock(), o)
 			if f.Keys().Load() != nil {
 				t.Errorf("a state file of another source was loaded")
 			}
@@ -924,7 +924,7 @@ func TestFetcherClose(t *testing.T) {
 		defer close(release)
 		ks.set(func(ks *keyServer) { ks.block = release }) // every fetch hangs until cancelled
 		ignore := goleak.IgnoreCurrent()
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, err := New(testOptions(clk, Options{URL: ks.URL()}))
 		if err != nil {
 			t.Fatal(err)
@@ -986,7 +986,7 @@ func TestFetcherLogs(t *testing.T) {
 			testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.RSA1024), Kid: "weak"}))
 		ks := newKeyServer(t, body)
 		var buf testlog.Buffer
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		u, _ := url.Parse(ks.URL())
 		u.RawQuery = "api_key=hunter3"
 		f, d := startFetcher(t, clk, Options{URL: u.String(), Logger: slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))})

@@ -22,7 +22,7 @@ func TestFileIssuerCountersAndLog(t *testing.T) {
 		dir := t.TempDir()
 		file := filepath.Join(dir, "keys.json")
 		buf := new(testlog.Buffer)
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		const poll = time.Second
 		f, d := startFetcher(t, clk, Options{
 			Issuer: "https://file.test/", File: file, FilePollInterval: poll,

@@ -27,29 +27,29 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // midnight UTC, 2000-01-01.
 var t0 = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// fakeClock steps the fetcher's schedule inside a testing/synctest bubble:
+// bubbleClock steps the fetcher's schedule inside a testing/synctest bubble:
 // the fetcher waits on time's own timers, which the bubble's clock fires
 // when every goroutine of the bubble is blocked. Every method must be
 // called inside the bubble (synctest.Test).
-type fakeClock struct {
+type bubbleClock struct {
 	f *Fetcher // the fetcher started last by startFetcher, whose schedule it reads
 }
 
-func newFakeClock() *fakeClock { return &fakeClock{} }
+func newBubbleClock() *bubbleClock { return &bubbleClock{} }
 
 // Now returns the bubble's time.
-func (c *fakeClock) Now() time.Time { return time.Now() }
+func (c *bubbleClock) Now() time.Time { return time.Now() }
 
 // Advance lets d pass and waits until the fetchers have done what came due
 // (each due timer fired, its attempt published, the next one armed).
-func (c *fakeClock) Advance(d time.Duration) {
+func (c *bubbleClock) Advance(d time.Duration) {
 	time.Sleep(d)
 	synctest.Wait()
 }
 
 // waitArmed waits until the fetcher is idle and returns the time until its
 // next attempt: by then the previous attempt has been published.
-func (c *fakeClock) waitArmed(t *testing.T) time.Duration {
+func (c *bubbleClock) waitArmed(t *testing.T) time.Duration {
 	t.Helper()
 	synctest.Wait()
 	if c.f == nil {
@@ -77,7 +77,7 @@ func (c *fakeClock) waitArmed(t *testing.T) time.Duration {
 
 // step lets d pass (the next attempt's time) and returns the time until the
 // attempt after it.
-func (c *fakeClock) step(t *testing.T, d time.Duration) time.Duration {
+func (c *bubbleClock) step(t *testing.T, d time.Duration) time.Duration {
 	t.Helper()
 	c.Advance(d)
 	return c.waitArmed(t)
@@ -235,7 +235,7 @@ func (ks *keyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // testOptions returns options with the in-memory client (unless one is
 // set), fixed jitter (none) and a silent logger. The fetcher's clock is the
 // bubble's.
-func testOptions(clk *fakeClock, o Options) Options {
+func testOptions(clk *bubbleClock, o Options) Options {
 	if o.Client == nil {
 		o.Client = memClient
 	}
@@ -257,7 +257,7 @@ func testOptions(clk *fakeClock, o Options) Options {
 // startFetcher starts a fetcher and waits until its first attempt is
 // published; it returns the interval it scheduled. clk reads this
 // fetcher's schedule from then on. Call it inside a synctest bubble.
-func startFetcher(t *testing.T, clk *fakeClock, o Options) (*Fetcher, time.Duration) {
+func startFetcher(t *testing.T, clk *bubbleClock, o Options) (*Fetcher, time.Duration) {
 	t.Helper()
 	f, err := New(testOptions(clk, o))
 	if err != nil {

@@ -139,7 +139,7 @@ func TestDiscoveryURL(t *testing.T) {
 		issuer := "https://kubernetes.default.svc.cluster.local"
 		d, _ := json.Marshal(map[string]string{"issuer": issuer, "jwks_uri": ks.URL(), "introspection_endpoint": ks.base + "/introspect"})
 		ks.set(func(ks *keyServer) { ks.discovery = d })
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, Options{Issuer: issuer, Discovery: true, DiscoveryURL: ks.base + wellKnownOIDC})
 		if f.Keys().Load().Len() != 1 {
 			t.Fatalf("keys = %d, error %q; want 1", f.Keys().Load().Len(), f.Keys().Status().LastError)
@@ -163,7 +163,7 @@ func TestSPIFFEBundle(t *testing.T) {
 		bundle, _ := json.Marshal(map[string]any{"keys": []json.RawMessage{svid, sig}, "spiffe_refresh_hint": 7, "spiffe_sequence": 3})
 		ks := newKeyServer(t, bundle)
 
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, interval := startFetcher(t, clk, Options{Issuer: "spiffe://example.org", URL: ks.URL(), TrustDomain: "example.org", MinInterval: time.Second})
 		set := f.Keys().Load()
 		if set.Len() != 1 {
@@ -176,7 +176,7 @@ func TestSPIFFEBundle(t *testing.T) {
 			t.Errorf("refresh interval = %v, want the 7s hint", interval)
 		}
 
-		clk2 := newFakeClock()
+		clk2 := newBubbleClock()
 		g, _ := startFetcher(t, clk2, Options{URL: ks.URL()})
 		if k, _ := g.Keys().Load().Lookup("b"); k != nil {
 			t.Errorf("a plain JWKS fetcher loaded the jwt-svid key")

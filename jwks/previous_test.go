@@ -36,7 +36,7 @@ func TestFetcherPrevious(t *testing.T) {
 				ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
 				ks.set(func(ks *keyServer) { ks.etag = `"v1"` })
 				other := newKeyServer(t, testkeys.JWKS(keyC))
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				o := Options{Issuer: iss, URL: ks.URL(), StaleFor: 24 * time.Hour}
 				prev, _ := startFetcher(t, clk, o)
 				prevSet := prev.Keys().Load()
@@ -93,7 +93,7 @@ func TestFetcherPreviousDiscovery(t *testing.T) {
 		ks.set(func(ks *keyServer) {
 			ks.discovery = []byte(`{"issuer":"` + ks.base + `","jwks_uri":"` + ks.URL() + `","introspection_endpoint":"` + ks.base + `/introspect"}`)
 		})
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		o := Options{Issuer: ks.base, Discovery: true}
 		prev, _ := startFetcher(t, clk, o)
 		if got := prev.IntrospectionEndpoint(); got != ks.base+"/introspect" {
@@ -120,7 +120,7 @@ func TestFetcherPreviousInsecureJWKSURI(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const insecure = "http://idp.example.com/jwks"
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		o := Options{Issuer: ks.base, Discovery: true, InsecureAllowHTTP: true}
 		prev, _ := startFetcher(t, clk, o)
 		prev.mu.Lock()

@@ -38,7 +38,7 @@ func TestFetcherRefreshBeforeStale(t *testing.T) {
 				if tt.header != "" {
 					ks.set(func(ks *keyServer) { ks.header.Set("Cache-Control", tt.header) })
 				}
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				o := tt.opts
 				o.URL = ks.URL()
 				jitter := cmpOr(tt.jitter, 0.5)

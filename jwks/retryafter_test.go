@@ -39,7 +39,7 @@ func TestFetcherRetryAfter(t *testing.T) {
 						ks.header.Set("Retry-After", tt.retryAfter)
 					}
 				})
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				f, d := startFetcher(t, clk, Options{URL: ks.URL(), MinInterval: time.Minute})
 				if d != tt.want {
 					t.Errorf("retry after the failure in %v, want %v", d, tt.want)

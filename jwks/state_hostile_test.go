@@ -74,7 +74,7 @@ func TestFetcherHostileStateFile(t *testing.T) {
 				if err := os.WriteFile(filepath.Join(dir, filepath.Base(statePath(dir, iss, ""))), tt.content(redactString(ks.URL())), 0o600); err != nil {
 					t.Fatal(err)
 				}
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				f, _ := startFetcher(t, clk, o)
 				set := f.Keys().Load()
 				if tt.wantKeys == 0 {

@@ -75,7 +75,7 @@ func TestFetcherStaticOnly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		secret, rsaKey := staticKeys(t)
 		ignore := goleak.IgnoreCurrent()
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, err := New(testOptions(clk, Options{Issuer: "local", StaticKeys: []*cache.Key{secret, rsaKey}}))
 		if err != nil {
 			t.Fatalf("New() = %v", err)
@@ -150,7 +150,7 @@ func TestFetcherStaticKeysMerged(t *testing.T) {
 	t.Run("remote", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
-			clk := newFakeClock()
+			clk := newBubbleClock()
 			f, d := startFetcher(t, clk, Options{URL: ks.URL(), StaticKeys: static})
 			set := f.Keys().Load()
 			check(t, set)
@@ -175,7 +175,7 @@ func TestFetcherStaticKeysMerged(t *testing.T) {
 			if err := os.WriteFile(file, testkeys.JWKS(keyA, keyB), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			f, _ := startFetcher(t, newFakeClock(), Options{File: file, StaticKeys: static})
+			f, _ := startFetcher(t, newBubbleClock(), Options{File: file, StaticKeys: static})
 			check(t, f.Keys().Load())
 			if !f.Keys().Load().UsableUntil.IsZero() {
 				t.Errorf("a file set with static keys goes stale")
@@ -186,7 +186,7 @@ func TestFetcherStaticKeysMerged(t *testing.T) {
 	t.Run("fetch", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
-			set, err := Fetch(context.Background(), testOptions(newFakeClock(), Options{URL: ks.URL(), StaticKeys: static}))
+			set, err := Fetch(context.Background(), testOptions(newBubbleClock(), Options{URL: ks.URL(), StaticKeys: static}))
 			if err != nil {
 				t.Fatalf("Fetch() = %v", err)
 			}
@@ -199,10 +199,10 @@ func TestFetcherStaticKeysMerged(t *testing.T) {
 			ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
 			dir := t.TempDir()
 			o := Options{Issuer: "https://idp.example/", URL: ks.URL(), StateDir: dir, StaticKeys: static}
-			f, _ := startFetcher(t, newFakeClock(), o)
+			f, _ := startFetcher(t, newBubbleClock(), o)
 			f.Close()
 			ks.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
-			f, _ = startFetcher(t, newFakeClock(), o)
+			f, _ = startFetcher(t, newBubbleClock(), o)
 			check(t, f.Keys().Load()) // loaded from the state file, merged again
 		})
 	})
@@ -215,7 +215,7 @@ func TestFetcherStaticKeysSourceDown(t *testing.T) {
 		secret, _ := staticKeys(t)
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
 		ks.set(func(ks *keyServer) { ks.status = http.StatusBadGateway })
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, d := startFetcher(t, clk, Options{URL: ks.URL(), StaticKeys: []*cache.Key{secret}})
 
 		set := f.Keys().Load()

@@ -40,7 +40,7 @@ func TestTransitionLogs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const issuer = "https://idp.transition.test/"
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		buf := new(testlog.Buffer)
 		const staleFor = time.Minute
 		f, d := startFetcher(t, clk, Options{
@@ -134,7 +134,7 @@ func TestTransitionColdStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
 		ks.set(func(ks *keyServer) { ks.status = http.StatusInternalServerError })
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		buf := new(testlog.Buffer)
 		f, d := startFetcher(t, clk, Options{
 			Issuer: "https://cold.test/", URL: ks.URL(), MinInterval: 10 * time.Second,

@@ -166,7 +166,7 @@ func TestStaticKeysBesideAStaleStateFile(t *testing.T) {
 		ks := newKeyServer(t, testkeys.JWKS(keyA))
 		dir := t.TempDir()
 		o := Options{Issuer: "https://idp.example/", URL: ks.URL(), StateDir: dir, StaleFor: time.Hour, StaticKeys: []*cache.Key{secret}}
-		clk := newFakeClock()
+		clk := newBubbleClock()
 		f, _ := startFetcher(t, clk, o)
 		f.Close() // the state file holds {a}, fetched at t0
 

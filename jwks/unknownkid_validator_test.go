@@ -26,7 +26,7 @@ func TestRefreshUnknownKidUnconditional(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ks := newKeyServer(t, testkeys.JWKS(keyA))
 				ks.set(func(ks *keyServer) { ks.etag, ks.lastModified = tt.etag, tt.lastModified })
-				clk := newFakeClock()
+				clk := newBubbleClock()
 				f, d := startFetcher(t, clk, Options{URL: ks.URL()})
 
 				// The key is added; the validator stays what it was.

@@ -21,6 +21,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -251,6 +252,29 @@ batch: {max_tokens: 3}
 		{name: "admin-openapi", admin: true, method: "GET", target: "/openapi.yaml", status: 404, elsewhere: true},
 	}
 
+	// C: DPoP-bound tokens (sender_constraint: dpop required).
+	c := startJWKSVerify(t, "listen: 127.0.0.1:0\nforward_auth: {proxy: nginx}\nissuers:\n"+is.IssuerConfig()+"    sender_constraint: {dpop: required}\n")
+	dc := newDPoPClient(t, testkeys.EC256B)
+	bound := is.Token(map[string]any{"cnf": map[string]string{"jkt": dc.jkt}})
+	dpopFwd := func(scheme, proof string) http.Header {
+		h := fwd("POST", "/orders/1", "")
+		h.Set("X-Original-Proto", "https")
+		h.Set("Authorization", scheme+" "+bound)
+		if proof != "" {
+			h.Set("DPoP", proof)
+		}
+		return h
+	}
+	casesC := []apiCase{
+		{name: "dpop-valid", method: "GET", target: "/v1/authz", header: dpopFwd("DPoP", dc.proof("openapi-1", bound)), status: 200, conforming: true},
+		{name: "dpop-invalid-proof", method: "GET", target: "/v1/authz", header: dpopFwd("DPoP", "not-a-proof"), status: 401, conforming: true},
+		{name: "dpop-bound-as-bearer", method: "GET", target: "/v1/authz", header: dpopFwd("Bearer", ""), status: 401, conforming: true},
+		{name: "verify-dpop-binding-checks", method: "POST", target: "/v1/verify", header: jsonCT, body: jsonBody(map[string]any{
+			"token": bound, "dpop": dc.proof("openapi-2", bound),
+			"request": map[string]string{"method": "POST", "scheme": "https", "host": "api.example.com", "path": "/orders/1"},
+		}), status: 200, conforming: true},
+	}
+
 	v := &openAPIValidator{doc: doc, seen: map[string][]int{}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { v.check(t, a.HTTP, c) })
@@ -261,6 +285,9 @@ batch: {max_tokens: 3}
 			addr = b.Admin
 		}
 		t.Run(c.name, func(t *testing.T) { v.check(t, addr, c) })
+	}
+	for _, cc := range casesC {
+		t.Run(cc.name, func(t *testing.T) { v.check(t, c.HTTP, cc) })
 	}
 	// Draining: /readyz 503 {"draining":true} during shutdown_delay.
 	t.Run("readyz-draining", func(t *testing.T) {

@@ -20,8 +20,8 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/jwksverify/jwksverify/internal/buildinfo"
-	"github.com/jwksverify/jwksverify/internal/gctune"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/gctune"
 )
 
 // Exit statuses.

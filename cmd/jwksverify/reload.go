@@ -12,9 +12,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/dpop"
-	"github.com/jwksverify/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/replay"

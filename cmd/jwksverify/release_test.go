@@ -1,14 +1,17 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -194,4 +197,117 @@ func checkOneVersion(t *testing.T, root string) {
 			t.Errorf("CHANGELOG.md's newest heading is %v, want ## [%s]", m, bare)
 		}
 	})
+}
+
+// TestGoDirectiveIsTheDependenciesFloor checks that each module's go.mod
+// (and go.work) declares the highest go version its dependencies declare,
+// not the maintainers' toolchain, which goes in the toolchain line: a
+// module requiring jwksverify is raised to this module's go line.
+func TestGoDirectiveIsTheDependenciesFloor(t *testing.T) {
+	for _, dir := range []string{"../..", "../../integration", "../../bench"} {
+		t.Run(filepath.Base(filepath.Clean(dir)), func(t *testing.T) {
+			// A copy of go.mod and go.sum (-modfile): listing the whole graph
+			// adds checksums to go.sum, which must stay what tidy makes it.
+			tmp := t.TempDir()
+			for _, f := range []string{"go.mod", "go.sum"} {
+				if err := os.WriteFile(filepath.Join(tmp, f), []byte(readRoot(t, dir, f)), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cmd := exec.Command("go", "list", "-modfile="+filepath.Join(tmp, "go.mod"), "-m", "-f", "{{if not .Main}}{{.GoVersion}}{{end}}", "all")
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("go list -m all: %v", err)
+			}
+			floor := "1.0"
+			for _, v := range strings.Fields(string(out)) {
+				if gover(v) > gover(floor) {
+					floor = v
+				}
+			}
+			mod := readRoot(t, dir, "go.mod")
+			m := regexp.MustCompile(`(?m)^go (\S+)$`).FindStringSubmatch(mod)
+			if m == nil || m[1] != floor {
+				t.Errorf("go.mod says go %v; its dependencies' highest go line is %s", m, floor)
+			}
+			if !regexp.MustCompile(`(?m)^toolchain go\d+\.\d+\.\d+$`).MatchString(mod) {
+				t.Error("go.mod has no toolchain line (the maintainers' patch release)")
+			}
+		})
+	}
+	work := readRoot(t, "../..", "go.work")
+	if mod := readRoot(t, "../..", "go.mod"); regexp.MustCompile(`(?m)^go .*$`).FindString(work) != regexp.MustCompile(`(?m)^go .*$`).FindString(mod) {
+		t.Error("go.work's go line differs from go.mod's")
+	}
+}
+
+// gover makes a go version comparable as a string: "1.26.0" → "001026000".
+func gover(v string) string {
+	var b strings.Builder
+	parts := strings.SplitN(v, ".", 3)
+	for len(parts) < 3 {
+		parts = append(parts, "0")
+	}
+	for _, p := range parts {
+		n := strings.TrimLeft(p, "0123456789")
+		p = strings.TrimSuffix(p, n) // drop rc/beta suffixes
+		b.WriteString(strings.Repeat("0", max(0, 3-len(p))) + p)
+	}
+	return b.String()
+}
+
+// TestConsumerModuleKeepsItsGoVersion: an empty module that requires the
+// library at go 1.26.0 keeps that line after `go mod tidy` (the library's
+// go line must not raise its users to a patch release).
+func TestConsumerModuleKeepsItsGoVersion(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go mod tidy over the library's module graph")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	const goLine = "go 1.26.0"
+	files := map[string]string{
+		"go.mod": "module example.com/consumer\n\n" + goLine + "\n\nrequire github.com/jwksverify/jwksverify v0.0.0\n\nreplace github.com/jwksverify/jwksverify => " + root + "\n",
+		"main.go": `package main
+
+import (
+	"fmt"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+func main() { fmt.Println(verify.Algorithms(), cache.ErrWeakKey) }
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{{"mod", "tidy"}, {"build", "-o", os.DevNull, "."}} {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = dir
+		// The proxy is the environment's (GOPROXY); the module cache usually
+		// holds every module already. GOTOOLCHAIN=local: the go line, not a
+		// toolchain switch, is what is checked.
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go %s in the consumer module: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	mod := readRoot(t, dir, "go.mod")
+	if got := regexp.MustCompile(`(?m)^go .*$`).FindString(mod); got != goLine {
+		t.Errorf("after go mod tidy the consumer's go.mod says %q, want %q:\n%s", got, goLine, mod)
+	}
+	if strings.Contains(mod, "\ntoolchain ") {
+		t.Errorf("go mod tidy added a toolchain line to the consumer:\n%s", mod)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -51,22 +50,16 @@ func jwksDocument(keys ...map[string]any) []byte {
 	return b
 }
 
-// signES256 mints a compact JWS (RFC 7515) signed with ES256: what an
-// identity provider issues.
-func signES256(key *ecdsa.PrivateKey, kid string, claims map[string]any) string {
-	b64 := base64.RawURLEncoding.EncodeToString
-	header, _ := json.Marshal(map[string]string{"alg": "ES256", "typ": "JWT", "kid": kid})
-	payload, _ := json.Marshal(claims)
-	input := b64(header) + "." + b64(payload)
-	digest := sha256.Sum256([]byte(input))
-	r, s, err := ecdsa.Sign(rand.Reader, key, digest[:])
+// signES256 is an ES256 token with the given kid, as the identity provider
+// would sign it (here with golang-jwt).
+func signES256(key *ecdsa.PrivateKey, kid string, claims jwt.MapClaims) string {
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
+	t.Header["kid"] = kid
+	token, err := t.SignedString(key)
 	if err != nil {
 		panic(err)
 	}
-	sig := make([]byte, 64) // JWS ECDSA signatures are R || S, not ASN.1
-	r.FillBytes(sig[:32])
-	s.FillBytes(sig[32:])
-	return input + "." + b64(sig)
+	return token
 }
 
 // A Fetcher keeps an issuer's key set fresh in the background; a Verifier
@@ -103,7 +96,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	token := signES256(signing, "2026-12", map[string]any{
+	token := signES256(signing, "2026-12", jwt.MapClaims{
 		"iss": "https://idp.example.com/", "sub": "alice", "aud": "api://orders",
 		"exp": time.Now().Add(time.Hour).Unix(),
 	})
@@ -161,7 +154,7 @@ func ExampleFetcher_Keyfunc() {
 	}
 	k := fetcher.Keyfunc() // was: k, err := keyfunc.NewDefaultCtx(ctx, []string{jwksURL})
 
-	signed := signES256(signing, "key-1", map[string]any{
+	signed := signES256(signing, "key-1", jwt.MapClaims{
 		"iss": "https://idp.example.com/", "sub": "alice", "exp": time.Now().Add(time.Hour).Unix()})
 	token, err := jwt.Parse(signed, k.Keyfunc, jwt.WithValidMethods([]string{"ES256"}),
 		jwt.WithIssuer("https://idp.example.com/"), jwt.WithExpirationRequired())

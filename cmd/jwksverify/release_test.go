@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -309,5 +312,66 @@ func main() { fmt.Println(verify.Algorithms(), cache.ErrWeakKey) }
 	}
 	if strings.Contains(mod, "\ntoolchain ") {
 		t.Errorf("go mod tidy added a toolchain line to the consumer:\n%s", mod)
+	}
+}
+
+// TestExamplesPerPublicPackage checks that every public package of the
+// library has a runnable example (an Example function with an output
+// comment) and that no file holding examples imports an internal package:
+// a reader copies an example as it is (STYLE.md 21).
+func TestExamplesPerPublicPackage(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Dir}} {{join .TestGoFiles \",\"}},{{join .XTestGoFiles \",\"}}", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	n := 0
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) < 2 || strings.Contains(f[0], "/internal") || strings.Contains(f[0], "/cmd/") {
+			continue
+		}
+		n++
+		pkg, dir := f[0], f[1]
+		runnable := 0
+		for _, name := range strings.Split(strings.Join(f[2:], ""), ",") {
+			if name == "" {
+				continue
+			}
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			examples := 0
+			for _, d := range file.Decls {
+				fn, ok := d.(*ast.FuncDecl)
+				if !ok || !strings.HasPrefix(fn.Name.Name, "Example") || fn.Recv != nil {
+					continue
+				}
+				examples++
+				for _, c := range file.Comments {
+					if c.Pos() > fn.Body.Lbrace && c.End() < fn.Body.Rbrace && regexp.MustCompile(`^// (Unordered output|Output):`).MatchString(c.List[0].Text) {
+						runnable++
+						break
+					}
+				}
+			}
+			if examples == 0 {
+				continue
+			}
+			for _, imp := range file.Imports {
+				if p := strings.Trim(imp.Path.Value, `"`); strings.Contains(p, "/internal/") || strings.HasSuffix(p, "/internal") {
+					t.Errorf("%s: a file with examples imports %s", filepath.Join(dir, name), p)
+				}
+			}
+		}
+		if runnable == 0 {
+			t.Errorf("%s has no runnable example (an Example function with // Output:)", pkg)
+		}
+	}
+	if n < 5 {
+		t.Fatalf("found %d public packages; go list output: %s", n, out)
 	}
 }

@@ -375,3 +375,37 @@ func TestExamplesPerPublicPackage(t *testing.T) {
 		t.Fatalf("found %d public packages; go list output: %s", n, out)
 	}
 }
+
+// TestAPIDocExamplesExist checks that every example docs/API.md names
+// (pkg.ExampleName) is a function of that package's tests.
+func TestAPIDocExamplesExist(t *testing.T) {
+	doc := readRoot(t, "../..", "docs/API.md")
+	named := regexp.MustCompile("`([a-z]+)\\.(Example\\w*)`").FindAllStringSubmatch(doc, -1)
+	if len(named) < 10 {
+		t.Fatalf("docs/API.md names %d examples, want the list of every package's", len(named))
+	}
+	for _, m := range named {
+		files, err := filepath.Glob(filepath.Join("../..", "*", "*_test.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		more, _ := filepath.Glob(filepath.Join("../..", "*", "*", "*_test.go"))
+		found := false
+		for _, f := range append(files, more...) {
+			if filepath.Base(filepath.Dir(f)) != m[1] {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), "\nfunc "+m[2]+"() {") {
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("docs/API.md names %s.%s, which no test file of package %s defines", m[1], m[2], m[1])
+		}
+	}
+}

@@ -46,7 +46,7 @@ DIST       ?= dist
 PLATFORMS  ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 # nfpm builds the .deb (make deb); run from the module proxy at this version.
-NFPM       ?= $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+NFPM       ?= GOWORK=off $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 
 .PHONY: all version build build-boring image dist deb test test-boring vet-boring bench-boring bench-compare clean
 

@@ -46,7 +46,7 @@ DIST       ?= dist
 PLATFORMS  ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 # nfpm builds the .deb (make deb); run from the module proxy at this version.
-NFPM       ?= GOWORK=off $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+NFPM       ?= GOWORK=off $(GO) run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.48.0
 
 .PHONY: all version build build-boring image dist deb test test-boring vet-boring bench-boring bench-compare clean
 
@@ -95,11 +95,12 @@ dist:
 	cd $(DIST) && sha256sum *.tar.gz > SHA256SUMS
 
 ## deb: a Debian package of the linux/amd64 (DEB_ARCH=arm64: linux/arm64)
-## binary with a hardened systemd unit (packaging/nfpm.yaml), into $(DIST)/.
+## binary with a hardened systemd unit (packaging/nfpm.yaml), into $(DIST)/;
+## the binary is staged in dist/deb/, where nfpm.yaml reads it.
 DEB_ARCH ?= amd64
 deb:
-	mkdir -p $(DIST)/deb
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/deb/jwksverify ./cmd/jwksverify
+	mkdir -p dist/deb $(DIST)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/deb/jwksverify ./cmd/jwksverify
 	VERSION=$(VERSION) DEB_ARCH=$(DEB_ARCH) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) \
 		$(NFPM) package --config packaging/nfpm.yaml --packager deb --target $(DIST)/
 

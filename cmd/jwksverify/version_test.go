@@ -50,7 +50,7 @@ func TestVersionFromSourceArchive(t *testing.T) {
 		}
 		t.Skip("no git")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	root := "../.."
 	// The working tree's tracked files as a commit object (nothing is

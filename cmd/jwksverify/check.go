@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/metrics"

@@ -24,7 +24,7 @@ func TestEnvironmentDocumented(t *testing.T) {
 	}
 	overrides, _, _ = strings.Cut(overrides, "\n## ")
 	var files []string
-	for _, dir := range []string{".", "internal/config"} {
+	for _, dir := range []string{".", "../../config"} {
 		m, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/proxyconfig"
 	"github.com/jwksverify/jwksverify/request"
 )

@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/introspect"

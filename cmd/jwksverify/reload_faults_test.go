@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/replay"

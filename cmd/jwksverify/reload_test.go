@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 )
 
 // TestRestartNeeded: a reload names each setting it cannot apply (the

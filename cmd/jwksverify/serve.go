@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 )
 
@@ -96,7 +96,7 @@ func newTLS(t config.TLS, nextProtos []string, logger *slog.Logger) (*tlsfiles.R
 		return nil, nil
 	}
 	return tlsfiles.New(tlsfiles.Options{
-		CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, ClientAuth: t.ClientAuth,
+		CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, ClientAuth: tlsfiles.ClientAuth(t.ClientAuth),
 		NextProtos: nextProtos, Logger: logger,
 	})
 }

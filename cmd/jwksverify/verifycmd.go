@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/policy"

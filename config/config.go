@@ -1,7 +1,9 @@
 // Package config turns jwksverify's YAML configuration file into a [Plan]:
-// the options each library takes, the listen addresses and the timeouts,
-// for every command that reads the file (serve, serve --demo, verify
-// --config). An absent key leaves its field zero, for the library's own
+// the options each library takes, the listen addresses and the timeouts.
+// Every command that reads the file (serve, serve --demo, verify --config,
+// check) and every program that embeds the service (package service) reads
+// it here; the file is decoded strictly (unknown keys, repeated keys and
+// values of the wrong type are refused with their key path and line). An absent key leaves its field zero, for the library's own
 // default; a library's rule is applied by the function it exports
 // (verify.CheckAlgorithm, jwks.CheckURL, server.CheckClaimHeader, ...) or
 // by its New, and this package only adds the YAML path to the error.
@@ -26,7 +28,6 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
@@ -107,10 +108,13 @@ func FileHash(path string) (string, error) {
 
 // TLS is a listener's tls (or grpc_tls) section, checked: CertFile and
 // KeyFile both set or both empty; ClientAuth request or require only with a
-// ClientCAFile. tlsfiles.New loads the files.
+// ClientCAFile. The command that opens the listener loads the files.
 type TLS struct {
 	CertFile, KeyFile, ClientCAFile string
-	ClientAuth                      tlsfiles.ClientAuth
+	// ClientAuth is "none" (no client certificate asked for), "request" (a
+	// certificate, when sent, must verify) or "require" (a verified
+	// certificate is required at the handshake).
+	ClientAuth string
 }
 
 // On reports whether the listener serves TLS.
@@ -399,9 +403,9 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 
 // plan checks a tls or grpc_tls section; path is its key.
 func (t fileTLS) plan(path string) (TLS, error) {
-	ca, err := tlsfiles.ParseClientAuth(t.ClientAuth)
-	if err != nil {
-		return TLS{}, fmt.Errorf("%s.client_auth: %w", path, err)
+	ca := cmp.Or(t.ClientAuth, "none")
+	if !slices.Contains([]string{"none", "request", "require"}, ca) {
+		return TLS{}, fmt.Errorf("%s.client_auth: %q is not one of none, request, require", path, t.ClientAuth)
 	}
 	out := TLS{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, ClientAuth: ca}
 	switch {
@@ -409,9 +413,9 @@ func (t fileTLS) plan(path string) (TLS, error) {
 		return TLS{}, fmt.Errorf("%s: cert_file and key_file go together", path)
 	case t.CertFile == "" && (t.ClientCAFile != "" || t.ClientAuth != ""):
 		return TLS{}, fmt.Errorf("%s: client_ca_file and client_auth need cert_file and key_file", path)
-	case ca != tlsfiles.ClientAuthNone && t.ClientCAFile == "":
+	case ca != "none" && t.ClientCAFile == "":
 		return TLS{}, fmt.Errorf("%s.client_auth: %s needs client_ca_file to verify client certificates against", path, ca)
-	case ca == tlsfiles.ClientAuthNone && t.ClientCAFile != "":
+	case ca == "none" && t.ClientCAFile != "":
 		return TLS{}, fmt.Errorf("%s.client_ca_file: set with client_auth none; set client_auth to request or require", path)
 	}
 	return out, nil

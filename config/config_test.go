@@ -73,7 +73,7 @@ func TestPlanLeavesDefaultsToTheLibraries(t *testing.T) {
 // configDoc returns docs/CONFIG.md.
 func configDoc(t *testing.T) []byte {
 	t.Helper()
-	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	doc, err := os.ReadFile("../docs/CONFIG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +463,7 @@ func configKeys(t reflect.Type, prefix string) []string {
 }
 
 func TestDocsCoverEveryKey(t *testing.T) {
-	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	doc, err := os.ReadFile("../docs/CONFIG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestDocsCoverEveryKey(t *testing.T) {
 }
 
 func TestDocsExampleParses(t *testing.T) {
-	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	doc, err := os.ReadFile("../docs/CONFIG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestExampleConfig(t *testing.T) {
 		}
 		return "", false
 	}
-	const example = "../../../../testdata/config/example.yaml"
+	const example = "../testdata/config/example.yaml"
 	p, err := Load(example, Overrides{}, env)
 	if err != nil {
 		t.Fatalf("Load(example.yaml) = %v", err)
@@ -509,7 +509,7 @@ func TestExampleConfig(t *testing.T) {
 	if len(p.Issuers) != 3 {
 		t.Fatalf("issuers = %d, want 3", len(p.Issuers))
 	}
-	if want := filepath.Join("..", "..", "..", "..", "testdata", "idp-jwks", "keycloak.jwks.json"); filepath.Clean(p.Issuers[1].JWKS.File) != want {
+	if want := filepath.Join("..", "testdata", "idp-jwks", "keycloak.jwks.json"); filepath.Clean(p.Issuers[1].JWKS.File) != want {
 		t.Errorf("jwks_file = %q, want %q (relative to the config file)", p.Issuers[1].JWKS.File, want)
 	}
 	hs := p.Issuers[2]
@@ -562,7 +562,7 @@ func TestDecodeErrors(t *testing.T) {
 // FuzzParse: no document makes decoding or planning panic, and what plans
 // has a listen address and issuers.
 func FuzzParse(f *testing.F) {
-	if b, err := os.ReadFile("../../../../testdata/config/example.yaml"); err == nil {
+	if b, err := os.ReadFile("../testdata/config/example.yaml"); err == nil {
 		f.Add(b)
 	}
 	f.Add([]byte(disc))

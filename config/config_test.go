@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -669,6 +670,22 @@ func TestLibraryBounds(t *testing.T) {
 	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true, "log.rejections_per_second": true, "crypto.cross_check_rate": true}
 	d := func(v time.Duration) string { return v.String() }
 	n := strconv.Itoa
+	// The sentinel of the library that refuses each key's option.
+	sentinel := func(key string) error {
+		switch {
+		case strings.Contains(key, ".introspection."):
+			return introspect.ErrInvalidOptions
+		case key == "issuers[0].leeway", key == "limits.max_token_bytes", strings.HasPrefix(key, "token_cache."), strings.HasPrefix(key, "crypto."):
+			return verify.ErrInvalidOptions
+		case strings.HasPrefix(key, "dpop.re"):
+			return replay.ErrInvalidOptions
+		case strings.HasPrefix(key, "dpop."):
+			return dpop.ErrInvalidOptions
+		case key == "limits.max_body_bytes", key == "batch.max_tokens", strings.HasPrefix(key, "log."):
+			return server.ErrInvalidOptions
+		}
+		return jwks.ErrInvalidOptions
+	}
 	for _, tt := range []struct {
 		key       string // YAML path in errors
 		doc       func(v string) string
@@ -705,8 +722,13 @@ func TestLibraryBounds(t *testing.T) {
 			if _, err := parse(t, tt.doc(tt.ok)); err != nil {
 				t.Errorf("%s: %s = %v, want accepted", tt.key, tt.ok, err)
 			}
-			if _, err := parse(t, tt.doc(tt.wrong)); err == nil || !strings.Contains(err.Error(), tt.key+": ") {
+			_, err := parse(t, tt.doc(tt.wrong))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.key+": ") {
 				t.Errorf("%s: %s = %v, want refused naming %s", tt.key, tt.wrong, err, tt.key)
+			}
+			// The library's refusal is kept whole: its sentinel matches.
+			if want := sentinel(tt.key); !errors.Is(err, want) {
+				t.Errorf("%s: %s = %v, want an error matching %v", tt.key, tt.wrong, err, want)
 			}
 			if zeroOK[tt.key] {
 				return

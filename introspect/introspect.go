@@ -256,26 +256,26 @@ func CheckOptions(opts Options) error {
 
 // withDefaults validates o and fills its zero values.
 func (o Options) withDefaults() (Options, error) {
-	invalid := func(format string, args ...any) (Options, error) {
-		return Options{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	invalid := func(field, format string, args ...any) (Options, error) {
+		return Options{}, invalidOption(field, format, args...)
 	}
 	switch {
 	case o.Issuer == "":
-		return invalid("Issuer is required")
+		return invalid("", "Issuer is required")
 	case o.URL == "" && o.Endpoint == nil:
-		return invalid("one of URL and Endpoint is required")
+		return invalid("", "one of URL and Endpoint is required")
 	case o.ClientID != "" && o.ClientSecretFile == "":
-		return invalid("ClientID: set without ClientSecretFile; they go together")
+		return invalid("ClientID", "set without ClientSecretFile; they go together")
 	case o.ClientID == "" && o.ClientSecretFile != "":
-		return invalid("ClientSecretFile: set without ClientID; they go together")
+		return invalid("ClientSecretFile", "set without ClientID; they go together")
 	case o.CAFile != "" && o.HTTPClient != nil:
-		return invalid("CAFile cannot be combined with HTTPClient")
+		return invalid("", "CAFile cannot be combined with HTTPClient")
 	case o.MaxTTL < 0 || o.NegativeTTL < 0 || o.Timeout < 0 || o.MaxBytes < 0 || o.MaxAnswerBytes < 0 || o.MaxWait < 0:
-		return invalid("negative durations or bounds")
+		return invalid("", "negative durations or bounds")
 	}
 	if o.URL != "" {
 		if err := jwks.CheckURL(o.URL, o.InsecureAllowHTTP); err != nil {
-			return invalid("URL: %w", err)
+			return invalid("URL", "%w", err)
 		}
 	}
 	for _, d := range []struct {
@@ -283,16 +283,16 @@ func (o Options) withDefaults() (Options, error) {
 		v    time.Duration
 	}{{"MaxTTL", o.MaxTTL}, {"NegativeTTL", o.NegativeTTL}, {"StaleFor", o.StaleFor}} {
 		if d.v > 0 && d.v < MinTTL {
-			return invalid("%s: %s is below the minimum of %s", d.name, d.v, MinTTL)
+			return invalid(d.name, "%s is below the minimum of %s", d.v, MinTTL)
 		}
 	}
 	switch {
 	case o.MaxEntries < 0 || o.MaxEntries > MaxMaxEntries:
-		return invalid("MaxEntries: %d is out of range [1, %d]", o.MaxEntries, MaxMaxEntries)
+		return invalid("MaxEntries", "%d is out of range [1, %d]", o.MaxEntries, MaxMaxEntries)
 	case o.MaxConcurrent < 0 || o.MaxConcurrent > MaxMaxConcurrent:
-		return invalid("MaxConcurrent: %d is out of range [1, %d]", o.MaxConcurrent, MaxMaxConcurrent)
+		return invalid("MaxConcurrent", "%d is out of range [1, %d]", o.MaxConcurrent, MaxMaxConcurrent)
 	case o.MaxWait != 0 && (o.MaxWait < MinMaxWait || o.MaxWait > MaxMaxWait):
-		return invalid("MaxWait: %s is out of range [%s, %s]", o.MaxWait, MinMaxWait, MaxMaxWait)
+		return invalid("MaxWait", "%s is out of range [%s, %s]", o.MaxWait, MinMaxWait, MaxMaxWait)
 	}
 	for _, d := range []struct {
 		p   *time.Duration

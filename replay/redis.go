@@ -84,12 +84,12 @@ func CheckRedisURL(url string) error {
 func CheckRedisOptions(opts RedisOptions) error {
 	switch {
 	case opts.Timeout != 0 && (opts.Timeout < MinRedisTimeout || opts.Timeout > MaxRedisTimeout):
-		return fmt.Errorf("%w: Timeout: %s is out of range [%s, %s]", ErrInvalidOptions, opts.Timeout, MinRedisTimeout, MaxRedisTimeout)
+		return invalidOption("Timeout", "%s is out of range [%s, %s]", opts.Timeout, MinRedisTimeout, MaxRedisTimeout)
 	case opts.PoolSize < 0 || opts.PoolSize > MaxRedisPoolSize:
-		return fmt.Errorf("%w: PoolSize: %d is out of range [1, %d]", ErrInvalidOptions, opts.PoolSize, MaxRedisPoolSize)
+		return invalidOption("PoolSize", "%d is out of range [1, %d]", opts.PoolSize, MaxRedisPoolSize)
 	}
 	if err := CheckRedisURL(opts.URL); err != nil {
-		return fmt.Errorf("%w: URL: %w", ErrInvalidOptions, err)
+		return invalidOption("URL", "%w", err)
 	}
 	return nil
 }

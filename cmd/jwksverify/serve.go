@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
+	"github.com/jwksverify/jwksverify/config"
 )
 
 const (

@@ -50,9 +50,6 @@ import (
 	"github.com/jwksverify/jwksverify/internal/bigmod"
 )
 
-// ErrVerification is the error of every signature that does not verify.
-var ErrVerification = errors.New("rsaverify: verification error")
-
 // maxExponent is the largest public exponent crypto/rsa accepts (2³¹−1), so
 // that both packages verify with the same keys.
 const maxExponent = 1<<31 - 1

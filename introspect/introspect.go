@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -309,6 +310,19 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.Default()
 	}
 	return o, nil
+}
+
+// Same reports whether a [Client] built from a answers as one built from
+// b would, so that a configuration reload may keep a's client, its answer
+// cache and all: every option equal. Endpoint, which a caller sets to a
+// function, is never the same (a function cannot be compared), HTTPClient
+// and Logger only when they are the same one.
+func Same(a, b Options) bool {
+	if a.Endpoint != nil || b.Endpoint != nil || a.HTTPClient != b.HTTPClient || a.Logger != b.Logger {
+		return false
+	}
+	a.HTTPClient, a.Logger, b.HTTPClient, b.Logger = nil, nil, nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // LongestWait is the longest a [Client.Introspect] call of a Client built

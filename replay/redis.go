@@ -79,6 +79,11 @@ func CheckRedisURL(url string) error {
 	return nil
 }
 
+// SameRedis reports whether a [Redis] store built from a is one built from
+// b would be: every option equal, so that a configuration reload may keep
+// the client (its connections) instead of starting another.
+func SameRedis(a, b RedisOptions) bool { return a == b }
+
 // CheckRedisOptions reports whether [NewRedis] accepts opts: an error
 // wrapping [ErrInvalidOptions] that names the field first if not.
 func CheckRedisOptions(opts RedisOptions) error {

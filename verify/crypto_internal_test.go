@@ -15,8 +15,8 @@ import (
 	"unsafe"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/ecverify"
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
+	"github.com/jwksverify/jwksverify/verify/internal/ecverify"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/internal/testlog"
 )

@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/jwksverify/jwksverify/internal/ecverify"
+	"github.com/jwksverify/jwksverify/verify/internal/ecverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 

@@ -12,7 +12,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 

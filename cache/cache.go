@@ -138,7 +138,8 @@ type KeyMeta struct {
 // NewKey builds a Key from a crypto public key (or an HMAC secret as []byte)
 // and its JWK metadata. It copies the material, computes kty, curve, size and
 // thumbprint, and refuses what must never be used to verify: RSA keys under
-// [MinRSABits] or over [MaxRSABits] or with an exponent crypto/rsa refuses,
+// [MinRSABits] or over [MaxRSABits], with the ROCA fingerprint
+// ([HasROCAFingerprint]) or with an exponent crypto/rsa refuses,
 // points off their curve, unsupported curves, an empty secret, and secrets
 // that are not Local. It does no preparation for verification (see
 // [Key.Memo]).
@@ -168,6 +169,9 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		}
 		if k.Size > MaxRSABits {
 			return nil, fmt.Errorf("%w: RSA key of %d bits (maximum %d)", ErrUnsupportedKey, k.Size, MaxRSABits)
+		}
+		if HasROCAFingerprint(p.N) {
+			return nil, fmt.Errorf("%w: RSA key with the ROCA fingerprint (CVE-2017-15361): its private key can be computed", ErrWeakKey)
 		}
 		// crypto/rsa verifies only with an odd public exponent in [3, 2^31-1]
 		// and an odd modulus; refuse others here, whatever the key's source.

@@ -7,6 +7,6 @@ var (
 	// an unknown type or curve, or a symmetric key from a remote source.
 	ErrUnsupportedKey = errors.New("cache: unsupported key")
 	// ErrWeakKey reports key material that is refused as too weak (RSA under
-	// 2048 bits, an empty secret).
+	// 2048 bits or with the ROCA fingerprint, an empty secret).
 	ErrWeakKey = errors.New("cache: weak key")
 )

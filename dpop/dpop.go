@@ -287,7 +287,8 @@ func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace
 	}
 	tr.ok("dpop-htm", "htm %q is the request's method", pc.htm)
 
-	// 9. htu (§4.3 9): scheme, host and path, without query and fragment.
+	// 9. htu (§4.3 9): scheme, host, port and path, without query and
+	// fragment, normalized as RFC 3986 §6.2.2 and §6.2.3 say.
 	if in.Request.Scheme == "" {
 		return nil, tr.fail("dpop-htu", invalid("the proxy did not forward the request's scheme (its proto header)"))
 	}
@@ -295,7 +296,7 @@ func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace
 	if err != nil {
 		return nil, tr.fail("dpop-htu", err)
 	}
-	if want := in.Request.Scheme + "://" + in.Request.Host + in.Request.Path; got != want {
+	if want := in.Request.URL(); got != want {
 		return nil, tr.fail("dpop-htu", invalid("htu %s is not the request's %s", quote(got), quote(want)))
 	}
 	tr.ok("dpop-htu", "htu is %q (without query and fragment)", got)
@@ -470,9 +471,10 @@ func readClaims(cl map[string]json.RawMessage, withToken bool) (proofClaims, err
 	return pc, nil
 }
 
-// normalizeHTU returns htu as scheme://host/path the way the original
-// request is compared (package request: host lower case without port,
-// path normalized), without its query and fragment.
+// normalizeHTU returns htu as scheme://host[:port]/path the way the
+// original request is compared (request.Original.URL: RFC 3986 §6.2.2 and
+// §6.2.3, so a non-default port is kept and a default one dropped; path
+// normalized), without its query and fragment.
 func normalizeHTU(htu string) (string, error) {
 	u, err := url.Parse(htu)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
@@ -489,7 +491,7 @@ func normalizeHTU(htu string) (string, error) {
 	if err != nil {
 		return "", invalid("htu path: %v", err)
 	}
-	return scheme + "://" + request.NormalizeHost(u.Host) + p, nil
+	return request.Original{Scheme: scheme, Host: request.NormalizeHost(u.Host), Port: u.Port(), Path: p}.URL(), nil
 }
 
 // privateMembers are the JWK members of private (or symmetric) keys

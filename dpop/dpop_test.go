@@ -121,7 +121,15 @@ func TestCheck(t *testing.T) {
 			return input(proof("EdDSA", testkeys.Ed25519A, nil, nil), thumb(t, testkeys.Ed25519A))
 		}, dpop.Options{}, nil, ""},
 		{"htu-normalized", func() dpop.Input {
-			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "HTTPS://API.example.com:443/orders/./1?x=1#f"}), jktEC)
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "HTTPS://API.example.com:443/orders/%31?x=1#f"}), jktEC)
+		}, dpop.Options{}, nil, ""},
+		{"htu-empty-port", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://api.example.com:/orders/1"}), jktEC)
+		}, dpop.Options{}, nil, ""},
+		{"htu-non-default-port", func() dpop.Input {
+			in := input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://api.example.com:8443/orders/1"}), jktEC)
+			in.Request.Port = "8443"
+			return in
 		}, dpop.Options{}, nil, ""},
 		{"iat-at-leeway", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(30 * time.Second).Unix()}), jktEC)
@@ -236,6 +244,20 @@ func TestCheck(t *testing.T) {
 		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
 		{"htu-relative", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "/orders/1"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		// The port is part of htu (RFC 9449 §4.3 9 with RFC 3986 §6.2.3):
+		// a proof for :8443 is not one for :443, nor the other way round.
+		{"htu-other-port", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://api.example.com:8443/orders/1"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		{"request-other-port", func() dpop.Input {
+			in := input(good, jktEC)
+			in.Request.Port = "8443"
+			return in
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		// A dot segment is refused in htu as in the request path.
+		{"htu-dot-segment", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://api.example.com/orders/./1"}), jktEC)
 		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
 		{"htu-ambiguous-path", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://api.example.com/orders%2F1"}), jktEC)

@@ -2,26 +2,28 @@ package policy_test
 
 import (
 	"encoding/json"
-	"math/big"
-
 	"errors"
-	"github.com/jwksverify/jwksverify/verify"
+	"math/big"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // FuzzSelect feeds raw request targets through the normalizer and the
 // route matcher: no panic; an encoded '/', a '\' or a NUL is always
-// ErrAmbiguousPath; a normalized path never climbs above '/'; and the
-// route chosen is the one a plain string comparison of the normalized
-// path chooses (so /public/../admin, in any encoding, is /admin's).
+// ErrAmbiguousPath; a path with a dot or an empty segment in any spelling
+// is ErrAmbiguousPath and no route, named policy or default allows it; a
+// normalized path has as many segments as the target; and the route chosen
+// is the one a plain string comparison of the normalized path chooses.
 func FuzzSelect(f *testing.F) {
 	for _, s := range []string{"/admin", "/public/../admin", "/public/%2e%2e/admin", "/public/%2E%2E/admin", "/public%2F..%2Fadmin",
 		"/public/..%5Cadmin", "//admin", "/admin/", "/administrator", "/items/1/detail", "/public/./x", "/%61dmin/x", "/public\x00/../admin",
-		"/orders/1?x=/admin", "/a/../../admin", "/public/..;/admin"} {
+		"/orders/1?x=/admin", "/a/../../admin", "/public/..;/admin", "/admin/%2e%2e/anon/x", "//anon/admin/secret", "/admin//../anon/x",
+		"/admin/x/../../public/y", "/public/.%2E/admin", "http://h//admin", "/public/%7e/x"} {
 		f.Add(s)
 	}
 	s := mustSet(f, policy.Options{
@@ -45,11 +47,25 @@ func FuzzSelect(f *testing.F) {
 			}
 			return
 		}
-		if err != nil {
+		if dotOrEmptySegment(path) {
 			if !errors.Is(err, request.ErrAmbiguousPath) {
-				t.Fatalf("FromParts(%q) error %v is not ErrAmbiguousPath", raw, err)
+				t.Fatalf("FromParts(%q) = %q, %v; want ErrAmbiguousPath (a dot or empty segment)", raw, o.Path, err)
+			}
+			for _, name := range []string{"", "admin", "public", "fallback"} {
+				if c, cerr := s.Choose(name, o, err); !errors.Is(cerr, policy.ErrAmbiguous) || !errors.Is(cerr, verify.ErrForbidden) {
+					t.Fatalf("Choose(%q, %q) = %v, %v; want ErrAmbiguous", name, raw, c.Policy.Name(), cerr)
+				}
 			}
 			return
+		}
+		if err != nil {
+			if !errors.Is(err, request.ErrAmbiguous) {
+				t.Fatalf("FromParts(%q) error %v is not ErrAmbiguous", raw, err)
+			}
+			return
+		}
+		if strings.HasPrefix(path, "/") && strings.Count(o.Path, "/") != strings.Count(path, "/") {
+			t.Fatalf("FromParts(%q).Path = %q: the segments changed", raw, o.Path)
 		}
 		if !strings.HasPrefix(o.Path, "/") || o.Path == "/.." || strings.HasPrefix(o.Path, "/../") || strings.Contains(o.Path, "/../") || strings.HasSuffix(o.Path, "/..") {
 			t.Fatalf("FromParts(%q).Path = %q climbs or keeps a dot segment", raw, o.Path)
@@ -125,4 +141,34 @@ func ratOf(v string) (*big.Rat, bool) {
 		}
 	}
 	return nil, false
+}
+
+// dotOrEmptySegment reports whether path, with every escape decoded (an
+// encoded '/' is refused before this is asked), holds a "." or ".." segment
+// or an empty one before the last: the oracle FuzzSelect holds
+// request.NormalizePath to, written without its code.
+func dotOrEmptySegment(path string) bool {
+	if rest, ok := strings.CutPrefix(strings.ToLower(path), "http://"); ok {
+		path = rest
+	} else if rest, ok := strings.CutPrefix(strings.ToLower(path), "https://"); ok {
+		path = rest
+	} else if !strings.HasPrefix(path, "/") {
+		return false
+	}
+	if i := strings.IndexByte(path, '/'); i > 0 {
+		path = path[i:]
+	} else if i < 0 {
+		return false
+	}
+	dec, err := url.PathUnescape(path)
+	if err != nil {
+		return false // a malformed escape: refused anyway
+	}
+	segs := strings.Split(dec[1:], "/")
+	for i, seg := range segs {
+		if seg == "." || seg == ".." || (seg == "" && i < len(segs)-1) {
+			return true
+		}
+	}
+	return false
 }

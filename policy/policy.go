@@ -391,8 +391,8 @@ type Choice struct {
 // Choose returns the policy that decides a request: the policy named name,
 // or, when name is "", the one the routes choose for the original request
 // o. oerr says why o is not known (request.ErrMissing,
-// request.ErrAmbiguousPath; nil: it is). An ambiguous path is refused
-// whatever chose the policy ([ErrAmbiguousPath], with the named policy in
+// request.ErrAmbiguous; nil: it is). An ambiguous request is refused
+// whatever chose the policy ([ErrAmbiguous], with the named policy in
 // the Choice); a missing request is refused when routes must choose
 // ([ErrUnrouted]); a name that is not configured is [ErrUnknownPolicy].
 // The server and the CLI both choose by it.
@@ -402,14 +402,14 @@ func (s *Set) Choose(name string, o request.Original, oerr error) (Choice, error
 		if !ok {
 			return Choice{By: ByName, Route: -1}, ErrUnknownPolicy
 		}
-		if errors.Is(oerr, request.ErrAmbiguousPath) {
-			return Choice{Policy: p, By: ByName, Route: -1}, ErrAmbiguousPath
+		if errors.Is(oerr, request.ErrAmbiguous) {
+			return Choice{Policy: p, By: ByName, Route: -1}, ErrAmbiguous
 		}
 		return Choice{Policy: p, By: ByName, Route: -1}, nil
 	}
 	switch {
-	case errors.Is(oerr, request.ErrAmbiguousPath):
-		return Choice{By: ByRoute, Route: -1}, ErrAmbiguousPath
+	case errors.Is(oerr, request.ErrAmbiguous):
+		return Choice{By: ByRoute, Route: -1}, ErrAmbiguous
 	case s.HasRoutes() && oerr != nil:
 		return Choice{By: ByRoute, Route: -1}, ErrUnrouted
 	}

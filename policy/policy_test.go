@@ -352,13 +352,13 @@ func TestChoose(t *testing.T) {
 	}{
 		{"by-name", "admin", get, nil, "admin", policy.ByName, -1, nil},
 		{"by-name-without-request", "admin", request.Original{}, request.ErrMissing, "admin", policy.ByName, -1, nil},
-		{"by-name-ambiguous", "admin", request.Original{}, request.ErrAmbiguousPath, "admin", policy.ByName, -1, policy.ErrAmbiguousPath},
+		{"by-name-ambiguous", "admin", request.Original{}, request.ErrAmbiguousPath, "admin", policy.ByName, -1, policy.ErrAmbiguous},
 		{"unknown-name", "nope", get, nil, "-", policy.ByName, -1, policy.ErrUnknownPolicy},
 		{"first-route", "", get, nil, "read", policy.ByRoute, 0, nil},
 		{"second-route", "", request.Original{Method: "POST", Host: "admin.example.com", Path: "/orders/1"}, nil, "admin", policy.ByRoute, 1, nil},
 		{"default", "", request.Original{Method: "POST", Host: "api.example.com", Path: "/orders/1"}, nil, "fallback", policy.ByDefault, -1, nil},
 		{"unrouted", "", request.Original{}, request.ErrMissing, "-", policy.ByRoute, -1, policy.ErrUnrouted},
-		{"ambiguous", "", request.Original{}, request.ErrAmbiguousPath, "-", policy.ByRoute, -1, policy.ErrAmbiguousPath},
+		{"ambiguous", "", request.Original{}, request.ErrAmbiguousPath, "-", policy.ByRoute, -1, policy.ErrAmbiguous},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

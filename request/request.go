@@ -14,6 +14,7 @@ package request
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"net/http"
 	"strings"
@@ -24,11 +25,20 @@ import (
 var (
 	// ErrMissing: the preset's headers are absent, or present more than once.
 	ErrMissing = errors.New("request: original request not forwarded by the proxy")
-	// ErrAmbiguousPath: the path holds an encoded '/', a '\' (raw or
-	// encoded), a NUL, a raw ';' or '#', a malformed escape, or dot
-	// segments that climb above '/'. Servers disagree on what such a path
-	// means, so none is routed.
-	ErrAmbiguousPath = errors.New("request: ambiguous path")
+	// ErrAmbiguous: the original request is one that the application behind
+	// the proxy could read differently from jwksverify ([ErrAmbiguousPath],
+	// [ErrAmbiguousMethod]). It is denied whatever the routes say.
+	ErrAmbiguous = errors.New("request: ambiguous")
+	// ErrAmbiguousPath: the path holds a dot segment ("." or "..", raw or
+	// percent-encoded in any spelling), an empty segment ("//"), an encoded
+	// '/', a '\' (raw or encoded), a NUL, a raw ';' or '#', or a malformed
+	// escape. Servers and routers disagree on what such a path means, so
+	// none is routed. It matches [ErrAmbiguous].
+	ErrAmbiguousPath = fmt.Errorf("%w path", ErrAmbiguous)
+	// ErrAmbiguousMethod: a method override (a header of [OverrideHeaders],
+	// or a _method query parameter) names something that is not a method
+	// token. It matches [ErrAmbiguous].
+	ErrAmbiguousMethod = fmt.Errorf("%w method override", ErrAmbiguous)
 )
 
 // Proxy is a forward_auth.proxy preset: which proxy sends the auth call, and
@@ -86,11 +96,54 @@ type Original struct {
 	Scheme string
 	// Host is the host, lower case, without port or trailing dot.
 	Host string
+	// Port is the port the host named ("8443"), or "" when it named none.
+	// Routes never look at it; DPoP's htu does (RFC 3986 §6.2.3: a default
+	// port is the same URI as none, see [Original.URL]).
+	Port string
 	// Path is the normalized path (see [NormalizePath]): never empty,
 	// starts with '/', no query.
 	Path string
 	// RawQuery is the query as sent, without '?' and without fragment.
 	RawQuery string
+	// Overrides lists the methods that method overrides name (the
+	// [OverrideHeaders] and _method query parameters), upper-cased, sorted,
+	// space-separated, each once, without Method itself; "" when there is
+	// none. Frameworks (Rails, Laravel, Symfony, Express's method-override)
+	// run a request as the method its override names, so a request is
+	// allowed only when every one of [Original.Methods] is. A _method field
+	// in a form body cannot be seen: POST must be given the strictest
+	// policy of the methods an application lets it override.
+	Overrides string
+}
+
+// Methods yields the request's method and then each method its overrides
+// name: the methods an application behind the proxy may run it as.
+func (o Original) Methods() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		if !yield(o.Method) {
+			return
+		}
+		for m := range strings.FieldsSeq(o.Overrides) {
+			if !yield(m) {
+				return
+			}
+		}
+	}
+}
+
+// URL returns scheme://host[:port]path, the request's URI without query as
+// RFC 3986 §6.2.2 and §6.2.3 normalize it: scheme and host lower case, an
+// IPv6 host in brackets, the port only when it is not the scheme's default.
+// DPoP's htu is compared with it.
+func (o Original) URL() string {
+	host := o.Host
+	if strings.IndexByte(host, ':') >= 0 {
+		host = "[" + host + "]"
+	}
+	if o.Port != "" && !(o.Scheme == "http" && o.Port == "80") && !(o.Scheme == "https" && o.Port == "443") {
+		host += ":" + o.Port
+	}
+	return o.Scheme + "://" + host + o.Path
 }
 
 // From reads the original request of r as p says. For [Envoy], prefix is
@@ -118,7 +171,11 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		return FromParts(r.Method, scheme, r.Host, rest)
+		o, err := FromParts(r.Method, scheme, r.Host, rest)
+		if err != nil {
+			return o, err
+		}
+		return o.WithHeaderOverrides(headerPairs(r.Header))
 	}
 	h, _ := p.Headers()
 	method, ok1 := one(r.Header, h.Method)
@@ -128,7 +185,27 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 		return Original{}, fmt.Errorf("%w: want exactly one each of %s, %s and %s", ErrMissing, h.Method, h.URI, h.Host)
 	}
 	proto, _ := one(r.Header, h.Proto) // optional: only DPoP's htu needs it
-	return FromParts(method, proto, host, uri)
+	o, err := FromParts(method, proto, host, uri)
+	if err != nil {
+		return o, err
+	}
+	// The proxies pass the client's headers to the auth call (nginx's
+	// auth_request, Caddy's forward_auth, Traefik's forwardAuth), so the
+	// overrides the application will read are in r.Header.
+	return o.WithHeaderOverrides(headerPairs(r.Header))
+}
+
+// headerPairs yields every value of h with its name.
+func headerPairs(h http.Header) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for name, vs := range h {
+			for _, v := range vs {
+				if !yield(name, v) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // one returns the header's value when it is present exactly once.
@@ -151,7 +228,7 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	if method == "" {
 		return Original{}, fmt.Errorf("%w: empty method", ErrMissing)
 	}
-	o := Original{Method: NormalizeMethod(method), Scheme: strings.ToLower(scheme), Host: NormalizeHost(host)}
+	o := Original{Method: NormalizeMethod(method), Scheme: strings.ToLower(scheme), Host: NormalizeHost(host), Port: hostPort(host)}
 	if o.Scheme != "" && o.Scheme != "http" && o.Scheme != "https" {
 		return Original{}, fmt.Errorf("%w: scheme %q", ErrMissing, scheme)
 	}
@@ -168,7 +245,23 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 		return Original{}, err
 	}
 	o.Path = p
+	if query != "" {
+		if o, err = o.withQueryOverrides(query); err != nil {
+			return Original{}, err
+		}
+	}
 	return o, nil
+}
+
+// hostPort returns the port that host ("h:8443", "[::1]:8443") names, or "".
+func hostPort(host string) string {
+	if strings.IndexByte(host, ':') < 0 {
+		return ""
+	}
+	if _, port, err := net.SplitHostPort(host); err == nil {
+		return port
+	}
+	return ""
 }
 
 // cutAbsolute returns the path of an absolute-form target
@@ -227,14 +320,23 @@ func normalizeHost(host string) string {
 }
 
 // NormalizePath returns the path routes are matched against: percent-escapes
-// of unreserved characters decoded (others kept, hex upper-cased), runs of
-// '/' merged into one, and dot segments removed (RFC 3986 §5.2.4). It
-// returns [ErrAmbiguousPath] for a path that does not start with '/', holds
-// an encoded '/', a '\' raw or encoded, a NUL raw or encoded, a raw ';'
-// (path parameters: Tomcat, Jetty and Spring strip them before routing, so
-// /admin;x/secret is their /admin/secret), a raw '#' (no request target has
-// a fragment), a malformed escape, or dot segments that climb above '/'.
-// The empty path is "/".
+// of unreserved characters decoded (others kept, hex upper-cased), nothing
+// else changed. It returns [ErrAmbiguousPath] for a path that routers behind
+// the proxy could read as another path than the one decided:
+//   - a dot segment, "." or "..", raw or percent-encoded in any spelling
+//     ("%2e", ".%2E"): Go's ServeMux and Flask keep "/admin/../anon" under
+//     /admin while RFC 3986 §5.2.4 takes it to /anon;
+//   - an empty segment ("//" anywhere; a single trailing '/' is not one):
+//     WHATWG URL parsing reads "//anon/admin" as the host anon and the path
+//     /admin, other routers merge the slashes or keep the empty segment;
+//   - an encoded '/', a '\' raw or encoded, a NUL raw or encoded;
+//   - a raw ';' (path parameters: Tomcat, Jetty and Spring strip them
+//     before routing, so /admin;x/secret is their /admin/secret);
+//   - a raw '#' (no request target has a fragment), a malformed escape, or
+//     a path that does not start with '/'.
+//
+// No path is tidied up instead: two normalizers never agree, so whatever
+// they could read differently is refused. The empty path is "/".
 func NormalizePath(raw string) (string, error) {
 	if isNormalPath(raw) {
 		return raw, nil // already normal: the common case, without allocating
@@ -245,8 +347,8 @@ func NormalizePath(raw string) (string, error) {
 // isNormalPath reports whether raw is a path that [NormalizePath] returns
 // unchanged, found without allocating: it starts with '/', holds no '%',
 // '\', NUL, ';' or '#', and no '/' is followed by another '/' or by '.' (so
-// it has no empty segment but perhaps the last, and no dot segment). A path
-// it refuses may still be normal; normalizePath decides those.
+// it has no empty segment and no dot segment). A path it refuses may still
+// be normal ("/.well-known"); normalizePath decides those.
 func isNormalPath(raw string) bool {
 	if raw == "" || raw[0] != '/' {
 		return false
@@ -315,26 +417,19 @@ func normalizePath(raw string) (string, error) {
 			b.WriteByte(c)
 		}
 	}
-	// Split into segments (merging runs of '/'), resolve dot segments. The
-	// result ends in '/' when the last segment is empty, "." or "..".
-	var out []string
-	trailing := false
-	for seg := range strings.SplitSeq(b.String()[1:], "/") {
-		trailing = seg == "" || seg == "." || seg == ".."
+	// Every segment must be one a router reads as itself: not empty (but
+	// the last, the trailing '/'), not a dot segment.
+	p := b.String()
+	rest := p[1:]
+	for rest != "" {
+		seg, after, more := strings.Cut(rest, "/")
 		switch {
-		case seg == "" || seg == ".":
-		case seg == "..":
-			if len(out) == 0 {
-				return "", fmt.Errorf("%w: dot segments climb above '/'", ErrAmbiguousPath)
-			}
-			out = out[:len(out)-1]
-		default:
-			out = append(out, seg)
+		case seg == "." || seg == "..":
+			return "", fmt.Errorf("%w: holds a dot segment", ErrAmbiguousPath)
+		case seg == "" && more:
+			return "", fmt.Errorf("%w: holds an empty segment ('//')", ErrAmbiguousPath)
 		}
-	}
-	p := "/" + strings.Join(out, "/")
-	if trailing && len(out) > 0 {
-		p += "/"
+		rest = after
 	}
 	return p, nil
 }

@@ -56,7 +56,7 @@ type Selection struct {
 	// Original is the original request; meaningful when OriginalErr is nil.
 	Original request.Original
 	// OriginalErr says why the original request is not known
-	// (request.ErrMissing, request.ErrAmbiguousPath). An ambiguous path is
+	// (request.ErrMissing, request.ErrAmbiguous). An ambiguous request is
 	// denied whatever the routes say; a missing request is denied when the
 	// routes or the policy need it.
 	OriginalErr error
@@ -139,7 +139,7 @@ func (s *Server) AuthorizeBound(ctx context.Context, endpoint, token string, sel
 
 func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenState, sel Selection, b *Binding) Decision {
 	p, label, selErr := s.choose(sel)
-	if st == tokenMissing && selErr == nil && p.AllowAnonymous() {
+	if st == tokenMissing && selErr == nil && p.AllowAnonymous() && s.overridesAnonymous(sel) {
 		s.authorized(label, ClassAnonymous)
 		return Decision{Status: http.StatusOK, Issuer: UnknownIssuer, Anonymous: true, Policy: p.Name(), headers: s.identity}
 	}
@@ -151,8 +151,8 @@ func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenSt
 			among = p.Issuers()
 		}
 		d = s.decideAmong(ctx, endpoint, tok, among, b)
-	case tokenAmbiguous:
-		d = s.reject(ctx, endpoint, s.now(), "", errAmbiguousToken, false)
+	case tokenAmbiguous, tokenMalformed:
+		d = s.reject(ctx, endpoint, s.now(), "", st.err(), false)
 	default:
 		d = s.Decide(ctx, endpoint, "")
 	}
@@ -174,11 +174,73 @@ func (s *Server) authorize(ctx context.Context, endpoint, tok string, st tokenSt
 		}
 		return s.forbid(ctx, endpoint, d, p, label, req, err)
 	}
+	if op, req, err := s.overridesAllow(d, sel); err != nil {
+		return s.forbid(ctx, endpoint, d, op, label, req, err)
+	}
 	if h := p.ClaimHeaders(); h != nil {
 		d.headers = s.policyHeaders[p.Name()]
 	}
 	s.authorized(label, ClassValid)
 	return d
+}
+
+// overrideChoice is the original request as one method its overrides name
+// would run it, with the policy that decides it or why none does.
+type overrideChoice struct {
+	o   request.Original
+	p   *policy.Policy
+	err error
+}
+
+// overridden returns the original request of sel as each method its
+// overrides name would run it (request.Original.Overrides), with its
+// policy; nil (without allocating) when there are none.
+func (s *Server) overridden(sel Selection) []overrideChoice {
+	if sel.OriginalErr != nil || sel.Original.Overrides == "" {
+		return nil
+	}
+	var out []overrideChoice
+	for m := range strings.FieldsSeq(sel.Original.Overrides) {
+		o := sel.Original
+		o.Method, o.Overrides = m, ""
+		c, err := s.policies.Choose(sel.Policy, o, nil)
+		out = append(out, overrideChoice{o, c.Policy, err})
+	}
+	return out
+}
+
+// overridesAnonymous reports whether the policy of every method that sel's
+// overrides name allows a request without a token, as the policy of its own
+// method did: an application that runs POST /orders/1?_method=DELETE as
+// DELETE must not get it anonymously because POST is anonymous.
+func (s *Server) overridesAnonymous(sel Selection) bool {
+	for _, c := range s.overridden(sel) {
+		if c.err != nil || !c.p.AllowAnonymous() {
+			return false
+		}
+	}
+	return true
+}
+
+// overridesAllow evaluates the policy of every method that sel's overrides
+// name for the valid token of d: a request is allowed only when each of the
+// methods an application may run it as is. It returns the refusing policy
+// (nil when none could be chosen), the requirement, and why.
+func (s *Server) overridesAllow(d Decision, sel Selection) (*policy.Policy, string, error) {
+	for _, c := range s.overridden(sel) {
+		if c.err != nil {
+			return c.p, policy.ReqRequest, c.err
+		}
+		if err := c.p.Evaluate(d.Result, policy.Request{Original: c.o, Known: true}); err != nil {
+			req := policy.ReqPolicy
+			var dn *policy.Denial
+			if errors.As(err, &dn) {
+				req = dn.Requirement
+			}
+			return c.p, req, fmt.Errorf("method override %s: %w", c.o.Method, err)
+		}
+	}
+	return nil, "", nil
 }
 
 // choose returns the policy of sel (policy.Set.Choose) and its metric

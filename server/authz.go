@@ -32,7 +32,16 @@ const (
 	tokenFound     tokenState = iota
 	tokenMissing              // no source held a token
 	tokenAmbiguous            // the first source present held more than one value
+	tokenMalformed            // a Bearer or DPoP credential not exactly "<scheme> <token>"
 )
+
+// err is the malformed error of an ambiguous or malformed state.
+func (st tokenState) err() error {
+	if st == tokenMalformed {
+		return errMalformedScheme
+	}
+	return errAmbiguousToken
+}
 
 // queryFrom says where a request's query token source reads the query.
 type queryFrom int
@@ -58,6 +67,9 @@ const (
 // the original request (from says where it is; given is the query for
 // queryGiven), never another header.
 func (s *Server) tokenFromRequest(r *http.Request, from queryFrom, given string) (string, tokenState) {
+	if s.malformedScheme(r.Header) {
+		return "", tokenMalformed
+	}
 	for i := range s.sources {
 		tok, st := s.sourceToken(r, &s.sources[i], from, given)
 		switch {
@@ -69,6 +81,75 @@ func (s *Server) tokenFromRequest(r *http.Request, from queryFrom, given string)
 		return tok, st
 	}
 	return "", tokenMissing
+}
+
+// malformedScheme reports whether Authorization, or a header token source,
+// holds a value whose scheme is Bearer or DPoP (in any case) that is not
+// exactly "<scheme> <token68>" (RFC 6750 §2.1, RFC 9449 §7.1): one space,
+// one token. "Bearer\t<jwt>", "Bearer:<jwt>", "Bearer  <jwt>" or a bare
+// "Bearer" would otherwise hold no token here, pass an anonymous route as a
+// request without one, and reach an application that reads a token in it.
+func (s *Server) malformedScheme(h http.Header) bool {
+	for _, v := range h["Authorization"] {
+		if badScheme(v) {
+			return true
+		}
+	}
+	for i := range s.sources {
+		if hd := s.sources[i].header; hd != "" && hd != "Authorization" {
+			for _, v := range h[hd] {
+				if badScheme(v) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// badScheme reports whether v starts with the Bearer or DPoP auth-scheme
+// (a whole token: "Bearerx" is another scheme) and is not followed by
+// exactly one space and a token68.
+func badScheme(v string) bool {
+	for _, scheme := range [...]string{"Bearer", "DPoP"} {
+		if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+			continue
+		}
+		rest := v[len(scheme):]
+		if rest != "" && isTchar(rest[0]) {
+			continue // another scheme whose name starts alike
+		}
+		return len(rest) < 2 || rest[0] != ' ' || !isToken68(rest[1:])
+	}
+	return false
+}
+
+// isTchar reports whether c is an RFC 9110 tchar.
+func isTchar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// isToken68 reports whether s is an RFC 9110 token68: 1*( ALPHA / DIGIT /
+// "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isToken68(s string) bool {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0 {
+			i++
+			continue
+		}
+		break
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
 }
 
 // otherToken reports whether a source from index start on holds a token

@@ -270,8 +270,8 @@ func (s *Server) decideRequestBound(r *http.Request, endpoint string, b *Binding
 	switch st {
 	case tokenFound:
 		return s.DecideBound(r.Context(), endpoint, tok, b)
-	case tokenAmbiguous:
-		return s.reject(r.Context(), endpoint, s.now(), "", errAmbiguousToken, false)
+	case tokenAmbiguous, tokenMalformed:
+		return s.reject(r.Context(), endpoint, s.now(), "", st.err(), false)
 	default:
 		return s.Decide(r.Context(), endpoint, "")
 	}
@@ -283,6 +283,9 @@ func (s *Server) decideRequestBound(r *http.Request, endpoint string, b *Binding
 // configured token sources'. b.Proofs are r's DPoP headers.
 func (s *Server) boundToken(r *http.Request, b *Binding, from queryFrom, rawQuery string) (string, tokenState) {
 	b.Proofs = r.Header["Dpop"]
+	if s.malformedScheme(r.Header) {
+		return "", tokenMalformed
+	}
 	if tok, ok := s.dpopToken(r); ok {
 		if s.otherToken(r, 0, tok, from, rawQuery) {
 			return "", tokenAmbiguous

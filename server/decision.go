@@ -97,6 +97,9 @@ const maxMessage = 512
 var (
 	errNoToken        = fmt.Errorf("%w: the request carries no token", verify.ErrMalformed)
 	errAmbiguousToken = fmt.Errorf("%w: the request carries more than one token value", verify.ErrMalformed)
+	// errMalformedScheme: an Authorization (or token-source) value names
+	// the Bearer or DPoP scheme but is not exactly "<scheme> <token>".
+	errMalformedScheme = fmt.Errorf("%w: a Bearer or DPoP credential that is not exactly '<scheme> <token>'", verify.ErrMalformed)
 )
 
 // Decision is the outcome of one token, with everything a front end needs
@@ -278,8 +281,8 @@ func (s *Server) decideRequest(r *http.Request, endpoint string, from queryFrom,
 	switch tok, st := s.tokenFromRequest(r, from, rawQuery); st {
 	case tokenFound:
 		return s.Decide(r.Context(), endpoint, tok)
-	case tokenAmbiguous:
-		return s.reject(r.Context(), endpoint, s.now(), "", errAmbiguousToken, false)
+	case tokenAmbiguous, tokenMalformed:
+		return s.reject(r.Context(), endpoint, s.now(), "", st.err(), false)
 	default:
 		return s.Decide(r.Context(), endpoint, "")
 	}

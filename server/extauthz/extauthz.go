@@ -171,10 +171,7 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 		// policy before the routes choose one. A named policy is honoured
 		// (an unknown one denied) even when no policies are configured.
 		// The sender constraints are checked before the policy runs.
-		o, err := request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), hr.GetPath())
-		if err == nil {
-			o.RawQuery = originalQuery(hr)
-		}
+		o, err := original(hr)
 		var b *server.Binding
 		if a.s.BindingEnabled() {
 			b = a.binding(req, hr)
@@ -194,9 +191,7 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 // with include_peer_certificate), else the configured header or XFCC.
 func (a *authzGRPC) binding(req *authv3.CheckRequest, hr *authv3.AttributeContext_HttpRequest) *server.Binding {
 	return &server.Binding{
-		Request: func() (request.Original, error) {
-			return request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), hr.GetPath())
-		},
+		Request: func() (request.Original, error) { return original(hr) },
 		ClientCert: func() (string, error) {
 			if pem := req.GetAttributes().GetSource().GetCertificate(); pem != "" {
 				return mtls.ThumbprintForwarded(pem)
@@ -271,6 +266,28 @@ func (a *authzGRPC) request(ctx context.Context, hr *authv3.AttributeContext_Htt
 
 // originalQuery is the query of the original request target: after the '?'
 // of :path (fragment cut), else attributes.request.http.query.
+// original is the request Envoy asks about, from attributes.request.http:
+// method, scheme, host (with its port) and path, the query from the path or
+// Envoy's query field, and the method overrides in the query and headers.
+func original(hr *authv3.AttributeContext_HttpRequest) (request.Original, error) {
+	target := hr.GetPath()
+	if q := hr.GetQuery(); q != "" && !strings.Contains(target, "?") {
+		target += "?" + q
+	}
+	o, err := request.FromParts(hr.GetMethod(), hr.GetScheme(), hr.GetHost(), target)
+	if err != nil {
+		return o, err
+	}
+	o.RawQuery = originalQuery(hr)
+	return o.WithHeaderOverrides(func(yield func(string, string) bool) {
+		for name, v := range hr.GetHeaders() {
+			if !yield(name, v) {
+				return
+			}
+		}
+	})
+}
+
 func originalQuery(hr *authv3.AttributeContext_HttpRequest) string {
 	if _, q, ok := strings.Cut(hr.GetPath(), "?"); ok {
 		q, _, _ = strings.Cut(q, "#")

@@ -201,11 +201,13 @@ func parse(name string) *template.Template {
 		"lower": strings.ToLower,
 		// twins: the header and the names a CGI upstream reads as it
 		// (server.HeaderTwins), each to be cleared.
-		"twins":    func(h string) []string { return append([]string{h}, server.HeaderTwins(h)...) },
-		"nginxvar": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
-		"seconds":  func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
-		"host":     func(a string) string { h, _, _ := net.SplitHostPort(a); return h },
-		"port":     func(a string) string { _, p, _ := net.SplitHostPort(a); return p },
+		"twins": func(h string) []string { return append([]string{h}, server.HeaderTwins(h)...) },
+		// onlytwins: the names a CGI upstream reads as h, without h.
+		"onlytwins": server.HeaderTwins,
+		"nginxvar":  func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
+		"seconds":   func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
+		"host":      func(a string) string { h, _, _ := net.SplitHostPort(a); return h },
+		"port":      func(a string) string { _, p, _ := net.SplitHostPort(a); return p },
 		"nextport": func(a string) (string, error) {
 			_, p, _ := net.SplitHostPort(a)
 			n, err := strconv.Atoi(p)
@@ -223,9 +225,27 @@ type original struct{ Name, Value string }
 
 // values are each proxy's expressions for method, URI, host and proto, in
 // request.Headers's order. Caddy and Traefik set their preset's headers
-// themselves.
+// themselves. nginx's host is the Host header as sent, port included (DPoP's
+// htu compares it), the one the application is sent too
+// ($jwksverify_host in nginx.conf.tmpl).
 var values = map[request.Proxy][4]string{
-	request.Nginx: {"$request_method", "$request_uri", "$host", "$scheme"},
+	request.Nginx: {"$request_method", "$request_uri", "$jwksverify_host", "$scheme"},
+}
+
+// Forwarding is what every proxy file does about the headers applications
+// read the request's host, scheme, port or path from: it sets Set to what
+// jwksverify decided on (the host as the proxy read it, the scheme of the
+// client's connection) and removes Removed, each with its CGI twins
+// (server.HeaderTwins), so that a client's Forwarded: host=admin.internal
+// or X_Forwarded_Host never reaches an application that trusts it (Flask's
+// ProxyFix, Rails, Express's trust proxy, Django's USE_X_FORWARDED_HOST), nor
+// an X-Original-URL one that routes by it.
+var Forwarding = struct {
+	Set, Removed []string
+}{
+	Set: []string{"X-Forwarded-Host", "X-Forwarded-Proto"},
+	Removed: []string{"Forwarded", "X-Forwarded-Method", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Server", "X-Forwarded-Uri", "X-Host",
+		"X-Original-Host", "X-Original-Method", "X-Original-Proto", "X-Original-Uri", "X-Original-Url", "X-Rewrite-Url"},
 }
 
 // Write writes the configuration of in.Proxy to w.
@@ -248,9 +268,11 @@ func Write(w io.Writer, in Input) error {
 	}
 	data := struct {
 		Input
-		GRPCSet  bool
-		Original []original
-	}{Input: in, GRPCSet: grpcSet}
+		GRPCSet   bool
+		Original  []original
+		Forwarded []string // Forwarding.Set
+		Removed   []string // Forwarding.Removed
+	}{Input: in, GRPCSet: grpcSet, Forwarded: Forwarding.Set, Removed: Forwarding.Removed}
 	if h, ok := in.Proxy.Headers(); ok {
 		v := values[in.Proxy]
 		for i, name := range []string{h.Method, h.URI, h.Host, h.Proto} {

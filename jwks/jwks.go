@@ -245,8 +245,11 @@ func CheckOptions(opts Options) error {
 	return err
 }
 
-// withDefaults validates o and fills its zero values.
-func (o Options) withDefaults() (Options, error) {
+// checkSource validates o's key source: one of URL, Discovery and File,
+// or StaticKeys (HMAC secrets long enough, kids distinct), and the URLs,
+// CA file and trust domain that go with it. It returns o with its
+// StaticKeys cloned.
+func (o Options) checkSource() (Options, error) {
 	invalid := func(field, format string, args ...any) (Options, error) {
 		return Options{}, invalidOption(field, format, args...)
 	}
@@ -306,6 +309,18 @@ func (o Options) withDefaults() (Options, error) {
 		if _, err := parseURL(o.Issuer, o.InsecureAllowHTTP); err != nil {
 			return invalid("Issuer", "%w", err)
 		}
+	}
+	return o, nil
+}
+
+// withDefaults validates o and fills its zero values.
+func (o Options) withDefaults() (Options, error) {
+	invalid := func(field, format string, args ...any) (Options, error) {
+		return Options{}, invalidOption(field, format, args...)
+	}
+	o, err := o.checkSource()
+	if err != nil {
+		return Options{}, err
 	}
 	durations := []struct {
 		name  string

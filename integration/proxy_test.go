@@ -183,20 +183,22 @@ func startCaddyWith(t *testing.T, jwksverifyDown bool, authAddr, extra string) *
 	caddy := requireTool(t, "caddy", "caddy")
 	b := startBackends(t, "caddy", jwksverifyDown, authAddr, extra)
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	runCaddy(t, caddy, proxyConfig(t, "caddy", b, addr), addr)
+	return &proxyEnv{URL: "http://" + addr, issuer: b.is, down: b.down, upstream: b.upstream}
+}
+
+// runCaddy runs real Caddy with conf (a Caddyfile) until it listens on
+// addr, its data and config directories in temp dirs.
+func runCaddy(t *testing.T, caddy, conf, addr string) {
+	t.Helper()
 	dir := t.TempDir()
 	confPath := filepath.Join(dir, "Caddyfile")
-	if err := os.WriteFile(confPath, []byte(proxyConfig(t, "caddy", b, addr)), 0o644); err != nil {
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(caddy, "run", "--config", confPath, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(),
-		"HOME="+dir,
-		"XDG_DATA_HOME="+filepath.Join(dir, "data"),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
-	)
-	p := startProcess(t, "caddy", cmd)
-	waitTCP(t, p, addr)
-	return &proxyEnv{URL: "http://" + addr, issuer: b.is, down: b.down, upstream: b.upstream}
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
+	waitTCP(t, startProcess(t, "caddy", cmd), addr)
 }
 
 func TestNginxForwardAuth(t *testing.T) { testForwardAuth(t, startNginx(t, false, "")) }
@@ -523,15 +525,7 @@ func TestProxyStripAuthorization(t *testing.T) {
 			case "nginx":
 				addr = runNginx(t, requireNginx(t), proxyConfig(t, px, b, listen), port)
 			case "caddy":
-				caddy := requireTool(t, "caddy", "caddy")
-				dir := t.TempDir()
-				confPath := filepath.Join(dir, "Caddyfile")
-				if err := os.WriteFile(confPath, []byte(proxyConfig(t, px, b, listen)), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				cmd := exec.Command(caddy, "run", "--config", confPath, "--adapter", "caddyfile")
-				cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_DATA_HOME="+filepath.Join(dir, "data"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
-				waitTCP(t, startProcess(t, "caddy", cmd), listen)
+				runCaddy(t, requireTool(t, "caddy", "caddy"), proxyConfig(t, px, b, listen), listen)
 				addr = listen
 			}
 			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/orders/1", nil)

@@ -134,17 +134,17 @@ func TestAPIDocErrorClasses(t *testing.T) {
 			if len(cells) != 7 {
 				t.Fatalf("row %q has %d cells, want 7 (class, meaning, 5 endpoints)", row, len(cells))
 			}
-			d := e.srv.reject(context.Background(), EndpointVerify, epoch, "", fmt.Errorf("%w: doc", sentinel), false)
+			d := e.srv.Decide(context.Background(), &Call{Endpoint: EndpointVerify, ReadErr: fmt.Errorf("%w: doc", sentinel)})
 			if d.Class != class {
-				t.Fatalf("reject(%s).Class = %q", class, d.Class)
+				t.Fatalf("Decide(%s).Class = %q", class, d.Class)
 			}
 			want := []struct {
 				column string
 				status int
 			}{
-				{"/v1/verify", verifyStatus(d)},
+				{"/v1/verify", rendered(func(w http.ResponseWriter) { writeVerdict(w, &d, "") })},
 				{"/v1/verify/batch", http.StatusOK}, // serveBatch: 200 whatever the verdicts
-				{"/introspect", introspectStatus(d)},
+				{"/introspect", rendered(func(w http.ResponseWriter) { writeIntrospection(w, &d, "") })},
 				{"/v1/authz", d.Status}, // writeDenial writes d.Status
 			}
 			for i, w := range want {
@@ -328,4 +328,11 @@ func TestAPIDocCoversGoldenEndpoints(t *testing.T) {
 			t.Errorf("docs/API.md has no example %s*", prefix)
 		}
 	}
+}
+
+// rendered is the status write writes.
+func rendered(write func(http.ResponseWriter)) int {
+	w := httptest.NewRecorder()
+	write(w)
+	return w.Code
 }

@@ -155,7 +155,7 @@ func TestAuthzPolicies(t *testing.T) {
 					t.Errorf("anonymous X-Auth-Subject = %q, %v; want present and empty", v, ok)
 				}
 			}
-			d := e.srv.AuthorizeRequest(tt.req, EndpointAuthz, selectionOf(e.srv, tt.req))
+			d := e.srv.Decide(tt.req.Context(), forwardAuthCall(e.srv, tt.req))
 			if d.Policy != tt.wantPolicy {
 				t.Errorf("Decision.Policy = %q, want %q", d.Policy, tt.wantPolicy)
 			}
@@ -163,9 +163,10 @@ func TestAuthzPolicies(t *testing.T) {
 	}
 }
 
-func selectionOf(s *Server, r *http.Request) Selection {
+// forwardAuthCall is the call /v1/authz makes for r.
+func forwardAuthCall(s *Server, r *http.Request) *Call {
 	o, err := s.proxy.From(r, authzPath)
-	return Selection{Original: o, OriginalErr: err}
+	return &Call{Endpoint: EndpointAuthz, Headers: r.Header, Original: o, OriginalErr: err, Routed: true}
 }
 
 // TestPolicyOnCacheHit: the same token, first under a policy that allows it

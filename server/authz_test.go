@@ -244,7 +244,7 @@ func TestDecideUnclassifiedErrorFailsClosed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := e.srv.reject(context.Background(), EndpointGRPC, e.clock.Now(), "tok", tt.err, false)
+			d := e.srv.Decide(context.Background(), &Call{Endpoint: EndpointGRPC, ReadErr: tt.err})
 			if d.Allowed() || d.Status != tt.wantStatus || d.Class != tt.wantClass {
 				t.Errorf("reject(%v) = %d %q, want %d %q", tt.err, d.Status, d.Class, tt.wantStatus, tt.wantClass)
 			}
@@ -319,7 +319,7 @@ func TestIssuerLabelIsTheVerifiers(t *testing.T) {
 				c["tid"] = tt.tid
 			}
 			before := m.count(EndpointAuthz, tt.wantLabel, tt.wantClass)
-			d := srv.Decide(context.Background(), EndpointAuthz, mint(c))
+			d := srv.Decide(context.Background(), &Call{Endpoint: EndpointAuthz, Token: mint(c)})
 			if d.Issuer != tt.wantLabel || d.Class != strings.TrimPrefix(tt.wantClass, ClassValid) {
 				t.Errorf("Decide() issuer %q class %q, want %q %q", d.Issuer, d.Class, tt.wantLabel, tt.wantClass)
 			}

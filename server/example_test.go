@@ -87,6 +87,35 @@ func ExampleServer_Handler() {
 	// Output: 200 alice
 }
 
+// ExampleServer_Decide is a front end of its own: it hands the request's
+// headers to the one decision call and writes what the Decision says.
+func ExampleServer_Decide() {
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	srv, err := server.New(server.Options{
+		Verifier:        exampleVerifier(now),
+		ClaimsToHeaders: map[string]map[string]string{"https://idp.example.com/": {"sub": "X-Auth-Subject"}},
+		Logger:          slog.New(slog.DiscardHandler),
+		Now:             func() time.Time { return now },
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, authorization := range []string{"Bearer " + exampleToken(now), "Bearer not-a-jwt"} {
+		h := http.Header{"Authorization": {authorization}}
+		d := srv.Decide(context.Background(), &server.Call{Endpoint: server.EndpointMiddleware, Headers: h})
+		if d.Allowed() {
+			for name, value := range d.ClaimHeaders() {
+				fmt.Println(d.Status, name, value)
+			}
+			continue
+		}
+		fmt.Println(d.Status, d.Class, d.Challenge)
+	}
+	// Output:
+	// 200 X-Auth-Subject alice
+	// 401 malformed Bearer error="invalid_token", error_description="malformed"
+}
+
 // Example wires the library as the service does: a background JWKS fetcher
 // per issuer, a verifier over its keys, and the middleware in front of a
 // handler. It is compiled, not run: it would fetch keys over the network.

@@ -3,13 +3,11 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
-	"strings"
 )
 
 // introspectionClient is a validated [IntrospectionClient], kept as hashes
@@ -146,8 +144,8 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			d := s.tooLarge(r.Context(), EndpointIntrospect)
-			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request", safeMessage(d.Err, d.Class, ""))
+			d := s.Decide(r.Context(), &Call{Endpoint: EndpointIntrospect, ReadErr: s.tooLarge()})
+			writeTooLarge(w, &d, "invalid_request")
 			return
 		}
 		writeError(w, http.StatusBadRequest, "invalid_request", "the form could not be parsed")
@@ -163,48 +161,6 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "the token parameter is given more than once")
 		return
 	}
-	d := s.Decide(r.Context(), EndpointIntrospect, toks[0])
-	switch {
-	case introspectStatus(d) == http.StatusServiceUnavailable:
-		writeError(w, http.StatusServiceUnavailable, d.Class, safeMessage(d.Err, d.Class, toks[0]))
-	case d.Allowed():
-		if body, ok := activeBody(d.Result.Claims); ok {
-			writeRaw(w, http.StatusOK, body)
-			return
-		}
-		writeRaw(w, http.StatusOK, []byte(`{"active":false}`+"\n"))
-	default:
-		writeRaw(w, http.StatusOK, []byte(`{"active":false}`+"\n"))
-	}
-}
-
-// introspectStatus maps a decision to the status of /introspect: every
-// verdict, valid or not, is 200; keys unavailable is 503.
-func introspectStatus(d Decision) int {
-	if d.Status == http.StatusServiceUnavailable {
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusOK
-}
-
-// activeBody builds {"active":true, claims..., "token_type"} from the
-// token's claims, values passed through exactly (numbers not rounded). A
-// claim named "active" never overrides the answer; token_type is "Bearer"
-// unless the token has one. Members are sorted by name.
-func activeBody(claims json.RawMessage) ([]byte, bool) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(claims, &m); err != nil || m == nil {
-		return nil, false
-	}
-	m["active"] = json.RawMessage("true")
-	if _, ok := m["token_type"]; !ok {
-		m["token_type"] = json.RawMessage(`"Bearer"`)
-	}
-	var buf strings.Builder
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(m); err != nil {
-		return nil, false
-	}
-	return []byte(buf.String()), true
+	d := s.Decide(r.Context(), &Call{Endpoint: EndpointIntrospect, Token: toks[0], SkipBinding: true})
+	writeIntrospection(w, &d, toks[0])
 }

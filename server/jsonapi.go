@@ -2,7 +2,6 @@ package server
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/jwksverify/jwksverify/mtls"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -21,11 +19,10 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 }
 
-// tooLarge returns the decision of a request whose body exceeds MaxBodyBytes:
-// its token was never read, so it is too large.
-func (s *Server) tooLarge(ctx context.Context, endpoint string) Decision {
-	err := fmt.Errorf("%w: the request body exceeds %d bytes", verify.ErrTokenTooLarge, s.maxBody)
-	return s.reject(ctx, endpoint, s.now(), "", err, false)
+// tooLarge is the read error of a body over MaxBodyBytes: its token was
+// never read, so it is too large.
+func (s *Server) tooLarge() error {
+	return fmt.Errorf("%w: the request body exceeds %d bytes", verify.ErrTokenTooLarge, s.maxBody)
 }
 
 // serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,
@@ -56,72 +53,25 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
 		return
 	}
-	var b *Binding
-	if s.constraints != nil {
-		b = verifyBinding(req.DPoP, req.Request, req.ClientCert)
+	c := Call{Endpoint: EndpointVerify, Token: *req.Token, Explain: true, OriginalErr: request.ErrMissing}
+	if req.DPoP != nil {
+		c.DPoP, c.Proofs = true, []string{*req.DPoP}
 	}
-	if req.Policy == nil {
-		d := s.DecideBound(r.Context(), EndpointVerify, *req.Token, b)
-		writeRaw(w, verifyStatus(d), withSteps(AppendVerdict(nil, d.Result, d.Class, d.Err, *req.Token), d.Steps))
-		return
+	if req.ClientCert != nil {
+		c.ClientCert = *req.ClientCert
 	}
-	if _, ok := s.policies.Lookup(*req.Policy); !ok {
-		writeError(w, http.StatusBadRequest, "bad_request", "no such policy")
-		return
-	}
-	// The request is the caller's word, not a proxy's: absent fields are
-	// empty, and a path that does not normalize is denied as forward-auth
-	// denies it.
-	sel := Selection{Policy: *req.Policy}
 	if rq := req.Request; rq != nil {
-		sel.Original = request.Original{Method: request.NormalizeMethod(rq.Method), Scheme: rq.Scheme, Host: request.NormalizeHost(rq.Host)}
-		sel.Original.Path, sel.OriginalErr = request.NormalizePath(rq.Path)
-	} else {
-		sel.OriginalErr = request.ErrMissing
+		c.Original, c.OriginalErr = rq.original()
 	}
-	d := s.AuthorizeBound(r.Context(), EndpointVerify, *req.Token, sel, b)
-	writeRaw(w, verifyStatus(d), withSteps(AppendAuthorized(nil, d, *req.Token), d.Steps))
-}
-
-// withSteps adds the binding checks of a decision to a single /v1/verify
-// body: {"valid":…} + "\n" becomes {"valid":…,"binding_checks":[…]} + "\n".
-func withSteps(out []byte, steps []verify.Step) []byte {
-	if len(steps) == 0 {
-		return out
+	if req.Policy != nil {
+		if _, ok := s.policies.Lookup(*req.Policy); !ok {
+			writeError(w, http.StatusBadRequest, "bad_request", "no such policy")
+			return
+		}
+		c.Policy = *req.Policy
 	}
-	js, _ := json.Marshal(steps) // verify.Step always encodes
-	return append(append(append(out[:len(out)-2], `,"binding_checks":`...), js...), "}\n"...)
-}
-
-// AppendAuthorized appends to b the /v1/verify body of a decision made
-// under a policy: the verdict of [AppendVerdict] with "allowed" after
-// "valid", "error":"forbidden" when a valid token was refused, and the
-// "policy" that ran. The failed requirement is not shown: /v1/verify
-// callers are not the operator. A single verdict (b nil) ends with a
-// newline.
-func AppendAuthorized(b []byte, d Decision, token string) []byte {
-	single := b == nil
-	var v []byte
-	switch {
-	case d.Status == http.StatusForbidden && d.Result != nil:
-		v = AppendVerdict(nil, d.Result, "", nil, token)
-		v = append([]byte(`{"valid":true,"allowed":false,"error":"forbidden",`), v[len(`{"valid":true,`):]...)
-	case d.Allowed():
-		v = AppendVerdict(nil, d.Result, "", nil, token)
-		v = append([]byte(`{"valid":true,"allowed":true,`), v[len(`{"valid":true,`):]...)
-	default:
-		v = AppendVerdict(nil, d.Result, d.Class, d.Err, token)
-		v = append([]byte(`{"valid":false,"allowed":false,`), v[len(`{"valid":false,`):]...)
-	}
-	v = v[:len(v)-2] // "}\n"
-	v = append(v, `,"policy":`...)
-	v = appendString(v, d.Policy)
-	v = append(v, '}')
-	b = append(b, v...)
-	if single {
-		b = append(b, '\n')
-	}
-	return b
+	d := s.Decide(r.Context(), &c)
+	writeVerdict(w, &d, *req.Token)
 }
 
 // requestBody is the "request" member of /v1/verify: the request a DPoP
@@ -133,31 +83,20 @@ type requestBody struct {
 	Path   string `json:"path"`
 }
 
-// verifyBinding builds the Binding of a /v1/verify body: the proof (as the
-// DPoP scheme), the request it names, the client certificate. Every
-// binding check is explained.
-func verifyBinding(proof *string, req *requestBody, cert *string) *Binding {
-	b := &Binding{Explain: true}
-	if proof != nil {
-		b.DPoP, b.Proofs = true, []string{*proof}
+// original is the request the body names: the one a DPoP proof is for and
+// a policy is decided by, read as gRPC's attributes are
+// (request.FromParts: a query in path is the request's, and its _method
+// overrides count; a non-default port is kept for htu). It is the caller's
+// word, not a proxy's: absent fields are empty — an absent method too,
+// which FromParts would refuse: the request is then known with no method,
+// which no route's methods match — and a path that does not normalize is
+// denied as forward-auth denies it.
+func (rq *requestBody) original() (request.Original, error) {
+	o, err := request.FromParts(cmp.Or(rq.Method, http.MethodGet), rq.Scheme, rq.Host, rq.Path)
+	if err == nil && rq.Method == "" {
+		o.Method = ""
 	}
-	if req != nil {
-		rb := *req
-		b.Request = func() (request.Original, error) {
-			return request.FromParts(rb.Method, rb.Scheme, rb.Host, rb.Path)
-		}
-	}
-	if cert != nil {
-		c := *cert
-		b.ClientCert = func() (string, error) {
-			t, err := mtls.ThumbprintForwarded(c)
-			if errors.Is(err, mtls.ErrNoCertificate) {
-				return "", nil
-			}
-			return t, err
-		}
-	}
-	return b
+	return o, err
 }
 
 // writeReadError answers a body that could not be read: 413 when too
@@ -168,27 +107,12 @@ func (s *Server) writeReadError(w http.ResponseWriter, r *http.Request, endpoint
 		writeError(w, http.StatusBadRequest, "bad_request", "the request body could not be read")
 		return
 	}
-	d := s.tooLarge(r.Context(), endpoint)
+	d := s.Decide(r.Context(), &Call{Endpoint: endpoint, ReadErr: s.tooLarge()})
 	if endpoint == EndpointVerify {
-		writeRaw(w, http.StatusRequestEntityTooLarge, AppendVerdict(nil, d.Result, d.Class, d.Err, ""))
+		writeVerdict(w, &d, "")
 		return
 	}
-	writeError(w, http.StatusRequestEntityTooLarge, d.Class, safeMessage(d.Err, d.Class, ""))
-}
-
-// verifyStatus maps a decision to the status of /v1/verify: a verdict is
-// 200 (valid or not, allowed or forbidden), except token_too_large (413);
-// keys unavailable is 503.
-func verifyStatus(d Decision) int {
-	switch {
-	case d.Allowed():
-		return http.StatusOK
-	case d.Status == http.StatusServiceUnavailable:
-		return http.StatusServiceUnavailable
-	case d.Class == "token_too_large":
-		return http.StatusRequestEntityTooLarge
-	}
-	return http.StatusOK
+	writeTooLarge(w, &d, d.Class)
 }
 
 // serveBatch is POST /v1/verify/batch {"tokens":[...]}: 200
@@ -221,8 +145,9 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		d := s.Decide(r.Context(), EndpointBatch, tok)
-		out = AppendVerdict(out, d.Result, d.Class, d.Err, tok)
+		d := s.Decide(r.Context(), &Call{Endpoint: EndpointBatch, Token: tok})
+		v := d.view(false)
+		out = v.append(out, tok)
 	}
 	out = append(out, "]}\n"...)
 	writeRaw(w, http.StatusOK, out)
@@ -336,58 +261,4 @@ func skipValue(dec *json.Decoder) error {
 			return nil
 		}
 	}
-}
-
-// AppendVerdict appends to b the /v1/verify body of one verifier answer for
-// token: the one shape of a verdict, which `jwksverify verify` prints too.
-// An accepted token (err nil, res set) is
-// {"valid":true,"issuer","kid","alg","header","claims"} with header and
-// claims passed through byte for byte from the verifier (numbers are never
-// rounded); a rejected one is {"valid":false,"error":class,"message":...},
-// the message bounded and never holding the token. An empty class is taken
-// from err, and an answer of no class word (no result and no class) fails
-// closed as "keys_unavailable", as [Server.Decide] does: the error is
-// always a SPEC class word. A single verdict (b nil) ends with a newline.
-// It is safe for concurrent use and retains nothing.
-func AppendVerdict(b []byte, res *verify.Result, class string, err error, token string) []byte {
-	single := b == nil
-	if err == nil && res != nil {
-		b = append(b, `{"valid":true,"issuer":`...)
-		b = appendString(b, res.Issuer)
-		b = append(b, `,"kid":`...)
-		b = appendString(b, res.Kid)
-		b = append(b, `,"alg":`...)
-		b = appendString(b, res.Alg)
-		b = append(b, `,"header":`...)
-		b = appendObject(b, res.Header)
-		b = append(b, `,"claims":`...)
-		b = appendObject(b, res.Claims)
-		b = append(b, '}')
-	} else {
-		class = cmp.Or(class, verify.Class(err), verify.Class(verify.ErrKeysUnavailable))
-		b = append(b, `{"valid":false,"error":`...)
-		b = appendString(b, class)
-		b = append(b, `,"message":`...)
-		b = appendString(b, safeMessage(err, class, token))
-		b = append(b, '}')
-	}
-	if single {
-		b = append(b, '\n')
-	}
-	return b
-}
-
-// appendString appends s as a JSON string.
-func appendString(b []byte, s string) []byte {
-	j, _ := json.Marshal(s) // a string always encodes
-	return append(b, j...)
-}
-
-// appendObject appends raw, a JSON object from the verifier (valid by its
-// contract), or {} when empty.
-func appendObject(b []byte, raw json.RawMessage) []byte {
-	if len(raw) == 0 {
-		return append(b, "{}"...)
-	}
-	return append(b, raw...)
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -37,12 +38,13 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 	if err != nil {
 		return nil, err
 	}
-	s.ownQuery = true
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			d := s.DecideRequest(r, EndpointMiddleware)
+			// The request is the original one: a query source reads its own
+			// query. Nothing else of it is needed (no policy, no binding).
+			d := s.Decide(r.Context(), &Call{Endpoint: EndpointMiddleware, Headers: r.Header, Original: request.Original{RawQuery: r.URL.RawQuery}})
 			if !d.Allowed() {
-				s.writeDenial(w, d)
+				s.writeDenial(w, &d)
 				return
 			}
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, d.Result)))

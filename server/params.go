@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net/http"
 	"net/url"
 	"strings"
 )
@@ -52,8 +51,8 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 	return v, tokenFound
 }
 
-// cookieValue returns the one value of the cookie name in r's Cookie
-// headers (all of them). A cookie counts whatever its value (empty, quoted,
+// cookieValue returns the one value of the cookie name in the Cookie
+// header lines (all of them). A cookie counts whatever its value (empty, quoted,
 // or bytes net/http would drop), with names compared after trimming,
 // percent-decoding and case-insensitively: present more than once, under a
 // name only PHP reads as name (phpSame), or inside another cookie's value
@@ -61,12 +60,12 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 // ambiguous, whatever the values. Present once with an empty value, or
 // absent, it is missing. A value in double quotes loses them (RFC 6265
 // §4.1.1).
-func cookieValue(r *http.Request, name string) (string, tokenState) {
+func cookieValue(lines []string, name string) (string, tokenState) {
 	var value string
 	n := 0
 	php := false    // a name only some parser reads as name
 	spaced := false // white space after '=': net/http keeps it in the value, Python and PHP strip it
-	for _, line := range r.Header["Cookie"] {
+	for _, line := range lines {
 		for part := range strings.SplitSeq(line, ";") {
 			k, v, _ := strings.Cut(part, "=")
 			php = php || inValue(v, name)

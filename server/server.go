@@ -6,17 +6,15 @@
 //
 // It links no gRPC, Envoy or Prometheus code: the Envoy ext_authz gRPC
 // service and gRPC health live in server/extauthz, over the decision API
-// ([Server.Decide], [Server.DecideRequest], [Decision]); Prometheus metrics
+// ([Server.Decide], [Call], [Decision]); Prometheus metrics
 // live in server/metrics, behind the [Metrics] interface, and /metrics is
 // served when [Options.MetricsHandler] is set.
 package server
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/textproto"
 	"sync"
 	"time"
 
@@ -34,9 +32,6 @@ const (
 	DefaultMaxBodyBytes = 65536
 	DefaultMaxBatch     = 100
 )
-
-// ErrInvalidOptions reports options that [New] or [Middleware] refuse.
-var ErrInvalidOptions = errors.New("server: invalid options")
 
 // TokenSource says where a request carries its token. Exactly one of Header,
 // Cookie and Query is set.
@@ -191,7 +186,6 @@ type Server struct {
 	byName      map[string]*issuerInfo // by configured issuer name
 	stripAuthz  bool
 	proxy       request.Proxy
-	ownQuery    bool // Middleware: the request is the original
 	clients     []introspectionClient
 	maxBody     int64
 	maxBatch    int
@@ -321,19 +315,6 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 	return s, nil
 }
 
-// buildDenials precomputes the 401s and 503s of every class; metadata is
-// the RFC 9728 resource metadata URL every 401 names ("" for none).
-func (s *Server) buildDenials(metadata string) {
-	classes := verify.Classes()
-	s.rejected = make(map[string]denial, len(classes))
-	s.unavailable = make(map[string]denial, len(classes))
-	for _, c := range classes {
-		s.rejected[c] = newDenial(c, http.StatusUnauthorized, false, metadata)
-		s.unavailable[c] = newDenial(c, http.StatusServiceUnavailable, false, metadata)
-	}
-	s.noTokenDeny = newDenial(verify.Class(errNoToken), http.StatusUnauthorized, true, metadata)
-}
-
 // staticHeaders are header values shared by every response of the hot
 // path, so that setting them does not allocate. Each slice has len == cap:
 // a handler that appends to one gets a copy (net/http never modifies them).
@@ -356,17 +337,6 @@ func (s *Server) Verifier() *verify.Verifier { return s.v }
 // MaxBodyBytes returns the bound of a request body ([Options.MaxBodyBytes],
 // default applied): a gRPC server in front of it takes the same bound.
 func (s *Server) MaxBodyBytes() int64 { return s.maxBody }
-
-// TokenSources returns the token sources, defaults applied, in the order
-// [Server.DecideRequest] tries them (header names canonical). The slice is
-// the caller's.
-func (s *Server) TokenSources() []TokenSource {
-	out := make([]TokenSource, len(s.sources))
-	for i, ts := range s.sources {
-		out[i] = TokenSource{Header: ts.header, Prefix: ts.prefix, Cookie: ts.cookie, Query: ts.query}
-	}
-	return out
-}
 
 // Drained returns a channel that [Server.SetDraining] closes: long-lived
 // calls (gRPC health Watch streams) end on it.
@@ -405,24 +375,4 @@ func (s *Server) Ready() (bool, []string) {
 		}
 	}
 	return len(notReady) == 0, notReady
-}
-
-func newTokenSources(in []TokenSource) ([]tokenSource, error) {
-	if len(in) == 0 {
-		in = []TokenSource{{Header: "Authorization", Prefix: "Bearer "}}
-	}
-	out := make([]tokenSource, 0, len(in))
-	for i, ts := range in {
-		if err := CheckTokenSource(ts); err != nil {
-			return nil, fmt.Errorf("%w: token source %d: %w", ErrInvalidOptions, i, err)
-		}
-		out = append(out, tokenSource{
-			header: textproto.CanonicalMIMEHeaderKey(ts.Header),
-			twins:  HeaderTwins(ts.Header),
-			prefix: ts.Prefix,
-			cookie: ts.Cookie,
-			query:  ts.Query,
-		})
-	}
-	return out, nil
 }

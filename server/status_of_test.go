@@ -54,12 +54,12 @@ func TestStatusOf(t *testing.T) {
 			if tt.err == nil {
 				return
 			}
-			d := e.srv.reject(context.Background(), EndpointVerify, epoch, "", tt.err, false)
+			d := e.srv.Decide(context.Background(), &Call{Endpoint: EndpointVerify, ReadErr: tt.err})
 			if d.Status != tt.want {
-				t.Fatalf("reject answers %d, StatusOf %d", d.Status, tt.want)
+				t.Fatalf("Decide answers %d, StatusOf %d", d.Status, tt.want)
 			}
 			if d.Class == "" {
-				t.Fatal("reject gave no class")
+				t.Fatal("Decide gave no class")
 			}
 		})
 	}

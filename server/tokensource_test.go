@@ -133,9 +133,9 @@ func TestTokenSourceForms(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(r)
 			}
-			tok, st := e.srv.tokenFromRequest(r, queryOriginal, "")
+			tok, st := e.srv.sourcesToken(forwardAuthCall(e.srv, r))
 			if st != tt.wantState || tok != tt.wantToken {
-				t.Errorf("tokenFromRequest() = %q, %v, want %q, %v", tok, st, tt.wantToken, tt.wantState)
+				t.Errorf("sourcesToken() = %q, %v, want %q, %v", tok, st, tt.wantToken, tt.wantState)
 			}
 		})
 	}
@@ -166,12 +166,12 @@ func FuzzTokenSources(f *testing.F) {
 		if cookie != "" {
 			r.Header["Cookie"] = []string{cookie}
 		}
-		tok, st := e.srv.tokenFromRequest(r, queryOriginal, "")
+		tok, st := e.srv.sourcesToken(forwardAuthCall(e.srv, r))
 		if st != tokenFound {
 			if tok != "" {
 				t.Fatalf("state %v with token %q", st, tok)
 			}
-			d := e.srv.DecideRequest(r, EndpointAuthz)
+			d := e.srv.Decide(r.Context(), forwardAuthCall(e.srv, r))
 			if d.Class != "malformed" || d.Allowed() {
 				t.Fatalf("no single token, decision class %q, want malformed", d.Class)
 			}
@@ -182,7 +182,7 @@ func FuzzTokenSources(f *testing.F) {
 		}
 		// One token per request (RFC 6750 §2): a later source holding a
 		// value holds this one, or the request was not decided by it.
-		if v, cst := cookieValue(r, "session"); cst == tokenFound && v != tok {
+		if v, cst := cookieValue(r.Header["Cookie"], "session"); cst == tokenFound && v != tok {
 			t.Fatalf("the cookie holds %q beside the extracted %q", v, tok)
 		}
 		if o, err := request.Nginx.From(r, authzPath); err == nil {
@@ -195,7 +195,7 @@ func FuzzTokenSources(f *testing.F) {
 		if cs := r.CookiesNamed("session"); len(cs) > 1 || (len(cs) == 1 && cs[0].Value != "" && cs[0].Value != tok) {
 			t.Fatalf("net/http reads cookies %v, extracted %q", cs, tok)
 		}
-		if _, cst := cookieValue(r, "session"); cst != tokenMissing {
+		if _, cst := cookieValue(r.Header["Cookie"], "session"); cst != tokenMissing {
 			return
 		}
 		o, err := request.Nginx.From(r, authzPath)
@@ -271,8 +271,17 @@ func TestDPoPTokenAndAnotherSource(t *testing.T) {
 			if tt.cookie != "" {
 				r.Header.Set("Cookie", tt.cookie)
 			}
-			if _, st := srv.boundToken(r, &Binding{}, queryOriginal, ""); st != tt.want {
-				t.Errorf("boundToken() state %v, want %v", st, tt.want)
+			st := tokenFound
+			switch cred := srv.extract(forwardAuthCall(srv, r)); {
+			case cred.err == errAmbiguousToken:
+				st = tokenAmbiguous
+			case cred.err != nil:
+				st = tokenMissing
+			case !cred.dpop:
+				t.Errorf("extract() read %q without the DPoP scheme", cred.token)
+			}
+			if st != tt.want {
+				t.Errorf("extract() state %v, want %v", st, tt.want)
 			}
 		})
 	}
@@ -302,7 +311,7 @@ func TestCookiePHPNames(t *testing.T) {
 		t.Run(tt.cookie, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.Header.Set("Cookie", tt.cookie)
-			if _, st := cookieValue(r, "access_token"); st != tt.want {
+			if _, st := cookieValue(r.Header["Cookie"], "access_token"); st != tt.want {
 				t.Errorf("cookieValue() state %v, want %v", st, tt.want)
 			}
 		})

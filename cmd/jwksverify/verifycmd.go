@@ -338,20 +338,20 @@ func (a *app) writeAuthorized(res *verify.Result, p *policy.Policy, token string
 
 // senderBinding applies the sender constraints to the verified token res.
 // With --config they are the issuer's sender_constraint, applied by the
-// server's binding stage as /v1/verify applies them (server.DecideBound,
-// at --now, with a replay store of this one run): a DPoP-bound token
-// needs --dpop, an issuer whose dpop is required refuses a token without
+// server's binding stage as /v1/verify applies them (server.Decide at
+// --now, with a replay store of this one run): a DPoP-bound token needs
+// --dpop, an issuer whose dpop is required refuses a token without
 // cnf.jkt, one whose dpop is off does not look at --dpop (the token is a
 // bearer token), and a certificate-bound token fails (no client
 // certificate reaches the CLI). Without --config there is no constraint:
 // --dpop is checked against the token's cnf.jkt with the dpop defaults.
 func senderBinding(ctx context.Context, f verifyFlags, plan *config.Plan, v *verify.Verifier, res *verify.Result, token string, at time.Time) ([]verify.Step, error) {
-	b := &server.Binding{DPoP: f.dpop != "", Explain: f.explain, Request: f.dpopRequest}
+	var proofs []string
 	if f.dpop != "" {
-		b.Proofs = []string{f.dpop}
+		proofs = []string{f.dpop}
 	}
 	if plan == nil {
-		return checkProof(ctx, b, nil, v, res, token, at)
+		return checkProof(ctx, f, proofs, v, res, token, at)
 	}
 	sc := plan.Server.SenderConstraints[res.ConfiguredIssuer]
 	so := server.Options{Verifier: v, ClientCert: plan.Server.ClientCert, Logger: slog.New(slog.DiscardHandler),
@@ -369,7 +369,9 @@ func senderBinding(ctx context.Context, f verifyFlags, plan *config.Plan, v *ver
 	if err != nil {
 		return nil, err
 	}
-	d := srv.DecideBound(ctx, server.EndpointVerify, token, b)
+	call := &server.Call{Endpoint: server.EndpointVerify, Token: token, DPoP: f.dpop != "", Proofs: proofs, Explain: f.explain}
+	call.Original, call.OriginalErr = f.dpopRequest()
+	d := srv.Decide(ctx, call)
 	steps := d.Steps
 	if f.dpop != "" && sc.DPoP == server.ConstraintOff && f.explain {
 		steps = append(steps, verify.Step{Check: "dpop", OK: true,
@@ -387,15 +389,15 @@ func (f verifyFlags) dpopRequest() (request.Original, error) {
 	return request.FromParts(f.htm, u.Scheme, u.Host, u.EscapedPath())
 }
 
-// checkProof runs the checks of the DPoP proof of b, against the verified
-// token res (its cnf.jkt), with p's algorithms and max_age (nil: the
-// defaults) and a replay store of this one run.
-func checkProof(ctx context.Context, b *server.Binding, p *config.DPoP, v *verify.Verifier, res *verify.Result, token string, at time.Time) ([]verify.Step, error) {
-	c, err := oneRunChecker(p)
+// checkProof runs the checks of the DPoP proofs of --dpop, for the request
+// --htm --htu, against the verified token res (its cnf.jkt), with the dpop
+// defaults and a replay store of this one run.
+func checkProof(ctx context.Context, f verifyFlags, proofs []string, v *verify.Verifier, res *verify.Result, token string, at time.Time) ([]verify.Step, error) {
+	c, err := oneRunChecker(nil)
 	if err != nil {
 		return nil, err
 	}
-	in := dpop.Input{Proofs: b.Proofs, AccessToken: token, Issuer: res.ConfiguredIssuer}
+	in := dpop.Input{Proofs: proofs, AccessToken: token, Issuer: res.ConfiguredIssuer}
 	if res.Confirmation != nil {
 		in.JKT = res.Confirmation.JKT
 	}
@@ -404,7 +406,7 @@ func checkProof(ctx context.Context, b *server.Binding, p *config.DPoP, v *verif
 			in.Leeway = max(is.Leeway, 0)
 		}
 	}
-	in.Request, in.RequestErr = b.Request()
+	in.Request, in.RequestErr = f.dpopRequest()
 	steps, _, err := c.Explain(ctx, in, at)
 	return steps, err
 }

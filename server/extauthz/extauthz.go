@@ -1,7 +1,7 @@
 // Package extauthz is the Envoy ext_authz gRPC front end
 // (envoy.service.auth.v3.Authorization/Check) and the gRPC health service
 // (grpc.health.v1.Health) of a [server.Server]. It decides with the
-// server's decision API ([server.Server.DecideRequest]), so that gRPC and
+// server's one decision call ([server.Server.Decide]), so that gRPC and
 // HTTP forward-auth share token sources, classes, challenges, claim
 // headers, metrics and logs. It is a package of its own so that a Go
 // service using only server.Middleware links no gRPC or Envoy code.
@@ -10,7 +10,6 @@ package extauthz
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,7 +26,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/jwksverify/jwksverify/mtls"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 )
@@ -113,98 +111,44 @@ func (a authzService) Check(ctx context.Context, req *authv3.CheckRequest) (*aut
 type authzGRPC struct {
 	authv3.UnimplementedAuthorizationServer
 	s *server.Server
-	// headers holds, for each token source that reads a header, its name
-	// canonical and in lower case (how Envoy sends header keys).
-	headers []sourceHeader
-	// twins are the server.HeaderTwins of those headers: copied too, so
-	// that the server finds a header source ambiguous as it does over HTTP.
-	twins []sourceHeader
-	// cookies reports whether a token source reads a cookie.
-	cookies bool
 	// meta keeps the claims Structs of recent tokens for dynamic_metadata.
 	meta metaCache
 }
 
-// sourceHeader is a token source's header name, as net/http and as Envoy
-// spell it.
-type sourceHeader struct{ canonical, lower string }
+func newAuthzGRPC(s *server.Server) *authzGRPC { return &authzGRPC{s: s} }
 
-func newAuthzGRPC(s *server.Server) *authzGRPC {
-	a := &authzGRPC{s: s}
-	for _, ts := range s.TokenSources() {
-		if ts.Header != "" {
-			a.headers = append(a.headers, sourceHeader{ts.Header, strings.ToLower(ts.Header)})
-			for _, t := range server.HeaderTwins(ts.Header) {
-				a.twins = append(a.twins, sourceHeader{t, strings.ToLower(t)})
-			}
-		}
-		a.cookies = a.cookies || ts.Cookie != ""
-	}
-	return a
-}
-
-// Check decides one request that Envoy's ext_authz filter forwards. A
-// request without HTTP attributes carries no token: it is denied, not
-// failed. It blocks only as long as the verifier does.
+// Check decides one request that Envoy's ext_authz filter forwards: the
+// headers of attributes.request.http (read through envoyHeaders: a client
+// cannot add a header Envoy did not forward), the original request it
+// describes (whatever the forward_auth.proxy preset says), the policy that
+// context_extensions name (honoured, an unknown one denied, even when no
+// policies are configured) or else the routes', and the client
+// certificate Envoy saw (attributes.source.certificate, URL-escaped PEM,
+// with include_peer_certificate), else the configured header. A request
+// without HTTP attributes carries no token: it is denied, not failed. It
+// blocks only as long as the verifier does.
 func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
-	var d server.Decision
 	attrs := req.GetAttributes()
 	hr := attrs.GetRequest().GetHttp()
-	named := attrs.GetContextExtensions()["policy"]
 	// The span continues Envoy's trace of this call (gRPC metadata), or
 	// else the client's, from the forwarded request's headers.
 	if a.s.Tracing() {
 		var carrier propagation.TextMapCarrier = mdCarrier(metadataOf(ctx))
 		if carrier.Get("traceparent") == "" {
-			carrier = attrCarrier{hr}
+			carrier = envoyHeaders{hr}
 		}
 		var span trace.Span
 		ctx, span = a.s.StartSpan(ctx, carrier, authv3.Authorization_Check_FullMethodName)
 		defer span.End()
 	}
-	switch {
-	case hr == nil:
-		d = a.s.Decide(ctx, server.EndpointGRPC, "")
-	case a.s.Authorizes() || named != "":
-		// The original request is Envoy's own attributes, whatever the
-		// forward_auth.proxy preset says; context_extensions name the
-		// policy before the routes choose one. A named policy is honoured
-		// (an unknown one denied) even when no policies are configured.
-		// The sender constraints are checked before the policy runs.
-		o, err := original(hr)
-		var b *server.Binding
-		if a.s.BindingEnabled() {
-			b = a.binding(req, hr)
-		}
-		d = a.s.AuthorizeRequestBound(a.request(ctx, hr), server.EndpointGRPC, server.Selection{Policy: named, Original: o, OriginalErr: err}, b)
-	case a.s.BindingEnabled():
-		d = a.s.DecideWithQueryBound(a.request(ctx, hr), originalQuery(hr), server.EndpointGRPC, a.binding(req, hr))
-	default:
-		d = a.s.DecideWithQuery(a.request(ctx, hr), originalQuery(hr), server.EndpointGRPC)
+	c := server.Call{Endpoint: server.EndpointGRPC}
+	if hr != nil {
+		c.Headers, c.ClientCert = envoyHeaders{hr}, attrs.GetSource().GetCertificate()
+		c.Original, c.OriginalErr = original(hr)
+		c.Policy, c.Routed = attrs.GetContextExtensions()["policy"], true
 	}
+	d := a.s.Decide(ctx, &c)
 	return a.respond(d)
-}
-
-// binding is what the sender constraints read of a Check request: the
-// original request from attributes.request.http, and the client
-// certificate Envoy saw (attributes.source.certificate, URL-escaped PEM,
-// with include_peer_certificate), else the configured header or XFCC.
-func (a *authzGRPC) binding(req *authv3.CheckRequest, hr *authv3.AttributeContext_HttpRequest) *server.Binding {
-	return &server.Binding{
-		Request: func() (request.Original, error) { return original(hr) },
-		ClientCert: func() (string, error) {
-			if pem := req.GetAttributes().GetSource().GetCertificate(); pem != "" {
-				return mtls.ThumbprintForwarded(pem)
-			}
-			h := http.Header{}
-			for _, name := range a.s.ClientCertHeaders() {
-				if v, ok := hr.GetHeaders()[strings.ToLower(name)]; ok {
-					h[name] = []string{v}
-				}
-			}
-			return a.s.ClientCertThumbprint(h)
-		},
-	}
 }
 
 // respond turns a decision into Check's answer: OK, DENIED (401 or 403),
@@ -220,52 +164,6 @@ func (a *authzGRPC) respond(d server.Decision) (*authv3.CheckResponse, error) {
 	}
 }
 
-// request builds the part of an *http.Request that the token sources read
-// from Envoy's HTTP attributes: the source headers (Envoy sends header keys
-// in lower case; with encode_raw_headers, as header_map, where a repeated
-// header stays repeated) and the cookie header; a query source reads
-// originalQuery. Nothing else of the attributes is copied, so a
-// client cannot add a source (X-Forwarded-Uri, say) that Envoy did not.
-func (a *authzGRPC) request(ctx context.Context, hr *authv3.AttributeContext_HttpRequest) *http.Request {
-	r := (&http.Request{Header: make(http.Header, len(a.headers)+1), URL: &url.URL{}}).WithContext(ctx)
-	add := func(lower, canonical string) {
-		if lower == "" || r.Header[canonical] != nil {
-			return
-		}
-		if hm := hr.GetHeaderMap(); hm != nil {
-			for _, h := range hm.GetHeaders() {
-				if strings.EqualFold(h.GetKey(), lower) {
-					v := h.GetValue()
-					if len(h.GetRawValue()) > 0 {
-						v = string(h.GetRawValue())
-					}
-					r.Header[canonical] = append(r.Header[canonical], v)
-				}
-			}
-			return
-		}
-		if v, ok := hr.GetHeaders()[lower]; ok {
-			r.Header[canonical] = []string{v}
-		}
-	}
-	for _, h := range a.headers {
-		add(h.lower, h.canonical)
-	}
-	for _, h := range a.twins {
-		add(h.lower, h.canonical)
-	}
-	if a.s.BindingEnabled() {
-		add("authorization", "Authorization") // Authorization: DPoP
-		add("dpop", "Dpop")
-	}
-	if a.cookies {
-		add("cookie", "Cookie")
-	}
-	return r
-}
-
-// originalQuery is the query of the original request target: after the '?'
-// of :path (fragment cut), else attributes.request.http.query.
 // original is the request Envoy asks about, from attributes.request.http:
 // method, scheme, host (with its port) and path, the query from the path or
 // Envoy's query field, and the method overrides in the query and headers.
@@ -288,6 +186,8 @@ func original(hr *authv3.AttributeContext_HttpRequest) (request.Original, error)
 	})
 }
 
+// originalQuery is the query of the original request target: after the '?'
+// of :path (fragment cut), else attributes.request.http.query.
 func originalQuery(hr *authv3.AttributeContext_HttpRequest) string {
 	if _, q, ok := strings.Cut(hr.GetPath(), "?"); ok {
 		q, _, _ = strings.Cut(q, "#")
@@ -468,25 +368,41 @@ func (c mdCarrier) Keys() []string {
 	return keys
 }
 
-// attrCarrier reads a trace context from the forwarded request's headers
-// (Envoy sends their keys in lower case). It is read-only.
-type attrCarrier struct {
+// envoyHeaders reads the forwarded request's headers: as server.Headers
+// (every value of a key), and as a read-only trace-context carrier. Envoy
+// sends header keys in lower case; with encode_raw_headers, as header_map,
+// where a repeated header stays repeated.
+type envoyHeaders struct {
 	hr *authv3.AttributeContext_HttpRequest
 }
 
-func (c attrCarrier) Get(key string) string {
-	if hm := c.hr.GetHeaderMap(); hm != nil {
-		for _, h := range hm.GetHeaders() {
-			if strings.EqualFold(h.GetKey(), key) {
-				if len(h.GetRawValue()) > 0 {
-					return string(h.GetRawValue())
+// Values returns the values of the header key (any case).
+func (h envoyHeaders) Values(key string) []string {
+	if hm := h.hr.GetHeaderMap(); hm != nil {
+		var out []string
+		for _, e := range hm.GetHeaders() {
+			if strings.EqualFold(e.GetKey(), key) {
+				v := e.GetValue()
+				if len(e.GetRawValue()) > 0 {
+					v = string(e.GetRawValue())
 				}
-				return h.GetValue()
+				out = append(out, v)
 			}
 		}
-		return ""
+		return out
 	}
-	return c.hr.GetHeaders()[key]
+	if v, ok := h.hr.GetHeaders()[strings.ToLower(key)]; ok {
+		return []string{v}
+	}
+	return nil
 }
-func (attrCarrier) Set(string, string) {}
-func (attrCarrier) Keys() []string     { return nil }
+
+// Get returns the first value of key, or "".
+func (h envoyHeaders) Get(key string) string {
+	if v := h.Values(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+func (envoyHeaders) Set(string, string) {}
+func (envoyHeaders) Keys() []string     { return nil }

@@ -7,7 +7,6 @@ package metrics
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -93,7 +92,7 @@ type issuerOutcomes struct {
 // registry already holds these metrics.
 func New(opts Options) (*Metrics, error) {
 	if opts.Verifier == nil {
-		return nil, errors.New("metrics: Verifier is required")
+		return nil, ErrNoVerifier
 	}
 	reg := opts.Registry
 	if reg == nil {
@@ -118,12 +117,54 @@ func New(opts Options) (*Metrics, error) {
 	col := &collector{now: now, d: newCollectorDescs()}
 	col.cur.Store(&collected{v: opts.Verifier, issuers: issuers})
 
-	outcomes := prometheus.NewCounterVec(prometheus.CounterOpts{
+	vs := newVecs()
+	vs.build.WithLabelValues(cmp.Or(opts.Version, "unknown"), cmp.Or(opts.Revision, "unknown"), runtime.Version()).Set(1)
+	for _, r := range []string{ReloadSuccess, ReloadFailure} {
+		vs.reloads.WithLabelValues(r)
+	}
+	for _, c := range []prometheus.Collector{vs.outcomes, vs.latency, vs.clientAuth, vs.build, vs.decisions, col, vs.reloads, vs.configInfo, vs.binding} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("metrics: register: %w", err)
+		}
+	}
+	m := &Metrics{
+		reg:        reg,
+		latency:    make(map[string]prometheus.Observer),
+		vec:        vs.outcomes,
+		col:        col,
+		reloads:    vs.reloads,
+		configInfo: vs.configInfo,
+		binding:    vs.binding,
+		clientAuth: make(map[string]prometheus.Counter),
+	}
+	for _, r := range server.ClientAuthReasons() {
+		m.clientAuth[r] = vs.clientAuth.WithLabelValues(r)
+	}
+	m.outcomes.Store(m.outcomesOf(issuers, nil))
+	for _, e := range server.Endpoints() {
+		m.latency[e] = vs.latency.WithLabelValues(e)
+	}
+	m.setPolicies(vs.decisions, opts.Policies)
+	return m, nil
+}
+
+// vecs are the metric families New registers, besides the collector's.
+type vecs struct {
+	outcomes, clientAuth, decisions, binding, reloads *prometheus.CounterVec
+	latency                                           *prometheus.HistogramVec
+	build, configInfo                                 *prometheus.GaugeVec
+}
+
+// newVecs declares the metric families of New: the table of names, help
+// texts and labels.
+func newVecs() vecs {
+	var v vecs
+	v.outcomes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "verify_total",
 		Help:      `Tokens decided, by configured issuer ("unknown" when the token's iss is no configured issuer) and class ("valid" when accepted).`,
 	}, []string{"issuer", "class"})
-	latency := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	v.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace,
 		Name:      "verify_duration_seconds",
 		Help:      "Time to decide one token, by endpoint.",
@@ -132,64 +173,44 @@ func New(opts Options) (*Metrics, error) {
 			.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5,
 		},
 	}, []string{"endpoint"})
-	clientAuth := prometheus.NewCounterVec(prometheus.CounterOpts{
+	v.clientAuth = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "introspection_client_auth_failures_total",
 		Help:      `Calls to /introspect refused because the client did not authenticate, by reason ("missing", "unknown_client", "wrong_secret", "bearer").`,
 	}, []string{"reason"})
-	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	v.build = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace,
 		Name:      "build_info",
 		Help:      "Always 1; the labels say which build runs: version, VCS revision, Go version.",
 	}, []string{"version", "revision", "go"})
-	build.WithLabelValues(cmp.Or(opts.Version, "unknown"), cmp.Or(opts.Revision, "unknown"), runtime.Version()).Set(1)
-	decisions := prometheus.NewCounterVec(prometheus.CounterOpts{
+	v.decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "policy_decisions_total",
 		Help:      `Requests decided under an authorization policy, by policy (its name; "_any" for the empty default_policy, "_unknown" for a named policy that does not exist, "_unrouted" when the original request was missing or ambiguous) and class ("valid" allowed, "anonymous" allowed without a token, "forbidden", or the token's rejection class).`,
 	}, []string{"policy", "class"})
-	binding := prometheus.NewCounterVec(prometheus.CounterOpts{
+	v.binding = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "sender_constraint_total",
 		Help:      `Sender-constraint checks of valid tokens, by configured issuer, kind (dpop, mtls) and outcome (ok, replayed, invalid_dpop_proof, binding_mismatch, keys_unavailable).`,
 	}, []string{"issuer", "kind", "outcome"})
-	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{
+	v.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
 		Name:      "config_reloads_total",
 		Help:      `Configuration reloads (SIGHUP or a change of the file), by result ("success", or "failure": the old configuration keeps serving).`,
 	}, []string{"result"})
-	configInfo := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	v.configInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace,
 		Name:      "config_info",
 		Help:      "1 for the hash of the configuration being served (the config_hash of /v1/issuers).",
 	}, []string{"hash"})
-	for _, r := range []string{ReloadSuccess, ReloadFailure} {
-		reloads.WithLabelValues(r)
-	}
-	for _, c := range []prometheus.Collector{outcomes, latency, clientAuth, build, decisions, col, reloads, configInfo, binding} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("metrics: register: %w", err)
-		}
-	}
-	m := &Metrics{
-		reg:        reg,
-		latency:    make(map[string]prometheus.Observer),
-		vec:        outcomes,
-		col:        col,
-		reloads:    reloads,
-		configInfo: configInfo,
-		binding:    binding,
-		clientAuth: make(map[string]prometheus.Counter),
-	}
-	for _, r := range server.ClientAuthReasons() {
-		m.clientAuth[r] = clientAuth.WithLabelValues(r)
-	}
-	m.outcomes.Store(m.outcomesOf(issuers, nil))
-	for _, e := range server.Endpoints() {
-		m.latency[e] = latency.WithLabelValues(e)
-	}
+	return v
+}
+
+// setPolicies builds the policy_decisions_total children of every policy
+// label and class, so that a decision never creates a series.
+func (m *Metrics) setPolicies(decisions *prometheus.CounterVec, set *policy.Set) {
 	policyLabels := []string{server.PolicyAnyToken, server.PolicyUnknown, server.PolicyUnrouted}
-	for _, p := range opts.Policies.Policies() {
+	for _, p := range set.Policies() {
 		policyLabels = append(policyLabels, p.Name())
 	}
 	m.decisions, m.classes = decisions, map[string]bool{server.ClassValid: true, server.ClassAnonymous: true}
@@ -207,7 +228,6 @@ func New(opts Options) (*Metrics, error) {
 		}
 		m.policies[pl] = byClass
 	}
-	return m, nil
 }
 
 // outcomesOf returns the verify_total children of issuers and of

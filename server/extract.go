@@ -1,0 +1,305 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"slices"
+	"strings"
+)
+
+// This file is the first stage: the credential a call presents. A front
+// end that read the token itself hands it over (Call.Token); otherwise it
+// is found in the request's headers by the configured token sources, or as
+// Authorization: DPoP when an issuer has a DPoP constraint.
+
+// tokenSource is a validated [TokenSource].
+type tokenSource struct {
+	header string   // canonical header name
+	twins  []string // HeaderTwins(header)
+	prefix string
+	cookie string
+	query  string
+}
+
+// tokenState says what a request's token sources held.
+type tokenState int
+
+const (
+	tokenFound     tokenState = iota
+	tokenMissing              // no source held a token
+	tokenAmbiguous            // the first source present held more than one value
+)
+
+// credential is what the extract stage found. It is a value: no later
+// stage modifies it.
+type credential struct {
+	token string
+	// err says why there is no token to verify (errNoToken, with missing
+	// set; errAmbiguousToken; errMalformedScheme; a front end's read
+	// error); nil when token is set.
+	err     error
+	missing bool
+	// dpop reports that the token came as Authorization: DPoP, with
+	// proofs, the DPoP header values.
+	dpop   bool
+	proofs []string
+}
+
+// extract returns the credential of c.
+func (s *Server) extract(c *Call) credential {
+	switch {
+	case c.ReadErr != nil:
+		return credential{err: c.ReadErr}
+	case c.Headers == nil:
+		if c.Token == "" {
+			return credential{err: errNoToken, missing: true}
+		}
+		return credential{token: c.Token, dpop: c.DPoP, proofs: c.Proofs}
+	}
+	if s.malformedScheme(c.Headers) {
+		return credential{err: errMalformedScheme}
+	}
+	if s.constraints != nil && s.dpop != nil {
+		if tok, ok := dpopToken(c.Headers); ok {
+			if s.otherToken(c, 0, tok) {
+				return credential{err: errAmbiguousToken}
+			}
+			return credential{token: tok, dpop: true, proofs: values(c.Headers, "Dpop")}
+		}
+	}
+	switch tok, st := s.sourcesToken(c); st {
+	case tokenFound:
+		return credential{token: tok}
+	case tokenAmbiguous:
+		return credential{err: errAmbiguousToken}
+	}
+	return credential{err: errNoToken, missing: true}
+}
+
+// values returns the values of the header named canonical: h's own map
+// when h is an http.Header (no lookup cost on the hot path).
+func values(h Headers, canonical string) []string {
+	if hh, ok := h.(http.Header); ok {
+		return hh[canonical]
+	}
+	return h.Values(canonical)
+}
+
+// sourcesToken returns the token of the first source that holds one. A
+// header whose value does not start with the source's prefix (Authorization:
+// Basic …) holds no token. A source present more than once, in any form a
+// proxy or upstream could read (see queryParam, cookieValue), is ambiguous:
+// the proxy's upstream could read another value than the one verified; so
+// is a later source that holds another token (RFC 6750 §2: one method per
+// request), or is itself ambiguous. A query source reads only the query of
+// the original request (Call.Original), never another header.
+func (s *Server) sourcesToken(c *Call) (string, tokenState) {
+	for i := range s.sources {
+		tok, st := sourceToken(c, &s.sources[i])
+		switch {
+		case st == tokenMissing:
+			continue
+		case st == tokenFound && s.otherToken(c, i+1, tok):
+			return "", tokenAmbiguous
+		}
+		return tok, st
+	}
+	return "", tokenMissing
+}
+
+// malformedScheme reports whether Authorization, or a header token source,
+// holds a value whose scheme is Bearer or DPoP (in any case) that is not
+// exactly "<scheme> <token68>" (RFC 6750 §2.1, RFC 9449 §7.1): one space,
+// one token. "Bearer\t<jwt>", "Bearer:<jwt>", "Bearer  <jwt>" or a bare
+// "Bearer" would otherwise hold no token here, pass an anonymous route as a
+// request without one, and reach an application that reads a token in it.
+func (s *Server) malformedScheme(h Headers) bool {
+	for _, v := range values(h, "Authorization") {
+		if badScheme(v) {
+			return true
+		}
+	}
+	for i := range s.sources {
+		if hd := s.sources[i].header; hd != "" && hd != "Authorization" {
+			for _, v := range values(h, hd) {
+				if badScheme(v) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// badScheme reports whether v starts with the Bearer or DPoP auth-scheme
+// (a whole token: "Bearerx" is another scheme) and is not followed by
+// exactly one space and a token68.
+func badScheme(v string) bool {
+	for _, scheme := range [...]string{"Bearer", "DPoP"} {
+		if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+			continue
+		}
+		rest := v[len(scheme):]
+		if rest != "" && isTchar(rest[0]) {
+			continue // another scheme whose name starts alike
+		}
+		return len(rest) < 2 || rest[0] != ' ' || !isToken68(rest[1:])
+	}
+	return false
+}
+
+// isTchar reports whether c is an RFC 9110 tchar.
+func isTchar(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
+}
+
+// isToken68 reports whether s is an RFC 9110 token68: 1*( ALPHA / DIGIT /
+// "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isToken68(s string) bool {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0 {
+			i++
+			continue
+		}
+		break
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
+}
+
+// otherToken reports whether a source from index start on holds a token
+// other than tok, or is ambiguous.
+func (s *Server) otherToken(c *Call, start int, tok string) bool {
+	for i := start; i < len(s.sources); i++ {
+		if t, st := sourceToken(c, &s.sources[i]); st == tokenAmbiguous || (st == tokenFound && t != tok) {
+			return true
+		}
+	}
+	return false
+}
+
+// sourceToken returns what the one source ts holds in c.
+func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
+	switch {
+	case ts.header != "":
+		for _, t := range ts.twins {
+			if len(values(c.Headers, t)) > 0 {
+				return "", tokenAmbiguous
+			}
+		}
+		vals := values(c.Headers, ts.header)
+		if len(vals) == 0 {
+			return "", tokenMissing
+		}
+		if len(vals) > 1 {
+			return "", tokenAmbiguous
+		}
+		tok, ok := cutPrefixFold(vals[0], ts.prefix)
+		if !ok || tok == "" {
+			return "", tokenMissing
+		}
+		return tok, tokenFound
+	case ts.cookie != "":
+		return cookieValue(values(c.Headers, "Cookie"), ts.cookie)
+	case ts.query != "":
+		o, err := c.original()
+		if err != nil {
+			return "", tokenMissing
+		}
+		return queryParam(o.RawQuery, ts.query)
+	}
+	return "", tokenMissing
+}
+
+// dpopToken returns the token of an Authorization: DPoP header: exactly one
+// Authorization value with the DPoP scheme.
+func dpopToken(h Headers) (string, bool) {
+	v := values(h, "Authorization")
+	if len(v) != 1 {
+		return "", false
+	}
+	tok, ok := cutPrefixFold(v[0], "DPoP ")
+	return tok, ok && tok != ""
+}
+
+// maxTwinSeparators bounds the '-' and '_' of a header name whose swaps
+// HeaderTwins lists: 2^6 - 1 names at most.
+const maxTwinSeparators = 6
+
+// HeaderTwins returns the canonical names of the headers that CGI and
+// FastCGI (PHP behind php_fastcgi or php-fpm, WSGI) read as name: name with
+// some of its '-' and '_' swapped (X_Token and X-Token are both
+// HTTP_X_TOKEN), name itself excluded; nil for a name without either (such
+// as Authorization). Only the first six separators are swapped. A header
+// token source is ambiguous when one of them is present: an upstream could
+// read its value instead of the one verified. The slice is the caller's.
+func HeaderTwins(name string) []string {
+	var pos []int
+	for i := 0; i < len(name) && len(pos) < maxTwinSeparators; i++ {
+		if name[i] == '-' || name[i] == '_' {
+			pos = append(pos, i)
+		}
+	}
+	if len(pos) == 0 {
+		return nil
+	}
+	self := textproto.CanonicalMIMEHeaderKey(name)
+	var out []string
+	b := []byte(name)
+	for mask := range 1 << len(pos) {
+		for j, p := range pos {
+			b[p] = "-_"[mask>>j&1]
+		}
+		if c := textproto.CanonicalMIMEHeaderKey(string(b)); c != self && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// bearerToken returns the token of an Authorization header value
+// ("Bearer <token>", scheme compared case-insensitively), or false.
+func bearerToken(authorization string) (string, bool) {
+	tok, ok := cutPrefixFold(authorization, "Bearer ")
+	return tok, ok && tok != ""
+}
+
+// cutPrefixFold removes prefix (compared case-insensitively) and the spaces
+// after it. An empty prefix always matches.
+func cutPrefixFold(v, prefix string) (string, bool) {
+	if len(v) < len(prefix) || !strings.EqualFold(v[:len(prefix)], prefix) {
+		return "", false
+	}
+	return strings.TrimLeft(v[len(prefix):], " "), true
+}
+
+// newTokenSources validates the configured token sources, defaults applied.
+func newTokenSources(in []TokenSource) ([]tokenSource, error) {
+	if len(in) == 0 {
+		in = []TokenSource{{Header: "Authorization", Prefix: "Bearer "}}
+	}
+	out := make([]tokenSource, 0, len(in))
+	for i, ts := range in {
+		if err := CheckTokenSource(ts); err != nil {
+			return nil, fmt.Errorf("%w: token source %d: %w", ErrInvalidOptions, i, err)
+		}
+		out = append(out, tokenSource{
+			header: textproto.CanonicalMIMEHeaderKey(ts.Header),
+			twins:  HeaderTwins(ts.Header),
+			prefix: ts.Prefix,
+			cookie: ts.Cookie,
+			query:  ts.Query,
+		})
+	}
+	return out, nil
+}

@@ -1,0 +1,110 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// This file records a decision: the one place [Server.Decide] emits
+// metrics and the log line (introspection clients refused before any
+// decision are introspect.go's).
+
+// observe records d, decided for c at now: the token's verdict
+// ([Metrics.Decided]: not for an anonymous request, which has none), the
+// binding checks (bc, [BindingMetrics]), the policy's decision
+// ([PolicyMetrics], when one ran), and one log line for a rejected or
+// forbidden call (rate-limited; never the token, whose segments the
+// message is checked against).
+func (s *Server) observe(ctx context.Context, c *Call, d *Decision, st *policyStage, bc *bindCounts, now time.Time, token string) {
+	if s.bindingMetrics != nil {
+		for i := range bc.n {
+			s.bindingMetrics.BindingChecked(bc.issuer, bc.kind[i], bc.outcome[i])
+		}
+	}
+	if s.metrics != nil && !d.Anonymous {
+		class := d.Class
+		if d.Allowed() || d.Status == http.StatusForbidden {
+			class = ClassValid // the token was valid; the policy's refusal is counted below
+		}
+		s.metrics.Decided(c.Endpoint, d.Issuer, class, s.elapsed(now))
+	}
+	if st.run && s.policyMetrics != nil {
+		class := d.Class
+		switch {
+		case d.Anonymous:
+			class = ClassAnonymous
+		case d.Allowed():
+			class = ClassValid
+		}
+		s.policyMetrics.Authorized(st.label, class)
+	}
+	switch {
+	case d.Allowed():
+	case d.Status == http.StatusForbidden && d.Requirement != "":
+		s.logForbidden(ctx, c, d, st, now)
+	default:
+		s.logRejected(ctx, c, d, now, token)
+	}
+}
+
+// logRejected logs a rejected token (info), one that could not be decided
+// (warn), or a fault of no class (error).
+func (s *Server) logRejected(ctx context.Context, c *Call, d *Decision, now time.Time, token string) {
+	level := slog.LevelInfo
+	if d.Status == http.StatusServiceUnavailable {
+		level = slog.LevelWarn
+		if !errors.Is(d.Err, verify.ErrUnavailable) {
+			level = slog.LevelError // a fault, not a verdict (StatusOf)
+		}
+	}
+	if !s.log.Enabled(ctx, level) || !s.logRate.allow(ctx, s.log, level, now) {
+		return
+	}
+	var kid string
+	if ve := verifyError(d.Err); ve != nil {
+		kid = ve.Kid
+	}
+	s.log.LogAttrs(ctx, level, "token rejected",
+		slog.String("endpoint", c.Endpoint),
+		slog.String("issuer", d.Issuer),
+		slog.String("kid", truncate(kid, maxLogField)),
+		slog.String("class", d.Class),
+		slog.String("detail", safeMessage(d.Err, d.Class, token)),
+	)
+}
+
+// logForbidden logs a valid token a policy refused: info, or warn for an
+// expression that failed at run time (a configuration problem).
+func (s *Server) logForbidden(ctx context.Context, c *Call, d *Decision, st *policyStage, now time.Time) {
+	level := slog.LevelInfo
+	var dn *policy.Denial
+	if errors.As(d.Err, &dn) && dn.Err != nil {
+		level = slog.LevelWarn
+	}
+	if !s.log.Enabled(ctx, level) || !s.logRate.allow(ctx, s.log, level, now) {
+		return
+	}
+	s.log.LogAttrs(ctx, level, "request forbidden",
+		slog.String("endpoint", c.Endpoint),
+		slog.String("issuer", d.Issuer),
+		slog.String("policy", st.label),
+		slog.String("requirement", d.Requirement),
+		slog.String("detail", truncate(d.Err.Error(), maxMessage)),
+	)
+}
+
+// elapsed is the time since start, a reading of the server's clock: on the
+// monotonic clock when start carries it (one cheap read), else by the
+// server's clock again.
+func (s *Server) elapsed(start time.Time) time.Duration {
+	if start != start.Round(0) { // Round(0) strips the monotonic reading
+		return time.Since(start)
+	}
+	return s.now().Sub(start)
+}

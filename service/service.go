@@ -103,21 +103,24 @@ type Service struct {
 func New(plan *config.Plan, o Options) (*Service, error) {
 	s := &Service{opts: o.withDefaults(), stop: make(chan struct{}), wait: plan.HTTP.Wait}
 	b := &builder{s: s}
+	fail := func(err error) (*Service, error) {
+		b.undo()
+		s.closeRedis(s.redis) // a DPoP replay store the build started
+		return nil, err
+	}
 	gen, err := b.build(plan)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	m, err := metrics.New(metrics.Options{Verifier: gen.server.Verifier(), Version: o.Version, Revision: o.Revision, Policies: plan.Server.Policies})
 	if err != nil {
-		b.undo()
-		return nil, err
+		return fail(err)
 	}
 	s.metrics = m
 	// The server is built again now that the metrics exist: they count
 	// every generation's decisions.
 	if gen.server, err = s.newServer(plan, gen.server.Verifier()); err != nil {
-		b.undo()
-		return nil, err
+		return fail(err)
 	}
 	if plan.Hash != "" {
 		m.SetConfigHash(plan.Hash)

@@ -132,3 +132,22 @@ func TestCheck(t *testing.T) {
 		t.Errorf("Check(duplicate issuer) = %v, want the verifier's refusal", err)
 	}
 }
+
+// TestNewRefusedLeavesNothing: a plan that New refuses after it started
+// some parts (its fetchers) closes them (TestMain's
+// goleak holds it to that).
+func TestNewRefusedLeavesNothing(t *testing.T) {
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
+	t.Cleanup(idp.Close)
+	p := parsePlan(t, "", fmt.Sprintf(`dpop: {replay_store: redis, redis_url: "redis://127.0.0.1:1"}
+issuers:
+  - issuer: https://a.example/
+    jwks_url: %s
+    sender_constraint: {dpop: optional}
+`, idp.URL))
+	p.Issuers = append(p.Issuers, p.Issuers[0]) // verify refuses an issuer listed twice
+	if s, err := New(p, Options{Logger: slog.New(slog.DiscardHandler)}); err == nil {
+		s.Close()
+		t.Fatal("New(duplicate issuer) = nil error, want the verifier's refusal")
+	}
+}

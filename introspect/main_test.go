@@ -1,22 +1,11 @@
 package introspect_test
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-// TestMain fails the package when a test leaves a goroutine behind: a
-// Client's calls run under its lifetime, and Close waits for them.
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+// TestMain fails the package's tests when one leaves a goroutine behind:
+// every upstream call a Client starts must end with its Close.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -185,11 +185,10 @@ type Options struct {
 	// HTTP can be replaced by anyone on the path.
 	InsecureAllowHTTP bool
 
-	// Now returns the current time. Nil means time.Now.
+	// Now returns the current time. Nil means time.Now. Refreshes and
+	// retries are scheduled by Now and waited on time's timers: tests step
+	// them with testing/synctest.
 	Now func() time.Time
-	// NewTimer creates the timers that schedule refreshes and retries. Nil
-	// means a real time.Timer. Tests inject a fake to step time.
-	NewTimer func(d time.Duration) Timer
 	// Jitter returns a random float in [0, 1). Nil means math/rand/v2.
 	Jitter func() float64
 	// Logger receives fetch outcomes and skipped keys (never key material).
@@ -208,7 +207,7 @@ type Options struct {
 // Same reports whether a and b configure the same fetcher, so that a
 // process reloading its configuration may keep the fetcher of a (its key
 // set, schedule and counters: no refetch) for b: every field equal, the
-// static keys of equal material, Keys, Client, NewTimer, Now, Jitter,
+// static keys of equal material, Keys, Client, Now, Jitter,
 // Logger and Tracer by identity (a func-valued field set in either is
 // never the same); Previous, which matters only at New, is not compared.
 func Same(a, b Options) bool {
@@ -223,18 +222,12 @@ func Same(a, b Options) bool {
 	if a.Keys != b.Keys || a.Client != b.Client || a.Logger != b.Logger || a.Tracer != b.Tracer {
 		return false
 	}
-	if a.Now != nil || b.Now != nil || a.NewTimer != nil || b.NewTimer != nil || a.Jitter != nil || b.Jitter != nil {
+	if a.Now != nil || b.Now != nil || a.Jitter != nil || b.Jitter != nil {
 		return false
 	}
 	a.StaticKeys, a.Keys, a.Client, a.Logger, a.Tracer, a.Previous = nil, nil, nil, nil, nil, nil
 	b.StaticKeys, b.Keys, b.Client, b.Logger, b.Tracer, b.Previous = nil, nil, nil, nil, nil, nil
 	return reflect.DeepEqual(a, b)
-}
-
-// Timer is the part of *time.Timer the fetcher uses.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
 }
 
 // CheckOptions reports whether [New] and [Fetch] accept opts (an error
@@ -370,9 +363,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
-	}
-	if o.NewTimer == nil {
-		o.NewTimer = func(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
 	}
 	if o.Jitter == nil {
 		o.Jitter = rand.Float64

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -31,32 +32,34 @@ func TestFetcherLiveCounters(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ks := newKeyServer(t, testkeys.JWKS(keyA))
-			clk := newFakeClock()
-			f, _ := startFetcher(t, clk, Options{URL: ks.URL()})
-			if err := f.RefreshUnknownKid(context.Background(), "x"); err != nil {
-				t.Fatalf("RefreshUnknownKid(x) = %v, want nil (the refresh that spends the budget)", err)
-			}
-			clk.waitArmed(t) // the refresh's attempt is published: none follows
+			synctest.Test(t, func(t *testing.T) {
+				ks := newKeyServer(t, testkeys.JWKS(keyA))
+				clk := newBubbleClock()
+				f, _ := startFetcher(t, clk, Options{URL: ks.URL()})
+				if err := f.RefreshUnknownKid(context.Background(), "x"); err != nil {
+					t.Fatalf("RefreshUnknownKid(x) = %v, want nil (the refresh that spends the budget)", err)
+				}
+				clk.waitArmed(t) // the refresh's attempt is published: none follows
 
-			const n = 1000
-			var wg sync.WaitGroup
-			for i := range n {
-				wg.Go(func() {
-					if err := f.RefreshUnknownKid(context.Background(), tt.kid(i)); !errors.Is(err, ErrSuppressed) {
-						t.Errorf("RefreshUnknownKid() = %v, want %v", err, ErrSuppressed)
-					}
-				})
-			}
-			wg.Wait()
+				const n = 1000
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() {
+						if err := f.RefreshUnknownKid(context.Background(), tt.kid(i)); !errors.Is(err, ErrSuppressed) {
+							t.Errorf("RefreshUnknownKid() = %v, want %v", err, ErrSuppressed)
+						}
+					})
+				}
+				wg.Wait()
 
-			want := cache.FetchStats{Fetches: 2, UnknownKidRefreshes: 1, SuppressedRefreshes: n, NegativeKidHits: tt.wantNeg}
-			if got := f.Keys().Status().Stats; got != want {
-				t.Errorf("Keys().Status().Stats = %+v, want %+v", got, want)
-			}
-			if got := f.Stats(); got != want {
-				t.Errorf("Stats() = %+v, want %+v", got, want)
-			}
+				want := cache.FetchStats{Fetches: 2, UnknownKidRefreshes: 1, SuppressedRefreshes: n, NegativeKidHits: tt.wantNeg}
+				if got := f.Keys().Status().Stats; got != want {
+					t.Errorf("Keys().Status().Stats = %+v, want %+v", got, want)
+				}
+				if got := f.Stats(); got != want {
+					t.Errorf("Stats() = %+v, want %+v", got, want)
+				}
+			})
 		})
 	}
 }
@@ -64,13 +67,15 @@ func TestFetcherLiveCounters(t *testing.T) {
 // Counters given by the caller's Keys are the ones the fetcher counts in:
 // one owner, whoever reads.
 func TestFetcherCountsIntoCallersKeys(t *testing.T) {
-	ks := newKeyServer(t, testkeys.JWKS(keyA))
-	keys := new(cache.Keys)
-	f, _ := startFetcher(t, newFakeClock(), Options{URL: ks.URL(), Keys: keys})
-	if f.Keys() != keys {
-		t.Fatal("Keys() is not the caller's cache.Keys")
-	}
-	if got := keys.Counters().Fetches.Load(); got != 1 {
-		t.Errorf("caller's Counters().Fetches = %d, want 1", got)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ks := newKeyServer(t, testkeys.JWKS(keyA))
+		keys := new(cache.Keys)
+		f, _ := startFetcher(t, newBubbleClock(), Options{URL: ks.URL(), Keys: keys})
+		if f.Keys() != keys {
+			t.Fatal("Keys() is not the caller's cache.Keys")
+		}
+		if got := keys.Counters().Fetches.Load(); got != 1 {
+			t.Errorf("caller's Counters().Fetches = %d, want 1", got)
+		}
+	})
 }

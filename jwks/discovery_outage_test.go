@@ -3,6 +3,7 @@ package jwks
 import (
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -26,25 +27,27 @@ func TestFetcherDiscoveryOutage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ks := newKeyServer(t, testkeys.JWKS(keyA))
-			clk := newFakeClock()
-			const staleFor = 2 * time.Hour
-			f, d := startFetcher(t, clk, Options{Discovery: true, Issuer: ks.srv.URL, MaxInterval: time.Hour, StaleFor: staleFor})
-			ks.set(tt.fail)
-			before := ks.discoveryHits.Load()
-			for clk.Now().Sub(t0) < 3*staleFor {
-				d = clk.step(t, d)
-				if now := clk.Now(); !f.Keys().Load().Usable(now) {
-					t.Fatalf("at +%v with discovery failing and the JWKS served: Usable() = false (last success %v); status %+v",
-						now.Sub(t0), f.Keys().Status().LastSuccess.Sub(t0), f.Keys().Status())
+			synctest.Test(t, func(t *testing.T) {
+				ks := newKeyServer(t, testkeys.JWKS(keyA))
+				clk := newBubbleClock()
+				const staleFor = 2 * time.Hour
+				f, d := startFetcher(t, clk, Options{Discovery: true, Issuer: ks.base, MaxInterval: time.Hour, StaleFor: staleFor})
+				ks.set(tt.fail)
+				before := ks.discoveryHits.Load()
+				for clk.Now().Sub(t0) < 3*staleFor {
+					d = clk.step(t, d)
+					if now := clk.Now(); !f.Keys().Load().Usable(now) {
+						t.Fatalf("at +%v with discovery failing and the JWKS served: Usable() = false (last success %v); status %+v",
+							now.Sub(t0), f.Keys().Status().LastSuccess.Sub(t0), f.Keys().Status())
+					}
 				}
-			}
-			if got := f.Keys().Status().LastSuccess; clk.Now().Sub(got) > time.Hour {
-				t.Errorf("last success at +%v, now +%v: the JWKS was not refreshed", got.Sub(t0), clk.Now().Sub(t0))
-			}
-			if ks.discoveryHits.Load() == before {
-				t.Errorf("discovery was not tried again during the outage")
-			}
+				if got := f.Keys().Status().LastSuccess; clk.Now().Sub(got) > time.Hour {
+					t.Errorf("last success at +%v, now +%v: the JWKS was not refreshed", got.Sub(t0), clk.Now().Sub(t0))
+				}
+				if ks.discoveryHits.Load() == before {
+					t.Errorf("discovery was not tried again during the outage")
+				}
+			})
 		})
 	}
 }
@@ -54,23 +57,25 @@ func TestFetcherDiscoveryOutage(t *testing.T) {
 // as a running fetcher does, instead of serving the persisted set until
 // stale_for and then nothing; its introspection_endpoint comes back too.
 func TestFetcherDiscoveryOutageAcrossRestart(t *testing.T) {
-	ks := newKeyServer(t, testkeys.JWKS(keyA))
-	ks.set(func(ks *keyServer) {
-		ks.discovery = []byte(`{"issuer":"` + ks.srv.URL + `","jwks_uri":"` + ks.URL() + `","introspection_endpoint":"` + ks.srv.URL + `/introspect"}`)
-	})
-	dir := t.TempDir()
-	o := Options{Discovery: true, Issuer: ks.srv.URL, StateDir: dir}
-	first, _ := startFetcher(t, newFakeClock(), o)
-	first.Close()
+	synctest.Test(t, func(t *testing.T) {
+		ks := newKeyServer(t, testkeys.JWKS(keyA))
+		ks.set(func(ks *keyServer) {
+			ks.discovery = []byte(`{"issuer":"` + ks.base + `","jwks_uri":"` + ks.URL() + `","introspection_endpoint":"` + ks.base + `/introspect"}`)
+		})
+		dir := t.TempDir()
+		o := Options{Discovery: true, Issuer: ks.base, StateDir: dir}
+		first, _ := startFetcher(t, newBubbleClock(), o)
+		first.Close()
 
-	ks.set(func(ks *keyServer) { ks.discoveryStatus = http.StatusServiceUnavailable })
-	clk := newFakeClock()
-	clk.Advance(time.Hour)
-	f, _ := startFetcher(t, clk, o)
-	if st := f.Keys().Status(); !st.LastSuccess.Equal(clk.Now()) || st.LastError != "" {
-		t.Errorf("after a restart with discovery down: Status() = %+v, want a success from the persisted jwks_uri", st)
-	}
-	if got := f.IntrospectionEndpoint(); got != ks.srv.URL+"/introspect" {
-		t.Errorf("after a restart with discovery down: IntrospectionEndpoint() = %q, want the persisted one", got)
-	}
+		ks.set(func(ks *keyServer) { ks.discoveryStatus = http.StatusServiceUnavailable })
+		clk := newBubbleClock()
+		clk.Advance(time.Hour)
+		f, _ := startFetcher(t, clk, o)
+		if st := f.Keys().Status(); !st.LastSuccess.Equal(clk.Now()) || st.LastError != "" {
+			t.Errorf("after a restart with discovery down: Status() = %+v, want a success from the persisted jwks_uri", st)
+		}
+		if got := f.IntrospectionEndpoint(); got != ks.base+"/introspect" {
+			t.Errorf("after a restart with discovery down: IntrospectionEndpoint() = %q, want the persisted one", got)
+		}
+	})
 }

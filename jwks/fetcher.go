@@ -177,11 +177,6 @@ func build(opts Options) (*Fetcher, error) {
 	return f, nil
 }
 
-type realTimer struct{ t *time.Timer }
-
-func (r realTimer) C() <-chan time.Time { return r.t.C }
-func (r realTimer) Stop() bool          { return r.t.Stop() }
-
 // Keys returns the cache.Keys the fetcher publishes into.
 func (f *Fetcher) Keys() *cache.Keys { return f.keys }
 
@@ -255,8 +250,8 @@ func (f *Fetcher) Ready(ctx context.Context) error {
 // failed. After a successful flight, the kids asked for during it that are
 // still absent are remembered as missing for UnknownKidInterval.
 //
-// The wait is measured with Now and waited on a real timer (NewTimer
-// schedules refreshes only); under testing/synctest both are the bubble's.
+// The wait is measured with Now and waited on a timer of package time;
+// under testing/synctest both are the bubble's.
 func (f *Fetcher) RefreshUnknownKid(ctx context.Context, kid string) error {
 	if f.opts.Tracer == nil {
 		return f.refreshUnknownKid(ctx, kid, false)
@@ -452,14 +447,14 @@ func (f *Fetcher) waitNext() bool {
 		f.mu.Lock()
 		next := f.st.nextAt
 		f.mu.Unlock()
-		t := f.opts.NewTimer(max(next.Sub(f.opts.Now()), 0))
+		t := time.NewTimer(max(next.Sub(f.opts.Now()), 0))
 		select {
 		case <-f.ctx.Done():
 			t.Stop()
 			return false
 		case <-f.kick:
 			t.Stop()
-		case <-t.C():
+		case <-t.C:
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package jwks
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -21,104 +23,114 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// t0 is the fake clock's start.
-var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+// t0 is when every test bubble starts: testing/synctest's clock begins at
+// midnight UTC, 2000-01-01.
+var t0 = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// fakeClock is an injected clock whose timers fire only when the test
-// advances it. Every timer the fetcher arms is reported on armed, so a test
-// knows the fetcher is idle and what it scheduled.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-	armed  chan time.Duration
+// bubbleClock steps the fetcher's schedule inside a testing/synctest bubble:
+// the fetcher waits on time's own timers, which the bubble's clock fires
+// when every goroutine of the bubble is blocked. Every method must be
+// called inside the bubble (synctest.Test).
+type bubbleClock struct {
+	f *Fetcher // the fetcher started last by startFetcher, whose schedule it reads
 }
 
-type fakeTimer struct {
-	clk     *fakeClock
-	c       chan time.Time
-	at      time.Time
-	stopped bool
-	fired   bool
+func newBubbleClock() *bubbleClock { return &bubbleClock{} }
+
+// Now returns the bubble's time.
+func (c *bubbleClock) Now() time.Time { return time.Now() }
+
+// Advance lets d pass and waits until the fetchers have done what came due
+// (each due timer fired, its attempt published, the next one armed).
+func (c *bubbleClock) Advance(d time.Duration) {
+	time.Sleep(d)
+	synctest.Wait()
 }
 
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: t0, armed: make(chan time.Duration, 1024)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) NewTimer(d time.Duration) Timer {
-	c.mu.Lock()
-	t := &fakeTimer{clk: c, c: make(chan time.Time, 1), at: c.now.Add(d)}
-	if d <= 0 {
-		t.fired = true
-		t.c <- c.now
-	} else {
-		c.timers = append(c.timers, t)
-	}
-	c.mu.Unlock()
-	c.armed <- d
-	return t
-}
-
-// Advance moves the clock by d and fires the timers that are due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.stopped || t.fired:
-		case !t.at.After(c.now):
-			t.fired = true
-			t.c <- c.now
-		default:
-			kept = append(kept, t)
-		}
-	}
-	c.timers = kept
-}
-
-// waitArmed waits for the fetcher to arm its next timer and returns its
-// duration: by then the previous attempt has been published.
-func (c *fakeClock) waitArmed(t *testing.T) time.Duration {
+// waitArmed waits until the fetcher is idle and returns the time until its
+// next attempt: by then the previous attempt has been published.
+func (c *bubbleClock) waitArmed(t *testing.T) time.Duration {
 	t.Helper()
-	select {
-	case d := <-c.armed:
-		return d
-	case <-time.After(10 * time.Second):
-		t.Fatal("fetcher armed no timer")
-		return 0
+	synctest.Wait()
+	if c.f == nil {
+		t.Fatal("waitArmed: no fetcher was started on this clock")
+	}
+	// An attempt blocked on its source (a hanging IdP) is durably blocked
+	// too: while the schedule says the attempt is due, let the bubble's
+	// time run on (its FetchTimeout ends it) until the next one is armed.
+	deadline := time.Now().Add(time.Hour)
+	for {
+		next := c.f.Keys().Status().NextRefresh
+		if next.IsZero() {
+			t.Fatal("the fetcher scheduled no attempt")
+		}
+		if next.After(time.Now()) {
+			return time.Until(next)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the attempt due at %v did not end within an hour", next)
+		}
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
 	}
 }
 
-// step fires the armed timer of duration d and waits for the next one.
-func (c *fakeClock) step(t *testing.T, d time.Duration) time.Duration {
+// step lets d pass (the next attempt's time) and returns the time until the
+// attempt after it.
+func (c *bubbleClock) step(t *testing.T, d time.Duration) time.Duration {
 	t.Helper()
 	c.Advance(d)
 	return c.waitArmed(t)
 }
 
-func (t *fakeTimer) C() <-chan time.Time { return t.c }
+// memHosts routes the in-memory HTTP of the tests: a keyServer's host to
+// the keyServer. A bubble can do no network I/O (a goroutine blocked on a
+// socket is not durably blocked), so the fetchers of these tests reach
+// their servers through memClient.
+var (
+	memHosts sync.Map // string -> http.Handler
+	memSeq   atomic.Int64
+)
 
-func (t *fakeTimer) Stop() bool {
-	t.clk.mu.Lock()
-	defer t.clk.mu.Unlock()
-	active := !t.stopped && !t.fired
-	t.stopped = true
-	return active
+// memClient is the fetchers' HTTP client: it serves each request with the
+// handler of its host in memHosts, in the calling goroutine.
+var memClient = &http.Client{Transport: memTransport{}}
+
+type memTransport struct{}
+
+func (memTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h, ok := memHosts.Load(r.URL.Host)
+	if !ok {
+		return nil, fmt.Errorf("no test server at %s", r.URL.Host)
+	}
+	if r.Body != nil {
+		defer r.Body.Close()
+	}
+	rec := httptest.NewRecorder()
+	h.(http.Handler).ServeHTTP(rec, r)
+	if err := r.Context().Err(); err != nil {
+		return nil, err // the handler gave up with the request
+	}
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
 }
 
-// keyServer is an httptest JWKS (and discovery) server whose answers the
-// test changes while the fetcher runs (go-oidc's keyServer).
+// serveInMemory registers h at a new host and returns its base URL
+// (https://serverN.test), removed at the end of the test.
+func serveInMemory(t *testing.T, h http.Handler) string {
+	t.Helper()
+	host := fmt.Sprintf("server%d.test", memSeq.Add(1))
+	memHosts.Store(host, h)
+	t.Cleanup(func() { memHosts.Delete(host) })
+	return "https://" + host
+}
+
+// keyServer is an in-memory JWKS (and discovery) server whose answers the
+// test changes while the fetcher runs (go-oidc's keyServer). Fetchers reach
+// it through memClient.
 type keyServer struct {
-	srv *httptest.Server
+	base string // https://serverN.test
 
 	mu              sync.Mutex
 	body            []byte
@@ -137,12 +149,23 @@ type keyServer struct {
 func newKeyServer(t *testing.T, body []byte) *keyServer {
 	t.Helper()
 	ks := &keyServer{body: body, header: http.Header{}}
-	ks.srv = httptest.NewServer(ks)
-	t.Cleanup(ks.srv.Close)
+	ks.base = serveInMemory(t, ks)
 	return ks
 }
 
-func (ks *keyServer) URL() string { return ks.srv.URL + "/jwks" }
+// newNetKeyServer is a keyServer on a loopback listener, for the tests
+// that run on the real clock and exercise the fetcher's own HTTP client
+// (redirects, TLS, Fetch without a Client).
+func newNetKeyServer(t *testing.T, body []byte) *keyServer {
+	t.Helper()
+	ks := &keyServer{body: body, header: http.Header{}}
+	srv := httptest.NewServer(ks)
+	t.Cleanup(srv.Close)
+	ks.base = srv.URL
+	return ks
+}
+
+func (ks *keyServer) URL() string { return ks.base + "/jwks" }
 
 func (ks *keyServer) set(fn func(ks *keyServer)) {
 	ks.mu.Lock()
@@ -180,7 +203,7 @@ func (ks *keyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		doc := ks.discovery
 		if doc == nil {
-			doc, _ = json.Marshal(map[string]string{"issuer": ks.srv.URL, "jwks_uri": ks.URL()})
+			doc, _ = json.Marshal(map[string]string{"issuer": ks.base, "jwks_uri": ks.URL()})
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(doc)
@@ -209,10 +232,13 @@ func (ks *keyServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(ks.body)
 }
 
-// testOptions returns options with the fake clock, fixed jitter (none) and a
-// silent logger.
-func testOptions(clk *fakeClock, o Options) Options {
-	o.Now, o.NewTimer = clk.Now, clk.NewTimer
+// testOptions returns options with the in-memory client (unless one is
+// set), fixed jitter (none) and a silent logger. The fetcher's clock is the
+// bubble's.
+func testOptions(clk *bubbleClock, o Options) Options {
+	if o.Client == nil {
+		o.Client = memClient
+	}
 	if o.Jitter == nil {
 		o.Jitter = func() float64 { return 0.5 } // ±0%
 	}
@@ -220,24 +246,25 @@ func testOptions(clk *fakeClock, o Options) Options {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.UnknownKidWait == 0 {
-		// The fake clock does not move while a caller waits, and the wait
-		// runs on a real timer: let the flight's own bound (FetchTimeout)
-		// end it, as it did before waits were bounded. The tests of the
-		// wait run under testing/synctest with the real clock.
+		// Let the flight's own bound (FetchTimeout) end a caller's wait, as
+		// it did before waits were bounded: these tests are about what a
+		// refresh does, those of the wait are in unknownkid_test.go.
 		o.UnknownKidWait = cmp.Or(o.FetchTimeout, DefaultFetchTimeout)
 	}
 	return o
 }
 
 // startFetcher starts a fetcher and waits until its first attempt is
-// published; it returns the interval it scheduled.
-func startFetcher(t *testing.T, clk *fakeClock, o Options) (*Fetcher, time.Duration) {
+// published; it returns the interval it scheduled. clk reads this
+// fetcher's schedule from then on. Call it inside a synctest bubble.
+func startFetcher(t *testing.T, clk *bubbleClock, o Options) (*Fetcher, time.Duration) {
 	t.Helper()
 	f, err := New(testOptions(clk, o))
 	if err != nil {
 		t.Fatalf("New() = %v", err)
 	}
 	t.Cleanup(func() { f.Close() })
+	clk.f = f
 	return f, clk.waitArmed(t)
 }
 

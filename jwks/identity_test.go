@@ -1,9 +1,11 @@
 package jwks
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -59,6 +62,8 @@ func writeFile(t *testing.T, path, content string) {
 // TestPrivateCABearerToken: keys load with CAFile and BearerTokenFile; a
 // changed token file is used on the next fetch; without CAFile the fetch
 // fails with a TLS error and the last good keys keep serving.
+// It runs on the real clock over real TLS (no bubble can do network I/O):
+// the next fetch is an unknown-kid refresh instead of a scheduled one.
 func TestPrivateCABearerToken(t *testing.T) {
 	dir := t.TempDir()
 	bs := newBearerServer(t, "token-one", testkeys.JWKS(keyA))
@@ -66,10 +71,19 @@ func TestPrivateCABearerToken(t *testing.T) {
 	writeFile(t, caFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: bs.srv.Certificate().Raw})))
 	writeFile(t, tokFile, "token-one\n")
 	url := bs.srv.URL + "/jwks"
+	quiet := slog.New(slog.DiscardHandler)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 
-	clk := newFakeClock()
-	f, _ := startFetcher(t, clk, Options{Issuer: "https://k8s.example/", URL: url, CAFile: caFile, BearerTokenFile: tokFile, StateDir: state, MinInterval: time.Second, DefaultTTL: 10 * time.Second})
-	if set := f.Keys().Load(); set.Len() != 1 || !set.Usable(clk.Now()) {
+	f, err := New(Options{Issuer: "https://k8s.example/", URL: url, CAFile: caFile, BearerTokenFile: tokFile, StateDir: state, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.Ready(ctx); err != nil {
+		t.Fatalf("Ready() = %v; last error %q", err, f.Keys().Status().LastError)
+	}
+	if set := f.Keys().Load(); set.Len() != 1 || !set.Usable(time.Now()) {
 		t.Fatalf("keys after the first fetch: %d, error %q; want 1", set.Len(), f.Keys().Status().LastError)
 	}
 	if bs.last() != "token-one" {
@@ -79,7 +93,9 @@ func TestPrivateCABearerToken(t *testing.T) {
 	// A rotated token file is read on the next fetch.
 	writeFile(t, tokFile, "token-two")
 	bs.setWant("token-two")
-	clk.step(t, 10*time.Second)
+	if err := f.RefreshUnknownKid(ctx, "rotated"); err != nil {
+		t.Errorf("RefreshUnknownKid() = %v, want the next fetch to succeed", err)
+	}
 	if bs.last() != "token-two" || f.Keys().Status().LastError != "" {
 		t.Errorf("after rotation: sent %q, last error %q; want token-two and no error", bs.last(), f.Keys().Status().LastError)
 	}
@@ -89,13 +105,22 @@ func TestPrivateCABearerToken(t *testing.T) {
 	f.Close()
 
 	// Without CAFile: a clear TLS error, the persisted last good set serves.
-	clk2 := newFakeClock()
-	g, _ := startFetcher(t, clk2, Options{Issuer: "https://k8s.example/", URL: url, BearerTokenFile: tokFile, StateDir: state, MinInterval: time.Second})
+	g, err := New(Options{Issuer: "https://k8s.example/", URL: url, BearerTokenFile: tokFile, StateDir: state, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	for g.Keys().Status().LastAttempt.IsZero() {
+		if ctx.Err() != nil {
+			t.Fatal("the fetcher without CAFile made no attempt")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	st := g.Keys().Status()
 	if !strings.Contains(st.LastError, "certificate") {
 		t.Errorf("LastError = %q, want a TLS certificate error", st.LastError)
 	}
-	if set := g.Keys().Load(); set.Len() != 1 || !set.Usable(clk2.Now()) {
+	if set := g.Keys().Load(); set.Len() != 1 || !set.Usable(time.Now()) {
 		t.Errorf("without CAFile: %d usable keys, want the last good 1", set.Len())
 	}
 
@@ -107,64 +132,68 @@ func TestPrivateCABearerToken(t *testing.T) {
 }
 
 func TestDiscoveryURL(t *testing.T) {
-	ks := newKeyServer(t, testkeys.JWKS(keyA))
-	// The issuer is not where the document is (the in-cluster address of
-	// a Kubernetes API server); the document's issuer is still checked.
-	issuer := "https://kubernetes.default.svc.cluster.local"
-	d, _ := json.Marshal(map[string]string{"issuer": issuer, "jwks_uri": ks.URL(), "introspection_endpoint": ks.srv.URL + "/introspect"})
-	ks.set(func(ks *keyServer) { ks.discovery = d })
-	clk := newFakeClock()
-	f, _ := startFetcher(t, clk, Options{Issuer: issuer, Discovery: true, DiscoveryURL: ks.srv.URL + wellKnownOIDC})
-	if f.Keys().Load().Len() != 1 {
-		t.Fatalf("keys = %d, error %q; want 1", f.Keys().Load().Len(), f.Keys().Status().LastError)
-	}
-	if got := f.IntrospectionEndpoint(); got != ks.srv.URL+"/introspect" {
-		t.Errorf("IntrospectionEndpoint() = %q", got)
-	}
-	if _, err := New(Options{Issuer: issuer, DiscoveryURL: ks.srv.URL}); !errors.Is(err, ErrInvalidOptions) {
-		t.Errorf("New() with DiscoveryURL and no Discovery = %v, want ErrInvalidOptions", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ks := newKeyServer(t, testkeys.JWKS(keyA))
+		// The issuer is not where the document is (the in-cluster address of
+		// a Kubernetes API server); the document's issuer is still checked.
+		issuer := "https://kubernetes.default.svc.cluster.local"
+		d, _ := json.Marshal(map[string]string{"issuer": issuer, "jwks_uri": ks.URL(), "introspection_endpoint": ks.base + "/introspect"})
+		ks.set(func(ks *keyServer) { ks.discovery = d })
+		clk := newBubbleClock()
+		f, _ := startFetcher(t, clk, Options{Issuer: issuer, Discovery: true, DiscoveryURL: ks.base + wellKnownOIDC})
+		if f.Keys().Load().Len() != 1 {
+			t.Fatalf("keys = %d, error %q; want 1", f.Keys().Load().Len(), f.Keys().Status().LastError)
+		}
+		if got := f.IntrospectionEndpoint(); got != ks.base+"/introspect" {
+			t.Errorf("IntrospectionEndpoint() = %q", got)
+		}
+		if _, err := New(Options{Issuer: issuer, DiscoveryURL: ks.base}); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("New() with DiscoveryURL and no Discovery = %v, want ErrInvalidOptions", err)
+		}
+	})
 }
 
 // TestSPIFFEBundle: a bundle's jwt-svid keys load with use jwt-svid and its
 // refresh hint sets the interval; as a plain JWKS the same document has no
 // usable key.
 func TestSPIFFEBundle(t *testing.T) {
-	svid := jwkWith(keyB, map[string]any{"use": "jwt-svid", "alg": nil})
-	sig := jwkWith(keyA, nil) // use sig: not a SPIFFE authority
-	bundle, _ := json.Marshal(map[string]any{"keys": []json.RawMessage{svid, sig}, "spiffe_refresh_hint": 7, "spiffe_sequence": 3})
-	ks := newKeyServer(t, bundle)
+	synctest.Test(t, func(t *testing.T) {
+		svid := jwkWith(keyB, map[string]any{"use": "jwt-svid", "alg": nil})
+		sig := jwkWith(keyA, nil) // use sig: not a SPIFFE authority
+		bundle, _ := json.Marshal(map[string]any{"keys": []json.RawMessage{svid, sig}, "spiffe_refresh_hint": 7, "spiffe_sequence": 3})
+		ks := newKeyServer(t, bundle)
 
-	clk := newFakeClock()
-	f, interval := startFetcher(t, clk, Options{Issuer: "spiffe://example.org", URL: ks.URL(), TrustDomain: "example.org", MinInterval: time.Second})
-	set := f.Keys().Load()
-	if set.Len() != 1 {
-		t.Fatalf("bundle keys = %d, error %q; want 1", set.Len(), f.Keys().Status().LastError)
-	}
-	if k, _ := set.Lookup("b"); k == nil || k.Use != UseJWTSVID {
-		t.Errorf("key b = %+v, want use %s", k, UseJWTSVID)
-	}
-	if interval != 7*time.Second {
-		t.Errorf("refresh interval = %v, want the 7s hint", interval)
-	}
+		clk := newBubbleClock()
+		f, interval := startFetcher(t, clk, Options{Issuer: "spiffe://example.org", URL: ks.URL(), TrustDomain: "example.org", MinInterval: time.Second})
+		set := f.Keys().Load()
+		if set.Len() != 1 {
+			t.Fatalf("bundle keys = %d, error %q; want 1", set.Len(), f.Keys().Status().LastError)
+		}
+		if k, _ := set.Lookup("b"); k == nil || k.Use != UseJWTSVID {
+			t.Errorf("key b = %+v, want use %s", k, UseJWTSVID)
+		}
+		if interval != 7*time.Second {
+			t.Errorf("refresh interval = %v, want the 7s hint", interval)
+		}
 
-	clk2 := newFakeClock()
-	g, _ := startFetcher(t, clk2, Options{URL: ks.URL()})
-	if k, _ := g.Keys().Load().Lookup("b"); k != nil {
-		t.Errorf("a plain JWKS fetcher loaded the jwt-svid key")
-	}
+		clk2 := newBubbleClock()
+		g, _ := startFetcher(t, clk2, Options{URL: ks.URL()})
+		if k, _ := g.Keys().Load().Lookup("b"); k != nil {
+			t.Errorf("a plain JWKS fetcher loaded the jwt-svid key")
+		}
 
-	file := filepath.Join(t.TempDir(), "bundle.json")
-	writeFile(t, file, string(bundle))
-	set, err := Fetch(t.Context(), Options{File: file, TrustDomain: "example.org"})
-	if err != nil || set.Len() != 1 {
-		t.Errorf("Fetch(bundle file) = %v keys, %v; want 1", set, err)
-	}
-	writeFile(t, file, `{"keys":[{"kty":"EC","use":"jwt-svid"}]}`)
-	if _, err := Fetch(t.Context(), Options{File: file, TrustDomain: "example.org"}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("Fetch(broken bundle) = %v, want ErrMalformed", err)
-	}
-	if _, err := New(Options{URL: ks.URL(), TrustDomain: "not a domain!"}); !errors.Is(err, ErrInvalidOptions) {
-		t.Errorf("New() with a bad TrustDomain = %v, want ErrInvalidOptions", err)
-	}
+		file := filepath.Join(t.TempDir(), "bundle.json")
+		writeFile(t, file, string(bundle))
+		set, err := Fetch(t.Context(), Options{File: file, TrustDomain: "example.org"})
+		if err != nil || set.Len() != 1 {
+			t.Errorf("Fetch(bundle file) = %v keys, %v; want 1", set, err)
+		}
+		writeFile(t, file, `{"keys":[{"kty":"EC","use":"jwt-svid"}]}`)
+		if _, err := Fetch(t.Context(), Options{File: file, TrustDomain: "example.org"}); !errors.Is(err, ErrMalformed) {
+			t.Errorf("Fetch(broken bundle) = %v, want ErrMalformed", err)
+		}
+		if _, err := New(Options{URL: ks.URL(), TrustDomain: "not a domain!"}); !errors.Is(err, ErrInvalidOptions) {
+			t.Errorf("New() with a bad TrustDomain = %v, want ErrInvalidOptions", err)
+		}
+	})
 }

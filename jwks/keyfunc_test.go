@@ -39,18 +39,14 @@ const (
 // kfStart is the fake clock's start: tokens are minted for it.
 var kfStart = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
-// kfClock is a settable clock; the fetcher's timers never fire, so nothing
-// but the start-up fetch and unknown-kid refreshes reach the server.
+// kfClock is a settable clock (Options.Now, and jwt.WithTimeFunc): it
+// judges tokens and staleness. The fetcher's timers run on real time, and
+// its refresh interval (DefaultTTL, 15m) is far longer than a test, so
+// nothing but the start-up fetch and unknown-kid refreshes reach the server.
 type kfClock struct{ ns atomic.Int64 }
 
-func (c *kfClock) now() time.Time                 { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *kfClock) advance(d time.Duration)        { c.ns.Add(int64(d)) }
-func (c *kfClock) timer(time.Duration) jwks.Timer { return stuckTimer{} }
-
-type stuckTimer struct{}
-
-func (stuckTimer) C() <-chan time.Time { return nil }
-func (stuckTimer) Stop() bool          { return true }
+func (c *kfClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *kfClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 
 // kfServer serves a JWKS document that the test replaces, and counts the
 // requests; when fail is set it answers 500, when hang is set it blocks
@@ -105,7 +101,7 @@ func (s *kfServer) set(fail, hang bool) {
 func startKF(t *testing.T, clk *kfClock, o jwks.Options, noWait bool) *jwks.Fetcher {
 	t.Helper()
 	o.Issuer = kfIssuer
-	o.Now, o.NewTimer = clk.now, clk.timer
+	o.Now = clk.now
 	o.Logger = slog.New(slog.DiscardHandler)
 	f, err := jwks.New(o)
 	if err != nil {

@@ -3,6 +3,7 @@ package jwks
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -32,32 +33,34 @@ func TestFetcherRefreshBeforeStale(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ks := newKeyServer(t, testkeys.JWKS(keyA))
-			if tt.header != "" {
-				ks.set(func(ks *keyServer) { ks.header.Set("Cache-Control", tt.header) })
-			}
-			clk := newFakeClock()
-			o := tt.opts
-			o.URL = ks.URL()
-			jitter := cmpOr(tt.jitter, 0.5)
-			o.Jitter = func() float64 { return jitter }
-			f, d := startFetcher(t, clk, o)
-			if d.Round(time.Second) != tt.wantNext.Round(time.Second) {
-				t.Errorf("refresh interval = %v, want %v", d, tt.wantNext)
-			}
-			// Up to the moment the refresh fires, the set verifies.
-			clk.Advance(d - time.Nanosecond)
-			if now := clk.Now(); !f.Keys().Load().Usable(now) {
-				t.Fatalf("at +%v, just before the scheduled refresh: Usable() = false (UsableUntil %v); a healthy IdP left the issuer without keys",
-					now.Sub(t0), f.Keys().Load().UsableUntil.Sub(t0))
-			}
-			clk.step(t, time.Nanosecond)
-			if now := clk.Now(); !f.Keys().Load().Usable(now) || f.Stats().Fetches != 2 {
-				t.Errorf("after the refresh at +%v: Usable() = false or %d fetches, want usable after 2", now.Sub(t0), f.Stats().Fetches)
-			}
-			if err := f.Ready(context.Background()); err != nil {
-				t.Errorf("Ready() = %v", err)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				ks := newKeyServer(t, testkeys.JWKS(keyA))
+				if tt.header != "" {
+					ks.set(func(ks *keyServer) { ks.header.Set("Cache-Control", tt.header) })
+				}
+				clk := newBubbleClock()
+				o := tt.opts
+				o.URL = ks.URL()
+				jitter := cmpOr(tt.jitter, 0.5)
+				o.Jitter = func() float64 { return jitter }
+				f, d := startFetcher(t, clk, o)
+				if d.Round(time.Second) != tt.wantNext.Round(time.Second) {
+					t.Errorf("refresh interval = %v, want %v", d, tt.wantNext)
+				}
+				// Up to the moment the refresh fires, the set verifies.
+				clk.Advance(d - time.Nanosecond)
+				if now := clk.Now(); !f.Keys().Load().Usable(now) {
+					t.Fatalf("at +%v, just before the scheduled refresh: Usable() = false (UsableUntil %v); a healthy IdP left the issuer without keys",
+						now.Sub(t0), f.Keys().Load().UsableUntil.Sub(t0))
+				}
+				clk.step(t, time.Nanosecond)
+				if now := clk.Now(); !f.Keys().Load().Usable(now) || f.Stats().Fetches != 2 {
+					t.Errorf("after the refresh at +%v: Usable() = false or %d fetches, want usable after 2", now.Sub(t0), f.Stats().Fetches)
+				}
+				if err := f.Ready(context.Background()); err != nil {
+					t.Errorf("Ready() = %v", err)
+				}
+			})
 		})
 	}
 }

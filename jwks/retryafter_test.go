@@ -3,6 +3,7 @@ package jwks
 import (
 	"net/http"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -30,21 +31,23 @@ func TestFetcherRetryAfter(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ks := newKeyServer(t, testkeys.JWKS(keyA))
-			ks.set(func(ks *keyServer) {
-				ks.status = tt.status
-				if tt.retryAfter != "" {
-					ks.header.Set("Retry-After", tt.retryAfter)
+			synctest.Test(t, func(t *testing.T) {
+				ks := newKeyServer(t, testkeys.JWKS(keyA))
+				ks.set(func(ks *keyServer) {
+					ks.status = tt.status
+					if tt.retryAfter != "" {
+						ks.header.Set("Retry-After", tt.retryAfter)
+					}
+				})
+				clk := newBubbleClock()
+				f, d := startFetcher(t, clk, Options{URL: ks.URL(), MinInterval: time.Minute})
+				if d != tt.want {
+					t.Errorf("retry after the failure in %v, want %v", d, tt.want)
+				}
+				if st := f.Keys().Status(); !st.NextRefresh.Equal(t0.Add(d)) || st.ConsecutiveFailures != 1 {
+					t.Errorf("Status() = %+v, want 1 failure and the next attempt at +%v", st, d)
 				}
 			})
-			clk := newFakeClock()
-			f, d := startFetcher(t, clk, Options{URL: ks.URL(), MinInterval: time.Minute})
-			if d != tt.want {
-				t.Errorf("retry after the failure in %v, want %v", d, tt.want)
-			}
-			if st := f.Keys().Status(); !st.NextRefresh.Equal(t0.Add(d)) || st.ConsecutiveFailures != 1 {
-				t.Errorf("Status() = %+v, want 1 failure and the next attempt at +%v", st, d)
-			}
 		})
 	}
 }

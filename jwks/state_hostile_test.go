@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -64,29 +65,31 @@ func TestFetcherHostileStateFile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ks := newKeyServer(t, nil)
-			ks.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
-			dir := t.TempDir()
-			o := tt.opts
-			o.Issuer, o.URL, o.StateDir = iss, ks.URL(), dir
-			if err := os.WriteFile(filepath.Join(dir, filepath.Base(statePath(dir, iss, ""))), tt.content(redactString(ks.URL())), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			clk := newFakeClock()
-			f, _ := startFetcher(t, clk, o)
-			set := f.Keys().Load()
-			if tt.wantKeys == 0 {
-				if set != nil && set.Len() > 0 {
-					t.Fatalf("published %d keys from the state file, want none", set.Len())
+			synctest.Test(t, func(t *testing.T) {
+				ks := newKeyServer(t, nil)
+				ks.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
+				dir := t.TempDir()
+				o := tt.opts
+				o.Issuer, o.URL, o.StateDir = iss, ks.URL(), dir
+				if err := os.WriteFile(filepath.Join(dir, filepath.Base(statePath(dir, iss, ""))), tt.content(redactString(ks.URL())), 0o600); err != nil {
+					t.Fatal(err)
 				}
-				return
-			}
-			if set == nil || set.Len() != tt.wantKeys || !set.FetchedAt.Equal(tt.wantAt) {
-				t.Fatalf("published set %v, want %d keys fetched at %v", set, tt.wantKeys, tt.wantAt)
-			}
-			if !set.UsableUntil.Equal(tt.wantAt.Add(f.opts.StaleFor)) {
-				t.Errorf("UsableUntil = %v, want %v + StaleFor", set.UsableUntil, tt.wantAt)
-			}
+				clk := newBubbleClock()
+				f, _ := startFetcher(t, clk, o)
+				set := f.Keys().Load()
+				if tt.wantKeys == 0 {
+					if set != nil && set.Len() > 0 {
+						t.Fatalf("published %d keys from the state file, want none", set.Len())
+					}
+					return
+				}
+				if set == nil || set.Len() != tt.wantKeys || !set.FetchedAt.Equal(tt.wantAt) {
+					t.Fatalf("published set %v, want %d keys fetched at %v", set, tt.wantKeys, tt.wantAt)
+				}
+				if !set.UsableUntil.Equal(tt.wantAt.Add(f.opts.StaleFor)) {
+					t.Errorf("UsableUntil = %v, want %v + StaleFor", set.UsableUntil, tt.wantAt)
+				}
+			})
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"go.uber.org/goleak"
@@ -71,54 +72,53 @@ func TestStaticKeysOptions(t *testing.T) {
 // With StaticKeys alone the fetcher publishes them at once, never stale, is
 // ready, arms no timer, starts no goroutine and refuses refreshes at once.
 func TestFetcherStaticOnly(t *testing.T) {
-	secret, rsaKey := staticKeys(t)
-	ignore := goleak.IgnoreCurrent()
-	clk := newFakeClock()
-	f, err := New(testOptions(clk, Options{Issuer: "local", StaticKeys: []*cache.Key{secret, rsaKey}}))
-	if err != nil {
-		t.Fatalf("New() = %v", err)
-	}
-	defer f.Close()
-	goleak.VerifyNone(t, ignore) // no loop, no poller
+	synctest.Test(t, func(t *testing.T) {
+		secret, rsaKey := staticKeys(t)
+		ignore := goleak.IgnoreCurrent()
+		clk := newBubbleClock()
+		f, err := New(testOptions(clk, Options{Issuer: "local", StaticKeys: []*cache.Key{secret, rsaKey}}))
+		if err != nil {
+			t.Fatalf("New() = %v", err)
+		}
+		defer f.Close()
+		goleak.VerifyNone(t, ignore) // no loop, no poller
 
-	done, cancel := context.WithCancel(context.Background())
-	cancel()
-	if err := f.Ready(done); err != nil {
-		t.Errorf("Ready() = %v, want nil at once", err)
-	}
-	set := f.Keys().Load()
-	if h, _ := set.Lookup("h"); h != secret || set.Len() != 2 || !set.UsableUntil.IsZero() || !set.FetchedAt.Equal(t0) {
-		t.Errorf("published set = %+v, want both static keys, never stale, fetched at %v", set, t0)
-	}
-	if a, _ := set.Lookup("a"); a != rsaKey {
-		t.Errorf("Lookup(a) = %p, want the static key %p", a, rsaKey)
-	}
-	st := f.Keys().Status()
-	if st.Source != "static" || !st.LastSuccess.Equal(t0) || st.LastError != "" || !st.NextRefresh.IsZero() {
-		t.Errorf("Status() = %+v, want source static, a success at start, no refresh", st)
-	}
-	if err := f.RefreshUnknownKid(context.Background(), "x"); !errors.Is(err, ErrSuppressed) {
-		t.Errorf("RefreshUnknownKid(x) = %v, want %v", err, ErrSuppressed)
-	}
-	if s := f.Stats(); s != (cache.FetchStats{}) {
-		t.Errorf("Stats() = %+v, want zero: nothing fetched", s)
-	}
-	select {
-	case d := <-clk.armed:
-		t.Errorf("a timer of %v was armed, want none", d)
-	default:
-	}
-	if err := f.Close(); err != nil {
-		t.Errorf("Close() = %v", err)
-	}
-	if err := f.RefreshUnknownKid(context.Background(), "x"); !errors.Is(err, ErrClosed) {
-		t.Errorf("RefreshUnknownKid() after Close = %v, want %v", err, ErrClosed)
-	}
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := f.Ready(done); err != nil {
+			t.Errorf("Ready() = %v, want nil at once", err)
+		}
+		set := f.Keys().Load()
+		if h, _ := set.Lookup("h"); h != secret || set.Len() != 2 || !set.UsableUntil.IsZero() || !set.FetchedAt.Equal(t0) {
+			t.Errorf("published set = %+v, want both static keys, never stale, fetched at %v", set, t0)
+		}
+		if a, _ := set.Lookup("a"); a != rsaKey {
+			t.Errorf("Lookup(a) = %p, want the static key %p", a, rsaKey)
+		}
+		st := f.Keys().Status()
+		if st.Source != "static" || !st.LastSuccess.Equal(t0) || st.LastError != "" || !st.NextRefresh.IsZero() {
+			t.Errorf("Status() = %+v, want source static, a success at start, no refresh", st)
+		}
+		if err := f.RefreshUnknownKid(context.Background(), "x"); !errors.Is(err, ErrSuppressed) {
+			t.Errorf("RefreshUnknownKid(x) = %v, want %v", err, ErrSuppressed)
+		}
+		if s := f.Stats(); s != (cache.FetchStats{}) {
+			t.Errorf("Stats() = %+v, want zero: nothing fetched", s)
+		}
+		// No timer is armed: no goroutine was started to arm one (goleak
+		// above), and NextRefresh is zero.
+		if err := f.Close(); err != nil {
+			t.Errorf("Close() = %v", err)
+		}
+		if err := f.RefreshUnknownKid(context.Background(), "x"); !errors.Is(err, ErrClosed) {
+			t.Errorf("RefreshUnknownKid() after Close = %v, want %v", err, ErrClosed)
+		}
 
-	got, err := Fetch(context.Background(), Options{StaticKeys: []*cache.Key{secret}})
-	if err != nil || got.Len() != 1 || !got.UsableUntil.IsZero() {
-		t.Errorf("Fetch(static only) = %+v, %v; want the secret, never stale", got, err)
-	}
+		got, err := Fetch(context.Background(), Options{StaticKeys: []*cache.Key{secret}})
+		if err != nil || got.Len() != 1 || !got.UsableUntil.IsZero() {
+			t.Errorf("Fetch(static only) = %+v, %v; want the secret, never stale", got, err)
+		}
+	})
 }
 
 // StaticKeys are merged into every set of a source, first; a source's key
@@ -148,87 +148,97 @@ func TestFetcherStaticKeysMerged(t *testing.T) {
 	}
 
 	t.Run("remote", func(t *testing.T) {
-		ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
-		clk := newFakeClock()
-		f, d := startFetcher(t, clk, Options{URL: ks.URL(), StaticKeys: static})
-		set := f.Keys().Load()
-		check(t, set)
-		if !set.UsableUntil.Equal(t0.Add(DefaultStaleFor)) {
-			t.Errorf("UsableUntil = %v, want the source's staleness", set.UsableUntil)
-		}
-		if s := f.Stats(); s.KeysSkipped != 1 {
-			t.Errorf("Stats().KeysSkipped = %d, want 1", s.KeysSkipped)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
+			clk := newBubbleClock()
+			f, d := startFetcher(t, clk, Options{URL: ks.URL(), StaticKeys: static})
+			set := f.Keys().Load()
+			check(t, set)
+			if !set.UsableUntil.Equal(t0.Add(DefaultStaleFor)) {
+				t.Errorf("UsableUntil = %v, want the source's staleness", set.UsableUntil)
+			}
+			if s := f.Stats(); s.KeysSkipped != 1 {
+				t.Errorf("Stats().KeysSkipped = %d, want 1", s.KeysSkipped)
+			}
 
-		ks.setBody(testkeys.JWKS(keyA)) // only a key the static one shadows
-		clk.step(t, d)
-		if st := f.Keys().Status(); f.Keys().Load() != set || !strings.Contains(st.LastError, ErrNoKeys.Error()) {
-			t.Errorf("after a set of shadowed keys: Status() = %+v, want %v and the last good set kept", st, ErrNoKeys)
-		}
+			ks.setBody(testkeys.JWKS(keyA)) // only a key the static one shadows
+			clk.step(t, d)
+			if st := f.Keys().Status(); f.Keys().Load() != set || !strings.Contains(st.LastError, ErrNoKeys.Error()) {
+				t.Errorf("after a set of shadowed keys: Status() = %+v, want %v and the last good set kept", st, ErrNoKeys)
+			}
+		})
 	})
 
 	t.Run("file", func(t *testing.T) {
-		file := filepath.Join(t.TempDir(), "keys.json")
-		if err := os.WriteFile(file, testkeys.JWKS(keyA, keyB), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		f, _ := startFetcher(t, newFakeClock(), Options{File: file, StaticKeys: static})
-		check(t, f.Keys().Load())
-		if !f.Keys().Load().UsableUntil.IsZero() {
-			t.Errorf("a file set with static keys goes stale")
-		}
+		synctest.Test(t, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "keys.json")
+			if err := os.WriteFile(file, testkeys.JWKS(keyA, keyB), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f, _ := startFetcher(t, newBubbleClock(), Options{File: file, StaticKeys: static})
+			check(t, f.Keys().Load())
+			if !f.Keys().Load().UsableUntil.IsZero() {
+				t.Errorf("a file set with static keys goes stale")
+			}
+		})
 	})
 
 	t.Run("fetch", func(t *testing.T) {
-		ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
-		set, err := Fetch(context.Background(), testOptions(newFakeClock(), Options{URL: ks.URL(), StaticKeys: static}))
-		if err != nil {
-			t.Fatalf("Fetch() = %v", err)
-		}
-		check(t, set)
+		synctest.Test(t, func(t *testing.T) {
+			ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
+			set, err := Fetch(context.Background(), testOptions(newBubbleClock(), Options{URL: ks.URL(), StaticKeys: static}))
+			if err != nil {
+				t.Fatalf("Fetch() = %v", err)
+			}
+			check(t, set)
+		})
 	})
 
 	t.Run("state-dir", func(t *testing.T) {
-		ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
-		dir := t.TempDir()
-		o := Options{Issuer: "https://idp.example/", URL: ks.URL(), StateDir: dir, StaticKeys: static}
-		f, _ := startFetcher(t, newFakeClock(), o)
-		f.Close()
-		ks.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
-		f, _ = startFetcher(t, newFakeClock(), o)
-		check(t, f.Keys().Load()) // loaded from the state file, merged again
+		synctest.Test(t, func(t *testing.T) {
+			ks := newKeyServer(t, testkeys.JWKS(keyA, keyB))
+			dir := t.TempDir()
+			o := Options{Issuer: "https://idp.example/", URL: ks.URL(), StateDir: dir, StaticKeys: static}
+			f, _ := startFetcher(t, newBubbleClock(), o)
+			f.Close()
+			ks.set(func(ks *keyServer) { ks.status = http.StatusServiceUnavailable })
+			f, _ = startFetcher(t, newBubbleClock(), o)
+			check(t, f.Keys().Load()) // loaded from the state file, merged again
+		})
 	})
 }
 
 // With a source that is down at start, the static keys alone verify at
 // once; Ready waits for the source's first set, which is then merged.
 func TestFetcherStaticKeysSourceDown(t *testing.T) {
-	secret, _ := staticKeys(t)
-	ks := newKeyServer(t, testkeys.JWKS(keyA))
-	ks.set(func(ks *keyServer) { ks.status = http.StatusBadGateway })
-	clk := newFakeClock()
-	f, d := startFetcher(t, clk, Options{URL: ks.URL(), StaticKeys: []*cache.Key{secret}})
+	synctest.Test(t, func(t *testing.T) {
+		secret, _ := staticKeys(t)
+		ks := newKeyServer(t, testkeys.JWKS(keyA))
+		ks.set(func(ks *keyServer) { ks.status = http.StatusBadGateway })
+		clk := newBubbleClock()
+		f, d := startFetcher(t, clk, Options{URL: ks.URL(), StaticKeys: []*cache.Key{secret}})
 
-	set := f.Keys().Load()
-	if h, _ := set.Lookup("h"); h != secret || set.Len() != 1 || !set.Usable(clk.Now().Add(1000*time.Hour)) {
-		t.Errorf("before the first fetch: set = %+v, want the secret alone, usable", set)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	if err := f.Ready(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Ready() with the source down = %v, want %v", err, context.DeadlineExceeded)
-	}
-	if st := f.Keys().Status(); st.ConsecutiveFailures != 1 || !strings.Contains(st.LastError, "502") {
-		t.Errorf("Status() = %+v, want the failed fetch", st)
-	}
+		set := f.Keys().Load()
+		if h, _ := set.Lookup("h"); h != secret || set.Len() != 1 || !set.Usable(clk.Now().Add(1000*time.Hour)) {
+			t.Errorf("before the first fetch: set = %+v, want the secret alone, usable", set)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		defer cancel()
+		if err := f.Ready(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Ready() with the source down = %v, want %v", err, context.DeadlineExceeded)
+		}
+		if st := f.Keys().Status(); st.ConsecutiveFailures != 1 || !strings.Contains(st.LastError, "502") {
+			t.Errorf("Status() = %+v, want the failed fetch", st)
+		}
 
-	ks.set(func(ks *keyServer) { ks.status = 0 })
-	clk.step(t, d)
-	if err := f.Ready(context.Background()); err != nil {
-		t.Errorf("Ready() after the source answered = %v", err)
-	}
-	set = f.Keys().Load()
-	if _, ok := set.Lookup("a"); !ok || set.Len() != 2 || set.UsableUntil.IsZero() {
-		t.Errorf("after the first fetch: set = %+v, want the secret and a, with the source's staleness", set)
-	}
+		ks.set(func(ks *keyServer) { ks.status = 0 })
+		clk.step(t, d)
+		if err := f.Ready(context.Background()); err != nil {
+			t.Errorf("Ready() after the source answered = %v", err)
+		}
+		set = f.Keys().Load()
+		if _, ok := set.Lookup("a"); !ok || set.Len() != 2 || set.UsableUntil.IsZero() {
+			t.Errorf("after the first fetch: set = %+v, want the secret and a, with the source's staleness", set)
+		}
+	})
 }

@@ -161,20 +161,22 @@ func TestRefreshUnknownKidFloodBudget(t *testing.T) {
 // StaleFor: then the static secret verifies nothing until the source
 // answers, where without a state_dir it would.
 func TestStaticKeysBesideAStaleStateFile(t *testing.T) {
-	secret, _ := staticKeys(t)
-	ks := newKeyServer(t, testkeys.JWKS(keyA))
-	dir := t.TempDir()
-	o := Options{Issuer: "https://idp.example/", URL: ks.URL(), StateDir: dir, StaleFor: time.Hour, StaticKeys: []*cache.Key{secret}}
-	clk := newFakeClock()
-	f, _ := startFetcher(t, clk, o)
-	f.Close() // the state file holds {a}, fetched at t0
+	synctest.Test(t, func(t *testing.T) {
+		secret, _ := staticKeys(t)
+		ks := newKeyServer(t, testkeys.JWKS(keyA))
+		dir := t.TempDir()
+		o := Options{Issuer: "https://idp.example/", URL: ks.URL(), StateDir: dir, StaleFor: time.Hour, StaticKeys: []*cache.Key{secret}}
+		clk := newBubbleClock()
+		f, _ := startFetcher(t, clk, o)
+		f.Close() // the state file holds {a}, fetched at t0
 
-	ks.set(func(ks *keyServer) { ks.status = http.StatusBadGateway })
-	clk.Advance(2 * time.Hour) // the persisted set is past StaleFor
-	f, _ = startFetcher(t, clk, o)
-	set := f.Keys().Load()
-	if h, ok := set.Lookup("h"); !ok || h != secret || !set.Usable(clk.Now()) {
-		t.Errorf("restart with a stale state file and the IdP down: static secret usable = %v (set UsableUntil %v, now %v); without state_dir it is usable",
-			ok && set.Usable(clk.Now()), set.UsableUntil, clk.Now())
-	}
+		ks.set(func(ks *keyServer) { ks.status = http.StatusBadGateway })
+		clk.Advance(2 * time.Hour) // the persisted set is past StaleFor
+		f, _ = startFetcher(t, clk, o)
+		set := f.Keys().Load()
+		if h, ok := set.Lookup("h"); !ok || h != secret || !set.Usable(clk.Now()) {
+			t.Errorf("restart with a stale state file and the IdP down: static secret usable = %v (set UsableUntil %v, now %v); without state_dir it is usable",
+				ok && set.Usable(clk.Now()), set.UsableUntil, clk.Now())
+		}
+	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/jwksverify/jwksverify/api"
 )
 
 // route is one endpoint served through the mux.
@@ -38,6 +40,7 @@ func (s *Server) routeTable() []route {
 		{"/healthz", get, s.serveHealthz, true},
 		{"/readyz", get, s.serveReadyz, true},
 		{"/v1/issuers", get, s.serveIssuers, true},
+		{"/openapi.yaml", get, serveOpenAPI(api.OpenAPI()), false},
 	}
 	if s.metricsHandler != nil {
 		routes = append(routes, route{"/metrics", get, s.metricsHandler.ServeHTTP, true})

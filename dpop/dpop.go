@@ -50,13 +50,6 @@ const (
 	MinMaxAge, MaxMaxAge = time.Second, 10 * time.Minute
 )
 
-// ErrInvalidOptions reports options that [New] or [CheckOptions] refuse.
-var ErrInvalidOptions = errors.New("dpop: invalid options")
-
-// ErrReplayed is the invalid_dpop_proof of a proof whose jti was already
-// used: errors.Is matches both it and verify.ErrInvalidDPoPProof.
-var ErrReplayed = fmt.Errorf("%w: jti was already used (a replayed proof)", verify.ErrInvalidDPoPProof)
-
 // DefaultAlgorithms is the allowlist of proof algorithms when none is
 // configured. It returns a new slice on each call.
 func DefaultAlgorithms() []string { return []string{"ES256", "PS256", "RS256", "EdDSA"} }
@@ -103,14 +96,14 @@ type Checker struct {
 // alg that is not an asymmetric algorithm of package verify.
 func CheckOptions(opts Options) error {
 	if a := opts.MaxAge; a != 0 && (a < MinMaxAge || a > MaxMaxAge) {
-		return fmt.Errorf("%w: MaxAge: %s is out of range [%s, %s]", ErrInvalidOptions, a, MinMaxAge, MaxMaxAge)
+		return invalidOption("MaxAge", "%s is out of range [%s, %s]", a, MinMaxAge, MaxMaxAge)
 	}
 	if opts.MaxProofBytes < 0 {
-		return fmt.Errorf("%w: MaxProofBytes: negative", ErrInvalidOptions)
+		return invalidOption("MaxProofBytes", "negative")
 	}
 	for i, a := range opts.Algorithms {
 		if err := CheckAlgorithm(a); err != nil {
-			return fmt.Errorf("%w: Algorithms[%d]: %w", ErrInvalidOptions, i, err)
+			return invalidOption(fmt.Sprintf("Algorithms[%d]", i), "%w", err)
 		}
 	}
 	return nil
@@ -120,7 +113,7 @@ func CheckOptions(opts Options) error {
 // defaults and returns a Checker.
 func New(opts Options) (*Checker, error) {
 	if opts.Replay == nil {
-		return nil, fmt.Errorf("%w: a replay store is required", ErrInvalidOptions)
+		return nil, invalidOption("", "a replay store is required")
 	}
 	if err := CheckOptions(opts); err != nil {
 		return nil, err

@@ -59,36 +59,31 @@ const (
 	MaxCacheEntries, MaxCacheBytes = 10_000_000, 1 << 40
 )
 
-// ErrInvalidOptions reports options out of the bounds [CheckOptions] checks.
-var ErrInvalidOptions = errors.New("verify: invalid options")
-
 // CheckOptions reports whether the bounds of opts are ones [New] accepts
 // (MaxTokenBytes, MaxKidless, TokenCache, CrossCheckRate, each issuer's
 // Leeway and Audiences): an error wrapping [ErrInvalidOptions] that names
 // the field first if not. It needs no Keys: a command checks its
 // configuration with it before any fetch.
 func CheckOptions(opts Options) error {
-	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	invalid := invalidOption
 	switch n, c := opts.MaxTokenBytes, opts.TokenCache; {
 	case n != 0 && (n < MinMaxTokenBytes || n > MaxMaxTokenBytes):
-		return invalid("MaxTokenBytes: %d is out of range [%d, %d]", n, MinMaxTokenBytes, MaxMaxTokenBytes)
+		return invalid("MaxTokenBytes", "%d is out of range [%d, %d]", n, MinMaxTokenBytes, MaxMaxTokenBytes)
 	case opts.MaxKidless < 0:
-		return invalid("MaxKidless: negative")
+		return invalid("MaxKidless", "negative")
 	case c.MaxEntries < 0 || c.MaxEntries > MaxCacheEntries:
-		return invalid("TokenCache.MaxEntries: %d is out of range [0, %d]", c.MaxEntries, MaxCacheEntries)
+		return invalid("TokenCache.MaxEntries", "%d is out of range [0, %d]", c.MaxEntries, MaxCacheEntries)
 	case c.MaxBytes < 0 || c.MaxBytes > MaxCacheBytes:
-		return invalid("TokenCache.MaxBytes: %d is out of range [0, %d]", c.MaxBytes, int64(MaxCacheBytes))
+		return invalid("TokenCache.MaxBytes", "%d is out of range [0, %d]", c.MaxBytes, int64(MaxCacheBytes))
 	case math.IsNaN(opts.CrossCheckRate) || opts.CrossCheckRate > 1:
-		return invalid("CrossCheckRate: %v is above 1 (1 checks every accept)", opts.CrossCheckRate)
+		return invalid("CrossCheckRate", "%v is above 1 (1 checks every accept)", opts.CrossCheckRate)
 	}
 	for i, is := range opts.Issuers {
 		if is.Leeway > MaxLeeway {
-			return invalid("Issuers[%d].Leeway: %s is above the maximum of %s", i, is.Leeway, MaxLeeway)
+			return invalid(fmt.Sprintf("Issuers[%d].Leeway", i), "%s is above the maximum of %s", is.Leeway, MaxLeeway)
 		}
 		if j := slices.Index(is.Audiences, ""); j >= 0 {
-			return invalid("Issuers[%d].Audiences: entry %d is empty", i, j)
+			return invalid(fmt.Sprintf("Issuers[%d].Audiences", i), "entry %d is empty", j)
 		}
 	}
 	return nil

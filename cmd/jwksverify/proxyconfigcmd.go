@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/proxyconfig"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/request"
 )
 

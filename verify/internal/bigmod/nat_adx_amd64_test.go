@@ -20,7 +20,7 @@ import (
 // Upstream's tests run whichever path the test machine selects, so on a
 // machine with ADX the MULQ path — the one older or restricted CPUs (and
 // some virtual machines) take — never runs. These tests run both, and CI
-// also runs this package and internal/rsaverify with GODEBUG=cpu.adx=off.
+// also runs this package and verify/internal/rsaverify with GODEBUG=cpu.adx=off.
 
 // withADX runs f with supportADX set to on. Tests using it must not be
 // parallel: the assembly reads the variable on every call.
@@ -145,7 +145,7 @@ func TestAssemblyPathsAgainstMathBig(t *testing.T) {
 }
 
 // TestGODEBUGTurnsADXOff proves that the CI step running this package and
-// internal/rsaverify with GODEBUG=cpu.adx=off does run the MULQ path:
+// verify/internal/rsaverify with GODEBUG=cpu.adx=off does run the MULQ path:
 // golang.org/x/sys/cpu honours the setting before supportADX is computed.
 func TestGODEBUGTurnsADXOff(t *testing.T) {
 	if !strings.Contains(os.Getenv("GODEBUG"), "cpu.adx=off") {

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/replay"
@@ -59,15 +59,14 @@ func writePlan(t *testing.T, path, content string) *config.Plan {
 	return plan
 }
 
-// startLive starts the service's generations over plan, closed at the end
-// of the test.
-func startLive(t *testing.T, plan *config.Plan) *live {
+// startLive starts the service of plan, closed at the end of the test.
+func startLive(t *testing.T, plan *config.Plan) *Service {
 	t.Helper()
-	l, err := newLive(plan, slog.New(slog.DiscardHandler), &tracing{})
+	l, err := New(plan, Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("newLive() = %v", err)
+		t.Fatalf("New() = %v", err)
 	}
-	t.Cleanup(l.close)
+	t.Cleanup(func() { l.Close() })
 	return l
 }
 
@@ -110,7 +109,7 @@ issuers:
 	l := startLive(t, load(file("a", "5m")))
 	ctx := context.Background()
 	verifyOpaque := func(tok string) error {
-		_, err := l.cur.Load().server.Verifier().Verify(ctx, tok)
+		_, err := l.Server().Verifier().Verify(ctx, tok)
 		return err
 	}
 	for _, tok := range []string{"opaque-1", "opaque-2"} {
@@ -138,8 +137,8 @@ issuers:
 		t.Run(tt.name, func(t *testing.T) {
 			as.down.Store(tt.down)
 			defer as.down.Store(false)
-			l.reload(ctx, load(file(tt.audience, tt.maxTTL)), nil)
-			if got, want := l.cur.Load().plan.Hash, config.Hash([]byte(file(tt.audience, tt.maxTTL))); got != want {
+			mustReload(t, l, ctx, load(file(tt.audience, tt.maxTTL)))
+			if got, want := l.Plan().Hash, config.Hash([]byte(file(tt.audience, tt.maxTTL))); got != want {
 				t.Fatalf("after reload: config hash %s, want %s (not swapped in)", got, want)
 			}
 			before := as.calls.Load()
@@ -185,7 +184,7 @@ issuers:
 `, iss, jwksSrv.URL, as.URL)
 	plan := writePlan(t, path, content)
 	l := startLive(t, plan)
-	srv := httptest.NewServer(l.handler())
+	srv := httptest.NewServer(l.Handler())
 	t.Cleanup(srv.Close)
 
 	tests := []struct {
@@ -256,7 +255,7 @@ issuers:
 	// as its context allows (newIssuerWait otherwise).
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	l.reload(ctx, load("48h"), nil)
+	mustReload(t, l, ctx, load("48h"))
 	s := l.cur.Load()
 	if len(s.fetchers) != 1 || s.fetchers[0].opts.StaleFor != 48*time.Hour {
 		t.Fatalf("reload not swapped in")
@@ -310,7 +309,7 @@ issuers:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l.reload(ctx, load(tt.maxEntries), nil)
+			mustReload(t, l, ctx, load(tt.maxEntries))
 			if fresh, err := l.replayStore.Use(ctx, used, time.Minute, now.Add(time.Second)); fresh || err != nil {
 				t.Errorf("after the reload: Use() of the proof used before = %t, %v; want replayed", fresh, err)
 			}
@@ -351,12 +350,12 @@ issuers:
 	if err := l.cur.Load().fetchers[0].f.Ready(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(l.handler())
-	srv.Config.ReadTimeout, srv.Config.WriteTimeout = start.HTTP.Read, start.HTTP.Write // as runService sets them
+	srv := httptest.NewUnstartedServer(l.Handler())
+	srv.Config.ReadTimeout, srv.Config.WriteTimeout = start.HTTP.Read, start.HTTP.Write // as a program serving Handler sets them
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	l.reload(context.Background(), load("{fetch_timeout: 1m, unknown_kid_wait: 30s}"), nil)
+	mustReload(t, l, context.Background(), load("{fetch_timeout: 1m, unknown_kid_wait: 30s}"))
 	hang.Store(true)
 	tok := testkeys.Mint("RS256", testkeys.Private(testkeys.RSA2048A), map[string]any{"kid": "rotated"}, claimsAt(iss, "", time.Now()))
 	tests := []struct {
@@ -411,14 +410,14 @@ issuers:
     sender_constraint: {dpop: optional}
 `, timeoutMS, jwksSrv.URL))
 	}
-	l, err := newLive(load(100), slog.New(slog.DiscardHandler), &tracing{})
+	l, err := New(load(100), Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("newLive() = %v", err)
+		t.Fatalf("New() = %v", err)
 	}
 	var replaced []*replay.Redis
 	for i := range 10 {
 		before := l.replayStore.(*replay.Redis)
-		l.reload(context.Background(), load(101+i), nil)
+		mustReload(t, l, context.Background(), load(101+i))
 		replaced = append(replaced, before)
 	}
 	if n := len(l.redis); n != 1 {
@@ -429,7 +428,7 @@ issuers:
 	}
 	// Retired, not just forgotten: closing the service ends the grace at
 	// once, and every replaced client is then closed.
-	l.close()
+	l.Close()
 	for i, r := range replaced {
 		if err := r.Ping(context.Background()); !errors.Is(err, redis.ErrClosed) {
 			t.Errorf("replaced client %d: Ping() = %v, want %v (closed)", i, err, redis.ErrClosed)

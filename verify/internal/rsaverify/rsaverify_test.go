@@ -15,8 +15,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/jwksverify/jwksverify/internal/ecverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/verify/internal/ecverify"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,7 +1,9 @@
 // Package config turns jwksverify's YAML configuration file into a [Plan]:
-// the options each library takes, the listen addresses and the timeouts,
-// for every command that reads the file (serve, serve --demo, verify
-// --config). An absent key leaves its field zero, for the library's own
+// the options each library takes, the listen addresses and the timeouts.
+// Every command that reads the file (serve, serve --demo, verify --config,
+// check) and every program that embeds the service (package service) reads
+// it here; the file is decoded strictly (unknown keys, repeated keys and
+// values of the wrong type are refused with their key path and line). An absent key leaves its field zero, for the library's own
 // default; a library's rule is applied by the function it exports
 // (verify.CheckAlgorithm, jwks.CheckURL, server.CheckClaimHeader, ...) or
 // by its New, and this package only adds the YAML path to the error.
@@ -26,7 +28,6 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
@@ -107,10 +108,13 @@ func FileHash(path string) (string, error) {
 
 // TLS is a listener's tls (or grpc_tls) section, checked: CertFile and
 // KeyFile both set or both empty; ClientAuth request or require only with a
-// ClientCAFile. tlsfiles.New loads the files.
+// ClientCAFile. The command that opens the listener loads the files.
 type TLS struct {
 	CertFile, KeyFile, ClientCAFile string
-	ClientAuth                      tlsfiles.ClientAuth
+	// ClientAuth is "none" (no client certificate asked for), "request" (a
+	// certificate, when sent, must verify) or "require" (a verified
+	// certificate is required at the handshake).
+	ClientAuth string
 }
 
 // On reports whether the listener serves TLS.
@@ -226,59 +230,118 @@ func override(v *string, field string, flag *string, flagName, envName string, e
 }
 
 func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error) {
-	p := &Plan{
-		Listen:          cmp.Or(deref(f.Listen), defaultListen),
-		GRPCListen:      deref(f.GRPCListen),
-		ShutdownTimeout: orDuration(f.ShutdownTimeout, defaultShutdownTimeout),
-		ShutdownDelay:   orDuration(f.ShutdownDelay, 0),
-		LogFormat:       cmp.Or(f.Log.Format, "json"),
+	p := &Plan{}
+	if err := f.planProcess(p, ov, env); err != nil {
+		return nil, err
 	}
+	waits, err := f.planIssuers(p)
+	if err != nil {
+		return nil, err
+	}
+	p.HTTP = httpTimeouts(waits)
+	if r := f.Log.RejectionsPerSecond; r != nil && *r < 0 {
+		return nil, fmt.Errorf("log.rejections_per_second: %d is negative; 0 means no limit", *r)
+	}
+	if err := f.planVerify(p, env); err != nil {
+		return nil, err
+	}
+	p.Server.StripAuthorization = f.ForwardAuth.StripAuthorization
+	p.Server.APIAuth = f.APIAuth.Required
+	if p.Server.Proxy, err = request.ParseProxy(f.ForwardAuth.Proxy); err != nil {
+		return nil, fmt.Errorf("forward_auth.proxy: %w", err)
+	}
+	p.Server.MaxBodyBytes = int64(deref(f.Limits.MaxBodyBytes))
+	p.Server.MaxBatch = int(deref(f.Batch.MaxTokens))
+	if r := f.Log.RejectionsPerSecond; r != nil {
+		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
+	}
+	if err := f.planSenders(p, env); err != nil {
+		return nil, err
+	}
+	if p.DPoP != nil && p.DPoP.ReplayStore == "redis" {
+		// A DPoP check waits once per request for the replay store.
+		p.HTTP = httpTimeouts(append(waits, p.DPoP.Redis.LongestWait()))
+	}
+	if f.TokenSources != nil && len(f.TokenSources) == 0 {
+		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
+	}
+	p.Server.TokenSources = f.TokenSources
+	if err := f.planPolicies(p); err != nil {
+		return nil, err
+	}
+	if err := f.planClients(p, ov, env); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planProcess plans what belongs to the process, not to a library: the
+// listeners and their TLS, the drain and the log.
+func (f *file) planProcess(p *Plan, ov Overrides, env func(string) (string, bool)) error {
+	p.Listen = cmp.Or(deref(f.Listen), defaultListen)
+	p.GRPCListen = deref(f.GRPCListen)
+	p.ShutdownTimeout = orDuration(f.ShutdownTimeout, defaultShutdownTimeout)
+	p.ShutdownDelay = orDuration(f.ShutdownDelay, 0)
+	p.LogFormat = cmp.Or(f.Log.Format, "json")
 	level := cmp.Or(f.Log.Level, "info")
+	levelField := override(&level, "log.level", ov.LogLevel, "--log-level", "JWKSVERIFY_LOG_LEVEL", env)
+	if err := f.planListeners(p, ov, env); err != nil {
+		return err
+	}
+	var err error
+	if p.TLS, err = f.TLS.plan("tls"); err != nil {
+		return err
+	}
+	if p.GRPCTLS, err = f.GRPCTLS.plan("grpc_tls"); err != nil {
+		return err
+	}
+	if err := between("shutdown_timeout", p.ShutdownTimeout, time.Second, 10*time.Minute); err != nil {
+		return err
+	}
+	if err := between("shutdown_delay", p.ShutdownDelay, 0, time.Minute); err != nil {
+		return err
+	}
+	var ok bool
+	if p.LogLevel, ok = logLevels[level]; !ok {
+		return fmt.Errorf("%s: %q is not one of debug, info, warn, error", levelField, level)
+	}
+	if p.LogFormat != "json" && p.LogFormat != "text" {
+		return fmt.Errorf("log.format: %q is not one of json, text", p.LogFormat)
+	}
+	return nil
+}
+
+// planListeners plans listen, grpc_listen and admin_listen: each a
+// host:port, none the same as another.
+func (f *file) planListeners(p *Plan, ov Overrides, env func(string) (string, bool)) error {
 	listenField := override(&p.Listen, "listen", ov.Listen, "--listen", "JWKSVERIFY_LISTEN", env)
 	grpcField := override(&p.GRPCListen, "grpc_listen", ov.GRPCListen, "--grpc-listen", "JWKSVERIFY_GRPC_LISTEN", env)
-	levelField := override(&level, "log.level", ov.LogLevel, "--log-level", "JWKSVERIFY_LOG_LEVEL", env)
-
 	if err := checkListen(p.Listen); err != nil {
-		return nil, fmt.Errorf("%s: %w", listenField, err)
+		return fmt.Errorf("%s: %w", listenField, err)
 	}
 	if p.GRPCListen != "" {
 		if err := checkListen(p.GRPCListen); err != nil {
-			return nil, fmt.Errorf("%s: %w", grpcField, err)
+			return fmt.Errorf("%s: %w", grpcField, err)
 		}
 		if _, port, _ := net.SplitHostPort(p.GRPCListen); p.GRPCListen == p.Listen && port != "0" {
-			return nil, fmt.Errorf("%s: %q is also the HTTP listen address", grpcField, p.GRPCListen)
+			return fmt.Errorf("%s: %q is also the HTTP listen address", grpcField, p.GRPCListen)
 		}
 	}
 	if p.AdminListen = deref(f.AdminListen); p.AdminListen != "" {
 		if err := checkListen(p.AdminListen); err != nil {
-			return nil, fmt.Errorf("admin_listen: %w", err)
+			return fmt.Errorf("admin_listen: %w", err)
 		}
 		if _, port, _ := net.SplitHostPort(p.AdminListen); port != "0" && (p.AdminListen == p.Listen || p.AdminListen == p.GRPCListen) {
-			return nil, fmt.Errorf("admin_listen: %q is also the HTTP or gRPC listen address", p.AdminListen)
+			return fmt.Errorf("admin_listen: %q is also the HTTP or gRPC listen address", p.AdminListen)
 		}
 		p.Server.SeparateAdmin = true
 	}
-	var err error
-	if p.TLS, err = f.TLS.plan("tls"); err != nil {
-		return nil, err
-	}
-	if p.GRPCTLS, err = f.GRPCTLS.plan("grpc_tls"); err != nil {
-		return nil, err
-	}
-	if err := between("shutdown_timeout", p.ShutdownTimeout, time.Second, 10*time.Minute); err != nil {
-		return nil, err
-	}
-	if err := between("shutdown_delay", p.ShutdownDelay, 0, time.Minute); err != nil {
-		return nil, err
-	}
-	var ok bool
-	if p.LogLevel, ok = logLevels[level]; !ok {
-		return nil, fmt.Errorf("%s: %q is not one of debug, info, warn, error", levelField, level)
-	}
-	if p.LogFormat != "json" && p.LogFormat != "text" {
-		return nil, fmt.Errorf("log.format: %q is not one of json, text", p.LogFormat)
-	}
+	return nil
+}
 
+// planIssuers plans every issuer and its claims_to_headers, and returns
+// the longest wait a token of each may cost a request.
+func (f *file) planIssuers(p *Plan) ([]time.Duration, error) {
 	if len(f.Issuers) == 0 {
 		return nil, errors.New("issuers: at least one issuer is required")
 	}
@@ -298,11 +361,12 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 			p.Server.ClaimsToHeaders[fi.Issuer] = fi.ClaimsToHeaders
 		}
 	}
-	p.HTTP = httpTimeouts(waits)
+	return waits, nil
+}
 
-	if r := f.Log.RejectionsPerSecond; r != nil && *r < 0 {
-		return nil, fmt.Errorf("log.rejections_per_second: %d is negative; 0 means no limit", *r)
-	}
+// planVerify plans the verifier's options (crypto, limits, token_cache)
+// and has verify check them with the issuers'.
+func (f *file) planVerify(p *Plan, env func(string) (string, bool)) error {
 	p.Verify = verify.Options{
 		StandardCrypto: f.Crypto.StandardLibrary,
 		CrossCheckRate: f.Crypto.CrossCheckRate, // verify refuses what is out of its bounds
@@ -312,7 +376,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if v, ok := env("JWKSVERIFY_STANDARD_CRYPTO"); ok {
 		on, err := strconv.ParseBool(v)
 		if err != nil {
-			return nil, fmt.Errorf("crypto.standard_library (from JWKSVERIFY_STANDARD_CRYPTO): %q is not a boolean such as 1 or 0", v)
+			return fmt.Errorf("crypto.standard_library (from JWKSVERIFY_STANDARD_CRYPTO): %q is not a boolean such as 1 or 0", v)
 		}
 		p.Verify.StandardCrypto = p.Verify.StandardCrypto || on
 	}
@@ -328,43 +392,20 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		keys[fmt.Sprintf("Issuers[%d].Audiences", i)] = fmt.Sprintf("issuers[%d].audiences", i)
 	}
 	if err := verify.CheckOptions(check); err != nil {
-		return nil, optionError("", err, verify.ErrInvalidOptions, keys)
+		return optionError("", err, keys)
 	}
-	p.Server.StripAuthorization = f.ForwardAuth.StripAuthorization
-	p.Server.APIAuth = f.APIAuth.Required
-	proxy, err := request.ParseProxy(f.ForwardAuth.Proxy)
-	if err != nil {
-		return nil, fmt.Errorf("forward_auth.proxy: %w", err)
-	}
-	p.Server.Proxy = proxy
-	p.Server.MaxBodyBytes = int64(deref(f.Limits.MaxBodyBytes))
-	p.Server.MaxBatch = int(deref(f.Batch.MaxTokens))
-	if r := f.Log.RejectionsPerSecond; r != nil {
-		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
-	}
+	return nil
+}
 
-	if err := f.planSenders(p, env); err != nil {
-		return nil, err
-	}
-	if p.DPoP != nil && p.DPoP.ReplayStore == "redis" {
-		// A DPoP check waits once per request for the replay store.
-		p.HTTP = httpTimeouts(append(waits, p.DPoP.Redis.LongestWait()))
-	}
-
-	if f.TokenSources != nil && len(f.TokenSources) == 0 {
-		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
-	}
-	p.Server.TokenSources = f.TokenSources
-
-	if err := f.planPolicies(p); err != nil {
-		return nil, err
-	}
-
+// planClients plans the introspection clients (their secrets from the
+// environment, unless ov.NoServerSecrets) and has server check its
+// options.
+func (f *file) planClients(p *Plan, ov Overrides, env func(string) (string, bool)) error {
 	var clients []server.IntrospectionClient // what server.CheckOptions judges
 	for i, cl := range f.Introspection.Clients {
 		path := fmt.Sprintf("introspection.clients[%d]", i)
 		if cl.SecretEnv == "" {
-			return nil, fmt.Errorf("%s.secret_env: empty; name the environment variable holding the client's secret", path)
+			return fmt.Errorf("%s.secret_env: empty; name the environment variable holding the client's secret", path)
 		}
 		if ov.NoServerSecrets {
 			// The ids are still checked, with a stand-in secret that is
@@ -374,7 +415,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		}
 		secret, ok := env(cl.SecretEnv)
 		if !ok || secret == "" {
-			return nil, fmt.Errorf("%s.secret_env: environment variable %s is not set", path, cl.SecretEnv)
+			return fmt.Errorf("%s.secret_env: environment variable %s is not set", path, cl.SecretEnv)
 		}
 		clients = append(clients, server.IntrospectionClient{ID: cl.ID, Secret: secret})
 	}
@@ -384,7 +425,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		p.Server.IntrospectionClients = clients
 	}
 	if err := server.CheckOptions(checked, p.Verify.MaxTokenBytes); err != nil {
-		return nil, optionError("", err, server.ErrInvalidOptions, map[string]string{
+		return optionError("", err, map[string]string{
 			"MaxBodyBytes": "limits.max_body_bytes", "MaxBatch": "batch.max_tokens",
 			"RejectionLogRate": "log.rejections_per_second", "TokenSources": "token_sources",
 			"IntrospectionClients": "introspection.clients", "ClientCert.Header": "mtls.client_cert_header",
@@ -392,16 +433,16 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		})
 	}
 	if p.Server.APIAuth && len(f.Introspection.Clients) == 0 && p.TLS.ClientCAFile == "" {
-		return nil, errors.New("api_auth.required: no caller could authenticate; configure introspection.clients or tls.client_ca_file")
+		return errors.New("api_auth.required: no caller could authenticate; configure introspection.clients or tls.client_ca_file")
 	}
-	return p, nil
+	return nil
 }
 
 // plan checks a tls or grpc_tls section; path is its key.
 func (t fileTLS) plan(path string) (TLS, error) {
-	ca, err := tlsfiles.ParseClientAuth(t.ClientAuth)
-	if err != nil {
-		return TLS{}, fmt.Errorf("%s.client_auth: %w", path, err)
+	ca := cmp.Or(t.ClientAuth, "none")
+	if !slices.Contains([]string{"none", "request", "require"}, ca) {
+		return TLS{}, fmt.Errorf("%s.client_auth: %q is not one of none, request, require", path, t.ClientAuth)
 	}
 	out := TLS{CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, ClientAuth: ca}
 	switch {
@@ -409,9 +450,9 @@ func (t fileTLS) plan(path string) (TLS, error) {
 		return TLS{}, fmt.Errorf("%s: cert_file and key_file go together", path)
 	case t.CertFile == "" && (t.ClientCAFile != "" || t.ClientAuth != ""):
 		return TLS{}, fmt.Errorf("%s: client_ca_file and client_auth need cert_file and key_file", path)
-	case ca != tlsfiles.ClientAuthNone && t.ClientCAFile == "":
+	case ca != "none" && t.ClientCAFile == "":
 		return TLS{}, fmt.Errorf("%s.client_auth: %s needs client_ca_file to verify client certificates against", path, ca)
-	case ca == tlsfiles.ClientAuthNone && t.ClientCAFile != "":
+	case ca == "none" && t.ClientCAFile != "":
 		return TLS{}, fmt.Errorf("%s.client_ca_file: set with client_auth none; set client_auth to request or require", path)
 	}
 	return out, nil
@@ -444,8 +485,9 @@ func (f *file) planPolicies(p *Plan) error {
 	}
 	set, err := policy.New(opts)
 	if err != nil {
-		// The field-naming detail, without the package's prefix.
-		return errors.New(strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": "))
+		// policy names the field of every error; its package prefix goes,
+		// its sentinel stays.
+		return &keyError{msg: strings.TrimPrefix(err.Error(), policy.ErrInvalid.Error()+": "), err: err}
 	}
 	for i, fp := range f.Policies {
 		for claim, header := range fp.ClaimsToHeaders {
@@ -497,10 +539,10 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 		},
 	}
 	if err := dpop.CheckOptions(plan.Checker); err != nil {
-		return optionError("dpop", err, dpop.ErrInvalidOptions, map[string]string{"Algorithms": "dpop.algorithms", "MaxAge": "dpop.max_age"})
+		return optionError("dpop", err, map[string]string{"Algorithms": "dpop.algorithms", "MaxAge": "dpop.max_age"})
 	}
 	if err := replay.CheckMaxEntries(plan.MemoryMaxEntries); err != nil {
-		return optionError("dpop", err, replay.ErrInvalidOptions, map[string]string{"MaxEntries": "dpop.replay_max_entries"})
+		return optionError("dpop", err, map[string]string{"MaxEntries": "dpop.replay_max_entries"})
 	}
 	urlField := "dpop.redis_url"
 	if u, ok := env("JWKSVERIFY_DPOP_REDIS_URL"); ok {
@@ -518,7 +560,7 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 		}
 	case "redis":
 		if err := replay.CheckRedisOptions(plan.Redis); err != nil {
-			return optionError("dpop", err, replay.ErrInvalidOptions, map[string]string{"URL": urlField, "Timeout": "dpop.redis_timeout", "PoolSize": "dpop.redis_pool_size"})
+			return optionError("dpop", err, map[string]string{"URL": urlField, "Timeout": "dpop.redis_timeout", "PoolSize": "dpop.redis_pool_size"})
 		}
 	default:
 		return fmt.Errorf("dpop.replay_store: %q is not one of memory, redis", d.ReplayStore)
@@ -550,55 +592,12 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 
 // plan builds one issuer; path is its place in the file (issuers[0]).
 func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
-	var td string
-	if sp := fi.SPIFFE; sp != nil {
-		// A SPIFFE trust domain: its bundle is the key source, its name
-		// (spiffe://<td>) the issuer's unless issuer is set.
-		d, err := spiffeid.TrustDomainFromString(sp.TrustDomain)
-		if err != nil {
-			return Issuer{}, fmt.Errorf("%s.spiffe.trust_domain: %w", path, err)
-		}
-		if (sp.BundleURL == "") == (sp.BundleFile == "") {
-			return Issuer{}, fmt.Errorf("%s.spiffe: exactly one of bundle_url and bundle_file is required", path)
-		}
-		if fi.Discovery || fi.JWKSURL != "" || fi.JWKSFile != "" || fi.SecretFile != "" || fi.Introspection != nil {
-			return Issuer{}, fmt.Errorf("%s.spiffe: the bundle is the key source; remove discovery, jwks_url, jwks_file, secret_file and introspection", path)
-		}
-		if len(fi.Audiences) == 0 {
-			return Issuer{}, fmt.Errorf("%s.audiences: required for a SPIFFE trust domain (a JWT-SVID must carry aud)", path)
-		}
-		td = d.Name()
-		if fi.Issuer == "" {
-			fi.Issuer = d.IDString()
-		}
-		fi.JWKSURL, fi.JWKSFile = sp.BundleURL, sp.BundleFile
+	td, err := fi.planSPIFFE(path)
+	if err != nil {
+		return Issuer{}, err
 	}
-	if strings.TrimSpace(fi.Issuer) == "" {
-		return Issuer{}, fmt.Errorf("%s.issuer: empty; set the exact iss value of the tokens", path)
-	}
-	if fi.Issuer != strings.TrimSpace(fi.Issuer) {
-		return Issuer{}, fmt.Errorf("%s.issuer: %q has leading or trailing spaces (iss is matched exactly)", path, fi.Issuer)
-	}
-	// The key source: one of discovery, jwks_url, jwks_file, secret_file;
-	// secret_file may also come with jwks_file (both local).
-	var sources []string
-	for _, s := range []struct {
-		name string
-		set  bool
-	}{{"discovery", fi.Discovery}, {"jwks_url", fi.JWKSURL != ""}, {"jwks_file", fi.JWKSFile != ""}, {"secret_file", fi.SecretFile != ""}} {
-		if s.set {
-			sources = append(sources, s.name)
-		}
-	}
-	if len(sources) != 1 && (len(sources) != 2 || fi.JWKSFile == "" || fi.SecretFile == "") {
-		got := "none is set"
-		if len(sources) > 0 {
-			got = "got " + strings.Join(sources, " and ")
-		}
-		return Issuer{}, fmt.Errorf("%s: exactly one of discovery, jwks_url, jwks_file, secret_file is required (secret_file may also go with jwks_file); %s", path, got)
-	}
-	if fi.Discovery && strings.Contains(fi.Issuer, "{tenantid}") {
-		return Issuer{}, fmt.Errorf("%s.discovery: the issuer %q is a template; give its JWKS with jwks_url", path, fi.Issuer)
+	if err := fi.checkSource(path); err != nil {
+		return Issuer{}, err
 	}
 	r := fi.Refresh
 	is := Issuer{
@@ -619,69 +618,19 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 		},
 	}
 	if in := fi.Introspection; in != nil {
-		o, err := fi.introspection(path+".introspection", in)
-		if err != nil {
+		if is.Introspection, err = fi.introspection(path+".introspection", in); err != nil {
 			return Issuer{}, err
 		}
-		is.Introspection = o
 	}
-	var secret *cache.Key
-	var secretAlgs []string
-	if fi.SecretFile != "" {
-		var err error
-		if secret, secretAlgs, err = SecretKey(fi.SecretFile, fi.SecretKid); err != nil {
-			return Issuer{}, fmt.Errorf("%s.secret_file: %w", path, err)
-		}
-		is.JWKS.StaticKeys = []*cache.Key{secret}
-	} else if fi.SecretKid != "" {
-		return Issuer{}, fmt.Errorf("%s.secret_kid: set without secret_file", path)
+	if err := fi.planKeys(path, &is); err != nil {
+		return Issuer{}, err
 	}
-
-	if len(fi.Audiences) > 0 { // an empty list, like an absent one, means no aud check
-		is.Verify.Audiences = fi.Audiences
+	if err := fi.planClaims(path, &is); err != nil {
+		return Issuer{}, err
 	}
-
-	if fi.Algorithms != nil && len(fi.Algorithms) == 0 {
-		return Issuer{}, fmt.Errorf("%s.algorithms: empty list; remove the key for the default", path)
-	}
-	for i, a := range fi.Algorithms {
-		q := fmt.Sprintf("%s.algorithms[%d]", path, i)
-		if err := verify.CheckAlgorithm(a); err != nil {
-			return Issuer{}, fmt.Errorf("%s: %w", q, err)
-		}
-		if verify.MinHMACBytes(a) > 0 && !is.Verify.AllowHMAC {
-			return Issuer{}, fmt.Errorf("%s: %s needs a local key (secret_file or jwks_file); remote key sets never provide HMAC keys", q, a)
-		}
-		if err := CheckSecretAlgorithm(a, secret); err != nil {
-			return Issuer{}, fmt.Errorf("%s: %w", q, err)
-		}
-	}
-	is.Verify.Algorithms = fi.Algorithms
-	if fi.Algorithms == nil && fi.JWKSFile == "" && secret != nil {
-		is.Verify.Algorithms = secretAlgs
-	}
-
-	if fi.Leeway != nil {
-		d := time.Duration(*fi.Leeway)
-		if d < 0 {
-			return Issuer{}, fmt.Errorf("%s.leeway: %s is negative; 0s means none", path, d)
-		}
-		is.Verify.Leeway = cmp.Or(d, -1) // verify: zero is the default, negative none; verify checks the maximum
-	}
-	if fi.RequiredClaims != nil {
-		is.Verify.RequiredClaims = append([]string{}, *fi.RequiredClaims...) // [] requires nothing
-	}
-	for claim, h := range fi.ClaimsToHeaders {
-		if err := server.CheckClaimHeader(h); err != nil {
-			return Issuer{}, fmt.Errorf("%s.claims_to_headers.%s: %w", path, claim, err)
-		}
-		is.Verify.ExtractClaims = append(is.Verify.ExtractClaims, claim)
-	}
-	slices.Sort(is.Verify.ExtractClaims)
-
 	if err := jwks.CheckOptions(is.JWKS); err != nil {
 		r := path + ".refresh."
-		return Issuer{}, optionError(path, err, jwks.ErrInvalidOptions, map[string]string{
+		return Issuer{}, optionError(path, err, map[string]string{
 			"URL": path + ".jwks_url", "Issuer": path + ".issuer", "DiscoveryURL": path + ".discovery_url",
 			"FetchTimeout": r + "fetch_timeout", "MinInterval": r + "min_interval", "MaxInterval": r + "max_interval",
 			"DefaultTTL": r + "default_ttl", "UnknownKidInterval": r + "unknown_kid_interval",
@@ -690,6 +639,128 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 		})
 	}
 	return is, nil
+}
+
+// planSPIFFE plans a SPIFFE trust domain: its bundle is the key source,
+// its name (spiffe://<td>) the issuer's unless issuer is set. It returns
+// the trust domain's name, "" when the issuer is not one.
+func (fi *fileIssuer) planSPIFFE(path string) (string, error) {
+	sp := fi.SPIFFE
+	if sp == nil {
+		return "", nil
+	}
+	d, err := spiffeid.TrustDomainFromString(sp.TrustDomain)
+	if err != nil {
+		return "", fmt.Errorf("%s.spiffe.trust_domain: %w", path, err)
+	}
+	if (sp.BundleURL == "") == (sp.BundleFile == "") {
+		return "", fmt.Errorf("%s.spiffe: exactly one of bundle_url and bundle_file is required", path)
+	}
+	if fi.Discovery || fi.JWKSURL != "" || fi.JWKSFile != "" || fi.SecretFile != "" || fi.Introspection != nil {
+		return "", fmt.Errorf("%s.spiffe: the bundle is the key source; remove discovery, jwks_url, jwks_file, secret_file and introspection", path)
+	}
+	if len(fi.Audiences) == 0 {
+		return "", fmt.Errorf("%s.audiences: required for a SPIFFE trust domain (a JWT-SVID must carry aud)", path)
+	}
+	if fi.Issuer == "" {
+		fi.Issuer = d.IDString()
+	}
+	fi.JWKSURL, fi.JWKSFile = sp.BundleURL, sp.BundleFile
+	return d.Name(), nil
+}
+
+// checkSource checks the issuer string and that the key source is one of
+// discovery, jwks_url, jwks_file, secret_file; secret_file may also come
+// with jwks_file (both local).
+func (fi *fileIssuer) checkSource(path string) error {
+	if strings.TrimSpace(fi.Issuer) == "" {
+		return fmt.Errorf("%s.issuer: empty; set the exact iss value of the tokens", path)
+	}
+	if fi.Issuer != strings.TrimSpace(fi.Issuer) {
+		return fmt.Errorf("%s.issuer: %q has leading or trailing spaces (iss is matched exactly)", path, fi.Issuer)
+	}
+	var sources []string
+	for _, s := range []struct {
+		name string
+		set  bool
+	}{{"discovery", fi.Discovery}, {"jwks_url", fi.JWKSURL != ""}, {"jwks_file", fi.JWKSFile != ""}, {"secret_file", fi.SecretFile != ""}} {
+		if s.set {
+			sources = append(sources, s.name)
+		}
+	}
+	if len(sources) != 1 && (len(sources) != 2 || fi.JWKSFile == "" || fi.SecretFile == "") {
+		got := "none is set"
+		if len(sources) > 0 {
+			got = "got " + strings.Join(sources, " and ")
+		}
+		return fmt.Errorf("%s: exactly one of discovery, jwks_url, jwks_file, secret_file is required (secret_file may also go with jwks_file); %s", path, got)
+	}
+	if fi.Discovery && strings.Contains(fi.Issuer, "{tenantid}") {
+		return fmt.Errorf("%s.discovery: the issuer %q is a template; give its JWKS with jwks_url", path, fi.Issuer)
+	}
+	return nil
+}
+
+// planKeys plans the secret_file key and the algorithms, each allowed by
+// verify and, for HMAC, by the secret's length.
+func (fi *fileIssuer) planKeys(path string, is *Issuer) error {
+	var secret *cache.Key
+	var secretAlgs []string
+	if fi.SecretFile != "" {
+		var err error
+		if secret, secretAlgs, err = SecretKey(fi.SecretFile, fi.SecretKid); err != nil {
+			return fmt.Errorf("%s.secret_file: %w", path, err)
+		}
+		is.JWKS.StaticKeys = []*cache.Key{secret}
+	} else if fi.SecretKid != "" {
+		return fmt.Errorf("%s.secret_kid: set without secret_file", path)
+	}
+	if fi.Algorithms != nil && len(fi.Algorithms) == 0 {
+		return fmt.Errorf("%s.algorithms: empty list; remove the key for the default", path)
+	}
+	for i, a := range fi.Algorithms {
+		q := fmt.Sprintf("%s.algorithms[%d]", path, i)
+		if err := verify.CheckAlgorithm(a); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		if verify.MinHMACBytes(a) > 0 && !is.Verify.AllowHMAC {
+			return fmt.Errorf("%s: %s needs a local key (secret_file or jwks_file); remote key sets never provide HMAC keys", q, a)
+		}
+		if err := CheckSecretAlgorithm(a, secret); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	is.Verify.Algorithms = fi.Algorithms
+	if fi.Algorithms == nil && fi.JWKSFile == "" && secret != nil {
+		is.Verify.Algorithms = secretAlgs
+	}
+	return nil
+}
+
+// planClaims plans the claim checks: audiences, leeway, required_claims,
+// and the claims claims_to_headers extracts.
+func (fi *fileIssuer) planClaims(path string, is *Issuer) error {
+	if len(fi.Audiences) > 0 { // an empty list, like an absent one, means no aud check
+		is.Verify.Audiences = fi.Audiences
+	}
+	if fi.Leeway != nil {
+		d := time.Duration(*fi.Leeway)
+		if d < 0 {
+			return fmt.Errorf("%s.leeway: %s is negative; 0s means none", path, d)
+		}
+		is.Verify.Leeway = cmp.Or(d, -1) // verify: zero is the default, negative none; verify checks the maximum
+	}
+	if fi.RequiredClaims != nil {
+		is.Verify.RequiredClaims = append([]string{}, *fi.RequiredClaims...) // [] requires nothing
+	}
+	for claim, h := range fi.ClaimsToHeaders {
+		if err := server.CheckClaimHeader(h); err != nil {
+			return fmt.Errorf("%s.claims_to_headers.%s: %w", path, claim, err)
+		}
+		is.Verify.ExtractClaims = append(is.Verify.ExtractClaims, claim)
+	}
+	slices.Sort(is.Verify.ExtractClaims)
+	return nil
 }
 
 // introspection builds the issuer's introspection client options.
@@ -715,7 +786,7 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 		check.Endpoint = func() string { return "" } // the command's: the fetcher's discovered endpoint
 	}
 	if err := introspect.CheckOptions(check); err != nil {
-		return nil, optionError(path, err, introspect.ErrInvalidOptions, map[string]string{
+		return nil, optionError(path, err, map[string]string{
 			"URL": path + ".url", "MaxTTL": path + ".cache.max_ttl", "NegativeTTL": path + ".cache.negative_ttl",
 			"StaleFor": path + ".cache.stale_for", "MaxEntries": path + ".cache.max_entries",
 			"MaxConcurrent": path + ".max_concurrent", "MaxWait": path + ".max_wait",
@@ -810,22 +881,73 @@ func deref[T any](p *T) T {
 	return *p
 }
 
-// optionError rewrites err, a library's refusal (wrapping its sentinel) of
-// options planned from the section at path, to name the YAML key: the
-// library names the option's field first ("MaxKeys: 0 is out of range
-// [1, 10000]", "Algorithms[2]: ..."), and keys maps the field to its key.
-// A refusal that names no field of keys is kept whole, after path.
-func optionError(path string, err, sentinel error, keys map[string]string) error {
-	detail := strings.TrimPrefix(err.Error(), sentinel.Error()+": ")
-	field, rest, _ := strings.Cut(detail, ": ")
+// optionError names the YAML key of err, a library's refusal (its
+// OptionError) of options planned from the section at path: keys maps the
+// option's field to its key, and a field "Name[i]" of keys' "Name" keeps
+// its index. A refusal of no field of keys is kept whole, after path. The
+// error matches err's sentinel (jwks.ErrInvalidOptions, ...) with
+// errors.Is.
+func optionError(path string, err error, keys map[string]string) error {
+	field, reason, ok := optionField(err)
+	if !ok {
+		return fmt.Errorf("%s: %w", cmp.Or(path, "configuration"), err)
+	}
 	if key, ok := keys[field]; ok {
-		return fmt.Errorf("%s: %s", key, rest)
+		return &keyError{key: key, msg: reason.Error(), err: err}
 	}
 	if name, index, ok := strings.Cut(field, "["); ok && keys[name] != "" {
-		return fmt.Errorf("%s[%s: %s", keys[name], index, rest)
+		return &keyError{key: keys[name] + "[" + index, msg: reason.Error(), err: err}
 	}
-	return fmt.Errorf("%s: %s", cmp.Or(path, "configuration"), detail)
+	msg := reason.Error()
+	if field != "" {
+		msg = field + ": " + msg
+	}
+	return &keyError{key: cmp.Or(path, "configuration"), msg: msg, err: err}
 }
+
+// optionField returns the field and the reason of a library's OptionError.
+func optionField(err error) (field string, reason error, ok bool) {
+	var (
+		je *jwks.OptionError
+		ve *verify.OptionError
+		ie *introspect.OptionError
+		de *dpop.OptionError
+		re *replay.OptionError
+		se *server.OptionError
+	)
+	switch {
+	case errors.As(err, &je):
+		return je.Field, je.Err, true
+	case errors.As(err, &ve):
+		return ve.Field, ve.Err, true
+	case errors.As(err, &ie):
+		return ie.Field, ie.Err, true
+	case errors.As(err, &de):
+		return de.Field, de.Err, true
+	case errors.As(err, &re):
+		return re.Field, re.Err, true
+	case errors.As(err, &se):
+		return se.Field, se.Err, true
+	}
+	return "", nil, false
+}
+
+// keyError is an error of the file named by its key: its message is the
+// key and msg, and it matches err (the library's refusal, with its
+// sentinel) with errors.Is and errors.As.
+type keyError struct {
+	key, msg string
+	err      error
+}
+
+func (e *keyError) Error() string {
+	if e.key == "" {
+		return e.msg
+	}
+	return e.key + ": " + e.msg
+}
+
+func (e *keyError) Unwrap() error { return e.err }
 
 func orDuration[D duration | span](d *D, def time.Duration) time.Duration {
 	if d == nil {

@@ -12,8 +12,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 )
 
 // FuzzVerify throws arbitrary bytes at both verifiers: almost none of them

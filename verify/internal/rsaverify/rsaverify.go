@@ -10,7 +10,7 @@
 // per key (package verify calls it on the key's first use and keeps the
 // result with the key), and [PublicKey.VerifyPKCS1v15] and
 // [PublicKey.VerifyPSS] start from the exponentiation. The arithmetic is Go's
-// own (internal/bigmod is a copy of crypto/internal/fips140/bigmod) and the
+// own (verify/internal/bigmod is a copy of crypto/internal/fips140/bigmod) and the
 // encoding checks follow crypto/internal/fips140/rsa step by step; only the
 // caching differs. Verification handles public data only, so nothing here
 // needs to run in constant time.
@@ -47,11 +47,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jwksverify/jwksverify/internal/bigmod"
+	"github.com/jwksverify/jwksverify/verify/internal/bigmod"
 )
-
-// ErrVerification is the error of every signature that does not verify.
-var ErrVerification = errors.New("rsaverify: verification error")
 
 // maxExponent is the largest public exponent crypto/rsa accepts (2³¹−1), so
 // that both packages verify with the same keys.

@@ -3,6 +3,7 @@ package config
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -73,7 +74,7 @@ func TestPlanLeavesDefaultsToTheLibraries(t *testing.T) {
 // configDoc returns docs/CONFIG.md.
 func configDoc(t *testing.T) []byte {
 	t.Helper()
-	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	doc, err := os.ReadFile("../docs/CONFIG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +464,7 @@ func configKeys(t reflect.Type, prefix string) []string {
 }
 
 func TestDocsCoverEveryKey(t *testing.T) {
-	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	doc, err := os.ReadFile("../docs/CONFIG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +480,7 @@ func TestDocsCoverEveryKey(t *testing.T) {
 }
 
 func TestDocsExampleParses(t *testing.T) {
-	doc, err := os.ReadFile("../../../../docs/CONFIG.md")
+	doc, err := os.ReadFile("../docs/CONFIG.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +502,7 @@ func TestExampleConfig(t *testing.T) {
 		}
 		return "", false
 	}
-	const example = "../../../../testdata/config/example.yaml"
+	const example = "../testdata/config/example.yaml"
 	p, err := Load(example, Overrides{}, env)
 	if err != nil {
 		t.Fatalf("Load(example.yaml) = %v", err)
@@ -509,7 +510,7 @@ func TestExampleConfig(t *testing.T) {
 	if len(p.Issuers) != 3 {
 		t.Fatalf("issuers = %d, want 3", len(p.Issuers))
 	}
-	if want := filepath.Join("..", "..", "..", "..", "testdata", "idp-jwks", "keycloak.jwks.json"); filepath.Clean(p.Issuers[1].JWKS.File) != want {
+	if want := filepath.Join("..", "testdata", "idp-jwks", "keycloak.jwks.json"); filepath.Clean(p.Issuers[1].JWKS.File) != want {
 		t.Errorf("jwks_file = %q, want %q (relative to the config file)", p.Issuers[1].JWKS.File, want)
 	}
 	hs := p.Issuers[2]
@@ -562,7 +563,7 @@ func TestDecodeErrors(t *testing.T) {
 // FuzzParse: no document makes decoding or planning panic, and what plans
 // has a listen address and issuers.
 func FuzzParse(f *testing.F) {
-	if b, err := os.ReadFile("../../../../testdata/config/example.yaml"); err == nil {
+	if b, err := os.ReadFile("../testdata/config/example.yaml"); err == nil {
 		f.Add(b)
 	}
 	f.Add([]byte(disc))
@@ -669,6 +670,22 @@ func TestLibraryBounds(t *testing.T) {
 	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true, "log.rejections_per_second": true, "crypto.cross_check_rate": true}
 	d := func(v time.Duration) string { return v.String() }
 	n := strconv.Itoa
+	// The sentinel of the library that refuses each key's option.
+	sentinel := func(key string) error {
+		switch {
+		case strings.Contains(key, ".introspection."):
+			return introspect.ErrInvalidOptions
+		case key == "issuers[0].leeway", key == "limits.max_token_bytes", strings.HasPrefix(key, "token_cache."), strings.HasPrefix(key, "crypto."):
+			return verify.ErrInvalidOptions
+		case strings.HasPrefix(key, "dpop.re"):
+			return replay.ErrInvalidOptions
+		case strings.HasPrefix(key, "dpop."):
+			return dpop.ErrInvalidOptions
+		case key == "limits.max_body_bytes", key == "batch.max_tokens", strings.HasPrefix(key, "log."):
+			return server.ErrInvalidOptions
+		}
+		return jwks.ErrInvalidOptions
+	}
 	for _, tt := range []struct {
 		key       string // YAML path in errors
 		doc       func(v string) string
@@ -705,8 +722,13 @@ func TestLibraryBounds(t *testing.T) {
 			if _, err := parse(t, tt.doc(tt.ok)); err != nil {
 				t.Errorf("%s: %s = %v, want accepted", tt.key, tt.ok, err)
 			}
-			if _, err := parse(t, tt.doc(tt.wrong)); err == nil || !strings.Contains(err.Error(), tt.key+": ") {
+			_, err := parse(t, tt.doc(tt.wrong))
+			if err == nil || !strings.HasPrefix(err.Error(), tt.key+": ") {
 				t.Errorf("%s: %s = %v, want refused naming %s", tt.key, tt.wrong, err, tt.key)
+			}
+			// The library's refusal is kept whole: its sentinel matches.
+			if want := sentinel(tt.key); !errors.Is(err, want) {
+				t.Errorf("%s: %s = %v, want an error matching %v", tt.key, tt.wrong, err, want)
 			}
 			if zeroOK[tt.key] {
 				return

@@ -2,19 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 
-	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/jwks"
-	"github.com/jwksverify/jwksverify/server"
-	"github.com/jwksverify/jwksverify/server/metrics"
-	"github.com/jwksverify/jwksverify/verify"
+	"github.com/jwksverify/jwksverify/service"
 )
 
 func (a *app) check(ctx context.Context, args []string) int {
@@ -63,54 +56,33 @@ func (a *app) check(ctx context.Context, args []string) int {
 	return exitOK
 }
 
-// checkPlan returns what would keep plan from serving: what the packages
-// serve builds refuse (jwks, verify, server, metrics options, built as
-// newService builds them but without starting a fetcher), the local files
-// that are missing or unusable (jwks_file, state_dir), and, online, the
-// remote issuers whose discovery document, JWKS or keys fail. report
-// prints one line per issuer.
+// checkPlan returns what would keep plan from serving: what service.New
+// would refuse (service.Check: every package's options, the local files
+// it reads at start, state_dir), the local key files that are missing or
+// unusable (jwks_file, secret_file), and, online, the remote issuers
+// whose discovery document, JWKS or keys fail. report prints one line per
+// issuer.
 func checkPlan(ctx context.Context, plan *config.Plan, online bool, logger *slog.Logger, report func(string, ...any)) []error {
 	var problems []error
-	vo := plan.Verify
-	vo.Logger = logger
+	if err := service.Check(plan, service.Options{Logger: logger}); err != nil {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			problems = append(problems, j.Unwrap()...)
+		} else {
+			problems = append(problems, err)
+		}
+	}
 	for i, is := range plan.Issuers {
 		name := fmt.Sprintf("issuers[%d] (%s)", i, is.JWKS.Issuer)
 		o := is.JWKS
 		o.Logger, o.StateDir = logger, ""
-		if err := jwks.CheckOptions(o); err != nil {
-			problems = append(problems, fmt.Errorf("%s: %w", name, err))
-		} else if _, err := jwks.TLSConfig(o.CAFile); err != nil {
-			// serve reads ca_file at start and refuses a missing or
-			// certificate-less one (offline too: it is a local file).
-			problems = append(problems, fmt.Errorf("%s: ca_file: %w", name, err))
-		} else if what, err := checkKeys(ctx, is, o, online); err != nil {
+		if _, err := jwks.TLSConfig(o.CAFile); jwks.CheckOptions(o) != nil || err != nil {
+			continue // service.Check reported it
+		}
+		if what, err := checkKeys(ctx, is, o, online); err != nil {
 			problems = append(problems, fmt.Errorf("%s: %w", name, err))
 		} else {
 			report("%s: %s", name, what)
 		}
-		is.Verify.Keys = &cache.Keys{}
-		vo.Issuers = append(vo.Issuers, is.Verify)
-	}
-	if err := checkStateDir(plan); err != nil {
-		problems = append(problems, err)
-	}
-	v, err := verify.New(vo)
-	if err != nil {
-		return append(problems, err)
-	}
-	m, err := metrics.New(metrics.Options{Verifier: v})
-	if err != nil {
-		return append(problems, err)
-	}
-	so := plan.Server
-	so.Verifier, so.Logger, so.Metrics, so.MetricsHandler = v, logger, m, m.Handler()
-	if plan.DPoP != nil {
-		if so.DPoP, err = oneRunChecker(plan.DPoP); err != nil {
-			return append(problems, err)
-		}
-	}
-	if _, err := server.New(so); err != nil {
-		problems = append(problems, err)
 	}
 	return problems
 }
@@ -141,30 +113,4 @@ func checkKeys(ctx context.Context, is config.Issuer, o jwks.Options, online boo
 		return "", fmt.Errorf("%s: no usable signing key (%d keys, %d skipped; `jwksverify keys` lists them)", src, len(rep.Keys), len(rep.Skipped))
 	}
 	return fmt.Sprintf("%s: %d keys, %d usable, %d skipped", src, len(rep.Keys), rep.Usable, len(rep.Skipped)), nil
-}
-
-// checkStateDir reports a state_dir that serve could not create or use:
-// one that is not a directory, or whose nearest existing ancestor is not.
-func checkStateDir(plan *config.Plan) error {
-	dir := ""
-	for _, is := range plan.Issuers {
-		if is.JWKS.StateDir != "" {
-			dir = is.JWKS.StateDir
-		}
-	}
-	if dir == "" {
-		return nil
-	}
-	for p := dir; ; p = filepath.Dir(p) {
-		fi, err := os.Stat(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist) && p != filepath.Dir(p):
-			continue // serve creates it
-		case err != nil:
-			return fmt.Errorf("state_dir %s: %w", dir, err)
-		case !fi.IsDir():
-			return fmt.Errorf("state_dir %s: %s is not a directory", dir, p)
-		}
-		return nil
-	}
 }

@@ -6,7 +6,7 @@ import (
 	"crypto/rand"
 	"testing"
 
-	"github.com/jwksverify/jwksverify/internal/ecverify"
+	"github.com/jwksverify/jwksverify/verify/internal/ecverify"
 )
 
 // FuzzVerifySigned reaches the accepting path, which FuzzVerify's arbitrary

@@ -3,9 +3,9 @@
 //
 // It is copied here for one reason: crypto/rsa builds a [Modulus] (its
 // Montgomery constants, including R² mod N) from the public key on every
-// verification, a third of an RSA verify. internal/rsaverify builds the
+// verification, a third of an RSA verify. verify/internal/rsaverify builds the
 // Modulus once per key, on the key's first use, as BoringSSL does with its
-// cached Montgomery context. See internal/rsaverify for the benchmark.
+// cached Montgomery context. See verify/internal/rsaverify for the benchmark.
 //
 // Changes from upstream, and nothing else:
 //   - imports: encoding/binary for fips140deps/byteorder, golang.org/x/sys/cpu
@@ -30,7 +30,7 @@
 // upstream, or a change here without a record. After porting or documenting
 // the change, `.ci/bigmod-drift --update` rewrites the patch for review.
 // Upstream's nat_test.go and testdata are kept unchanged and run with this
-// package's tests; CI also runs them, and internal/rsaverify's, with
+// package's tests; CI also runs them, and verify/internal/rsaverify's, with
 // GODEBUG=cpu.adx=off and with -tags purego. The code is under Go's
 // BSD-style license, in the LICENSE file here (Go's own LICENSE, unchanged).
 package bigmod

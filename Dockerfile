@@ -1,10 +1,11 @@
 # syntax=docker/dockerfile:1
 # jwksverify: a static binary on distroless, running as an unprivileged user.
-#   docker build -t jwksverify --build-arg VERSION=$(git describe --tags --dirty) \
-#     --build-arg REVISION=$(git rev-parse HEAD) .
-# Without the build args the image reports the release in internal/buildinfo/VERSION (.dockerignore
-# drops .git, so there is no VCS stamp).
-#   docker run -v $PWD/config.yaml:/etc/jwksverify/config.yaml:ro -p 8080:8080 -p 9001:9001 jwksverify
+#   make image        # = docker build -t jwksverify:$(make -s version) with the two build args below
+# or by hand, on a checkout of the release tag v0.2.0:
+#   docker build -t jwksverify:v0.2.0 --build-arg VERSION=v0.2.0 --build-arg REVISION=$(git rev-parse HEAD) .
+# Without the build args the image reports a development build of the release in
+# cmd/jwksverify/internal/buildinfo/VERSION (.dockerignore drops .git, so there is no VCS stamp).
+#   docker run -v $PWD/config.yaml:/etc/jwksverify/config.yaml:ro -p 8080:8080 -p 9001:9001 jwksverify:v0.2.0
 # The config must listen on 0.0.0.0 (not the default 127.0.0.1) to be reachable from outside the
 # container. See docs/DEPLOY.md.
 
@@ -15,10 +16,9 @@ RUN go mod download
 COPY . .
 ARG VERSION=""
 ARG REVISION=""
-# Static (no cgo), reproducible paths, no symbol table; the version and revision set at link time.
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath \
-    -ldflags="-s -w -X github.com/jwksverify/jwksverify/internal/buildinfo.version=${VERSION} -X github.com/jwksverify/jwksverify/internal/buildinfo.revision=${REVISION}" \
-    -o /out/jwksverify ./cmd/jwksverify
+# `make build`: the Makefile's one set of link flags (static, no cgo, -trimpath, an empty build id,
+# no symbol table, the version and revision with -X), the same as `make dist`'s.
+RUN make build BIN=/out ${VERSION:+VERSION="$VERSION"} ${REVISION:+REVISION="$REVISION"}
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/jwksverify /jwksverify

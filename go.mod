@@ -1,6 +1,8 @@
 module github.com/jwksverify/jwksverify
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	cel.dev/cel-go v0.33.2

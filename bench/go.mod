@@ -1,6 +1,8 @@
 module github.com/jwksverify/jwksverify/bench
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 replace github.com/jwksverify/jwksverify => ../
 

@@ -1,16 +1,22 @@
 package cache_test
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"fmt"
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
 // A fetcher builds a whole set and publishes it; readers load it without a lock.
 func ExampleKeys() {
-	key, err := cache.NewKey(testkeys.Public(testkeys.EC256A), cache.KeyMeta{Kid: "2026-11", Alg: "ES256", Use: "sig"})
+	private, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	key, err := cache.NewKey(&private.PublicKey, cache.KeyMeta{Kid: "2026-11", Alg: "ES256", Use: "sig"})
 	if err != nil {
 		panic(err)
 	}

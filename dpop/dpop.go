@@ -50,13 +50,6 @@ const (
 	MinMaxAge, MaxMaxAge = time.Second, 10 * time.Minute
 )
 
-// ErrInvalidOptions reports options that [New] or [CheckOptions] refuse.
-var ErrInvalidOptions = errors.New("dpop: invalid options")
-
-// ErrReplayed is the invalid_dpop_proof of a proof whose jti was already
-// used: errors.Is matches both it and verify.ErrInvalidDPoPProof.
-var ErrReplayed = fmt.Errorf("%w: jti was already used (a replayed proof)", verify.ErrInvalidDPoPProof)
-
 // DefaultAlgorithms is the allowlist of proof algorithms when none is
 // configured. It returns a new slice on each call.
 func DefaultAlgorithms() []string { return []string{"ES256", "PS256", "RS256", "EdDSA"} }
@@ -103,14 +96,14 @@ type Checker struct {
 // alg that is not an asymmetric algorithm of package verify.
 func CheckOptions(opts Options) error {
 	if a := opts.MaxAge; a != 0 && (a < MinMaxAge || a > MaxMaxAge) {
-		return fmt.Errorf("%w: MaxAge: %s is out of range [%s, %s]", ErrInvalidOptions, a, MinMaxAge, MaxMaxAge)
+		return invalidOption("MaxAge", "%s is out of range [%s, %s]", a, MinMaxAge, MaxMaxAge)
 	}
 	if opts.MaxProofBytes < 0 {
-		return fmt.Errorf("%w: MaxProofBytes: negative", ErrInvalidOptions)
+		return invalidOption("MaxProofBytes", "negative")
 	}
 	for i, a := range opts.Algorithms {
 		if err := CheckAlgorithm(a); err != nil {
-			return fmt.Errorf("%w: Algorithms[%d]: %w", ErrInvalidOptions, i, err)
+			return invalidOption(fmt.Sprintf("Algorithms[%d]", i), "%w", err)
 		}
 	}
 	return nil
@@ -120,7 +113,7 @@ func CheckOptions(opts Options) error {
 // defaults and returns a Checker.
 func New(opts Options) (*Checker, error) {
 	if opts.Replay == nil {
-		return nil, fmt.Errorf("%w: a replay store is required", ErrInvalidOptions)
+		return nil, invalidOption("", "a replay store is required")
 	}
 	if err := CheckOptions(opts); err != nil {
 		return nil, err
@@ -231,16 +224,16 @@ type proofClaims struct {
 	iat                time.Time
 }
 
+// check runs the checks of RFC 9449 §4.3 in order; each step records its
+// outcome in tr and returns the error that ends the checks. The jti is
+// spent last, so that only a proof that passed everything else is
+// remembered.
 func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace) (*Proof, error) {
 	// 1. One proof (§4.3 1), bounded.
-	if len(in.Proofs) != 1 {
-		return nil, tr.fail("dpop-header", invalid("%d DPoP headers, want exactly one", len(in.Proofs)))
+	proof, err := c.checkOne(in.Proofs, tr)
+	if err != nil {
+		return nil, err
 	}
-	proof := in.Proofs[0]
-	if len(proof) > c.maxBytes {
-		return nil, tr.fail("dpop-header", invalid("proof of %d bytes, limit %d", len(proof), c.maxBytes))
-	}
-	tr.ok("dpop-header", "one DPoP header, %d bytes", len(proof))
 
 	// 2. A well-formed JWS with JSON object header and claims (§4.3 2).
 	hdr, cl, signing, sig, err := c.parse(proof)
@@ -257,96 +250,199 @@ func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace
 	tr.ok("dpop-claims", "jti, htm, htu and iat present (ath: %t)", pc.hasAth)
 
 	// 4. typ (§4.3 4).
-	typ, err := stringMember(hdr, "typ")
-	if err != nil || !strings.EqualFold(typ, "dpop+jwt") {
-		return nil, tr.fail("dpop-typ", invalid("typ %s, want \"dpop+jwt\"", quote(typ)))
+	if err := checkTyp(hdr, tr); err != nil {
+		return nil, err
 	}
-	tr.ok("dpop-typ", "dpop+jwt")
 
 	// 5. alg: asymmetric, in the allowlist (§4.3 5).
-	alg, err := stringMember(hdr, "alg")
-	if err != nil || !slices.Contains(c.algs, alg) {
-		return nil, tr.fail("dpop-alg", invalid("alg %s is not in the allowlist %v", quote(alg), c.algs))
+	alg, err := c.checkAlg(hdr, tr)
+	if err != nil {
+		return nil, err
 	}
-	tr.ok("dpop-alg", "%s is in the allowlist %v", alg, c.algs)
 
 	// 6. jwk: a public key only (§4.3 7), that fits alg.
+	key, err := checkJWK(hdr, alg, tr)
+	if err != nil {
+		return nil, err
+	}
+
+	// 7. Signature (§4.3 6).
+	if err := checkSignature(alg, signing, sig, key, tr); err != nil {
+		return nil, err
+	}
+
+	// 8. htm (§4.3 8).
+	if err := checkHTM(in, pc.htm, tr); err != nil {
+		return nil, err
+	}
+
+	// 9. htu (§4.3 9).
+	if err := checkHTU(in, pc.htu, tr); err != nil {
+		return nil, err
+	}
+
+	// 11. iat (§4.3 11).
+	leeway := max(in.Leeway, 0)
+	if err := c.checkIAT(pc.iat, now, leeway, tr); err != nil {
+		return nil, err
+	}
+
+	// 12. ath (§4.3 12).
+	if err := checkATH(in.AccessToken, pc.ath, tr); err != nil {
+		return nil, err
+	}
+
+	// 13. The token is bound to the proof's key (§4.3 12, §6.1).
+	if err := checkBinding(in.JKT, key, tr); err != nil {
+		return nil, err
+	}
+
+	// 10. jti unused (§4.3 10, §11.1), last.
+	if err := c.useJTI(ctx, in.Issuer, pc.jti, now, leeway, tr); err != nil {
+		return nil, err
+	}
+	return &Proof{Alg: alg, Thumbprint: key.Thumbprint, JTI: pc.jti, IssuedAt: pc.iat}, nil
+}
+
+// checkOne is step 1: exactly one proof, of at most MaxProofBytes. It
+// returns it.
+func (c *Checker) checkOne(proofs []string, tr *trace) (string, error) {
+	if len(proofs) != 1 {
+		return "", tr.fail("dpop-header", invalid("%d DPoP headers, want exactly one", len(proofs)))
+	}
+	proof := proofs[0]
+	if len(proof) > c.maxBytes {
+		return "", tr.fail("dpop-header", invalid("proof of %d bytes, limit %d", len(proof), c.maxBytes))
+	}
+	tr.ok("dpop-header", "one DPoP header, %d bytes", len(proof))
+	return proof, nil
+}
+
+// checkTyp is step 4: the header's typ is dpop+jwt.
+func checkTyp(hdr map[string]json.RawMessage, tr *trace) error {
+	typ, err := stringMember(hdr, "typ")
+	if err != nil || !strings.EqualFold(typ, "dpop+jwt") {
+		return tr.fail("dpop-typ", invalid("typ %s, want \"dpop+jwt\"", quote(typ)))
+	}
+	tr.ok("dpop-typ", "dpop+jwt")
+	return nil
+}
+
+// checkAlg is step 5: the header's alg is in the allowlist. It returns it.
+func (c *Checker) checkAlg(hdr map[string]json.RawMessage, tr *trace) (string, error) {
+	alg, err := stringMember(hdr, "alg")
+	if err != nil || !slices.Contains(c.algs, alg) {
+		return "", tr.fail("dpop-alg", invalid("alg %s is not in the allowlist %v", quote(alg), c.algs))
+	}
+	tr.ok("dpop-alg", "%s is in the allowlist %v", alg, c.algs)
+	return alg, nil
+}
+
+// checkJWK is step 6: the header's jwk is a public key that fits alg. It
+// returns the key.
+func checkJWK(hdr map[string]json.RawMessage, alg string, tr *trace) (*cache.Key, error) {
 	key, err := publicKey(hdr["jwk"], alg)
 	if err != nil {
 		return nil, tr.fail("dpop-jwk", err)
 	}
 	tr.ok("dpop-jwk", "public %s %s key, thumbprint %s", key.Kty, key.Crv, key.Thumbprint)
+	return key, nil
+}
 
-	// 7. Signature (§4.3 6), by golang-jwt's signing method (the standard
-	// library underneath).
+// checkSignature is step 7: the signature over signing verifies with the
+// proof's key, by golang-jwt's signing method of alg (the standard library
+// underneath).
+func checkSignature(alg, signing string, sig []byte, key *cache.Key, tr *trace) error {
 	method := jwt.GetSigningMethod(alg)
 	if method == nil || method.Verify(signing, sig, key.Public) != nil {
-		return nil, tr.fail("dpop-signature", invalid("%s signature does not verify with the proof's jwk", alg))
+		return tr.fail("dpop-signature", invalid("%s signature does not verify with the proof's jwk", alg))
 	}
 	tr.ok("dpop-signature", "%s verified with the proof's jwk", alg)
+	return nil
+}
 
-	// 8. htm (§4.3 8).
+// checkHTM is step 8: the proof's htm is the original request's method.
+func checkHTM(in *Input, htm string, tr *trace) error {
 	if in.RequestErr != nil {
-		return nil, tr.fail("dpop-htm", invalid("the original request is unknown: %v", in.RequestErr))
+		return tr.fail("dpop-htm", invalid("the original request is unknown: %v", in.RequestErr))
 	}
-	if pc.htm != in.Request.Method {
-		return nil, tr.fail("dpop-htm", invalid("htm %s, request method %s", quote(pc.htm), quote(in.Request.Method)))
+	if htm != in.Request.Method {
+		return tr.fail("dpop-htm", invalid("htm %s, request method %s", quote(htm), quote(in.Request.Method)))
 	}
-	tr.ok("dpop-htm", "htm %q is the request's method", pc.htm)
+	tr.ok("dpop-htm", "htm %q is the request's method", htm)
+	return nil
+}
 
-	// 9. htu (§4.3 9): scheme, host, port and path, without query and
-	// fragment, normalized as RFC 3986 §6.2.2 and §6.2.3 say.
+// checkHTU is step 9: the proof's htu is the original request's URL:
+// scheme, host, port and path, without query and fragment, normalized as
+// RFC 3986 §6.2.2 and §6.2.3 say.
+func checkHTU(in *Input, htu string, tr *trace) error {
 	if in.Request.Scheme == "" {
-		return nil, tr.fail("dpop-htu", invalid("the proxy did not forward the request's scheme (its proto header)"))
+		return tr.fail("dpop-htu", invalid("the proxy did not forward the request's scheme (its proto header)"))
 	}
-	got, err := normalizeHTU(pc.htu)
+	got, err := normalizeHTU(htu)
 	if err != nil {
-		return nil, tr.fail("dpop-htu", err)
+		return tr.fail("dpop-htu", err)
 	}
 	if want := in.Request.URL(); got != want {
-		return nil, tr.fail("dpop-htu", invalid("htu %s is not the request's %s", quote(got), quote(want)))
+		return tr.fail("dpop-htu", invalid("htu %s is not the request's %s", quote(got), quote(want)))
 	}
 	tr.ok("dpop-htu", "htu is %q (without query and fragment)", got)
+	return nil
+}
 
-	// 11. iat (§4.3 11): not older than MaxAge, not ahead more than leeway.
-	leeway := max(in.Leeway, 0)
-	switch age := now.Sub(pc.iat); {
+// checkIAT is step 11: iat is not older than MaxAge, nor ahead of now by
+// more than leeway.
+func (c *Checker) checkIAT(iat, now time.Time, leeway time.Duration, tr *trace) error {
+	switch age := now.Sub(iat); {
 	case age > c.maxAge:
-		return nil, tr.fail("dpop-iat", invalid("iat %s is %s old, max_age %s", pc.iat.Format(time.RFC3339), age.Round(time.Second), c.maxAge))
+		return tr.fail("dpop-iat", invalid("iat %s is %s old, max_age %s", iat.Format(time.RFC3339), age.Round(time.Second), c.maxAge))
 	case -age > leeway:
-		return nil, tr.fail("dpop-iat", invalid("iat %s is %s ahead, leeway %s", pc.iat.Format(time.RFC3339), (-age).Round(time.Second), leeway))
+		return tr.fail("dpop-iat", invalid("iat %s is %s ahead, leeway %s", iat.Format(time.RFC3339), (-age).Round(time.Second), leeway))
 	}
-	tr.ok("dpop-iat", "iat %s within [now - %s, now + %s]", pc.iat, c.maxAge, leeway)
+	tr.ok("dpop-iat", "iat %s within [now - %s, now + %s]", iat, c.maxAge, leeway)
+	return nil
+}
 
-	// 12. ath (§4.3 12): the hash of the token presented with it.
-	if in.AccessToken != "" {
-		sum := sha256.Sum256([]byte(in.AccessToken))
-		if pc.ath != base64.RawURLEncoding.EncodeToString(sum[:]) {
-			return nil, tr.fail("dpop-ath", invalid("ath is not the hash of the access token presented"))
-		}
-		tr.ok("dpop-ath", "ath is the access token's SHA-256")
+// checkATH is step 12: when the proof accompanies an access token, its ath
+// is the hash of that token.
+func checkATH(accessToken, ath string, tr *trace) error {
+	if accessToken == "" {
+		return nil
 	}
+	sum := sha256.Sum256([]byte(accessToken))
+	if ath != base64.RawURLEncoding.EncodeToString(sum[:]) {
+		return tr.fail("dpop-ath", invalid("ath is not the hash of the access token presented"))
+	}
+	tr.ok("dpop-ath", "ath is the access token's SHA-256")
+	return nil
+}
 
-	// 13. The token is bound to the proof's key (§4.3 12, §6.1).
+// checkBinding is step 13: the token's cnf.jkt is the proof key's
+// thumbprint.
+func checkBinding(jkt string, key *cache.Key, tr *trace) error {
 	switch {
-	case in.JKT == "":
-		return nil, tr.fail("dpop-binding", fmt.Errorf("%w: the token has no cnf.jkt: it is not bound to a DPoP key", verify.ErrBindingMismatch))
-	case in.JKT != key.Thumbprint:
-		return nil, tr.fail("dpop-binding", fmt.Errorf("%w: cnf.jkt %s is not the proof key's thumbprint %s", verify.ErrBindingMismatch, quote(in.JKT), key.Thumbprint))
+	case jkt == "":
+		return tr.fail("dpop-binding", fmt.Errorf("%w: the token has no cnf.jkt: it is not bound to a DPoP key", verify.ErrBindingMismatch))
+	case jkt != key.Thumbprint:
+		return tr.fail("dpop-binding", fmt.Errorf("%w: cnf.jkt %s is not the proof key's thumbprint %s", verify.ErrBindingMismatch, quote(jkt), key.Thumbprint))
 	}
 	tr.ok("dpop-binding", "cnf.jkt is the proof key's thumbprint")
+	return nil
+}
 
-	// 10. jti unused (§4.3 10, §11.1), last: only a proof that passed
-	// everything else is remembered.
-	fresh, err := c.replay.Use(ctx, ReplayKey(in.Issuer, pc.jti), c.maxAge+leeway, now)
+// useJTI is step 10: the jti of a proof with a token of issuer was never
+// used; it is remembered from now on for MaxAge plus leeway.
+func (c *Checker) useJTI(ctx context.Context, issuer, jti string, now time.Time, leeway time.Duration, tr *trace) error {
+	fresh, err := c.replay.Use(ctx, ReplayKey(issuer, jti), c.maxAge+leeway, now)
 	if err != nil {
-		return nil, tr.fail("dpop-jti", fmt.Errorf("%w: the DPoP replay store did not answer: %w", verify.ErrKeysUnavailable, err))
+		return tr.fail("dpop-jti", fmt.Errorf("%w: the DPoP replay store did not answer: %w", verify.ErrKeysUnavailable, err))
 	}
 	if !fresh {
-		return nil, tr.fail("dpop-jti", ErrReplayed)
+		return tr.fail("dpop-jti", ErrReplayed)
 	}
 	tr.ok("dpop-jti", "jti unused; remembered for %s", c.maxAge+leeway)
-	return &Proof{Alg: alg, Thumbprint: key.Thumbprint, JTI: pc.jti, IssuedAt: pc.iat}, nil
+	return nil
 }
 
 // ReplayKey is the replay store's key of a jti used with a token of

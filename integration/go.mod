@@ -1,6 +1,8 @@
 module github.com/jwksverify/jwksverify/integration
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 // The integration tests and the deploy/ file checks build and test this
 // repository's library and binary as they are in the working tree.

@@ -34,6 +34,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -256,26 +257,26 @@ func CheckOptions(opts Options) error {
 
 // withDefaults validates o and fills its zero values.
 func (o Options) withDefaults() (Options, error) {
-	invalid := func(format string, args ...any) (Options, error) {
-		return Options{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+	invalid := func(field, format string, args ...any) (Options, error) {
+		return Options{}, invalidOption(field, format, args...)
 	}
 	switch {
 	case o.Issuer == "":
-		return invalid("Issuer is required")
+		return invalid("", "Issuer is required")
 	case o.URL == "" && o.Endpoint == nil:
-		return invalid("one of URL and Endpoint is required")
+		return invalid("", "one of URL and Endpoint is required")
 	case o.ClientID != "" && o.ClientSecretFile == "":
-		return invalid("ClientID: set without ClientSecretFile; they go together")
+		return invalid("ClientID", "set without ClientSecretFile; they go together")
 	case o.ClientID == "" && o.ClientSecretFile != "":
-		return invalid("ClientSecretFile: set without ClientID; they go together")
+		return invalid("ClientSecretFile", "set without ClientID; they go together")
 	case o.CAFile != "" && o.HTTPClient != nil:
-		return invalid("CAFile cannot be combined with HTTPClient")
+		return invalid("", "CAFile cannot be combined with HTTPClient")
 	case o.MaxTTL < 0 || o.NegativeTTL < 0 || o.Timeout < 0 || o.MaxBytes < 0 || o.MaxAnswerBytes < 0 || o.MaxWait < 0:
-		return invalid("negative durations or bounds")
+		return invalid("", "negative durations or bounds")
 	}
 	if o.URL != "" {
 		if err := jwks.CheckURL(o.URL, o.InsecureAllowHTTP); err != nil {
-			return invalid("URL: %w", err)
+			return invalid("URL", "%w", err)
 		}
 	}
 	for _, d := range []struct {
@@ -283,16 +284,16 @@ func (o Options) withDefaults() (Options, error) {
 		v    time.Duration
 	}{{"MaxTTL", o.MaxTTL}, {"NegativeTTL", o.NegativeTTL}, {"StaleFor", o.StaleFor}} {
 		if d.v > 0 && d.v < MinTTL {
-			return invalid("%s: %s is below the minimum of %s", d.name, d.v, MinTTL)
+			return invalid(d.name, "%s is below the minimum of %s", d.v, MinTTL)
 		}
 	}
 	switch {
 	case o.MaxEntries < 0 || o.MaxEntries > MaxMaxEntries:
-		return invalid("MaxEntries: %d is out of range [1, %d]", o.MaxEntries, MaxMaxEntries)
+		return invalid("MaxEntries", "%d is out of range [1, %d]", o.MaxEntries, MaxMaxEntries)
 	case o.MaxConcurrent < 0 || o.MaxConcurrent > MaxMaxConcurrent:
-		return invalid("MaxConcurrent: %d is out of range [1, %d]", o.MaxConcurrent, MaxMaxConcurrent)
+		return invalid("MaxConcurrent", "%d is out of range [1, %d]", o.MaxConcurrent, MaxMaxConcurrent)
 	case o.MaxWait != 0 && (o.MaxWait < MinMaxWait || o.MaxWait > MaxMaxWait):
-		return invalid("MaxWait: %s is out of range [%s, %s]", o.MaxWait, MinMaxWait, MaxMaxWait)
+		return invalid("MaxWait", "%s is out of range [%s, %s]", o.MaxWait, MinMaxWait, MaxMaxWait)
 	}
 	for _, d := range []struct {
 		p   *time.Duration
@@ -309,6 +310,19 @@ func (o Options) withDefaults() (Options, error) {
 		o.Logger = slog.Default()
 	}
 	return o, nil
+}
+
+// Same reports whether a [Client] built from a answers as one built from
+// b would, so that a configuration reload may keep a's client, its answer
+// cache and all: every option equal. Endpoint, which a caller sets to a
+// function, is never the same (a function cannot be compared), HTTPClient
+// and Logger only when they are the same one.
+func Same(a, b Options) bool {
+	if a.Endpoint != nil || b.Endpoint != nil || a.HTTPClient != b.HTTPClient || a.Logger != b.Logger {
+		return false
+	}
+	a.HTTPClient, a.Logger, b.HTTPClient, b.Logger = nil, nil, nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 // LongestWait is the longest a [Client.Introspect] call of a Client built

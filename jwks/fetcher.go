@@ -274,53 +274,83 @@ func (f *Fetcher) refreshUnknownKid(ctx context.Context, kid string, retried boo
 		return nil // a refresh since the caller looked already brought it
 	}
 	f.mu.Lock()
+	w, err := f.kidWaitLocked(ctx, kid, retried)
+	f.mu.Unlock()
+	if err != nil || w.done == nil {
+		return err
+	}
+	return f.awaitKid(ctx, kid, w)
+}
+
+// kidWait is what a request for an unknown kid waits for: a flight's
+// answer, for at most wait.
+type kidWait struct {
+	done <-chan singleflight.Result
+	wait time.Duration
+	// again reports a flight whose source answered before the kid was
+	// asked for: once it has published, the kid is asked for again.
+	again bool
+}
+
+// kidWaitLocked decides, under f.mu, what a request for kid waits for: a
+// zero kidWait when the set already holds kid, an error when no refresh
+// may run for it (closed, no source, suppressed, a flight too old to wait
+// for).
+func (f *Fetcher) kidWaitLocked(ctx context.Context, kid string, retried bool) (kidWait, error) {
 	if f.closed {
-		f.mu.Unlock()
-		return ErrClosed
+		return kidWait{}, ErrClosed
 	}
 	if !f.hasSource() {
-		f.mu.Unlock()
-		return fmt.Errorf("%w: static keys only, no source to refresh", ErrSuppressed)
+		return kidWait{}, fmt.Errorf("%w: static keys only, no source to refresh", ErrSuppressed)
 	}
 	// Again under the lock: a flight that ended since the first look has
 	// published its set before it left f.cur (a late arrival of a refresh
 	// that brought the kid must not be told the budget is spent).
 	if _, ok := f.keys.Load().Lookup(kid); ok {
-		f.mu.Unlock()
-		return nil
+		return kidWait{}, nil
 	}
 	now := f.opts.Now()
-	fl := f.cur
+	fl, late, err := f.flightForKidLocked(ctx, kid, now)
+	if err != nil {
+		return kidWait{}, err
+	}
+	if late && !retried {
+		// Its answer is in but not yet published, and it came before this
+		// kid was asked for: let it publish, then ask again as if it had
+		// never been seen (it may have brought the kid; if not, this kid
+		// gets a refresh of its own when the budget allows). A late flight
+		// met again (retried) is only waited for.
+		return kidWait{done: f.sf.DoChan(fl.key, fl.fn), wait: f.opts.UnknownKidWait, again: true}, nil
+	}
+	if !late && len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {
+		fl.kids[kid] = struct{}{}
+	}
+	wait := fl.start.Add(f.opts.UnknownKidWait).Sub(now)
+	if wait <= 0 {
+		return kidWait{}, fmt.Errorf("%w: in progress for %v, longer than the %v wait", ErrRefreshPending,
+			now.Sub(fl.start).Round(time.Millisecond), f.opts.UnknownKidWait)
+	}
+	return kidWait{done: f.sf.DoChan(fl.key, fl.fn), wait: wait}, nil
+}
+
+// flightForKidLocked picks, under f.mu, the flight a request for kid at
+// now waits for, spending the unknown-kid budget as it goes: the flight in
+// progress, or a new one; an error wrapping [ErrSuppressed] when the budget
+// allows none. late reports a flight whose source answered before kid was
+// asked for.
+func (f *Fetcher) flightForKidLocked(ctx context.Context, kid string, now time.Time) (fl *flight, late bool, _ error) {
+	fl = f.cur
 	if fl != nil && fl.fetched.Load() {
 		fl = nil // its fetch is over: it cannot bring a kid asked for now
 	}
 	spent := !f.lastUnknown.IsZero() && now.Sub(f.lastUnknown) < f.opts.UnknownKidInterval
-	late := fl != nil && fl.answered.Load()
+	late = fl != nil && fl.answered.Load()
 	switch {
 	case f.keys.RecentlyMissing(kid, now):
-		f.mu.Unlock()
 		f.stats.SuppressedRefreshes.Add(1)
-		return fmt.Errorf("%w: kid was absent from a refresh moments ago", ErrSuppressed)
-	case late && !retried:
-		// Its answer is in but not yet published, and it came before this
-		// kid was asked for: let it publish, then ask again as if it had
-		// never been seen (it may have brought the kid; if not, this kid
-		// gets a refresh of its own when the budget allows).
-		ch := f.sf.DoChan(fl.key, fl.fn)
-		f.mu.Unlock()
-		t := time.NewTimer(f.opts.UnknownKidWait)
-		defer t.Stop()
-		select {
-		case <-ch:
-			return f.refreshUnknownKid(ctx, kid, true)
-		case <-t.C:
-			return fmt.Errorf("%w: not published within the %v wait", ErrRefreshPending, f.opts.UnknownKidWait)
-		case <-ctx.Done():
-			return fmt.Errorf("jwks: waiting for the key refresh: %w", context.Cause(ctx))
-		}
+		return nil, false, fmt.Errorf("%w: kid was absent from a refresh moments ago", ErrSuppressed)
 	case late:
-		// A second flight answered before this kid was asked: wait for its
-		// publish, nothing more.
+		// Wait for its publish (see kidWaitLocked); it spends no budget.
 	case fl != nil && fl.budget:
 		// Join: the fetch in progress is the one this interval's budget paid for.
 	case fl != nil && !spent:
@@ -333,9 +363,8 @@ func (f *Fetcher) refreshUnknownKid(ctx context.Context, kid string, retried boo
 		// A flight started by others after the budget was spent (a retry of
 		// a hung fetch) is not waited for either: a suppressed request never
 		// waits.
-		f.mu.Unlock()
 		f.stats.SuppressedRefreshes.Add(1)
-		return fmt.Errorf("%w: one unknown-kid refresh per %v", ErrSuppressed, f.opts.UnknownKidInterval)
+		return nil, false, fmt.Errorf("%w: one unknown-kid refresh per %v", ErrSuppressed, f.opts.UnknownKidInterval)
 	default:
 		f.lastUnknown = now
 		f.stats.UnknownKidRefreshes.Add(1)
@@ -343,23 +372,25 @@ func (f *Fetcher) refreshUnknownKid(ctx context.Context, kid string, retried boo
 		fl.budget, fl.unconditional = true, true
 		fl.parent = trace.SpanContextFromContext(ctx) // its fetch spans are children of this wait's
 	}
-	if !late && len(fl.kids) < cache.MaxMissing && len(kid) <= maxRememberedKid {
-		fl.kids[kid] = struct{}{}
-	}
-	wait := fl.start.Add(f.opts.UnknownKidWait).Sub(now)
-	if wait <= 0 {
-		f.mu.Unlock()
-		return fmt.Errorf("%w: in progress for %v, longer than the %v wait", ErrRefreshPending,
-			now.Sub(fl.start).Round(time.Millisecond), f.opts.UnknownKidWait)
-	}
-	ch := f.sf.DoChan(fl.key, fl.fn)
-	f.mu.Unlock()
-	t := time.NewTimer(wait)
+	return fl, late, nil
+}
+
+// awaitKid waits for w's flight, at most w.wait and no longer than ctx:
+// its fetch error, or after a late flight published, a new request for
+// kid.
+func (f *Fetcher) awaitKid(ctx context.Context, kid string, w kidWait) error {
+	t := time.NewTimer(w.wait)
 	defer t.Stop()
 	select {
-	case r := <-ch:
+	case r := <-w.done:
+		if w.again {
+			return f.refreshUnknownKid(ctx, kid, true)
+		}
 		return r.Err
 	case <-t.C:
+		if w.again {
+			return fmt.Errorf("%w: not published within the %v wait", ErrRefreshPending, f.opts.UnknownKidWait)
+		}
 		return fmt.Errorf("%w: not done within the %v wait", ErrRefreshPending, f.opts.UnknownKidWait)
 	case <-ctx.Done():
 		return fmt.Errorf("jwks: waiting for the key refresh: %w", context.Cause(ctx))

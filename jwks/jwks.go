@@ -238,10 +238,13 @@ func CheckOptions(opts Options) error {
 	return err
 }
 
-// withDefaults validates o and fills its zero values.
-func (o Options) withDefaults() (Options, error) {
-	invalid := func(format string, args ...any) (Options, error) {
-		return Options{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
+// checkSource validates o's key source: one of URL, Discovery and File,
+// or StaticKeys (HMAC secrets long enough, kids distinct), and the URLs,
+// CA file and trust domain that go with it. It returns o with its
+// StaticKeys cloned.
+func (o Options) checkSource() (Options, error) {
+	invalid := func(field, format string, args ...any) (Options, error) {
+		return Options{}, invalidOption(field, format, args...)
 	}
 	sources := 0
 	for _, set := range []bool{o.URL != "", o.Discovery, o.File != ""} {
@@ -251,54 +254,66 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	switch {
 	case sources > 1:
-		return invalid("at most one of URL, Discovery and File may be set")
+		return invalid("", "at most one of URL, Discovery and File may be set")
 	case sources == 0 && len(o.StaticKeys) == 0:
-		return invalid("one of URL, Discovery, File or StaticKeys must be set")
+		return invalid("", "one of URL, Discovery, File or StaticKeys must be set")
 	}
 	kids := make(map[string]bool, len(o.StaticKeys))
 	for i, k := range o.StaticKeys {
 		switch {
 		case k == nil:
-			return invalid("StaticKeys[%d] is nil", i)
+			return invalid("", "StaticKeys[%d] is nil", i)
 		case verify.CheckHMACKey(k) != nil:
-			return invalid("StaticKeys[%d]: %v", i, verify.CheckHMACKey(k))
+			return invalid(fmt.Sprintf("StaticKeys[%d]", i), "%v", verify.CheckHMACKey(k))
 		case k.Kid != "" && kids[k.Kid]:
-			return invalid("StaticKeys[%d]: kid %q is held by another static key", i, clip(k.Kid))
+			return invalid(fmt.Sprintf("StaticKeys[%d]", i), "kid %q is held by another static key", clip(k.Kid))
 		}
 		kids[k.Kid] = true
 	}
 	o.StaticKeys = slices.Clone(o.StaticKeys)
 	if o.DiscoveryURL != "" {
 		if !o.Discovery {
-			return invalid("DiscoveryURL: set without Discovery")
+			return invalid("DiscoveryURL", "set without Discovery")
 		}
 		if _, err := parseURL(o.DiscoveryURL, o.InsecureAllowHTTP); err != nil {
-			return invalid("DiscoveryURL: %w", err)
+			return invalid("DiscoveryURL", "%w", err)
 		}
 	}
 	if o.CAFile != "" && o.Client != nil {
-		return invalid("CAFile cannot be combined with Client (configure the client's TLS instead)")
+		return invalid("", "CAFile cannot be combined with Client (configure the client's TLS instead)")
 	}
 	if o.TrustDomain != "" {
 		if _, err := spiffeid.TrustDomainFromString(o.TrustDomain); err != nil {
-			return invalid("TrustDomain: %w", err)
+			return invalid("TrustDomain", "%w", err)
 		}
 		if o.Discovery {
-			return invalid("TrustDomain needs URL or File, not Discovery")
+			return invalid("", "TrustDomain needs URL or File, not Discovery")
 		}
 	}
 	if o.URL != "" {
 		if _, err := parseURL(o.URL, o.InsecureAllowHTTP); err != nil {
-			return invalid("URL: %w", err)
+			return invalid("URL", "%w", err)
 		}
 	}
 	if o.Discovery {
 		if o.Issuer == "" {
-			return invalid("Discovery needs Issuer")
+			return invalid("", "Discovery needs Issuer")
 		}
 		if _, err := parseURL(o.Issuer, o.InsecureAllowHTTP); err != nil {
-			return invalid("Issuer: %w", err)
+			return invalid("Issuer", "%w", err)
 		}
+	}
+	return o, nil
+}
+
+// withDefaults validates o and fills its zero values.
+func (o Options) withDefaults() (Options, error) {
+	invalid := func(field, format string, args ...any) (Options, error) {
+		return Options{}, invalidOption(field, format, args...)
+	}
+	o, err := o.checkSource()
+	if err != nil {
+		return Options{}, err
 	}
 	durations := []struct {
 		name  string
@@ -319,29 +334,29 @@ func (o Options) withDefaults() (Options, error) {
 		case *d.p == 0:
 			*d.p = d.def
 		case *d.p < d.floor:
-			return invalid("%s: %v is below the minimum of %v", d.name, *d.p, d.floor)
+			return invalid(d.name, "%v is below the minimum of %v", *d.p, d.floor)
 		}
 	}
 	if o.FetchTimeout > MaxFetchTimeout {
-		return invalid("FetchTimeout: %v is above the maximum of %v", o.FetchTimeout, MaxFetchTimeout)
+		return invalid("FetchTimeout", "%v is above the maximum of %v", o.FetchTimeout, MaxFetchTimeout)
 	}
 	switch {
 	case o.UnknownKidWait < 0:
-		return invalid("UnknownKidWait: %v is negative", o.UnknownKidWait)
+		return invalid("UnknownKidWait", "%v is negative", o.UnknownKidWait)
 	case o.UnknownKidWait == 0:
 		o.UnknownKidWait = DefaultUnknownKidWait // below MinAnyInterval: never above FetchTimeout
 	case o.UnknownKidWait > o.FetchTimeout:
-		return invalid("UnknownKidWait: %v exceeds FetchTimeout %v", o.UnknownKidWait, o.FetchTimeout)
+		return invalid("UnknownKidWait", "%v exceeds FetchTimeout %v", o.UnknownKidWait, o.FetchTimeout)
 	}
 	if o.MinInterval > o.MaxInterval {
-		return invalid("MinInterval: %v exceeds MaxInterval %v", o.MinInterval, o.MaxInterval)
+		return invalid("MinInterval", "%v exceeds MaxInterval %v", o.MinInterval, o.MaxInterval)
 	}
 	o.MaxBytes, o.MaxKeys = cmp.Or(o.MaxBytes, DefaultMaxBytes), cmp.Or(o.MaxKeys, DefaultMaxKeys)
 	switch {
 	case o.MaxBytes < MinMaxBytes || o.MaxBytes > MaxMaxBytes:
-		return invalid("MaxBytes: %d is out of range [%d, %d]", o.MaxBytes, MinMaxBytes, MaxMaxBytes)
+		return invalid("MaxBytes", "%d is out of range [%d, %d]", o.MaxBytes, MinMaxBytes, MaxMaxBytes)
 	case o.MaxKeys < 1 || o.MaxKeys > MaxMaxKeys:
-		return invalid("MaxKeys: %d is out of range [1, %d]", o.MaxKeys, MaxMaxKeys)
+		return invalid("MaxKeys", "%d is out of range [1, %d]", o.MaxKeys, MaxMaxKeys)
 	}
 	if o.Keys == nil {
 		o.Keys = new(cache.Keys)

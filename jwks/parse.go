@@ -239,23 +239,18 @@ func collidingMember(raw json.RawMessage) (string, bool) {
 	return "", false
 }
 
-// parseKey parses the i-th key of a set, or says why it is skipped.
+// parseKey parses the i-th key of a set, or says why it is skipped. The
+// checks run in order: the key's JSON, its kid and kty, the metadata
+// members, the key type, its purpose, x5c and key_ops, then the material.
 func parseKey(i int, raw json.RawMessage, opts ParseOptions) (*cache.Key, *cache.Skipped) {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
-		return nil, &cache.Skipped{Index: i, Reason: "not a JSON object"}
-	}
-	if name, dup := collidingMember(raw); dup {
-		// The policy checks here read members by exact name, jwkset's
-		// decoder matches names ignoring case, and duplicates resolve
-		// differently across parsers: a key whose member names collide could
-		// pass one reading and be decoded by another. Refuse it.
-		return nil, &cache.Skipped{Index: i, Reason: clip(fmt.Sprintf("member %q appears twice (names compared ignoring case)", name))}
+	members, reason := readMembers(raw)
+	if reason != "" {
+		return nil, &cache.Skipped{Index: i, Reason: clip(reason)}
 	}
 	kid, kidOK := stringMember(members, "kid")
 	kty, ktyOK := stringMember(members, "kty")
-	skip := func(format string, args ...any) (*cache.Key, *cache.Skipped) {
-		return nil, &cache.Skipped{Index: i, Kid: clip(kid), Kty: clip(kty), Reason: clip(fmt.Sprintf(format, args...))}
+	skip := func(reason string) (*cache.Key, *cache.Skipped) {
+		return nil, &cache.Skipped{Index: i, Kid: clip(kid), Kty: clip(kty), Reason: clip(reason)}
 	}
 	switch {
 	case !kidOK:
@@ -263,98 +258,171 @@ func parseKey(i int, raw json.RawMessage, opts ParseOptions) (*cache.Key, *cache
 	case !ktyOK || kty == "":
 		return skip(`missing or invalid "kty"`)
 	}
-	use, ok := stringMember(members, "use")
-	if !ok {
-		return skip(`"use" is not a string`)
+	meta, reason := readMeta(members, kid, opts.Local)
+	if reason != "" {
+		return skip(reason)
 	}
-	alg, ok := stringMember(members, "alg")
-	if !ok {
-		return skip(`"alg" is not a string`)
+	if reason := checkKty(kty, members, opts.Local); reason != "" {
+		return skip(reason)
 	}
-	issuer, ok := stringMember(members, "issuer")
-	if !ok {
-		return skip(`"issuer" is not a string`)
+	if reason := checkSigning(meta.Use, meta.Alg); reason != "" {
+		return skip(reason)
 	}
+	if reason := checkX5C(members); reason != "" {
+		return skip(reason)
+	}
+	if reason := checkKeyOps(members); reason != "" {
+		return skip(reason)
+	}
+	k, reason := decodeMaterial(raw, kty, meta)
+	if reason != "" {
+		return skip(reason)
+	}
+	return k, nil
+}
+
+// readMembers decodes raw, one key of a set, into its members, or says why
+// it cannot: not a JSON object, or member names that collide.
+func readMembers(raw json.RawMessage) (map[string]json.RawMessage, string) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil || members == nil {
+		return nil, "not a JSON object"
+	}
+	if name, dup := collidingMember(raw); dup {
+		// The policy checks here read members by exact name, jwkset's
+		// decoder matches names ignoring case, and duplicates resolve
+		// differently across parsers: a key whose member names collide could
+		// pass one reading and be decoded by another. Refuse it.
+		return nil, fmt.Sprintf("member %q appears twice (names compared ignoring case)", name)
+	}
+	return members, ""
+}
+
+// readMeta reads the metadata of the key with members and kid: use, alg
+// and issuer, each a string when present. It says why not when one is not.
+func readMeta(members map[string]json.RawMessage, kid string, local bool) (cache.KeyMeta, string) {
+	meta := cache.KeyMeta{Kid: kid, Local: local}
+	var ok bool
+	if meta.Use, ok = stringMember(members, "use"); !ok {
+		return meta, `"use" is not a string`
+	}
+	if meta.Alg, ok = stringMember(members, "alg"); !ok {
+		return meta, `"alg" is not a string`
+	}
+	if meta.Issuer, ok = stringMember(members, "issuer"); !ok {
+		return meta, `"issuer" is not a string`
+	}
+	return meta, ""
+}
+
+// checkKty says why a key of type kty with members is refused ("" if it is
+// not): a type other than RSA, EC, OKP (Ed25519 only) and, from a local
+// source, oct; or a public key type that publishes private members.
+func checkKty(kty string, members map[string]json.RawMessage, local bool) string {
 	switch kty {
 	case "RSA", "EC", "OKP":
 	case "oct":
-		if !opts.Local {
-			return skip("symmetric (oct) key from a remote JWKS refused")
+		if !local {
+			return "symmetric (oct) key from a remote JWKS refused"
 		}
 	default:
-		return skip("unsupported kty %q", clip(kty))
+		return fmt.Sprintf("unsupported kty %q", clip(kty))
 	}
 	for _, m := range privateMembers {
 		if _, ok := members[m]; ok && kty != "oct" {
-			return skip("private key member %q published; key refused", m)
+			return fmt.Sprintf("private key member %q published; key refused", m)
 		}
 	}
 	if kty == "OKP" {
 		if crv, _ := stringMember(members, "crv"); crv != "Ed25519" {
-			return skip("unsupported OKP curve %q", clip(crv))
+			return fmt.Sprintf("unsupported OKP curve %q", clip(crv))
 		}
 	}
+	return ""
+}
+
+// checkSigning says why a key whose use and alg say it is not a signing
+// key is refused ("" if they do not).
+func checkSigning(use, alg string) string {
 	switch {
 	case use == "enc":
-		return skip(`use "enc": an encryption key, not a signing key`)
+		return `use "enc": an encryption key, not a signing key`
 	case use != "" && use != "sig":
-		return skip("unsupported use %q", clip(use))
+		return fmt.Sprintf("unsupported use %q", clip(use))
 	case slices.Contains(encryptionAlgs, alg):
-		return skip("alg %q is an encryption algorithm", alg)
+		return fmt.Sprintf("alg %q is an encryption algorithm", alg)
 	case strings.EqualFold(alg, "none"):
-		return skip(`alg "none" refused`)
+		return `alg "none" refused`
 	}
-	if x5c, present := members["x5c"]; present {
-		var chain []json.RawMessage
-		if err := json.Unmarshal(x5c, &chain); err != nil {
-			return skip(`"x5c" is not an array`)
-		}
-		if len(chain) > maxX5C {
-			return skip("x5c chain of %d certificates (limit %d)", len(chain), maxX5C)
-		}
-	}
-	if ops, present := members["key_ops"]; present {
-		var list []string
-		if err := json.Unmarshal(ops, &list); err != nil {
-			return skip(`"key_ops" is not an array of strings`)
-		}
-		if !slices.Contains(list, "verify") {
-			return skip(`key_ops does not include "verify"`)
-		}
-	}
+	return ""
+}
 
-	// jwkset decodes the material and checks it: base64, EC point on its
-	// curve, x5c certificate against n/e or x/y, x5t and x5t#S256 against
-	// x5c. x5u is never fetched (GetX5U is nil); its scheme is not checked
-	// because it is never used. Certificate validity periods are not checked:
-	// IdPs publish long-expired self-signed certificates for live keys.
+// checkX5C says why a key's x5c is refused ("" if absent or accepted): not
+// an array, or a chain longer than maxX5C.
+func checkX5C(members map[string]json.RawMessage) string {
+	x5c, present := members["x5c"]
+	if !present {
+		return ""
+	}
+	var chain []json.RawMessage
+	if err := json.Unmarshal(x5c, &chain); err != nil {
+		return `"x5c" is not an array`
+	}
+	if len(chain) > maxX5C {
+		return fmt.Sprintf("x5c chain of %d certificates (limit %d)", len(chain), maxX5C)
+	}
+	return ""
+}
+
+// checkKeyOps says why a key's key_ops is refused ("" if absent or
+// accepted): not an array of strings, or without "verify".
+func checkKeyOps(members map[string]json.RawMessage) string {
+	ops, present := members["key_ops"]
+	if !present {
+		return ""
+	}
+	var list []string
+	if err := json.Unmarshal(ops, &list); err != nil {
+		return `"key_ops" is not an array of strings`
+	}
+	if !slices.Contains(list, "verify") {
+		return `key_ops does not include "verify"`
+	}
+	return ""
+}
+
+// decodeMaterial decodes the material of raw, a key of type kty, into a key
+// with meta (its key_ops as jwkset reads them), or says why it cannot.
+//
+// jwkset decodes the material and checks it: base64, EC point on its
+// curve, x5c certificate against n/e or x/y, x5t and x5t#S256 against
+// x5c. x5u is never fetched (GetX5U is nil); its scheme is not checked
+// because it is never used. Certificate validity periods are not checked:
+// IdPs publish long-expired self-signed certificates for live keys.
+func decodeMaterial(raw json.RawMessage, kty string, meta cache.KeyMeta) (*cache.Key, string) {
 	j, err := jwkset.NewJWKFromRawJSON(raw,
-		jwkset.JWKMarshalOptions{Private: opts.Local && kty == "oct"},
+		jwkset.JWKMarshalOptions{Private: meta.Local && kty == "oct"},
 		jwkset.JWKValidateOptions{SkipX5UScheme: true})
 	if err != nil {
-		return skip("invalid JWK: %s", jwksetReason(err))
+		return nil, "invalid JWK: " + jwksetReason(err)
 	}
 	pub := j.Key()
 	if r, ok := pub.(*rsa.PublicKey); ok {
 		if reason := checkRSA(r); reason != "" {
-			return skip("%s", reason)
+			return nil, reason
 		}
 	}
-	m := j.Marshal()
-	var keyOps []string
-	for _, o := range m.KEYOPS {
-		keyOps = append(keyOps, string(o))
+	for _, o := range j.Marshal().KEYOPS {
+		meta.KeyOps = append(meta.KeyOps, string(o))
 	}
-	k, err := cache.NewKey(pub, cache.KeyMeta{
-		Kid: kid, Alg: alg, Use: use, KeyOps: keyOps, Local: opts.Local, Issuer: issuer,
-	})
+	k, err := cache.NewKey(pub, meta)
 	if err != nil {
-		return skip("%s", err.Error())
+		return nil, err.Error()
 	}
 	if err := verify.CheckHMACKey(k); err != nil {
-		return skip("%s", err.Error()) // a short secret, as the verifier would refuse it
+		return nil, err.Error() // a short secret, as the verifier would refuse it
 	}
-	return k, nil
+	return k, ""
 }
 
 // checkRSA refuses public exponents and moduli crypto/rsa would reject at

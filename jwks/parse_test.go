@@ -363,26 +363,3 @@ func TestParseReusesUnchangedKeys(t *testing.T) {
 		t.Errorf("Parse() unchanged kid-less key not reused")
 	}
 }
-
-// ExampleParse shows per-key tolerant parsing: a weak key is skipped and
-// reported, the rest of the set loads.
-func ExampleParse() {
-	data := testkeys.JWKS(
-		testkeys.JWK{Key: testkeys.Public(testkeys.RSA2048A), Kid: "current", Alg: "RS256", Use: "sig"},
-		testkeys.JWK{Key: testkeys.Public(testkeys.RSA1024), Kid: "legacy", Alg: "RS256", Use: "sig"},
-	)
-	keys, skipped, err := Parse(data, ParseOptions{})
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	for _, k := range keys {
-		fmt.Println("key", k.Kid, k.Kty, k.Alg, k.Size)
-	}
-	for _, s := range skipped {
-		fmt.Println("skipped", s.Kid, s.Reason)
-	}
-	// Output:
-	// key current RSA RS256 2048
-	// skipped legacy cache: weak key: RSA key of 1024 bits (minimum 2048)
-}

@@ -17,7 +17,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -25,15 +24,6 @@ import (
 
 // MaxCertBytes bounds a forwarded certificate, in any of its forms.
 const MaxCertBytes = 16 << 10
-
-// Errors of this package; each means "no usable certificate".
-var (
-	// ErrNoCertificate: the header or attribute is empty.
-	ErrNoCertificate = errors.New("mtls: no client certificate")
-	// ErrMalformed: the value is not a certificate in a known form, it is
-	// too large, or an XFCC header has no single element with a Hash.
-	ErrMalformed = errors.New("mtls: malformed client certificate")
-)
 
 // Thumbprint returns the x5t#S256 of a DER certificate: base64url (no
 // padding) of its SHA-256 (RFC 8705 §3.1).

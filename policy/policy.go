@@ -161,9 +161,6 @@ type ClaimReader interface {
 	Claims() []string
 }
 
-// ErrInvalid matches every error of [New].
-var ErrInvalid = errors.New("policy: invalid configuration")
-
 // Set is a compiled set of policies and routes. It is immutable and safe
 // for concurrent use.
 type Set struct {
@@ -379,14 +376,6 @@ const (
 	ByName    = "name"    // named explicitly (/v1/policy/<name>, gRPC context_extensions, /v1/verify, the CLI's --policy)
 	ByRoute   = "route"   // the first route that matched the original request
 	ByDefault = "default" // no route matched (or none is configured): default_policy, or any valid token
-)
-
-// Errors of [Set.Choose]. Each matches verify.ErrForbidden: the request is
-// refused whatever the token.
-var (
-	ErrUnknownPolicy = fmt.Errorf("%w: the request names a policy that is not configured", verify.ErrForbidden)
-	ErrUnrouted      = fmt.Errorf("%w: routes choose the policy, and the proxy did not forward the original request", verify.ErrForbidden)
-	ErrAmbiguous     = fmt.Errorf("%w: the original request is ambiguous (its path or a method override)", verify.ErrForbidden)
 )
 
 // Choice is the policy that [Set.Choose] chose, and how.

@@ -79,17 +79,22 @@ func CheckRedisURL(url string) error {
 	return nil
 }
 
+// SameRedis reports whether a [Redis] store built from a is one built from
+// b would be: every option equal, so that a configuration reload may keep
+// the client (its connections) instead of starting another.
+func SameRedis(a, b RedisOptions) bool { return a == b }
+
 // CheckRedisOptions reports whether [NewRedis] accepts opts: an error
 // wrapping [ErrInvalidOptions] that names the field first if not.
 func CheckRedisOptions(opts RedisOptions) error {
 	switch {
 	case opts.Timeout != 0 && (opts.Timeout < MinRedisTimeout || opts.Timeout > MaxRedisTimeout):
-		return fmt.Errorf("%w: Timeout: %s is out of range [%s, %s]", ErrInvalidOptions, opts.Timeout, MinRedisTimeout, MaxRedisTimeout)
+		return invalidOption("Timeout", "%s is out of range [%s, %s]", opts.Timeout, MinRedisTimeout, MaxRedisTimeout)
 	case opts.PoolSize < 0 || opts.PoolSize > MaxRedisPoolSize:
-		return fmt.Errorf("%w: PoolSize: %d is out of range [1, %d]", ErrInvalidOptions, opts.PoolSize, MaxRedisPoolSize)
+		return invalidOption("PoolSize", "%d is out of range [1, %d]", opts.PoolSize, MaxRedisPoolSize)
 	}
 	if err := CheckRedisURL(opts.URL); err != nil {
-		return fmt.Errorf("%w: URL: %w", ErrInvalidOptions, err)
+		return invalidOption("URL", "%w", err)
 	}
 	return nil
 }

@@ -12,16 +12,10 @@ package replay
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 )
-
-// ErrFull: the memory store holds MaxEntries proofs that have not expired.
-// Forgetting one would let it be replayed, so new proofs are refused until
-// entries expire.
-var ErrFull = errors.New("replay: memory store is full")
 
 // DefaultMaxEntries bounds a [Memory] store when its bound is zero: at the
 // default max_age plus leeway (90s), about 11 000 proofs per second.
@@ -57,14 +51,11 @@ type MemoryStats struct {
 // MaxMaxEntries bounds the bound of a [Memory] store.
 const MaxMaxEntries = 100_000_000
 
-// ErrInvalidOptions reports options that [NewMemory] or [NewRedis] refuse.
-var ErrInvalidOptions = errors.New("replay: invalid options")
-
 // CheckMaxEntries reports whether [NewMemory] accepts maxEntries: an error
 // wrapping [ErrInvalidOptions] that names the field first if not.
 func CheckMaxEntries(maxEntries int) error {
 	if maxEntries < 0 || maxEntries > MaxMaxEntries {
-		return fmt.Errorf("%w: MaxEntries: %d is out of range [1, %d]", ErrInvalidOptions, maxEntries, MaxMaxEntries)
+		return invalidOption("MaxEntries", "%d is out of range [1, %d]", maxEntries, MaxMaxEntries)
 	}
 	return nil
 }

@@ -51,39 +51,38 @@ func CheckOptions(opts Options, maxTokenBytes int) error {
 			why = fmt.Sprintf("the secret is shorter than %d bytes", MinClientSecretBytes)
 		}
 		if why != "" {
-			return fmt.Errorf("%w: IntrospectionClients[%d]: %s", ErrInvalidOptions, i, why)
+			return invalidOption(fmt.Sprintf("IntrospectionClients[%d]", i), "%s", why)
 		}
 		seen[c.ID] = true
 	}
 	if h := opts.ClientCert.Header; h != "" {
 		if err := CheckTokenSource(TokenSource{Header: h}); err != nil {
-			return fmt.Errorf("%w: ClientCert.Header: %w", ErrInvalidOptions, err)
+			return invalidOption("ClientCert.Header", "%w", err)
 		}
 	}
 	if _, reads := opts.Proxy.Headers(); reads && opts.ClientCert.XFCC {
 		// Only Envoy sets (and sanitizes) x-forwarded-client-cert: behind
 		// nginx, Caddy or Traefik it is whatever the client sent.
-		return fmt.Errorf("%w: ClientCert.XFCC: Envoy's x-forwarded-client-cert, which %s passes from the client as it came: use ClientCert.Header", ErrInvalidOptions, opts.Proxy)
+		return invalidOption("ClientCert.XFCC", "Envoy's x-forwarded-client-cert, which %s passes from the client as it came: use ClientCert.Header", opts.Proxy)
 	}
 	for i, ts := range opts.TokenSources {
 		if err := CheckTokenSource(ts); err != nil {
-			return fmt.Errorf("%w: TokenSources[%d]: %w", ErrInvalidOptions, i, err)
+			return invalidOption(fmt.Sprintf("TokenSources[%d]", i), "%w", err)
 		}
 		if ts.Query != "" && opts.Proxy == request.None {
-			return fmt.Errorf("%w: TokenSources[%d]: query %q needs Proxy (forward_auth.proxy, one of %s): a query token is read only from the original request the proxy reports",
-				ErrInvalidOptions, i, ts.Query, strings.Join(request.Proxies(), ", "))
+			return invalidOption(fmt.Sprintf("TokenSources[%d]", i), "query %q needs Proxy (forward_auth.proxy, one of %s): a query token is read only from the original request the proxy reports", ts.Query, strings.Join(request.Proxies(), ", "))
 		}
 	}
 	maxTokenBytes = cmp.Or(maxTokenBytes, verify.DefaultMaxTokenBytes)
 	switch n := opts.MaxBodyBytes; {
 	case n != 0 && (n < int64(maxTokenBytes) || n > MaxMaxBodyBytes):
-		return fmt.Errorf("%w: MaxBodyBytes: %d is out of range [%d (the largest token the verifier takes), %d]", ErrInvalidOptions, n, maxTokenBytes, MaxMaxBodyBytes)
+		return invalidOption("MaxBodyBytes", "%d is out of range [%d (the largest token the verifier takes), %d]", n, maxTokenBytes, MaxMaxBodyBytes)
 	}
 	if n := opts.MaxBatch; n < 0 || n > MaxMaxBatch {
-		return fmt.Errorf("%w: MaxBatch: %d is out of range [1, %d]", ErrInvalidOptions, n, MaxMaxBatch)
+		return invalidOption("MaxBatch", "%d is out of range [1, %d]", n, MaxMaxBatch)
 	}
 	if n := opts.RejectionLogRate; n > MaxRejectionLogRate {
-		return fmt.Errorf("%w: RejectionLogRate: %d is above %d", ErrInvalidOptions, n, MaxRejectionLogRate)
+		return invalidOption("RejectionLogRate", "%d is above %d", n, MaxRejectionLogRate)
 	}
 	return nil
 }

@@ -21,3 +21,30 @@ var (
 	// the Bearer or DPoP scheme but is not exactly "<scheme> <token>".
 	errMalformedScheme = fmt.Errorf("%w: a Bearer or DPoP credential that is not exactly '<scheme> <token>'", verify.ErrMalformed)
 )
+
+// OptionError is an option that [New] or [CheckOptions] refuses: the
+// field of the options it is about, as a Go path ("MaxEntries",
+// "Algorithms[2]"; empty when the refusal concerns several fields), and
+// why. It matches [ErrInvalidOptions] and Err with errors.Is, so that a
+// program that reads its options from a file (package config) names the
+// file's key by Field, never by the message.
+type OptionError struct {
+	Field string
+	Err   error
+}
+
+// Error returns "server: invalid options: Field: Err".
+func (e *OptionError) Error() string {
+	if e.Field == "" {
+		return ErrInvalidOptions.Error() + ": " + e.Err.Error()
+	}
+	return ErrInvalidOptions.Error() + ": " + e.Field + ": " + e.Err.Error()
+}
+
+// Unwrap returns [ErrInvalidOptions] and Err.
+func (e *OptionError) Unwrap() []error { return []error{ErrInvalidOptions, e.Err} }
+
+// invalidOption is the [OptionError] of field, with the message of format.
+func invalidOption(field, format string, args ...any) error {
+	return &OptionError{Field: field, Err: fmt.Errorf(format, args...)}
+}

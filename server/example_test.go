@@ -2,6 +2,9 @@ package server_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,20 +12,25 @@ import (
 	"net/http/httptest"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"google.golang.org/grpc"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/extauthz"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
+// exampleSigningKey is the identity provider's key in these examples; the
+// verifier holds only its public half.
+var exampleSigningKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+
 // exampleVerifier returns a verifier for one issuer whose key set holds the
-// test RSA key "k1", judged at a fixed instant.
+// public key "k1", judged at a fixed instant (a jwks.Fetcher fills the set
+// in a service: see Example).
 func exampleVerifier(now time.Time) *verify.Verifier {
-	key, err := cache.NewKey(testkeys.Public(testkeys.RSA2048A), cache.KeyMeta{Kid: "k1"})
+	key, err := cache.NewKey(&exampleSigningKey.PublicKey, cache.KeyMeta{Kid: "k1"})
 	if err != nil {
 		panic(err)
 	}
@@ -38,10 +46,18 @@ func exampleVerifier(now time.Time) *verify.Verifier {
 	return v
 }
 
+// exampleToken is alice's ES256 token, as the identity provider would sign
+// it (here with golang-jwt).
 func exampleToken(now time.Time) string {
-	return testkeys.Mint("RS256", testkeys.Private(testkeys.RSA2048A), map[string]any{"kid": "k1"}, map[string]any{
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
 		"iss": "https://idp.example.com/", "sub": "alice", "aud": "api://orders", "exp": now.Add(time.Minute).Unix(),
 	})
+	t.Header["kid"] = "k1"
+	token, err := t.SignedString(exampleSigningKey)
+	if err != nil {
+		panic(err)
+	}
+	return token
 }
 
 func ExampleMiddleware() {

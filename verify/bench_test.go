@@ -73,7 +73,7 @@ func benchVerifierWith(b *testing.B, c benchCase, opts verify.Options) *verify.V
 }
 
 // loopVerify times v.Verify of tok. The first verification is not timed: it
-// builds an EC key's table of multiples once (internal/ecverify's
+// builds an EC key's table of multiples once (verify/internal/ecverify's
 // BenchmarkFirstUse measures that) and, with a token cache, stores the
 // verdict the loop then hits.
 func loopVerify(b *testing.B, v *verify.Verifier, tok string) {
@@ -213,7 +213,7 @@ func BenchmarkFloor(b *testing.B) {
 
 // BenchmarkECDSAStep compares the signature step of ES* tokens: golang-jwt's
 // SigningMethodECDSA.Verify against the verifier's step with StandardCrypto
-// (verifyES: crypto/ecdsa) and without (verifyESPrepared: internal/ecverify,
+// (verifyES: crypto/ecdsa) and without (verifyESPrepared: verify/internal/ecverify,
 // cross-checked at the default rate), which replace it (ecdsa.go).
 func BenchmarkECDSAStep(b *testing.B) {
 	for _, alg := range []string{"ES256", "ES384", "ES512"} {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 )
 
 // Once the cross-check has caught a prepared verifier accepting a forgery

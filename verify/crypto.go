@@ -11,16 +11,16 @@ import (
 	"sync/atomic"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/ecverify"
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
+	"github.com/jwksverify/jwksverify/verify/internal/ecverify"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 )
 
 // The crypto seam: how RS*, PS* and ES* signatures are checked.
 //
 // A key's material is public data in cache.Key; what makes verification fast
 // is the verifier's business. By default RS* and PS* verify with
-// internal/rsaverify (the modulus and its Montgomery constants computed once
-// per key) and ES* with internal/ecverify (a table of the key's multiples):
+// verify/internal/rsaverify (the modulus and its Montgomery constants computed once
+// per key) and ES* with verify/internal/ecverify (a table of the key's multiples):
 // the prepared paths, taking 30–70% less time than crypto/rsa and crypto/ecdsa
 // (rsa.go, ecdsa.go). A key is prepared on its first use, not when it enters
 // a set, and the prepared form is kept in the key's memo slot
@@ -47,9 +47,9 @@ import (
 //     its own, and checking them twice would double the cost of a flood of
 //     forged tokens. Cached verdicts are not checked again either: the token
 //     cache's hits never reach this code.
-//   - Tests and fuzz targets in internal/rsaverify, internal/ecverify and
+//   - Tests and fuzz targets in verify/internal/rsaverify, verify/internal/ecverify and
 //     here hold the prepared paths to the standard library's verdicts, and
-//     .ci/bigmod-drift holds internal/bigmod to the toolchain's copy.
+//     .ci/bigmod-drift holds verify/internal/bigmod to the toolchain's copy.
 //
 // The cross-check's cost at the default rate (1 in 1000 accepts): one more
 // standard verification per thousand, about 0.03–0.05 µs and 0.01 allocations
@@ -264,8 +264,8 @@ type crossCheck struct {
 	seed       uint64
 	threshold  uint64 // sample when mix < threshold; 0 with all: never
 	all        bool   // rate 1: every accept
-	// off is set by the first disagreement: it means internal/rsaverify or
-	// internal/ecverify is wrong, not one key, so every later verify of this
+	// off is set by the first disagreement: it means verify/internal/rsaverify or
+	// verify/internal/ecverify is wrong, not one key, so every later verify of this
 	// Verifier goes to the standard library (one atomic load per verify).
 	off atomic.Bool
 	// The struct fills two cache lines alone (a 128-byte size class is

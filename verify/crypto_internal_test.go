@@ -15,10 +15,10 @@ import (
 	"unsafe"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/ecverify"
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/internal/testlog"
+	"github.com/jwksverify/jwksverify/verify/internal/ecverify"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 )
 
 // preparedSeam is the seam with both prepared verifiers, whatever

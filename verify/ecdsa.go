@@ -7,7 +7,7 @@ import (
 	"crypto/sha512"
 	"unsafe"
 
-	"github.com/jwksverify/jwksverify/internal/ecverify"
+	"github.com/jwksverify/jwksverify/verify/internal/ecverify"
 )
 
 // ES256/384/512 verification, with the key prepared once (the default) or
@@ -18,7 +18,7 @@ import (
 // and re-encodes them as ASN.1 with a cryptobyte.Builder before calling
 // ecdsa.VerifyASN1. Both hash with the one-shot SHA-2 functions (oneShotDigest):
 //
-//   - the prepared path verifies with internal/ecverify, which keeps a table
+//   - the prepared path verifies with verify/internal/ecverify, which keeps a table
 //     of the key's multiples (built on the key's first use) instead of
 //     multiplying the key from scratch on every call as crypto/ecdsa does:
 //     half the time of an ES256 verify, a third of an ES384 or ES512 one;
@@ -64,7 +64,7 @@ func verifyES(es *esSpec, pub *ecdsa.PublicKey, signing string, sig []byte) bool
 	return digest != nil && ecdsa.VerifyASN1(pub, digest, der)
 }
 
-// verifyESPrepared is verifyES with the prepared key k (internal/ecverify,
+// verifyESPrepared is verifyES with the prepared key k (verify/internal/ecverify,
 // whose differential tests and fuzz targets hold it to crypto/ecdsa's
 // verdicts).
 func verifyESPrepared(k *ecverify.PublicKey, es *esSpec, signing string, sig []byte) bool {

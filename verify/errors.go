@@ -2,6 +2,7 @@ package verify
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -137,4 +138,34 @@ func Class(err error) string {
 		return ce.class
 	}
 	return ""
+}
+
+// ErrInvalidOptions reports options out of the bounds [CheckOptions] checks.
+var ErrInvalidOptions = errors.New("verify: invalid options")
+
+// OptionError is an option that [New] or [CheckOptions] refuses: the
+// field of the options it is about, as a Go path ("MaxEntries",
+// "Algorithms[2]"; empty when the refusal concerns several fields), and
+// why. It matches [ErrInvalidOptions] and Err with errors.Is, so that a
+// program that reads its options from a file (package config) names the
+// file's key by Field, never by the message.
+type OptionError struct {
+	Field string
+	Err   error
+}
+
+// Error returns "verify: invalid options: Field: Err".
+func (e *OptionError) Error() string {
+	if e.Field == "" {
+		return ErrInvalidOptions.Error() + ": " + e.Err.Error()
+	}
+	return ErrInvalidOptions.Error() + ": " + e.Field + ": " + e.Err.Error()
+}
+
+// Unwrap returns [ErrInvalidOptions] and Err.
+func (e *OptionError) Unwrap() []error { return []error{ErrInvalidOptions, e.Err} }
+
+// invalidOption is the [OptionError] of field, with the message of format.
+func invalidOption(field, format string, args ...any) error {
+	return &OptionError{Field: field, Err: fmt.Errorf(format, args...)}
 }

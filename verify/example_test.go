@@ -2,24 +2,36 @@ package verify_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
+// exampleSigningKey is the identity provider's key in these examples; a
+// real verifier only ever holds the public half.
+var exampleSigningKey, _ = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+
+// exampleNow is the verifier's clock in these examples (Options.Now).
+var exampleNow = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+
 // exampleVerifier verifies ES256 tokens of https://idp.example.com/ for the
-// audience api://orders, with the clock fixed at t0.
+// audience api://orders, with the clock fixed at exampleNow. Its key set is filled
+// by hand here; a jwks.Fetcher fills and refreshes it in a service.
 func exampleVerifier() (*verify.Verifier, *cache.Keys) {
-	key, err := cache.NewKey(testkeys.Public(testkeys.EC256A), cache.KeyMeta{Kid: "2026-03", Use: "sig"})
+	key, err := cache.NewKey(&exampleSigningKey.PublicKey, cache.KeyMeta{Kid: "2026-03", Use: "sig"})
 	if err != nil {
 		panic(err)
 	}
 	var keys cache.Keys // normally filled and refreshed by a jwks.Fetcher
-	keys.Store(cache.NewSet([]*cache.Key{key}, nil, t0, time.Time{}))
+	keys.Store(cache.NewSet([]*cache.Key{key}, nil, exampleNow, time.Time{}))
 	v, err := verify.New(verify.Options{
 		Issuers: []verify.Issuer{{
 			Issuer:        "https://idp.example.com/",
@@ -27,7 +39,7 @@ func exampleVerifier() (*verify.Verifier, *cache.Keys) {
 			Audiences:     []string{"api://orders"},
 			ExtractClaims: []string{"scp"},
 		}},
-		Now:        func() time.Time { return t0 },
+		Now:        func() time.Time { return exampleNow },
 		TokenCache: verify.TokenCacheOptions{MaxEntries: 10000},
 	})
 	if err != nil {
@@ -36,16 +48,24 @@ func exampleVerifier() (*verify.Verifier, *cache.Keys) {
 	return v, &keys
 }
 
+// exampleToken is an ES256 token of the example issuer for alice, expiring
+// at exp, as the identity provider would sign it (here with golang-jwt).
 func exampleToken(exp time.Time) string {
-	return testkeys.Mint("ES256", testkeys.Private(testkeys.EC256A), map[string]any{"kid": "2026-03"}, map[string]any{
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
 		"iss": "https://idp.example.com/", "sub": "alice", "aud": "api://orders",
 		"exp": exp.Unix(), "scp": []string{"orders.read", "orders.write"},
 	})
+	t.Header["kid"] = "2026-03"
+	token, err := t.SignedString(exampleSigningKey)
+	if err != nil {
+		panic(err)
+	}
+	return token
 }
 
 func ExampleVerifier_Verify() {
 	v, _ := exampleVerifier()
-	res, err := v.Verify(context.Background(), exampleToken(t0.Add(time.Hour)))
+	res, err := v.Verify(context.Background(), exampleToken(exampleNow.Add(time.Hour)))
 	if err != nil {
 		fmt.Println("rejected:", verify.Class(err))
 		return
@@ -56,14 +76,14 @@ func ExampleVerifier_Verify() {
 
 func ExampleClass() {
 	v, _ := exampleVerifier()
-	_, err := v.Verify(context.Background(), exampleToken(t0.Add(-time.Hour)))
+	_, err := v.Verify(context.Background(), exampleToken(exampleNow.Add(-time.Hour)))
 	fmt.Println(verify.Class(err), errors.Is(err, verify.ErrExpired), errors.Is(err, verify.ErrRejected))
 	// Output: expired true true
 }
 
 func ExampleVerifier_Explain() {
 	v, _ := exampleVerifier()
-	steps, _, err := v.Explain(context.Background(), exampleToken(t0.Add(-time.Hour)))
+	steps, _, err := v.Explain(context.Background(), exampleToken(exampleNow.Add(-time.Hour)))
 	for _, s := range steps {
 		fmt.Println(s.Check, s.OK)
 	}
@@ -83,10 +103,10 @@ func ExampleVerifier_Explain() {
 
 func ExampleVerifier_CacheStats() {
 	v, keys := exampleVerifier()
-	tok := exampleToken(t0.Add(time.Hour))
+	tok := exampleToken(exampleNow.Add(time.Hour))
 	v.Verify(context.Background(), tok) // miss: verified and cached
 	v.Verify(context.Background(), tok) // hit
-	keys.Store(cache.NewSet(nil, nil, t0, time.Time{}))
+	keys.Store(cache.NewSet(nil, nil, exampleNow, time.Time{}))
 	_, err := v.Verify(context.Background(), tok) // the key left the set: the verdict went with it
 	s := v.CacheStats()
 	fmt.Println(s.Hits, s.Misses, verify.Class(err))

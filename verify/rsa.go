@@ -5,7 +5,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha512"
 
-	"github.com/jwksverify/jwksverify/internal/rsaverify"
+	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 )
 
 // RS256/384/512 and PS256/384/512 verification, with the key prepared once
@@ -14,10 +14,10 @@ import (
 // crypto/rsa converts the *rsa.PublicKey to its internal form on every call,
 // rebuilding the modulus's Montgomery constants: about a quarter of an
 // RS256-2048 verify and a third of an RS256-3072 one (CPU profile of the
-// binary under load: bigmod.rr 29% of the RSA time). internal/rsaverify
+// binary under load: bigmod.rr 29% of the RSA time). verify/internal/rsaverify
 // does that once per key, on the key's first use, and verifyRSPrepared
 // starts from the exponentiation: the same RFC 8017 checks on the same
-// inputs (internal/rsaverify's differential tests and fuzz targets hold it
+// inputs (verify/internal/rsaverify's differential tests and fuzz targets hold it
 // to crypto/rsa's verdicts, and the verifier's cross-check re-verifies the
 // first accept of each key and a sample of the rest with crypto/rsa).
 //

@@ -59,36 +59,31 @@ const (
 	MaxCacheEntries, MaxCacheBytes = 10_000_000, 1 << 40
 )
 
-// ErrInvalidOptions reports options out of the bounds [CheckOptions] checks.
-var ErrInvalidOptions = errors.New("verify: invalid options")
-
 // CheckOptions reports whether the bounds of opts are ones [New] accepts
 // (MaxTokenBytes, MaxKidless, TokenCache, CrossCheckRate, each issuer's
 // Leeway and Audiences): an error wrapping [ErrInvalidOptions] that names
 // the field first if not. It needs no Keys: a command checks its
 // configuration with it before any fetch.
 func CheckOptions(opts Options) error {
-	invalid := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidOptions}, args...)...)
-	}
+	invalid := invalidOption
 	switch n, c := opts.MaxTokenBytes, opts.TokenCache; {
 	case n != 0 && (n < MinMaxTokenBytes || n > MaxMaxTokenBytes):
-		return invalid("MaxTokenBytes: %d is out of range [%d, %d]", n, MinMaxTokenBytes, MaxMaxTokenBytes)
+		return invalid("MaxTokenBytes", "%d is out of range [%d, %d]", n, MinMaxTokenBytes, MaxMaxTokenBytes)
 	case opts.MaxKidless < 0:
-		return invalid("MaxKidless: negative")
+		return invalid("MaxKidless", "negative")
 	case c.MaxEntries < 0 || c.MaxEntries > MaxCacheEntries:
-		return invalid("TokenCache.MaxEntries: %d is out of range [0, %d]", c.MaxEntries, MaxCacheEntries)
+		return invalid("TokenCache.MaxEntries", "%d is out of range [0, %d]", c.MaxEntries, MaxCacheEntries)
 	case c.MaxBytes < 0 || c.MaxBytes > MaxCacheBytes:
-		return invalid("TokenCache.MaxBytes: %d is out of range [0, %d]", c.MaxBytes, int64(MaxCacheBytes))
+		return invalid("TokenCache.MaxBytes", "%d is out of range [0, %d]", c.MaxBytes, int64(MaxCacheBytes))
 	case math.IsNaN(opts.CrossCheckRate) || opts.CrossCheckRate > 1:
-		return invalid("CrossCheckRate: %v is above 1 (1 checks every accept)", opts.CrossCheckRate)
+		return invalid("CrossCheckRate", "%v is above 1 (1 checks every accept)", opts.CrossCheckRate)
 	}
 	for i, is := range opts.Issuers {
 		if is.Leeway > MaxLeeway {
-			return invalid("Issuers[%d].Leeway: %s is above the maximum of %s", i, is.Leeway, MaxLeeway)
+			return invalid(fmt.Sprintf("Issuers[%d].Leeway", i), "%s is above the maximum of %s", is.Leeway, MaxLeeway)
 		}
 		if j := slices.Index(is.Audiences, ""); j >= 0 {
-			return invalid("Issuers[%d].Audiences: entry %d is empty", i, j)
+			return invalid(fmt.Sprintf("Issuers[%d].Audiences", i), "entry %d is empty", j)
 		}
 	}
 	return nil
@@ -370,14 +365,12 @@ func (v *Verifier) hint(class string, at *attempt, named *issuer) string {
 
 // check is verify without the *Error: it records in at what it learns.
 // An opaque token's answer comes with a nil issuer and key: it is cached by
-// its introspector, never in the token cache.
+// its introspector, never in the token cache. Each step records its outcome
+// in tr and returns the error that ends the checks.
 func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *trace, at *attempt, among []string) (*Result, *issuer, *cache.Key, error) {
 	// 1. size
-	if len(token) > v.maxTokenBytes {
-		return nil, nil, nil, tr.fail("size", fmt.Errorf("%w: %d bytes, limit %d", ErrTokenTooLarge, len(token), v.maxTokenBytes))
-	}
-	if tr != nil {
-		tr.add("size", true, fmt.Sprintf("%d bytes, limit %d", len(token), v.maxTokenBytes))
+	if err := v.checkSize(token, tr); err != nil {
+		return nil, nil, nil, err
 	}
 
 	// 2. structure (an opaque token goes to its introspector)
@@ -395,55 +388,25 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	}
 
 	// 3. header
-	if !h.hasAlg {
-		return nil, nil, nil, tr.fail("header", fmt.Errorf("%w: header has no alg", ErrMalformed))
-	}
-	if strings.EqualFold(h.alg, "none") {
-		return nil, nil, nil, tr.fail("header", fmt.Errorf("%w: alg %s is never accepted", ErrAlgNotAllowed, quote(h.alg)))
-	}
-	if tr != nil {
-		d := fmt.Sprintf("alg %s, kid %s, typ %s", quote(h.alg), quote(h.kid), quote(h.typ))
-		if h.ignored != "" {
-			d += "; ignored (never followed): " + h.ignored
-		}
-		tr.add("header", true, d)
+	if err := checkHeader(h, tr); err != nil {
+		return nil, nil, nil, err
 	}
 
 	// 4. crit
-	if h.crit {
-		return nil, nil, nil, tr.fail("crit", fmt.Errorf("%w: no crit extension is understood", ErrUnsupportedCrit))
-	}
-	if tr != nil {
-		tr.add("crit", true, "no crit header")
+	if err := checkCrit(h, tr); err != nil {
+		return nil, nil, nil, err
 	}
 
 	// 5. issuer
-	is, err := v.router.route(cl.iss, cl.has(clIss), cl.tid, cl.sub)
-	at.routed, at.routedIssuer = true, is
+	is, err := v.checkIssuer(&cl, tr, at)
 	if err != nil {
-		return nil, nil, nil, tr.fail("issuer", err)
-	}
-	if is.spiffe != "" && !is.ownsSubject(cl.sub) {
-		// A JWT-SVID names its workload in sub, a SPIFFE ID of the trust
-		// domain whose keys sign it; an iss equal to the trust domain's ID
-		// does not stand in for that.
-		return nil, nil, nil, tr.fail("issuer", fmt.Errorf("%w: sub %s is not a SPIFFE ID of trust domain %s", ErrWrongIssuer, quote(cl.sub), quote(is.spiffe)))
-	}
-	if tr != nil {
-		if is.cfg.SkipIssuerCheck {
-			tr.add("issuer", true, "not checked (SkipIssuerCheck); iss "+quote(cl.iss))
-		} else {
-			tr.add("issuer", true, fmt.Sprintf("iss %s routes to issuer %s", quote(cl.iss), quote(is.cfg.Issuer)))
-		}
+		return nil, nil, nil, err
 	}
 
 	// 6. alg
-	spec := lookupAlg(h.alg)
-	if spec == nil || is.algs&spec.bit == 0 {
-		return nil, nil, nil, tr.fail("alg", fmt.Errorf("%w: alg %s is not in the allowlist %v", ErrAlgNotAllowed, quote(h.alg), is.cfg.Algorithms))
-	}
-	if tr != nil {
-		tr.add("alg", true, fmt.Sprintf("%s is in the allowlist %v", spec.name, is.cfg.Algorithms))
+	spec, err := is.checkAlg(h, tr)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 
 	// 7. key and 8. signature
@@ -453,50 +416,173 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	}
 
 	// 9. exp
-	switch {
-	case cl.has(clExp):
-		if !now.Add(-is.leeway).Before(cl.exp) {
-			return nil, nil, nil, tr.fail("exp", fmt.Errorf("%w: exp %s, now %s, leeway %s", ErrExpired,
-				cl.exp.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
-		}
-		if tr != nil {
-			tr.add("exp", true, fmt.Sprintf("exp %s, now %s, leeway %s", cl.exp.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), is.leeway))
-		}
-	case is.required&clExp != 0:
-		return nil, nil, nil, tr.fail("exp", fmt.Errorf("%w: exp is required", ErrMissingClaim))
-	case tr != nil:
-		tr.add("exp", true, "absent, not required")
+	if err := is.checkExp(&cl, now, tr); err != nil {
+		return nil, nil, nil, err
 	}
 
 	// 10. nbf
-	if cl.has(clNbf) {
-		if cl.nbf.After(now.Add(is.leeway)) {
-			return nil, nil, nil, tr.fail("nbf", fmt.Errorf("%w: nbf %s, now %s, leeway %s", ErrNotYetValid,
-				cl.nbf.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
+	if err := is.checkNbf(&cl, now, tr); err != nil {
+		return nil, nil, nil, err
+	}
+
+	// 11. aud
+	if err := is.checkAud(&cl, tr); err != nil {
+		return nil, nil, nil, err
+	}
+
+	// 12. typ
+	if err := is.checkTyp(h, tr); err != nil {
+		return nil, nil, nil, err
+	}
+
+	// 13. claims
+	if err := is.checkClaims(&cl, ps, tr); err != nil {
+		return nil, nil, nil, err
+	}
+
+	res, err := v.result(is, h, &cl, payload, ps, key, tr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return res, is, key, nil
+}
+
+// checkSize is step 1: token is at most MaxTokenBytes long.
+func (v *Verifier) checkSize(token string, tr *trace) error {
+	if len(token) > v.maxTokenBytes {
+		return tr.fail("size", fmt.Errorf("%w: %d bytes, limit %d", ErrTokenTooLarge, len(token), v.maxTokenBytes))
+	}
+	if tr != nil {
+		tr.add("size", true, fmt.Sprintf("%d bytes, limit %d", len(token), v.maxTokenBytes))
+	}
+	return nil
+}
+
+// checkHeader is step 3: the header names an alg, and not "none".
+func checkHeader(h *header, tr *trace) error {
+	if !h.hasAlg {
+		return tr.fail("header", fmt.Errorf("%w: header has no alg", ErrMalformed))
+	}
+	if strings.EqualFold(h.alg, "none") {
+		return tr.fail("header", fmt.Errorf("%w: alg %s is never accepted", ErrAlgNotAllowed, quote(h.alg)))
+	}
+	if tr != nil {
+		d := fmt.Sprintf("alg %s, kid %s, typ %s", quote(h.alg), quote(h.kid), quote(h.typ))
+		if h.ignored != "" {
+			d += "; ignored (never followed): " + h.ignored
+		}
+		tr.add("header", true, d)
+	}
+	return nil
+}
+
+// checkCrit is step 4: the header has no crit (no extension is understood).
+func checkCrit(h *header, tr *trace) error {
+	if h.crit {
+		return tr.fail("crit", fmt.Errorf("%w: no crit extension is understood", ErrUnsupportedCrit))
+	}
+	if tr != nil {
+		tr.add("crit", true, "no crit header")
+	}
+	return nil
+}
+
+// checkIssuer is step 5: it routes the claims c to their issuer, records
+// the answer in at (the issuer, or the template iss fits, even on an
+// error), and holds a JWT-SVID's sub to the issuer's trust domain.
+func (v *Verifier) checkIssuer(c *claims, tr *trace, at *attempt) (*issuer, error) {
+	is, err := v.router.route(c.iss, c.has(clIss), c.tid, c.sub)
+	at.routed, at.routedIssuer = true, is
+	if err != nil {
+		return nil, tr.fail("issuer", err)
+	}
+	if is.spiffe != "" && !is.ownsSubject(c.sub) {
+		// A JWT-SVID names its workload in sub, a SPIFFE ID of the trust
+		// domain whose keys sign it; an iss equal to the trust domain's ID
+		// does not stand in for that.
+		return nil, tr.fail("issuer", fmt.Errorf("%w: sub %s is not a SPIFFE ID of trust domain %s", ErrWrongIssuer, quote(c.sub), quote(is.spiffe)))
+	}
+	if tr != nil {
+		if is.cfg.SkipIssuerCheck {
+			tr.add("issuer", true, "not checked (SkipIssuerCheck); iss "+quote(c.iss))
+		} else {
+			tr.add("issuer", true, fmt.Sprintf("iss %s routes to issuer %s", quote(c.iss), quote(is.cfg.Issuer)))
+		}
+	}
+	return is, nil
+}
+
+// checkAlg is step 6: the header's alg is in the issuer's allowlist. It
+// returns the algorithm.
+func (is *issuer) checkAlg(h *header, tr *trace) (*algSpec, error) {
+	spec := lookupAlg(h.alg)
+	if spec == nil || is.algs&spec.bit == 0 {
+		return nil, tr.fail("alg", fmt.Errorf("%w: alg %s is not in the allowlist %v", ErrAlgNotAllowed, quote(h.alg), is.cfg.Algorithms))
+	}
+	if tr != nil {
+		tr.add("alg", true, fmt.Sprintf("%s is in the allowlist %v", spec.name, is.cfg.Algorithms))
+	}
+	return spec, nil
+}
+
+// checkExp is step 9: an exp of the claims c is after now, less the
+// leeway; an absent exp passes unless the issuer requires it.
+func (is *issuer) checkExp(c *claims, now time.Time, tr *trace) error {
+	switch {
+	case c.has(clExp):
+		if !now.Add(-is.leeway).Before(c.exp) {
+			return tr.fail("exp", fmt.Errorf("%w: exp %s, now %s, leeway %s", ErrExpired,
+				c.exp.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
 		}
 		if tr != nil {
-			tr.add("nbf", true, fmt.Sprintf("nbf %s, now %s, leeway %s", cl.nbf.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), is.leeway))
+			tr.add("exp", true, fmt.Sprintf("exp %s, now %s, leeway %s", c.exp.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), is.leeway))
+		}
+	case is.required&clExp != 0:
+		return tr.fail("exp", fmt.Errorf("%w: exp is required", ErrMissingClaim))
+	case tr != nil:
+		tr.add("exp", true, "absent, not required")
+	}
+	return nil
+}
+
+// checkNbf is step 10: an nbf of the claims c is not after now, plus the
+// leeway.
+func (is *issuer) checkNbf(c *claims, now time.Time, tr *trace) error {
+	if c.has(clNbf) {
+		if c.nbf.After(now.Add(is.leeway)) {
+			return tr.fail("nbf", fmt.Errorf("%w: nbf %s, now %s, leeway %s", ErrNotYetValid,
+				c.nbf.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
+		}
+		if tr != nil {
+			tr.add("nbf", true, fmt.Sprintf("nbf %s, now %s, leeway %s", c.nbf.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), is.leeway))
 		}
 	} else if tr != nil {
 		tr.add("nbf", true, "absent")
 	}
+	return nil
+}
 
-	// 11. aud
+// checkAud is step 11: when the issuer has audiences, the claims c hold
+// one of them.
+func (is *issuer) checkAud(c *claims, tr *trace) error {
 	if auds := is.cfg.Audiences; len(auds) > 0 {
-		if err := is.audienceError(&cl); err != nil {
-			return nil, nil, nil, tr.fail("aud", err)
+		if err := is.audienceError(c); err != nil {
+			return tr.fail("aud", err)
 		}
 		if tr != nil {
-			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(cl.audList()), auds))
+			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(c.audList()), auds))
 		}
 	} else if tr != nil {
 		tr.add("aud", true, "not checked (no audiences configured)")
 	}
+	return nil
+}
 
-	// 12. typ
+// checkTyp is step 12: when the issuer has a type, the header's typ is it.
+func (is *issuer) checkTyp(h *header, tr *trace) error {
 	if is.typ != "" {
 		if !h.hasTyp || !typeMatches(is.typ, h.typ) {
-			return nil, nil, nil, tr.fail("typ", fmt.Errorf("%w: typ %s, want %s", ErrWrongType, quote(h.typ), quote(is.cfg.Type)))
+			return tr.fail("typ", fmt.Errorf("%w: typ %s, want %s", ErrWrongType, quote(h.typ), quote(is.cfg.Type)))
 		}
 		if tr != nil {
 			tr.add("typ", true, fmt.Sprintf("typ %s matches %s", quote(h.typ), quote(is.cfg.Type)))
@@ -504,35 +590,45 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	} else if tr != nil {
 		tr.add("typ", true, "not checked (no type configured)")
 	}
+	return nil
+}
 
-	// 13. claims
-	if err := is.missingClaim(&cl, ps); err != nil {
-		return nil, nil, nil, tr.fail("claims", err)
+// checkClaims is step 13: the claims c, whose JSON is ps, hold every
+// claim the issuer requires.
+func (is *issuer) checkClaims(c *claims, ps string, tr *trace) error {
+	if err := is.missingClaim(c, ps); err != nil {
+		return tr.fail("claims", err)
 	}
 	if tr != nil {
 		tr.add("claims", true, fmt.Sprintf("required %q present", is.cfg.RequiredClaims))
 	}
+	return nil
+}
 
+// result is the Result of a token that passed every check: its header h,
+// its claims c (whose JSON is payload, as a string ps), the key that
+// verified it. A cnf it cannot decode fails the claims step.
+func (v *Verifier) result(is *issuer, h *header, c *claims, payload []byte, ps string, key *cache.Key, tr *trace) (*Result, error) {
 	// One allocation holds the Result and a single-string audience.
 	box := &resultBox{Result: Result{
-		Issuer:           cl.iss,
+		Issuer:           c.iss,
 		ConfiguredIssuer: is.cfg.Issuer,
 		Kid:              h.kid,
 		Alg:              h.alg,
 		Type:             h.typ,
 		Header:           h.raw,
 		Claims:           payload,
-		Subject:          cl.sub,
-		Audience:         cl.aud,
-		ID:               cl.jti,
+		Subject:          c.sub,
+		Audience:         c.aud,
+		ID:               c.jti,
 		Thumbprint:       key.Thumbprint,
 	}}
 	res := &box.Result
-	if cl.audOne {
-		box.aud[0] = cl.aud1
+	if c.audOne {
+		box.aud[0] = c.aud1
 		res.Audience = box.aud[:]
 	}
-	cl.setTimes(res)
+	c.setTimes(res)
 	if len(is.cfg.ExtractClaims) > 0 {
 		res.Extracted = extract(ps, is.cfg.ExtractClaims)
 	}
@@ -540,14 +636,14 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		res.idxNames, res.idxSpans = names, make([]claimSpan, len(names))
 		scanClaims(ps, names, res.idxSpans)
 	}
-	if cl.cnf != "" {
-		cnf, err := decodeConfirmation(cl.cnf)
+	if c.cnf != "" {
+		cnf, err := decodeConfirmation(c.cnf)
 		if err != nil {
-			return nil, nil, nil, tr.fail("claims", fmt.Errorf("%w: cnf: %w", ErrMalformed, err))
+			return nil, tr.fail("claims", fmt.Errorf("%w: cnf: %w", ErrMalformed, err))
 		}
 		res.Confirmation = cnf
 	}
-	return res, is, key, nil
+	return res, nil
 }
 
 // audienceError is the refusal of the claims c (nil: none) by an issuer

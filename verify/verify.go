@@ -8,7 +8,7 @@
 //
 // Signatures: HS* and EdDSA with golang-jwt's signing methods; RS*, PS* and
 // ES* with verifiers that prepare each key once, on its first use
-// (internal/rsaverify, internal/ecverify), held to crypto/rsa and
+// (verify/internal/rsaverify, verify/internal/ecverify), held to crypto/rsa and
 // crypto/ecdsa by a cross-check of each key's first accepts and a sample of
 // the rest ([Options.CrossCheckRate], [Verifier.CryptoStats]).
 // [Options.StandardCrypto], FIPS 140-3 mode and BoringCrypto builds use
@@ -159,7 +159,7 @@ type Options struct {
 	Tracer oteltrace.Tracer
 	// StandardCrypto routes every RS*, PS* and ES* verification to
 	// crypto/rsa and crypto/ecdsa instead of the prepared verifiers
-	// (internal/rsaverify, internal/ecverify), which take 30–70% less
+	// (verify/internal/rsaverify, verify/internal/ecverify), which take 30–70% less
 	// time: for an operator who will not run them (cmd's config
 	// crypto.standard_library, env JWKSVERIFY_STANDARD_CRYPTO=1). False
 	// means the prepared verifiers, held by the cross-check

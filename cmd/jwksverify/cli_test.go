@@ -486,3 +486,61 @@ func TestVerifyExplainDPoP(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyDPoPHonoursSenderConstraint: with --config, verify applies the
+// issuer's sender_constraint as /v1/verify does: a DPoP-bound token needs
+// its proof, an issuer whose dpop is required refuses an unbound token,
+// and one whose dpop is off accepts a bound token as a bearer token without
+// looking at --dpop.
+func TestVerifyDPoPHonoursSenderConstraint(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "jwks.json", testJWKS())
+	now := time.Now()
+	k, err := cache.NewKey(testkeys.Public(testkeys.EC256B), cache.KeyMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unbound := mintRS256(claimsAt("https://idp.test/", "api", now))
+	c := claimsAt("https://idp.test/", "api", now)
+	c["cnf"] = map[string]any{"jkt": k.Thumbprint}
+	bound := mintRS256(c)
+	proof := func(tok, htm string) string {
+		sum := sha256.Sum256([]byte(tok))
+		return testkeys.Mint("ES256", testkeys.Private(testkeys.EC256B),
+			map[string]any{"typ": "dpop+jwt", "jwk": testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.EC256B)})},
+			map[string]any{"jti": "cli-" + htm, "htm": htm, "htu": "https://api.test/x", "iat": now.Unix(),
+				"ath": base64.RawURLEncoding.EncodeToString(sum[:])})
+	}
+	configFor := func(mode string) string {
+		return writeFile(t, dir, mode+".yaml", []byte("issuers:\n  - issuer: https://idp.test/\n    jwks_file: jwks.json\n"+
+			"    sender_constraint: {dpop: "+mode+"}\n"))
+	}
+	tests := []struct {
+		name, mode, token, proof string
+		wantCode                 int
+		wantClass                string
+	}{
+		{"required-bound-with-proof", "required", bound, proof(bound, "GET"), 0, ""},
+		{"required-bound-wrong-htm", "required", bound, proof(bound, "POST"), 1, "invalid_dpop_proof"},
+		{"required-bound-without-proof", "required", bound, "", 1, "binding_mismatch"},
+		{"required-unbound", "required", unbound, "", 1, "binding_mismatch"},
+		{"optional-unbound", "optional", unbound, "", 0, ""},
+		{"optional-bound-without-proof", "optional", bound, "", 1, "binding_mismatch"},
+		{"off-bound-wrong-htm-not-checked", "off", bound, proof(bound, "POST"), 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := []string{"verify", "--config", configFor(tt.mode)}
+			if tt.proof != "" {
+				args = append(args, "--dpop", tt.proof, "--htm", "GET", "--htu", "https://api.test/x")
+			}
+			r := runApp(t, nil, "", append(args, tt.token)...)
+			if r.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.wantCode, r.stdout, r.stderr)
+			}
+			if got := decodeJSONLine(t, r.stdout); tt.wantClass != "" && got["error"] != tt.wantClass {
+				t.Errorf("error = %v, want %s", got["error"], tt.wantClass)
+			}
+		})
+	}
+}

@@ -24,7 +24,7 @@ func TestEnvironmentDocumented(t *testing.T) {
 	}
 	overrides, _, _ = strings.Cut(overrides, "\n## ")
 	var files []string
-	for _, dir := range []string{".", "internal/config"} {
+	for _, dir := range []string{".", "../../config", "../../service"} {
 		m, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +86,7 @@ func TestDemoNamesReadmeSections(t *testing.T) {
 // section and OPERATIONS.md's log table list them, so that an operator who
 // changes one in a reload knows it did not apply.
 func TestReloadRestartSettingsDocumented(t *testing.T) {
-	src, err := os.ReadFile("reload.go")
+	src, err := os.ReadFile("../../service/reload.go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,8 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/jwksverify/jwksverify/internal/buildinfo"
-	"github.com/jwksverify/jwksverify/internal/gctune"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/gctune"
 )
 
 // Exit statuses.

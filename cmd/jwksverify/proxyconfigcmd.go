@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/proxyconfig"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/request"
 )
 

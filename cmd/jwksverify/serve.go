@@ -18,8 +18,10 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
+	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/service"
 )
 
 const (
@@ -82,25 +84,13 @@ func (a *app) serve(ctx context.Context, args []string) int {
 	return a.runService(ctx, plan, newLogger(a.stderr, plan.LogLevel, plan.LogFormat), reload, nil)
 }
 
-// adminHandler is the admin listener's handler: the current generation's
-// admin endpoints, closing connections from the signal on as handler does.
-func (l *live) adminHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s := l.cur.Load()
-		if s.server.Draining() {
-			w.Header().Set("Connection", "close")
-		}
-		s.server.AdminHandler().ServeHTTP(w, r)
-	})
-}
-
 // newTLS loads a listener's TLS files; nil when it serves plaintext.
 func newTLS(t config.TLS, nextProtos []string, logger *slog.Logger) (*tlsfiles.Reloader, error) {
 	if !t.On() {
 		return nil, nil
 	}
 	return tlsfiles.New(tlsfiles.Options{
-		CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, ClientAuth: t.ClientAuth,
+		CertFile: t.CertFile, KeyFile: t.KeyFile, ClientCAFile: t.ClientCAFile, ClientAuth: tlsfiles.ClientAuth(t.ClientAuth),
 		NextProtos: nextProtos, Logger: logger,
 	})
 }
@@ -158,7 +148,7 @@ type reloadSource struct {
 
 // runService wires plan, serves until ctx is done, drains and shuts down.
 // onReady, if set, runs once every issuer has its first keys. reload, if
-// set, reloads the plan on SIGHUP and when its file changes (live.watch).
+// set, reloads the plan on SIGHUP and when its file changes (watch).
 func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Logger, reload *reloadSource, onReady func(ctx context.Context, base string) error) int {
 	var hup chan os.Signal
 	if reload != nil {
@@ -180,112 +170,135 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 		logger = slog.New(logHandler{logger.Handler()})
 	}
 	defer tr.shutdown(logger, plan.ShutdownTimeout)
-	svc, err := newLive(plan, logger, tr)
+	bi := buildinfo.Read()
+	svc, err := service.New(plan, service.Options{Logger: logger, Tracer: tr.tracer, Propagator: tr.propagator(),
+		Version: bi.Version, Revision: bi.Revision})
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: %v\n", err)
 		return exitUsage
 	}
-	defer svc.close()
+	defer svc.Close()
+	srv, code := a.newServers(svc, plan, logger)
+	if srv == nil {
+		return code
+	}
+	return srv.run(ctx, svc, reload, hup, onReady, logger)
+}
 
-	// The TLS files load before any listener opens: a pair that does not
-	// load is a configuration error.
+// servers are the listeners of a plan and the servers on them; grpc and
+// admin are nil when the plan has no such listener.
+type servers struct {
+	ln, gln, aln net.Listener
+	http, admin  *http.Server
+	grpc         *grpc.Server
+	base         string // the HTTP listener's URL, for a local client
+}
+
+// newServers loads the TLS files (before any listener opens: a pair that
+// does not load is a configuration error), opens the listeners and builds
+// the servers of svc on them. On failure it returns nil and the exit
+// status, having said why.
+func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.Logger) (*servers, int) {
 	httpTLS, err := newTLS(plan.TLS, []string{"h2", "http/1.1"}, logger)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: tls: %v\n", err)
-		return exitUsage
+		return nil, exitUsage
 	}
 	grpcTLS, err := newTLS(plan.GRPCTLS, nil, logger)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify serve: grpc_tls: %v\n", err)
-		return exitUsage
+		return nil, exitUsage
 	}
-
-	var lns []net.Listener
-	closeAll := func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}
-	ln, err := listen(plan.Listen, "HTTP", "--listen")
-	if err != nil {
+	s := &servers{}
+	if err := s.listen(plan); err != nil {
 		logger.Error("cannot listen", "err", err)
-		return exitFailure
+		return nil, exitFailure
 	}
-	lns = append(lns, ln)
-	var gln, aln net.Listener
-	if plan.GRPCListen != "" {
-		if gln, err = listen(plan.GRPCListen, "gRPC", "--grpc-listen"); err != nil {
-			closeAll()
-			logger.Error("cannot listen", "err", err)
-			return exitFailure
-		}
-		lns = append(lns, gln)
-	}
-	if plan.AdminListen != "" {
-		if aln, err = listen(plan.AdminListen, "admin", "admin_listen"); err != nil {
-			closeAll()
-			logger.Error("cannot listen", "err", err)
-			return exitFailure
-		}
-	}
-	t := plan.HTTP
-	newHTTPServer := func(h http.Handler) *http.Server {
-		srv := &http.Server{
-			Handler:           h,
-			ReadHeaderTimeout: t.ReadHeader,
-			ReadTimeout:       t.Read,
-			WriteTimeout:      t.Write,
-			IdleTimeout:       t.Idle,
-			MaxHeaderBytes:    maxHeaderBytes,
-			ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-		}
-		fresh := new(freshConns)
-		srv.ConnState = fresh.track
-		srv.RegisterOnShutdown(fresh.close)
-		return srv
-	}
-	httpSrv := newHTTPServer(svc.handler())
-	var adminSrv *http.Server
-	attrs := []any{"http", ln.Addr().String(), "tls", httpTLS != nil}
+	s.http = newHTTPServer(svc.Handler(), plan.HTTP, logger)
+	attrs := []any{"http", s.ln.Addr().String(), "tls", httpTLS != nil}
 	warnPlaintext(logger, "HTTP", plan.Listen, httpTLS != nil)
+	s.base = scheme(httpTLS != nil) + "://" + dialable(s.ln.Addr().String())
 	if httpTLS != nil {
-		ln = tls.NewListener(ln, httpTLS.Config())
+		s.ln = tls.NewListener(s.ln, httpTLS.Config())
 	}
-	var grpcSrv *grpc.Server
-	if gln != nil {
-		gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(svc.cur.Load().server.MaxBodyBytes()))}
+	if s.gln != nil {
+		gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(svc.Server().MaxBodyBytes()))}
 		if grpcTLS != nil {
 			gopts = append(gopts, grpc.Creds(credentials.NewTLS(grpcTLS.Config())))
 		}
-		grpcSrv = grpc.NewServer(gopts...)
-		svc.grpc.Register(grpcSrv)
-		attrs = append(attrs, "grpc", gln.Addr().String(), "grpc_tls", grpcTLS != nil)
+		s.grpc = grpc.NewServer(gopts...)
+		svc.RegisterGRPC(s.grpc)
+		attrs = append(attrs, "grpc", s.gln.Addr().String(), "grpc_tls", grpcTLS != nil)
 		warnPlaintext(logger, "gRPC", plan.GRPCListen, grpcTLS != nil)
 	}
-	if aln != nil {
-		adminSrv = newHTTPServer(svc.adminHandler())
-		attrs = append(attrs, "admin", aln.Addr().String())
+	if s.aln != nil {
+		s.admin = newHTTPServer(svc.AdminHandler(), plan.HTTP, logger)
+		attrs = append(attrs, "admin", s.aln.Addr().String())
 	}
 	logger.Info("listening", attrs...)
+	return s, exitOK
+}
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		if err := httpSrv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("HTTP server: %w", err)
+// listen opens the plan's listeners; on failure none stays open.
+func (s *servers) listen(plan *config.Plan) error {
+	var err error
+	if s.ln, err = listen(plan.Listen, "HTTP", "--listen"); err != nil {
+		return err
+	}
+	if plan.GRPCListen != "" {
+		if s.gln, err = listen(plan.GRPCListen, "gRPC", "--grpc-listen"); err != nil {
+			s.ln.Close()
+			return err
 		}
-		return nil
-	})
-	if adminSrv != nil {
-		g.Go(func() error {
-			if err := adminSrv.Serve(aln); !errors.Is(err, http.ErrServerClosed) {
-				return fmt.Errorf("admin HTTP server: %w", err)
+	}
+	if plan.AdminListen != "" {
+		if s.aln, err = listen(plan.AdminListen, "admin", "admin_listen"); err != nil {
+			s.ln.Close()
+			if s.gln != nil {
+				s.gln.Close()
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// newHTTPServer is an HTTP server of h with the plan's timeouts t.
+func newHTTPServer(h http.Handler, t config.Timeouts, logger *slog.Logger) *http.Server {
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: t.ReadHeader,
+		ReadTimeout:       t.Read,
+		WriteTimeout:      t.Write,
+		IdleTimeout:       t.Idle,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	fresh := new(freshConns)
+	srv.ConnState = fresh.track
+	srv.RegisterOnShutdown(fresh.close)
+	return srv
+}
+
+// run serves until ctx is done or a server fails, then drains; it returns
+// the exit status.
+func (s *servers) run(ctx context.Context, svc *service.Service, reload *reloadSource, hup <-chan os.Signal, onReady func(ctx context.Context, base string) error, logger *slog.Logger) int {
+	g, gctx := errgroup.WithContext(ctx)
+	serveHTTP := func(srv *http.Server, ln net.Listener, what string) func() error {
+		return func() error {
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("%s: %w", what, err)
 			}
 			return nil
-		})
+		}
 	}
-	if grpcSrv != nil {
+	g.Go(serveHTTP(s.http, s.ln, "HTTP server"))
+	if s.admin != nil {
+		g.Go(serveHTTP(s.admin, s.aln, "admin HTTP server"))
+	}
+	if s.grpc != nil {
 		g.Go(func() error {
-			if err := grpcSrv.Serve(gln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := s.grpc.Serve(s.gln); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 				return fmt.Errorf("gRPC server: %w", err)
 			}
 			return nil
@@ -293,24 +306,22 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	}
 	if onReady != nil {
 		g.Go(func() error {
-			for _, f := range svc.cur.Load().fetchers { // the listener is open: ready with the keys
-				if err := f.f.Ready(gctx); err != nil {
-					return nil // stopping: not a failure of its own
-				}
+			if svc.Ready(gctx) != nil { // the listener is open: ready with the keys
+				return nil // stopping: not a failure of its own
 			}
-			return onReady(gctx, scheme(httpTLS != nil)+"://"+dialable(ln.Addr().String()))
+			return onReady(gctx, s.base)
 		})
 	}
 	if reload != nil {
 		g.Go(func() error {
-			svc.watch(gctx, reload.path, reload.load, hup)
+			watch(gctx, svc, reload.path, reload.load, hup, logger)
 			return nil
 		})
 	}
 	var drainErr error
 	g.Go(func() error {
 		<-gctx.Done()
-		drainErr = drain(svc.setDraining(), ctx.Err() != nil, httpSrv, adminSrv, grpcSrv, logger)
+		drainErr = drain(svc.Drain(), ctx.Err() != nil, s.http, s.admin, s.grpc, logger)
 		return nil
 	})
 	code := exitOK
@@ -328,18 +339,19 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	return code
 }
 
-// drain stops the servers of s, which is draining (live.setDraining). First it tells load balancers and Envoy:
+// drain stops the servers of plan, whose service is draining
+// (service.Drain): it has already told load balancers and Envoy:
 // /readyz answers 503 draining, gRPC health NOT_SERVING (open Watch streams
 // end), and every HTTP answer closes its connection; every request is still
 // served. After shutdown_delay, and at least drainGrace (on a signal only: a
 // failed server has nothing to wait for), it stops accepting, closes the idle
 // connections and lets what is in flight finish within shutdown_timeout.
-func drain(s *service, signalled bool, httpSrv, adminSrv *http.Server, grpcSrv *grpc.Server, logger *slog.Logger) error {
-	logger.Info("shutting down", "delay", s.plan.ShutdownDelay.String(), "timeout", s.plan.ShutdownTimeout.String())
+func drain(plan *config.Plan, signalled bool, httpSrv, adminSrv *http.Server, grpcSrv *grpc.Server, logger *slog.Logger) error {
+	logger.Info("shutting down", "delay", plan.ShutdownDelay.String(), "timeout", plan.ShutdownTimeout.String())
 	if signalled {
-		time.Sleep(max(s.plan.ShutdownDelay, drainGrace)) // a second signal ends the process at once (main)
+		time.Sleep(max(plan.ShutdownDelay, drainGrace)) // a second signal ends the process at once (main)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), s.plan.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), plan.ShutdownTimeout)
 	defer cancel()
 	var wg sync.WaitGroup
 	if grpcSrv != nil {

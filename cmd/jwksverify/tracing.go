@@ -15,7 +15,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/jwksverify/jwksverify/internal/buildinfo"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
 )
 
 // tracerName names the instrumentation scope of every span.

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/policy"
@@ -93,48 +93,13 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	if len(pos) != 1 {
 		return exitUsage, errors.New("want exactly one TOKEN argument (or - to read it from standard input)")
 	}
-	n := 0
-	for _, s := range []string{f.config, f.jwks, f.discovery, f.secretFile, f.pem} {
-		if s != "" {
-			n++
-		}
+	leeway, at, err := f.times()
+	if err != nil {
+		return exitUsage, err
 	}
-	if n != 1 {
-		return exitUsage, errors.New("want exactly one of --config, --jwks, --discovery, --secret-file, --pem")
-	}
-	var leeway time.Duration
-	if f.leeway != "" {
-		d, err := time.ParseDuration(f.leeway)
-		if err != nil || d < 0 || d > verify.MaxLeeway {
-			return exitUsage, fmt.Errorf("--leeway %q: want a duration in [0s, %gm] such as 30s", f.leeway, verify.MaxLeeway.Minutes())
-		}
-		leeway = cmp.Or(d, -1) // verify: zero is the default, negative none
-	}
-	at := time.Now()
-	if f.now != "" {
-		var err error
-		if at, err = parseNow(f.now); err != nil {
-			return exitUsage, err
-		}
-	}
-
-	vo := verify.Options{MaxTokenBytes: verify.DefaultMaxTokenBytes}
-	var plan *config.Plan
-	if f.config != "" {
-		var err error
-		if plan, err = config.Load(f.config, config.Overrides{NoServerSecrets: true}, a.lookupEnv); err != nil {
-			return exitUsage, err
-		}
-		vo = plan.Verify
-		vo.MaxTokenBytes, vo.TokenCache = cmp.Or(vo.MaxTokenBytes, verify.DefaultMaxTokenBytes), verify.TokenCacheOptions{}
-	}
-	if f.authorizes() {
-		if plan == nil {
-			return exitUsage, errors.New("--policy, --method, --host and --path need --config (its policies and routes)")
-		}
-		if _, ok := plan.Server.Policies.Lookup(f.policy); f.policy != "" && !ok {
-			return exitUsage, fmt.Errorf("--policy %q is not a policy of %s", f.policy, f.config)
-		}
+	plan, vo, err := a.verifyPlan(f)
+	if err != nil {
+		return exitUsage, err
 	}
 	token, err := a.readToken(pos[0], vo.MaxTokenBytes)
 	if errors.Is(err, verify.ErrTokenTooLarge) {
@@ -148,60 +113,13 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		token = rest
 	}
 
-	var issuers []config.Issuer
-	if plan != nil {
-		for _, is := range plan.Issuers {
-			if f.issuer == "" || is.Verify.Issuer == f.issuer {
-				issuers = append(issuers, is)
-			}
-		}
-		if len(issuers) == 0 {
-			return exitUsage, fmt.Errorf("--issuer %q is not configured in %s", f.issuer, f.config)
-		}
-	} else {
-		is, err := flagIssuer(f, peekKid(token))
-		if err != nil {
-			return exitUsage, err
-		}
-		issuers = []config.Issuer{is}
-	}
-	for i := range issuers { // --audience, --alg and --leeway replace each issuer's own
-		v := &issuers[i].Verify
-		if len(f.audiences) > 0 {
-			v.Audiences = f.audiences
-		}
-		if len(f.algs) > 0 {
-			v.Algorithms = f.algs
-		}
-		if leeway != 0 {
-			v.Leeway = leeway
-		}
-	}
-	vo.Issuers = make([]verify.Issuer, len(issuers))
-	for i, is := range issuers {
-		vo.Issuers[i] = is.Verify
-		vo.Issuers[i].Keys = &cache.Keys{}
-	}
-	// Local keys are read at once: a broken file is a usage error.
-	if err := readKeys(ctx, issuers, vo.Issuers, config.Issuer.Local, logger); err != nil {
-		return exitUsage, err
-	}
-	v, err := verify.New(vo) // refuses a bad --alg or --audience
+	issuers, err := f.issuers(plan, token, leeway)
 	if err != nil {
 		return exitUsage, err
 	}
-	// Remote keys are fetched only for the issuer the verifier routed the
-	// token to, as its answer says (keys_unavailable for that issuer).
-	_, err = v.VerifyAt(ctx, token, at)
-	if ve := (*verify.Error)(nil); errors.As(err, &ve) && errors.Is(err, verify.ErrKeysUnavailable) {
-		// A source that cannot ever answer (a discovery document naming
-		// another issuer, a 404, an http:// URL) is a mistake in the flags
-		// or the configuration, not an outage to retry: exit 2.
-		if err := readKeys(ctx, issuers, vo.Issuers, func(is config.Issuer) bool {
-			return !is.Local() && (len(issuers) == 1 || is.Verify.Issuer == ve.Issuer)
-		}, logger); err != nil {
-			return exitUsage, err
-		}
+	v, err := newCLIVerifier(ctx, vo, issuers, token, at, logger)
+	if err != nil {
+		return exitUsage, err
 	}
 	var steps []verify.Step
 	var res *verify.Result
@@ -210,10 +128,10 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	} else {
 		res, err = v.VerifyAt(ctx, token, at)
 	}
-	if err == nil && f.dpop != "" {
-		var dsteps []verify.Step
-		dsteps, err = checkProof(ctx, f, plan, v, res, token, at)
-		steps = append(steps, dsteps...)
+	if err == nil && (f.dpop != "" || plan != nil) {
+		var bsteps []verify.Step
+		bsteps, err = senderBinding(ctx, f, plan, v, res, token, at)
+		steps = append(steps, bsteps...)
 		if err != nil {
 			res = nil
 		}
@@ -234,6 +152,123 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		return a.writeAuthorized(res, pd.choice.Policy, token, err), nil
 	}
 	return a.writeVerdict(res, token, err), nil
+}
+
+// times reads --leeway (zero: not given; negative: none) and --now (the
+// instant the time claims are judged at).
+func (f *verifyFlags) times() (leeway time.Duration, at time.Time, err error) {
+	if f.leeway != "" {
+		d, err := time.ParseDuration(f.leeway)
+		if err != nil || d < 0 || d > verify.MaxLeeway {
+			return 0, at, fmt.Errorf("--leeway %q: want a duration in [0s, %gm] such as 30s", f.leeway, verify.MaxLeeway.Minutes())
+		}
+		leeway = cmp.Or(d, -1) // verify: zero is the default, negative none
+	}
+	at = time.Now()
+	if f.now != "" {
+		if at, err = parseNow(f.now); err != nil {
+			return 0, at, err
+		}
+	}
+	return leeway, at, nil
+}
+
+// verifyPlan checks the key source flags and loads --config: the plan
+// (nil without --config) and the verifier's options.
+func (a *app) verifyPlan(f verifyFlags) (*config.Plan, verify.Options, error) {
+	vo := verify.Options{MaxTokenBytes: verify.DefaultMaxTokenBytes}
+	n := 0
+	for _, s := range []string{f.config, f.jwks, f.discovery, f.secretFile, f.pem} {
+		if s != "" {
+			n++
+		}
+	}
+	if n != 1 {
+		return nil, vo, errors.New("want exactly one of --config, --jwks, --discovery, --secret-file, --pem")
+	}
+	if f.config == "" {
+		if f.authorizes() {
+			return nil, vo, errors.New("--policy, --method, --host and --path need --config (its policies and routes)")
+		}
+		return nil, vo, nil
+	}
+	plan, err := config.Load(f.config, config.Overrides{NoServerSecrets: true}, a.lookupEnv)
+	if err != nil {
+		return nil, vo, err
+	}
+	vo = plan.Verify
+	vo.MaxTokenBytes, vo.TokenCache = cmp.Or(vo.MaxTokenBytes, verify.DefaultMaxTokenBytes), verify.TokenCacheOptions{}
+	if _, ok := plan.Server.Policies.Lookup(f.policy); f.policy != "" && !ok {
+		return nil, vo, fmt.Errorf("--policy %q is not a policy of %s", f.policy, f.config)
+	}
+	return plan, vo, nil
+}
+
+// issuers returns the issuers to verify token with: the plan's (the one of
+// --issuer, if given) or the one of the key source flags, with --audience,
+// --alg and --leeway replacing each one's own.
+func (f *verifyFlags) issuers(plan *config.Plan, token string, leeway time.Duration) ([]config.Issuer, error) {
+	var issuers []config.Issuer
+	if plan != nil {
+		for _, is := range plan.Issuers {
+			if f.issuer == "" || is.Verify.Issuer == f.issuer {
+				issuers = append(issuers, is)
+			}
+		}
+		if len(issuers) == 0 {
+			return nil, fmt.Errorf("--issuer %q is not configured in %s", f.issuer, f.config)
+		}
+	} else {
+		is, err := flagIssuer(*f, peekKid(token))
+		if err != nil {
+			return nil, err
+		}
+		issuers = []config.Issuer{is}
+	}
+	for i := range issuers {
+		v := &issuers[i].Verify
+		if len(f.audiences) > 0 {
+			v.Audiences = f.audiences
+		}
+		if len(f.algs) > 0 {
+			v.Algorithms = f.algs
+		}
+		if leeway != 0 {
+			v.Leeway = leeway
+		}
+	}
+	return issuers, nil
+}
+
+// newCLIVerifier builds the verifier of one run over issuers: local keys
+// read at once (a broken file is a usage error), remote keys fetched only
+// for the issuer the verifier routes token to, as its answer says
+// (keys_unavailable for that issuer).
+func newCLIVerifier(ctx context.Context, vo verify.Options, issuers []config.Issuer, token string, at time.Time, logger *slog.Logger) (*verify.Verifier, error) {
+	vo.Issuers = make([]verify.Issuer, len(issuers))
+	for i, is := range issuers {
+		vo.Issuers[i] = is.Verify
+		vo.Issuers[i].Keys = &cache.Keys{}
+	}
+	if err := readKeys(ctx, issuers, vo.Issuers, config.Issuer.Local, logger); err != nil {
+		return nil, err
+	}
+	v, err := verify.New(vo) // refuses a bad --alg or --audience
+	if err != nil {
+		return nil, err
+	}
+	_, err = v.VerifyAt(ctx, token, at)
+	if ve := (*verify.Error)(nil); errors.As(err, &ve) && errors.Is(err, verify.ErrKeysUnavailable) {
+		// A source that cannot ever answer (a discovery document naming
+		// another issuer, a 404, an http:// URL) is a mistake in the flags
+		// or the configuration, not an outage to retry: a usage error.
+		if err := readKeys(ctx, issuers, vo.Issuers, func(is config.Issuer) bool {
+			return !is.Local() && (len(issuers) == 1 || is.Verify.Issuer == ve.Issuer)
+		}, logger); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
 }
 
 // policyDecision is the policy of --policy or of the original request
@@ -313,20 +348,68 @@ func (a *app) writeAuthorized(res *verify.Result, p *policy.Policy, token string
 	return verdictExit(err)
 }
 
-// checkProof runs the checks of the DPoP proof of --dpop, for the request
-// --htm --htu, against the verified token res (its cnf.jkt), with the
-// configured dpop algorithms and max_age (--config) or the defaults, and a
-// replay store of this one run.
-func checkProof(ctx context.Context, f verifyFlags, plan *config.Plan, v *verify.Verifier, res *verify.Result, token string, at time.Time) ([]verify.Step, error) {
-	var p *config.DPoP
-	if plan != nil {
-		p = plan.DPoP
+// senderBinding applies the sender constraints to the verified token res.
+// With --config they are the issuer's sender_constraint, applied by the
+// server's binding stage as /v1/verify applies them (server.Decide at
+// --now, with a replay store of this one run): a DPoP-bound token needs
+// --dpop, an issuer whose dpop is required refuses a token without
+// cnf.jkt, one whose dpop is off does not look at --dpop (the token is a
+// bearer token), and a certificate-bound token fails (no client
+// certificate reaches the CLI). Without --config there is no constraint:
+// --dpop is checked against the token's cnf.jkt with the dpop defaults.
+func senderBinding(ctx context.Context, f verifyFlags, plan *config.Plan, v *verify.Verifier, res *verify.Result, token string, at time.Time) ([]verify.Step, error) {
+	var proofs []string
+	if f.dpop != "" {
+		proofs = []string{f.dpop}
 	}
-	c, err := oneRunChecker(p)
+	if plan == nil {
+		return checkProof(ctx, f, proofs, v, res, token, at)
+	}
+	sc := plan.Server.SenderConstraints[res.ConfiguredIssuer]
+	so := server.Options{Verifier: v, ClientCert: plan.Server.ClientCert, Logger: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return at }}
+	if sc != (server.SenderConstraint{}) {
+		so.SenderConstraints = map[string]server.SenderConstraint{res.ConfiguredIssuer: sc}
+	}
+	var err error
+	if sc.DPoP != server.ConstraintOff {
+		if so.DPoP, err = oneRunChecker(plan.DPoP); err != nil {
+			return nil, err
+		}
+	}
+	srv, err := server.New(so)
 	if err != nil {
 		return nil, err
 	}
-	in := dpop.Input{Proofs: []string{f.dpop}, AccessToken: token, Issuer: res.ConfiguredIssuer}
+	call := &server.Call{Endpoint: server.EndpointVerify, Token: token, DPoP: f.dpop != "", Proofs: proofs, Explain: f.explain}
+	call.Original, call.OriginalErr = f.dpopRequest()
+	d := srv.Decide(ctx, call)
+	steps := d.Steps
+	if f.dpop != "" && sc.DPoP == server.ConstraintOff && f.explain {
+		steps = append(steps, verify.Step{Check: "dpop", OK: true,
+			Detail: "--dpop not checked: the issuer's sender_constraint.dpop is off, so the token is accepted as a bearer token"})
+	}
+	return steps, d.Err
+}
+
+// dpopRequest is the request --htm --htu that the DPoP proof is for.
+func (f verifyFlags) dpopRequest() (request.Original, error) {
+	u, err := url.Parse(f.htu)
+	if err != nil || !u.IsAbs() {
+		return request.Original{}, fmt.Errorf("--htu %q is not an absolute URL", f.htu)
+	}
+	return request.FromParts(f.htm, u.Scheme, u.Host, u.EscapedPath())
+}
+
+// checkProof runs the checks of the DPoP proofs of --dpop, for the request
+// --htm --htu, against the verified token res (its cnf.jkt), with the dpop
+// defaults and a replay store of this one run.
+func checkProof(ctx context.Context, f verifyFlags, proofs []string, v *verify.Verifier, res *verify.Result, token string, at time.Time) ([]verify.Step, error) {
+	c, err := oneRunChecker(nil)
+	if err != nil {
+		return nil, err
+	}
+	in := dpop.Input{Proofs: proofs, AccessToken: token, Issuer: res.ConfiguredIssuer}
 	if res.Confirmation != nil {
 		in.JKT = res.Confirmation.JKT
 	}
@@ -335,12 +418,7 @@ func checkProof(ctx context.Context, f verifyFlags, plan *config.Plan, v *verify
 			in.Leeway = max(is.Leeway, 0)
 		}
 	}
-	u, perr := url.Parse(f.htu)
-	if perr != nil || !u.IsAbs() {
-		in.RequestErr = fmt.Errorf("--htu %q is not an absolute URL", f.htu)
-	} else {
-		in.Request, in.RequestErr = request.FromParts(f.htm, u.Scheme, u.Host, u.EscapedPath())
-	}
+	in.Request, in.RequestErr = f.dpopRequest()
 	steps, _, err := c.Explain(ctx, in, at)
 	return steps, err
 }

@@ -21,12 +21,12 @@ import (
 
 // versionVar is the variable -ldflags -X sets (the Makefile and the
 // Dockerfile name it).
-const versionVar = "github.com/jwksverify/jwksverify/internal/buildinfo.version"
+const versionVar = "github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo.version"
 
 // treeVersion is the release the source tree carries.
 func treeVersion(t *testing.T) string {
 	t.Helper()
-	b, err := os.ReadFile("../../internal/buildinfo/VERSION")
+	b, err := os.ReadFile("internal/buildinfo/VERSION")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,9 +34,12 @@ func treeVersion(t *testing.T) string {
 }
 
 // TestVersionFromSourceArchive builds the command from `git archive` output
-// of this tree (no .git: no VCS stamp) and checks that it reports the
-// tree's release, and, built with -ldflags -X as the Makefile and the
-// Dockerfile do, the version given.
+// of this tree (no .git: no VCS stamp) and checks that the export carries
+// LICENSE, NOTICE, SECURITY.md and CHANGELOG.md, that its files agree on
+// one version (checkOneVersion), and that the binary reports a development
+// build of the tree's release when built plainly or with `make build` (no
+// git: no revision), and, built with -ldflags -X as the Makefile does, the
+// version given.
 func TestVersionFromSourceArchive(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the command twice")
@@ -47,7 +50,7 @@ func TestVersionFromSourceArchive(t *testing.T) {
 		}
 		t.Skip("no git")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	root := "../.."
 	// The working tree's tracked files as a commit object (nothing is
@@ -70,27 +73,43 @@ func TestVersionFromSourceArchive(t *testing.T) {
 		t.Fatalf("the archive has a .git: %v", err)
 	}
 
-	want := treeVersion(t)
+	t.Run("release-files", func(t *testing.T) { checkReleaseFiles(t, src) })
+	t.Run("one-version", func(t *testing.T) { checkOneVersion(t, src) })
+
+	want := treeVersion(t) + "-dev"
 	tests := []struct {
 		name    string
+		make    bool
 		ldflags string
 		want    string
 	}{
 		{name: "plain-go-build", want: want},
+		{name: "make-build", make: true, want: want},
 		{name: "ldflags-X", ldflags: "-X " + versionVar + "=v9.8.7-test", want: "v9.8.7-test"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bin := filepath.Join(t.TempDir(), "jwksverify")
-			args := []string{"build", "-trimpath", "-o", bin}
+			dir := t.TempDir()
+			bin := filepath.Join(dir, "jwksverify")
+			args := []string{"go", "build", "-trimpath", "-o", bin}
 			if tt.ldflags != "" {
 				args = append(args, "-ldflags", tt.ldflags)
 			}
-			build := exec.CommandContext(ctx, "go", append(args, "./cmd/jwksverify")...)
+			args = append(args, "./cmd/jwksverify")
+			if tt.make {
+				if _, err := exec.LookPath("make"); err != nil {
+					if os.Getenv("CI") == "true" {
+						t.Fatal("make is required in CI")
+					}
+					t.Skip("no make")
+				}
+				args = []string{"make", "build", "BIN=" + dir}
+			}
+			build := exec.CommandContext(ctx, args[0], args[1:]...)
 			build.Dir = src
 			build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly", "GOPROXY=off", "CGO_ENABLED=0")
 			if out, err := build.CombinedOutput(); err != nil {
-				t.Fatalf("go build in the source archive: %v\n%s", err, out)
+				t.Fatalf("%s in the source archive: %v\n%s", strings.Join(args, " "), err, out)
 			}
 			out, err := exec.CommandContext(ctx, bin, "version").Output()
 			if err != nil {
@@ -190,9 +209,11 @@ func untar(t *testing.T, b []byte, dir string) {
 }
 
 // TestBuildRecipesSetVersion checks the Dockerfile and the Makefile
-// textually (no Docker engine needed): both link the version and revision
-// in with -X, the Dockerfile from build args, and the VERSION file the
-// fallback reads reaches the image's build context.
+// textually (no Docker engine needed): the Makefile links the version and
+// revision in with -X in its one LDFLAGS, which build, build-boring, dist
+// and deb use; the Dockerfile builds with `make build`, passing its build
+// args; and the VERSION file the fallback reads reaches the image's build
+// context.
 func TestBuildRecipesSetVersion(t *testing.T) {
 	read := func(name string) string {
 		b, err := os.ReadFile("../../" + name)
@@ -209,13 +230,15 @@ func TestBuildRecipesSetVersion(t *testing.T) {
 	}{
 		{"dockerfile-arg-version", docker, `(?m)^ARG VERSION`},
 		{"dockerfile-arg-revision", docker, `(?m)^ARG REVISION`},
-		{"dockerfile-x-version", docker, regexp.QuoteMeta("-X " + versionVar + "=${VERSION}")},
-		{"dockerfile-x-revision", docker, regexp.QuoteMeta("-X " + revisionVar + "=${REVISION}")},
-		{"dockerfile-builds-after-args", docker, `(?s)ARG VERSION.*RUN [^\n]*go build[^\n]*\\\n[^\n]*-ldflags=`},
+		{"dockerfile-make-build-after-args", docker, `(?s)ARG VERSION.*ARG REVISION.*\nRUN make build [^\n]*VERSION="\$VERSION"[^\n]*REVISION="\$REVISION"`},
 		{"makefile-ldflags", makefile, regexp.QuoteMeta("-X " + versionVar + "=$(VERSION)")},
 		{"makefile-revision", makefile, regexp.QuoteMeta("-X " + revisionVar + "=$(REVISION)")},
-		{"makefile-build-uses-ldflags", makefile, `(?m)^build:\n\t[^\n]*-ldflags '\$\(LDFLAGS\)'`},
-		{"makefile-falls-back-to-tree", makefile, regexp.QuoteMeta("cat internal/buildinfo/VERSION")},
+		{"makefile-reproducible", makefile, regexp.QuoteMeta("LDFLAGS    := -s -w -buildid= ")},
+		{"makefile-build-uses-ldflags", makefile, `(?m)^build:\n\tCGO_ENABLED=0 [^\n]*-trimpath -ldflags '\$\(LDFLAGS\)'`},
+		{"makefile-dist-uses-ldflags", makefile, `(?m)^dist:\n(\t[^\n]*\n)*\t[^\n]*CGO_ENABLED=0 [^\n]*-trimpath -ldflags '\$\(LDFLAGS\)'`},
+		{"makefile-deb-uses-ldflags", makefile, `(?m)^deb:\n(\t[^\n]*\n)*\tCGO_ENABLED=0 [^\n]*-trimpath -ldflags '\$\(LDFLAGS\)'`},
+		{"makefile-boring-uses-ldflags", makefile, `(?m)^build-boring:\n\t[^\n]*-ldflags '\$\(LDFLAGS\)'`},
+		{"makefile-reads-the-version-file", makefile, `(?m)^VERSION_FILE := cmd/jwksverify/internal/buildinfo/VERSION\nRELEASE +:= \$\(shell cat \$\(VERSION_FILE\)\)`},
 	}
 	for _, c := range checks {
 		t.Run(c.name, func(t *testing.T) {
@@ -224,13 +247,21 @@ func TestBuildRecipesSetVersion(t *testing.T) {
 			}
 		})
 	}
-	t.Run("dockerignore-keeps-VERSION", func(t *testing.T) {
+	t.Run("only-the-makefile-links", func(t *testing.T) {
+		if n := strings.Count(makefile, "-X "+versionVar); n != 1 {
+			t.Errorf("the Makefile names %s %d times, want once (LDFLAGS)", versionVar, n)
+		}
+		if strings.Contains(docker, "-ldflags") || strings.Contains(docker, "go build") {
+			t.Error("the Dockerfile builds by itself; it should run make build (one set of flags)")
+		}
+	})
+	t.Run("dockerignore-keeps-the-build-inputs", func(t *testing.T) {
 		for _, line := range strings.Split(ignore, "\n") {
 			pat := strings.TrimSpace(line)
 			if pat == "" || strings.HasPrefix(pat, "#") {
 				continue
 			}
-			for _, p := range []string{"internal", "internal/buildinfo", "internal/buildinfo/VERSION"} {
+			for _, p := range []string{"Makefile", "cmd", "cmd/jwksverify/internal/buildinfo", "cmd/jwksverify/internal/buildinfo/VERSION"} {
 				if ok, _ := filepath.Match(pat, p); ok {
 					t.Errorf(".dockerignore pattern %q drops %s", pat, p)
 				}

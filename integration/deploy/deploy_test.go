@@ -739,14 +739,23 @@ func TestKubernetesRejectsTypos(t *testing.T) {
 }
 
 // TestDockerfile checks the Dockerfile's essentials textually (Docker does
-// not run here): a static, trimmed build; a distroless or scratch final
-// stage; a non-root user; the ports and entrypoint the other files assume.
+// not run here): a static, trimmed build (the Makefile's build target, which
+// the Dockerfile runs); a distroless or scratch final stage; a non-root
+// user; the ports and entrypoint the other files assume.
 func TestDockerfile(t *testing.T) {
 	data, err := os.ReadFile(repoRoot + "/Dockerfile")
 	if err != nil {
 		t.Fatal(err)
 	}
 	df := string(data)
+	mk, err := os.ReadFile(repoRoot + "/Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := regexp.MustCompile(`(?m)^build:\n\t([^\n]*)`).FindStringSubmatch(string(mk))
+	if build == nil {
+		t.Fatal("the Makefile has no build target")
+	}
 	var froms []string
 	for line := range strings.Lines(df) {
 		if f := strings.Fields(line); len(f) >= 2 && strings.EqualFold(f[0], "FROM") {
@@ -761,8 +770,9 @@ func TestDockerfile(t *testing.T) {
 		{"multi-stage", len(froms) >= 2 && strings.HasPrefix(froms[0], "golang:1.26")},
 		{"final-stage-distroless-or-scratch", len(froms) > 0 &&
 			(strings.HasPrefix(froms[len(froms)-1], "gcr.io/distroless/static") || froms[len(froms)-1] == "scratch")},
-		{"static-build", strings.Contains(df, "CGO_ENABLED=0")},
-		{"trimpath", strings.Contains(df, "-trimpath")},
+		{"runs-make-build", regexp.MustCompile(`(?m)^RUN make build `).MatchString(df)},
+		{"static-build", strings.HasPrefix(build[1], "CGO_ENABLED=0 ")},
+		{"trimpath", strings.Contains(build[1], " -trimpath ")},
 		{"non-root-user", regexp.MustCompile(`(?m)^USER (nonroot|65532)`).MatchString(final)},
 		{"exposes-ports", strings.Contains(df, "EXPOSE "+strconv.Itoa(httpPort)+" "+strconv.Itoa(grpcPort))},
 		{"entrypoint", strings.Contains(final, `ENTRYPOINT ["/jwksverify","serve","--config","/etc/jwksverify/config.yaml"]`)},

@@ -42,7 +42,38 @@ type runOpts struct {
 	commit, cpuModel, goVer string
 }
 
+// runAll is the run subcommand: it measures what its flags ask for and
+// writes the results file, keeping from the previous one what this run
+// skips.
 func runAll(args []string) error {
+	o, err := parseRunFlags(args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if o.workDir == "" {
+		d, err := os.MkdirTemp("", "httpbench-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(d)
+		o.workDir = d
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	rep := newReport(o)
+	if err := measure(ctx, o, self, rep); err != nil {
+		return err
+	}
+	return rep.Write(o.out)
+}
+
+// parseRunFlags reads the flags of the run subcommand.
+func parseRunFlags(args []string) (runOpts, error) {
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
 	var o runOpts
 	var algs string
@@ -68,27 +99,18 @@ func runAll(args []string) error {
 	_ = fs.Parse(args)
 	o.algs = strings.Split(algs, ",")
 	if _, err := time.ParseDuration(o.duration); err != nil {
-		return fmt.Errorf("-d: %w", err)
+		return o, fmt.Errorf("-d: %w", err)
 	}
 	if o.rounds < 1 {
-		return fmt.Errorf("-rounds: %d, want at least 1", o.rounds)
+		return o, fmt.Errorf("-rounds: %d, want at least 1", o.rounds)
 	}
+	return o, nil
+}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
-	if o.workDir == "" {
-		d, err := os.MkdirTemp("", "httpbench-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(d)
-		o.workDir = d
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
+// newReport is the report of a run with o, before any measurement: the
+// machine and the settings, and from the previous results file what o
+// skips.
+func newReport(o runOpts) *httpres.Report {
 	load, _ := os.ReadFile("/proc/loadavg")
 	rep := &httpres.Report{
 		Date:        time.Now().UTC().Format(time.RFC3339),
@@ -117,6 +139,12 @@ func runAll(args []string) error {
 			rep.GRPC = prev.GRPC
 		}
 	}
+	return rep
+}
+
+// measure runs the HTTP, gRPC and memory measurements o asks for with the
+// binary self and adds them to rep.
+func measure(ctx context.Context, o runOpts, self string, rep *httpres.Report) error {
 	// Each algorithm's files (tokens, pool, configs) are made once, for its
 	// HTTP and its gRPC runs.
 	for _, alg := range o.algs {
@@ -149,7 +177,7 @@ func runAll(args []string) error {
 		}
 		rep.Memory = m
 	}
-	return rep.Write(o.out)
+	return nil
 }
 
 // algFiles are the files of one algorithm's runs.

@@ -201,19 +201,48 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
+// writeTargets writes the Targets section: one row per performance target
+// the project holds itself to, measured and judged.
 func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Report) {
 	fmt.Fprintf(w, "## Targets\n\n")
 	fmt.Fprintf(w, "The performance targets the project holds itself to (the floor and the baseline are defined above); uncached and cached verify with the key picked by kid from a 3-key JWKS.\n\n")
 	fmt.Fprintf(w, "| target | measured | verdict |\n|---|---|---|\n")
-
-	find := func(alg, impl string) *bench {
-		return res.find("Verify", "alg", alg, "impl", impl, "keys", keysForTargets)
+	writeHMACTargets(w, res, algs)
+	writeFloorTargets(w, res, algs)
+	writeAllocTargets(w, res, algs)
+	writeCachedTargets(w, res, algs)
+	writeFlatTargets(w, res)
+	if m := res.find("TokenCache", "budget", "ample"); m != nil {
+		if v, ok := m.median("B/entry"); ok {
+			fmt.Fprintf(w, "| ≤ 1 KB of heap per cached token | %.0f B per entry (ES256 tokens of %.0f bytes) | %s |\n", v, first(m, "token-bytes"), verdict(v <= targetEntryBytes))
+		}
 	}
+	if hr == nil || len(hr.Runs) == 0 {
+		fmt.Fprintf(w, "| HTTP targets | not measured yet: run bench/http.sh | — |\n")
+	} else {
+		writeHTTPRatioTargets(w, hr)
+		writeHTTPP99Target(w, hr)
+		if m := hr.Memory; m != nil {
+			fmt.Fprintf(w, "| RSS of a serving process, %d issuers, %d-entry token cache full | %.0f MiB (%.0f MiB at start) | stated |\n", m.Issuers, m.Entries, float64(m.RSSFullKB)/1024, float64(m.RSSStartKB)/1024)
+		}
+	}
+	fmt.Fprintf(w, "\n\"Over floor\" is measured paired (BenchmarkOverFloor: each iteration times a jwksverify verify and a floor verify of the same token back to back, at least 200 pairs; the median difference), which is robust to the machine's load drifting. Beside it: the difference of the two best times of those pairs (noise only ever adds time, so best times are stable when the work is the same every time), and the difference of BenchmarkVerify's two medians. \"Within noise\": the median misses but its spread reaches below the target. \"Flat\": no size is slower than the smallest size by more than %.0f%% or %.0f ns.\n\n", 100*flatRel, flatAbsNS)
+}
+
+// targetVerify is the BenchmarkVerify result of alg by impl with the key
+// set of the targets.
+func targetVerify(res *results, alg, impl string) *bench {
+	return res.find("Verify", "alg", alg, "impl", impl, "keys", keysForTargets)
+}
+
+// writeHMACTargets writes the rows of the HMAC algorithms' uncached
+// verify against golang-jwt + keyfunc.
+func writeHMACTargets(w *bytes.Buffer, res *results, algs []string) {
 	for _, alg := range algs {
 		if !symmetric(alg) {
 			continue
 		}
-		j, b := find(alg, impls.Jwksverify), find(alg, impls.Baseline)
+		j, b := targetVerify(res, alg, impls.Jwksverify), targetVerify(res, alg, impls.Baseline)
 		if j == nil || b == nil || b.ns() == 0 {
 			continue
 		}
@@ -221,6 +250,11 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 		fmt.Fprintf(w, "| uncached %s ≤ %.1f× golang-jwt + keyfunc | %.2f× (%s µs vs %s µs) | %s |\n",
 			alg, targetHSRatio, r, us(j.ns()), us(b.ns()), verdict(r <= targetHSRatio))
 	}
+}
+
+// writeFloorTargets writes the rows of the asymmetric algorithms' uncached
+// verify over the crypto floor.
+func writeFloorTargets(w *bytes.Buffer, res *results, algs []string) {
 	for _, alg := range algs {
 		if symmetric(alg) {
 			continue
@@ -244,8 +278,13 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 		fmt.Fprintf(w, "| uncached %s ≤ floor + %.0f µs | floor %s µs ± %s (%s) | %s |\n",
 			alg, targetDeltaUS, signedUS(d), us(u), how, deltaVerdict(d, u))
 	}
+}
+
+// writeAllocTargets writes the rows of each algorithm's uncached verify
+// allocations, beside the floor's.
+func writeAllocTargets(w *bytes.Buffer, res *results, algs []string) {
 	for _, alg := range algs {
-		j, f := find(alg, impls.Jwksverify), find(alg, impls.Floor)
+		j, f := targetVerify(res, alg, impls.Jwksverify), targetVerify(res, alg, impls.Floor)
 		if j == nil {
 			continue
 		}
@@ -257,10 +296,15 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 		fmt.Fprintf(w, "| uncached %s ≤ %d allocations | %.0f (the floor alone: %.0f; %s) | %s |\n",
 			alg, targetAllocs, a, f.allocs(), rel, verdict(a <= targetAllocs))
 	}
+}
+
+// writeCachedTargets writes the rows of cached verify: the slowest
+// algorithm's time, and the most allocations of any.
+func writeCachedTargets(w *bytes.Buffer, res *results, algs []string) {
 	var worstNS, worstAllocs float64
 	var worstAlg string
 	for _, alg := range algs {
-		c := find(alg, impls.Cached)
+		c := targetVerify(res, alg, impls.Cached)
 		if c == nil {
 			continue
 		}
@@ -273,6 +317,11 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 		fmt.Fprintf(w, "| cached verify ≤ %.1f µs | slowest: %s µs (%s) | %s |\n", targetCachedUS, us(worstNS), worstAlg, verdict(worstNS <= targetCachedUS*1000))
 		fmt.Fprintf(w, "| cached verify ≤ %d allocations | at most %.0f | %s |\n", targetCachedAllocs, worstAllocs, verdict(worstAllocs <= targetCachedAllocs))
 	}
+}
+
+// writeFlatTargets writes the rows of cached verify as the key set and the
+// issuers grow.
+func writeFlatTargets(w *bytes.Buffer, res *results) {
 	for _, s := range []struct{ top, param, label string }{
 		{"ScaleKeys", "keys", "keys in the JWKS"},
 		{"ScaleIssuers", "issuers", "issuers"},
@@ -297,74 +346,76 @@ func writeTargets(w *bytes.Buffer, res *results, algs []string, hr *httpres.Repo
 		vals := res.values(s.top, s.param)
 		fmt.Fprintf(w, "| cached verify flat from %s to %s %s | %s | %s |\n", vals[0], vals[len(vals)-1], s.label, strings.Join(parts, ", "), verdict(flat))
 	}
-	if m := res.find("TokenCache", "budget", "ample"); m != nil {
-		if v, ok := m.median("B/entry"); ok {
-			fmt.Fprintf(w, "| ≤ 1 KB of heap per cached token | %.0f B per entry (ES256 tokens of %.0f bytes) | %s |\n", v, first(m, "token-bytes"), verdict(v <= targetEntryBytes))
+}
+
+// writeHTTPTarget writes the row label of the HTTP runs a over b: their
+// paired req/s ratio (httpres.PairedRatio: the median of the rounds'
+// ratios, each round's servers having run in one turn), the ratio of the
+// medians beside it, and a verdict against want when judged. It writes
+// nothing when either run is missing.
+func writeHTTPTarget(w *bytes.Buffer, label string, a, b *httpres.Run, want float64, format func(float64) string, judged bool) {
+	if a == nil || b == nil || b.RPS == 0 {
+		return
+	}
+	r, paired := httpres.PairedRatio(a, b)
+	how := ""
+	if paired && a.Rounds > 1 {
+		how = fmt.Sprintf(", paired over %d rounds; ratio of medians %s", a.Rounds, format(a.RPS/b.RPS))
+	}
+	if c, _ := httpres.PairedCPURatio(a, b); c > 0 {
+		how += fmt.Sprintf("; per server CPU-second %s", format(c))
+	}
+	v := "stated"
+	if judged {
+		v = verdict(r >= want)
+	}
+	fmt.Fprintf(w, "| %s | %s (%.0f vs %.0f req/s%s) | %s |\n", label, format(r), a.RPS, b.RPS, how, v)
+}
+
+// times formats a ratio as "1.23×".
+func times(r float64) string { return fmt.Sprintf("%.2f×", r) }
+
+// writeHTTPRatioTargets writes the rows of the HTTP runs' req/s against
+// the bare handler, the absolute floor and golang-jwt + keyfunc.
+func writeHTTPRatioTargets(w *bytes.Buffer, hr *httpres.Report) {
+	for _, alg := range httpAlgs(hr) {
+		j := hr.Find(alg, httpres.TokensRepeated, httpres.ServerJwksverify)
+		writeHTTPTarget(w, fmt.Sprintf("HTTP /v1/authz %s, repeated token ≥ %.0f%% of the bare handler's req/s", alg, 100*targetHTTPRepeated),
+			j, hr.Find(alg, httpres.TokensRepeated, httpres.ServerBare), targetHTTPRepeated, pct, true)
+		writeHTTPTarget(w, fmt.Sprintf("HTTP /v1/authz %s, repeated token ≥ %.2f× the absolute floor's req/s", alg, targetHTTPRepeated),
+			j, hr.Find(alg, httpres.TokensRepeated, httpres.ServerFloor), targetHTTPRepeated, times, true)
+		writeHTTPTarget(w, fmt.Sprintf("HTTP /v1/authz %s, repeated token, with Go's collector defaults (GOGC=100: no GC headroom), ÷ the absolute floor", alg),
+			hr.Find(alg, httpres.TokensRepeated, httpres.ServerGoGC100), hr.Find(alg, httpres.TokensRepeated, httpres.ServerFloor), 0, times, false)
+		writeHTTPTarget(w, fmt.Sprintf("HTTP /v1/authz %s, repeated token, with a scopes+claims policy ≥ %.0f%% of the same run without", alg, 100*targetHTTPPolicy),
+			hr.Find(alg, httpres.TokensRepeated, httpres.ServerPolicy), j, targetHTTPPolicy, pct, true)
+	}
+	for _, alg := range httpAlgs(hr) {
+		writeHTTPTarget(w, fmt.Sprintf("HTTP /v1/authz %s, distinct uncached tokens ≥ %.1f× the golang-jwt + keyfunc handler", alg, targetHTTPDistinct),
+			hr.Find(alg, httpres.TokensPool, httpres.ServerNoCache), hr.Find(alg, httpres.TokensPool, httpres.ServerBaseline), targetHTTPDistinct, times, true)
+	}
+}
+
+// writeHTTPP99Target writes the row of the worst p99 latency. It is judged
+// on the repeated-token runs of the default (cached) binary: with 32
+// closed-loop connections an uncached run's mean latency is at least 32 /
+// its req/s (Little's law), so its p99 measures throughput, not the
+// handler.
+func writeHTTPP99Target(w *bytes.Buffer, hr *httpres.Report) {
+	var worst *httpres.Run
+	for i := range hr.Runs {
+		r := &hr.Runs[i]
+		if r.Server == httpres.ServerJwksverify && r.Tokens == httpres.TokensRepeated && (worst == nil || r.P99Ms > worst.P99Ms) {
+			worst = r
 		}
 	}
-	if hr == nil || len(hr.Runs) == 0 {
-		fmt.Fprintf(w, "| HTTP targets | not measured yet: run bench/http.sh | — |\n")
-	} else {
-		// Ratios are paired (httpres.PairedRatio): the median of the rounds'
-		// ratios, each round's servers having run in one turn; the ratio of
-		// the medians is shown beside it.
-		target := func(label string, a, b *httpres.Run, want float64, format func(float64) string, judged bool) {
-			if a == nil || b == nil || b.RPS == 0 {
-				return
-			}
-			r, paired := httpres.PairedRatio(a, b)
-			how := ""
-			if paired && a.Rounds > 1 {
-				how = fmt.Sprintf(", paired over %d rounds; ratio of medians %s", a.Rounds, format(a.RPS/b.RPS))
-			}
-			if c, _ := httpres.PairedCPURatio(a, b); c > 0 {
-				how += fmt.Sprintf("; per server CPU-second %s", format(c))
-			}
-			v := "stated"
-			if judged {
-				v = verdict(r >= want)
-			}
-			fmt.Fprintf(w, "| %s | %s (%.0f vs %.0f req/s%s) | %s |\n", label, format(r), a.RPS, b.RPS, how, v)
-		}
-		times := func(r float64) string { return fmt.Sprintf("%.2f×", r) }
-		for _, alg := range httpAlgs(hr) {
-			j := hr.Find(alg, httpres.TokensRepeated, httpres.ServerJwksverify)
-			target(fmt.Sprintf("HTTP /v1/authz %s, repeated token ≥ %.0f%% of the bare handler's req/s", alg, 100*targetHTTPRepeated),
-				j, hr.Find(alg, httpres.TokensRepeated, httpres.ServerBare), targetHTTPRepeated, pct, true)
-			target(fmt.Sprintf("HTTP /v1/authz %s, repeated token ≥ %.2f× the absolute floor's req/s", alg, targetHTTPRepeated),
-				j, hr.Find(alg, httpres.TokensRepeated, httpres.ServerFloor), targetHTTPRepeated, times, true)
-			target(fmt.Sprintf("HTTP /v1/authz %s, repeated token, with Go's collector defaults (GOGC=100: no GC headroom), ÷ the absolute floor", alg),
-				hr.Find(alg, httpres.TokensRepeated, httpres.ServerGoGC100), hr.Find(alg, httpres.TokensRepeated, httpres.ServerFloor), 0, times, false)
-			target(fmt.Sprintf("HTTP /v1/authz %s, repeated token, with a scopes+claims policy ≥ %.0f%% of the same run without", alg, 100*targetHTTPPolicy),
-				hr.Find(alg, httpres.TokensRepeated, httpres.ServerPolicy), j, targetHTTPPolicy, pct, true)
-		}
-		for _, alg := range httpAlgs(hr) {
-			target(fmt.Sprintf("HTTP /v1/authz %s, distinct uncached tokens ≥ %.1f× the golang-jwt + keyfunc handler", alg, targetHTTPDistinct),
-				hr.Find(alg, httpres.TokensPool, httpres.ServerNoCache), hr.Find(alg, httpres.TokensPool, httpres.ServerBaseline), targetHTTPDistinct, times, true)
-		}
-		// p99 is judged on the repeated-token runs of the default (cached)
-		// binary: with 32 closed-loop connections an uncached run's mean
-		// latency is at least 32 / its req/s (Little's law), so its p99
-		// measures throughput, not the handler.
-		var worst *httpres.Run
-		for i := range hr.Runs {
-			r := &hr.Runs[i]
-			if r.Server == httpres.ServerJwksverify && r.Tokens == httpres.TokensRepeated && (worst == nil || r.P99Ms > worst.P99Ms) {
-				worst = r
-			}
-		}
-		if worst != nil {
-			floorP99 := ""
-			if f := hr.Find(worst.Alg, httpres.TokensRepeated, httpres.ServerFloor); f != nil {
-				floorP99 = fmt.Sprintf("; the absolute floor's in that configuration: %.2f ms", f.P99Ms)
-			}
-			fmt.Fprintf(w, "| HTTP p99 ≤ %.0f ms at %d connections (repeated token, cache on) | worst: %.2f ms (%s%s) | %s |\n", targetHTTPP99Ms, hr.Connections, worst.P99Ms, worst.Alg, floorP99, verdict(worst.P99Ms <= targetHTTPP99Ms))
-		}
-		if m := hr.Memory; m != nil {
-			fmt.Fprintf(w, "| RSS of a serving process, %d issuers, %d-entry token cache full | %.0f MiB (%.0f MiB at start) | stated |\n", m.Issuers, m.Entries, float64(m.RSSFullKB)/1024, float64(m.RSSStartKB)/1024)
-		}
+	if worst == nil {
+		return
 	}
-	fmt.Fprintf(w, "\n\"Over floor\" is measured paired (BenchmarkOverFloor: each iteration times a jwksverify verify and a floor verify of the same token back to back, at least 200 pairs; the median difference), which is robust to the machine's load drifting. Beside it: the difference of the two best times of those pairs (noise only ever adds time, so best times are stable when the work is the same every time), and the difference of BenchmarkVerify's two medians. \"Within noise\": the median misses but its spread reaches below the target. \"Flat\": no size is slower than the smallest size by more than %.0f%% or %.0f ns.\n\n", 100*flatRel, flatAbsNS)
+	floorP99 := ""
+	if f := hr.Find(worst.Alg, httpres.TokensRepeated, httpres.ServerFloor); f != nil {
+		floorP99 = fmt.Sprintf("; the absolute floor's in that configuration: %.2f ms", f.P99Ms)
+	}
+	fmt.Fprintf(w, "| HTTP p99 ≤ %.0f ms at %d connections (repeated token, cache on) | worst: %.2f ms (%s%s) | %s |\n", targetHTTPP99Ms, hr.Connections, worst.P99Ms, worst.Alg, floorP99, verdict(worst.P99Ms <= targetHTTPP99Ms))
 }
 
 func first(b *bench, unit string) float64 { v, _ := b.median(unit); return v }

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/config"
+	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/request"
 )
 

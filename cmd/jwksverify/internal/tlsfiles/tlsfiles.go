@@ -10,7 +10,6 @@ package tlsfiles
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -25,9 +24,6 @@ const DefaultCheckEvery = time.Second
 
 // maxFileBytes bounds each PEM file.
 const maxFileBytes = 1 << 20
-
-// ErrInvalid reports options or files that [New] refuses.
-var ErrInvalid = errors.New("tlsfiles: invalid")
 
 // ClientAuth is the client_auth setting: none, request or require.
 type ClientAuth string

@@ -1,0 +1,293 @@
+package service
+
+import (
+	"fmt"
+
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/introspect"
+	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// generation is a plan at work: its fetchers (some inherited from the
+// generation before), introspection clients, token cache, verifier and
+// server.
+type generation struct {
+	plan     *config.Plan
+	fetchers []fetcher // one per plan issuer, in order
+	// clients are the issuers' introspection clients. A client whose
+	// issuer keeps its fetcher and whose introspection settings did not
+	// change is the previous generation's, answer cache and all (no
+	// upstream call again for a cached token, stale answers kept through an
+	// outage); intro says which settings each was built from.
+	clients []*introspect.Client
+	intro   []introClient
+	server  *server.Server
+	cache   *verify.TokenCache // shared with the generations before when its bounds are the same; nil: off
+}
+
+// fetcher is a running fetcher with the options it was built from, so that
+// a reload can tell whether an issuer's key source changed (jwks.Same).
+type fetcher struct {
+	opts jwks.Options
+	f    *jwks.Fetcher
+}
+
+// introClient is a running introspection client with the plan's options
+// it was built from (before Logger and Endpoint are set) and the fetcher
+// its discovered endpoint comes from.
+type introClient struct {
+	opts introspect.Options
+	f    *jwks.Fetcher
+	c    *introspect.Client
+}
+
+// builder makes one generation of a plan for s. Each issuer whose key
+// source is the same as one of prev's (jwks.Same) keeps prev's fetcher:
+// its keys, its schedule and its counters, no refetch; the others get a
+// new fetcher, kept in fresh. Likewise an issuer that keeps its fetcher
+// and its introspection settings (introspect.Same) keeps prev's client.
+//
+// A check builder (Check) starts nothing: no fetcher (each issuer's options
+// are checked and its keys left empty), a replay store of its own run; it
+// collects the issuers' problems instead of stopping at the first.
+type builder struct {
+	s     *Service
+	prev  *generation // nil: the first generation
+	check bool
+
+	fresh        []*jwks.Fetcher      // fetchers started for this generation
+	freshClients []*introspect.Client // likewise clients
+	problems     []error              // a check builder's issuer problems
+}
+
+// undo closes what the builder started: the generation was not used.
+func (b *builder) undo() {
+	b.s.closeFetchers(b.fresh)
+	closeClients(b.freshClients)
+	b.fresh, b.freshClients = nil, nil
+}
+
+// build makes the generation of plan. On error what it started is closed.
+func (b *builder) build(plan *config.Plan) (*generation, error) {
+	g, err := b.assemble(plan)
+	if err != nil {
+		b.undo()
+		return nil, err
+	}
+	return g, nil
+}
+
+// assemble builds the parts of plan's generation in dependency order:
+// token cache, then per issuer its fetcher and client, then the verifier
+// over them, then the server over the verifier.
+func (b *builder) assemble(plan *config.Plan) (*generation, error) {
+	g := &generation{plan: plan}
+	vo := plan.Verify
+	vo.Logger, vo.Tracer = b.s.opts.Logger, b.s.opts.Tracer
+	if o := plan.Verify.TokenCache; o.MaxEntries > 0 {
+		if p := b.prev; p != nil && p.cache != nil && p.plan.Verify.TokenCache == o {
+			g.cache = p.cache
+		} else {
+			c, err := verify.NewTokenCache(o)
+			if err != nil {
+				return nil, err
+			}
+			g.cache = c
+		}
+		vo.Cache = g.cache
+	}
+	taken := make(map[*jwks.Fetcher]bool)
+	takenClient := make(map[*introspect.Client]bool)
+	for i, is := range plan.Issuers {
+		vi, err := b.issuer(g, is, taken, takenClient)
+		if err != nil {
+			err = fmt.Errorf("issuers[%d] (%s): %w", i, is.JWKS.Issuer, err)
+			if !b.check {
+				return nil, err
+			}
+			b.problems = append(b.problems, err)
+		}
+		vo.Issuers = append(vo.Issuers, vi)
+	}
+	if b.prev != nil {
+		vo.Previous = b.prev.server.Verifier()
+	}
+	v, err := verify.New(vo)
+	if err != nil {
+		return nil, err
+	}
+	if g.server, err = b.s.newServer(plan, v); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// issuer returns the verifier's issuer of is over its fetcher and client
+// (prev's when the same, else new ones), and adds them to g.
+func (b *builder) issuer(g *generation, is config.Issuer, taken map[*jwks.Fetcher]bool, takenClient map[*introspect.Client]bool) (verify.Issuer, error) {
+	is.JWKS.Logger, is.JWKS.Tracer = b.s.opts.Logger, b.s.opts.Tracer
+	var f *jwks.Fetcher // nil for a check
+	if b.check {
+		is.Verify.Keys = &cache.Keys{}
+		if err := checkSource(is.JWKS); err != nil {
+			return is.Verify, err
+		}
+	} else {
+		var err error
+		if f, err = b.fetcher(is.JWKS, taken); err != nil {
+			return is.Verify, err
+		}
+		g.fetchers = append(g.fetchers, fetcher{opts: is.JWKS, f: f})
+		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
+	}
+	if is.Introspection != nil {
+		c, err := b.client(*is.Introspection, f, takenClient)
+		if err != nil {
+			return is.Verify, fmt.Errorf("introspection: %w", err)
+		}
+		g.clients = append(g.clients, c)
+		g.intro = append(g.intro, introClient{opts: *is.Introspection, f: f, c: c})
+		is.Verify.Introspector = c
+	}
+	return is.Verify, nil
+}
+
+// checkSource checks an issuer's key source as jwks.New would take it,
+// without starting it: its options, and the ca_file it reads at start.
+func checkSource(o jwks.Options) error {
+	o.StateDir = "" // Check looks at state_dir once, for every issuer
+	if err := jwks.CheckOptions(o); err != nil {
+		return err
+	}
+	if _, err := jwks.TLSConfig(o.CAFile); err != nil {
+		return fmt.Errorf("ca_file: %w", err)
+	}
+	return nil
+}
+
+// fetcher returns prev's fetcher of the same source not yet taken, or a
+// new one.
+func (b *builder) fetcher(o jwks.Options, taken map[*jwks.Fetcher]bool) (*jwks.Fetcher, error) {
+	if b.prev != nil {
+		for _, pf := range b.prev.fetchers {
+			if !taken[pf.f] && jwks.Same(pf.opts, o) {
+				taken[pf.f] = true
+				return pf.f, nil
+			}
+		}
+		// A changed issuer starts from the last good keys of its source,
+		// not from nothing (the IdP may be down now); jwks decides whether
+		// the source is the same.
+		for _, pf := range b.prev.fetchers {
+			if pf.opts.Issuer == o.Issuer {
+				o.Previous = pf.f
+				break
+			}
+		}
+	}
+	f, err := jwks.New(o)
+	if err != nil {
+		return nil, err
+	}
+	b.fresh = append(b.fresh, f)
+	taken[f] = true
+	return f, nil
+}
+
+// client returns prev's introspection client of the same settings over the
+// same fetcher f (nil for a check) not yet taken, or a new one.
+func (b *builder) client(o introspect.Options, f *jwks.Fetcher, taken map[*introspect.Client]bool) (*introspect.Client, error) {
+	if b.prev != nil {
+		for _, pc := range b.prev.intro {
+			if !taken[pc.c] && pc.f == f && introspect.Same(pc.opts, o) {
+				taken[pc.c] = true
+				return pc.c, nil
+			}
+		}
+	}
+	o.Logger = b.s.opts.Logger
+	switch {
+	case o.URL != "":
+	case f == nil: // a check: no fetcher discovers the endpoint
+		o.Endpoint = func() string { return "" }
+	default:
+		o.Endpoint = f.IntrospectionEndpoint
+	}
+	c, err := introspect.New(o)
+	if err != nil {
+		return nil, err
+	}
+	b.freshClients = append(b.freshClients, c)
+	taken[c] = true
+	return c, nil
+}
+
+// newServer builds plan's server over v, with the service's metrics (nil
+// before they exist) and tracer.
+func (s *Service) newServer(plan *config.Plan, v *verify.Verifier) (*server.Server, error) {
+	so := plan.Server
+	so.Verifier, so.Logger, so.Version, so.ConfigHash = v, s.opts.Logger, s.opts.Version, plan.Hash
+	if s.metrics != nil {
+		so.Metrics, so.MetricsHandler = s.metrics, s.metrics.Handler()
+	}
+	if s.opts.Tracer != nil {
+		so.Tracer, so.Propagator = s.opts.Tracer, s.opts.Propagator
+	}
+	var err error
+	if so.DPoP, err = s.dpopChecker(plan.DPoP); err != nil {
+		return nil, err
+	}
+	return server.New(so)
+}
+
+// dpopChecker builds the DPoP checker of plan p (nil: none) over the
+// service's replay store, which it starts when there is none or p asks for
+// another one (replay.Same).
+func (s *Service) dpopChecker(p *config.DPoP) (*dpop.Checker, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if m, ok := s.replayStore.(*replay.Memory); ok && p.ReplayStore != "redis" && s.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries {
+		// Only the memory store's bound changed: change it in place, so
+		// that the proofs already used are not forgotten (a new store would
+		// accept each of them once more within max_age).
+		if err := m.SetMax(p.MemoryMaxEntries); err != nil {
+			return nil, err
+		}
+		s.replayPlan = p
+	}
+	if s.replayStore == nil || s.replayPlan.ReplayStore != p.ReplayStore ||
+		s.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries || !replay.SameRedis(s.replayPlan.Redis, p.Redis) {
+		switch p.ReplayStore {
+		case "redis":
+			r, err := replay.NewRedis(p.Redis)
+			if err != nil {
+				return nil, err
+			}
+			s.redis = append(s.redis, r)
+			s.replayStore = r
+		default:
+			m, err := replay.NewMemory(p.MemoryMaxEntries)
+			if err != nil {
+				return nil, err
+			}
+			s.replayStore = m
+		}
+		s.replayPlan = p
+	}
+	opts := p.Checker
+	opts.Replay = s.replayStore
+	return dpop.New(opts)
+}
+
+// closeClients closes introspection clients and waits for their calls.
+func closeClients(cs []*introspect.Client) {
+	for _, c := range cs {
+		c.Close()
+	}
+}

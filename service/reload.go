@@ -1,0 +1,189 @@
+package service
+
+import (
+	"context"
+	"time"
+
+	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/introspect"
+	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/server/metrics"
+)
+
+// newIssuerWait bounds how long a reload waits for the first keys of the
+// issuers it adds before it swaps anyway (they are then not ready until
+// their keys come, as at start).
+const newIssuerWait = 10 * time.Second
+
+// Reload builds the generation of next and swaps it in atomically:
+// requests in flight finish under the old generation; the fetchers,
+// introspection clients and Redis replay stores of issuers and settings
+// next removed or changed close once those requests are done (after the
+// old plan's HTTP write timeout, or at Close), and their cached verdicts
+// go. Issuers whose settings did not change keep their keys and caches.
+// When next does not build, the old generation keeps serving and Reload
+// returns why. Either way the outcome is counted (jwksverify_reloads_total)
+// and logged. It waits for the first keys of added issuers (at most 10s,
+// and ctx), so that a reload does not turn the instance unready for an
+// issuer whose keys are on their way. After [Service.Drain] it swaps
+// nothing and returns nil. Reloads run one at a time.
+func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
+	s.reloading.Lock()
+	defer s.reloading.Unlock()
+	prev := s.cur.Load()
+	b := &builder{s: s, prev: prev}
+	g, err := b.build(next)
+	if err != nil {
+		s.ReloadFailed(err)
+		return err
+	}
+	s.awaitFresh(ctx, b.fresh)
+	s.mu.Lock()
+	if s.draining {
+		s.mu.Unlock()
+		b.undo()
+		return nil
+	}
+	s.cur.Store(g)
+	s.grpc.Swap(g.server)
+	s.metrics.Use(g.server.Verifier())
+	if g.cache != nil {
+		g.cache.Keep(g.server.Verifier()) // the verdicts of removed and changed issuers go
+	}
+	s.metrics.SetConfigHash(next.Hash)
+	s.mu.Unlock()
+	s.metrics.Reloaded(metrics.ReloadSuccess)
+
+	old, oldClients := replaced(prev, g)
+	s.retire(old, oldClients, s.replacedRedis(), prev.plan.HTTP.Write)
+	s.opts.Logger.Info("configuration reloaded", "hash", next.Hash, "issuers", len(next.Issuers),
+		"new_fetchers", len(b.fresh), "closed_fetchers", len(old))
+	for _, what := range restartNeeded(prev.plan, next) {
+		s.opts.Logger.Warn("reload: this change needs a restart; the running value is kept", "setting", what)
+	}
+	return nil
+}
+
+// ReloadFailed counts and logs a reload that failed before a plan could be
+// given to Reload (a configuration file that does not load): the previous
+// configuration keeps serving.
+func (s *Service) ReloadFailed(err error) {
+	s.metrics.Reloaded(metrics.ReloadFailure)
+	s.opts.Logger.Error("configuration reload failed; the previous configuration keeps serving", "err", err)
+}
+
+// awaitFresh waits for the first keys of fresh fetchers, at most
+// newIssuerWait and ctx.
+func (s *Service) awaitFresh(ctx context.Context, fresh []*jwks.Fetcher) {
+	if len(fresh) == 0 {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, newIssuerWait)
+	defer cancel()
+	for _, f := range fresh {
+		if f.Ready(wctx) != nil {
+			s.opts.Logger.Warn("reload: an added or changed issuer has no keys yet; it is not ready until they come", "issuer", f.Keys().Status().Source)
+			return
+		}
+	}
+}
+
+// replaced returns the fetchers and clients of prev that g does not use.
+func replaced(prev, g *generation) ([]*jwks.Fetcher, []*introspect.Client) {
+	kept := make(map[*jwks.Fetcher]bool, len(g.fetchers))
+	for _, f := range g.fetchers {
+		kept[f.f] = true
+	}
+	var old []*jwks.Fetcher
+	for _, f := range prev.fetchers {
+		if !kept[f.f] {
+			old = append(old, f.f)
+		}
+	}
+	keptClients := make(map[*introspect.Client]bool, len(g.clients))
+	for _, c := range g.clients {
+		keptClients[c] = true
+	}
+	var oldClients []*introspect.Client
+	for _, c := range prev.clients {
+		if !keptClients[c] {
+			oldClients = append(oldClients, c)
+		}
+	}
+	return old, oldClients
+}
+
+// replacedRedis removes from s.redis and returns the Redis replay stores of
+// replaced settings; the one in use stays (also when the plan has no DPoP:
+// a later one may use it again).
+func (s *Service) replacedRedis() []*replay.Redis {
+	inUse, _ := s.replayStore.(*replay.Redis)
+	var old, kept []*replay.Redis
+	for _, r := range s.redis {
+		if r == inUse {
+			kept = append(kept, r)
+		} else {
+			old = append(old, r)
+		}
+	}
+	s.redis = kept
+	return old
+}
+
+// restartNeeded lists the settings of next that differ from the running
+// plan's but are fixed for the life of the process (the listeners and the
+// HTTP server's timeouts, the log): the program that serves the service
+// set them up once.
+func restartNeeded(cur, next *config.Plan) []string {
+	var out []string
+	for _, c := range []struct {
+		name    string
+		changed bool
+	}{
+		{"listen", cur.Listen != next.Listen},
+		{"grpc_listen", cur.GRPCListen != next.GRPCListen},
+		{"admin_listen", cur.AdminListen != next.AdminListen},
+		// The files themselves are reloaded when they change (tlsfiles);
+		// which files, and whether TLS is on, is the listener's.
+		{"tls", cur.TLS != next.TLS},
+		{"grpc_tls", cur.GRPCTLS != next.GRPCTLS},
+		{"HTTP server timeouts (derived from the issuers' refresh waits)", cur.HTTP != next.HTTP},
+		{"log.level", cur.LogLevel != next.LogLevel},
+		{"log.format", cur.LogFormat != next.LogFormat},
+	} {
+		if c.changed {
+			out = append(out, c.name)
+		}
+	}
+	return out
+}
+
+// retire closes fs, cs and rs once the requests still using them are done:
+// after grace (the longest a request may take, the HTTP write timeout), or
+// at once when the service closes.
+func (s *Service) retire(fs []*jwks.Fetcher, cs []*introspect.Client, rs []*replay.Redis, grace time.Duration) {
+	if len(fs) == 0 && len(cs) == 0 && len(rs) == 0 {
+		return
+	}
+	s.retired.Go(func() {
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.stop:
+		}
+		s.closeFetchers(fs)
+		closeClients(cs)
+		s.closeRedis(rs)
+	})
+}
+
+// closeRedis closes Redis replay stores.
+func (s *Service) closeRedis(rs []*replay.Redis) {
+	for _, r := range rs {
+		if err := r.Close(); err != nil {
+			s.opts.Logger.Warn("closing the DPoP replay store", "err", err)
+		}
+	}
+}

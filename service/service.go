@@ -1,0 +1,239 @@
+// Package service is jwksverify's runtime as a library: from a
+// configuration plan (package config) it builds and runs the whole service
+// — the issuers' key fetchers and introspection clients, the DPoP replay
+// store, the token cache, the verifier, the server and its metrics, the
+// Envoy ext_authz gRPC services — and reloads it with another plan while it
+// serves, keeping what did not change.
+//
+// A program embeds it in a few lines: [New] with a plan, serve [Service.Handler]
+// (and [Service.AdminHandler], [Service.RegisterGRPC]) on its own
+// listeners, [Service.Reload] when its configuration changes, [Service.Close]
+// at the end. [Check] builds what New builds and starts nothing: the check
+// of a configuration before it is served. Listeners, TLS, signals and
+// flags stay with the program (cmd/jwksverify).
+package service
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+
+	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/server/extauthz"
+	"github.com/jwksverify/jwksverify/server/metrics"
+)
+
+// Options are what the embedding program gives a [Service] besides its
+// plan.
+type Options struct {
+	// Logger receives the service's log lines. Nil means slog.Default().
+	Logger *slog.Logger
+	// Tracer records the spans of requests, verifications and fetches;
+	// nil means none (at no cost). Propagator reads the trace context of
+	// incoming requests; nil means W3C Trace Context when Tracer is set.
+	Tracer     trace.Tracer
+	Propagator propagation.TextMapPropagator
+	// Version and Revision are reported by /v1/issuers and the
+	// jwksverify_build_info metric. Empty means "unknown".
+	Version, Revision string
+}
+
+// withDefaults fills the zero values of o.
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Tracer != nil && o.Propagator == nil {
+		o.Propagator = propagation.TraceContext{}
+	}
+	return o
+}
+
+// Service is a plan at work, across reloads: the current generation (a
+// plan's fetchers, clients, verifier and server, some inherited from the
+// generation before) swapped atomically, and what outlives every
+// generation: the metrics, the token cache, the DPoP replay store, the gRPC
+// services. Build it with [New]; its methods are safe for concurrent use.
+// The Service owns the goroutines of its fetchers and clients: [Service.Close]
+// stops them and waits.
+type Service struct {
+	cur     atomic.Pointer[generation]
+	opts    Options
+	metrics *metrics.Metrics
+	grpc    *extauthz.Service
+
+	reloading sync.Mutex // serializes reloads
+	mu        sync.Mutex // serializes a reload's swap and the drain
+	draining  bool
+
+	// wait is the wait budget of the first plan, from which the program's
+	// HTTP server timeouts were derived for the life of the process
+	// (config.Timeouts.Wait): no request waits longer, whatever a reload
+	// says.
+	wait time.Duration
+
+	retired sync.WaitGroup // goroutines closing what replaced generations held
+	stop    chan struct{}  // closed by Close: retired fetchers close at once
+	closed  sync.Once
+
+	// The DPoP replay store outlives generations, as the token cache does:
+	// a reload must not forget the proofs already used. A reload that
+	// changes the store's settings starts a new one; the Redis client in
+	// use is closed by Close, replaced ones are retired.
+	replayPlan  *config.DPoP
+	replayStore dpop.ReplayStore
+	redis       []*replay.Redis
+}
+
+// New builds the service of plan and starts its fetchers and clients. It
+// does not wait for the first keys ([Service.Ready] does). The caller must
+// Close it.
+func New(plan *config.Plan, o Options) (*Service, error) {
+	s := &Service{opts: o.withDefaults(), stop: make(chan struct{}), wait: plan.HTTP.Wait}
+	b := &builder{s: s}
+	fail := func(err error) (*Service, error) {
+		b.undo()
+		s.closeRedis(s.redis) // a DPoP replay store the build started
+		return nil, err
+	}
+	gen, err := b.build(plan)
+	if err != nil {
+		return fail(err)
+	}
+	m, err := metrics.New(metrics.Options{Verifier: gen.server.Verifier(), Version: o.Version, Revision: o.Revision, Policies: plan.Server.Policies})
+	if err != nil {
+		return fail(err)
+	}
+	s.metrics = m
+	// The server is built again now that the metrics exist: they count
+	// every generation's decisions.
+	if gen.server, err = s.newServer(plan, gen.server.Verifier()); err != nil {
+		return fail(err)
+	}
+	if plan.Hash != "" {
+		m.SetConfigHash(plan.Hash)
+	}
+	s.grpc = extauthz.New(gen.server)
+	s.cur.Store(gen)
+	return s, nil
+}
+
+// Handler serves the service's HTTP API with the generation current when
+// each request starts, with the service's own rules: once draining
+// ([Service.Drain]) every answer closes its connection, so that pooled
+// clients reconnect to a ready instance; a request with a body (a batch may
+// hold tokens of every issuer) waits for unknown-kid refreshes and
+// introspection calls at most the plan's HTTP.Wait in total, so that it is
+// answered before the server's timeouts (config.Timeouts) close its
+// connection. Those timeouts are the first plan's: when a reloaded plan
+// allows longer waits than they were derived from, every request is held
+// to the first plan's budget.
+func (s *Service) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g := s.cur.Load()
+		if g.server.Draining() {
+			w.Header().Set("Connection", "close")
+		}
+		if longer := g.plan.HTTP.Wait > s.wait; r.Body != http.NoBody || longer {
+			ctx, cancel := context.WithTimeout(r.Context(), min(g.plan.HTTP.Wait, s.wait))
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		g.server.Handler().ServeHTTP(w, r)
+	})
+}
+
+// AdminHandler serves the admin endpoints (/healthz, /readyz, /v1/issuers,
+// /metrics) of the current generation, for a listener of their own
+// (config.Plan.AdminListen), closing connections once draining as Handler
+// does.
+func (s *Service) AdminHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		g := s.cur.Load()
+		if g.server.Draining() {
+			w.Header().Set("Connection", "close")
+		}
+		g.server.AdminHandler().ServeHTTP(w, r)
+	})
+}
+
+// RegisterGRPC registers the Envoy ext_authz (v3) Authorization service and
+// the gRPC health service on g; they answer with the current generation
+// across reloads.
+func (s *Service) RegisterGRPC(g *grpc.Server) { s.grpc.Register(g) }
+
+// Ready blocks until every issuer of the current generation has its first
+// keys (or a definitive failure to get them), or ctx is done.
+func (s *Service) Ready(ctx context.Context) error {
+	for _, f := range s.cur.Load().fetchers {
+		if err := f.f.Ready(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Plan returns the plan the service currently serves.
+func (s *Service) Plan() *config.Plan { return s.cur.Load().plan }
+
+// Server returns the current generation's server: its verifier, its
+// readiness, its limits. A reload replaces it.
+func (s *Service) Server() *server.Server { return s.cur.Load().server }
+
+// Metrics returns the service's metrics, which outlive reloads. A program
+// counts there what it does around the service, such as a configuration
+// file that fails to load (Metrics.Reloaded).
+func (s *Service) Metrics() *metrics.Metrics { return s.metrics }
+
+// Drain marks the service draining, for good: /readyz answers 503
+// draining, gRPC health NOT_SERVING, every HTTP answer closes its
+// connection; every request is still served. No reload is swapped in
+// afterwards. It returns the plan being drained (its ShutdownDelay and
+// ShutdownTimeout).
+func (s *Service) Drain() *config.Plan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.draining = true
+	g := s.cur.Load()
+	g.server.SetDraining()
+	return g.plan
+}
+
+// Close stops every fetcher and client, the current generation's and the
+// retired ones, and the Redis replay stores, and waits for them. Serve no
+// request after it. It is safe to call more than once.
+func (s *Service) Close() error {
+	s.closed.Do(func() {
+		close(s.stop)
+		s.retired.Wait()
+		g := s.cur.Load()
+		var fs []*jwks.Fetcher
+		for _, f := range g.fetchers {
+			fs = append(fs, f.f)
+		}
+		s.closeFetchers(fs)
+		closeClients(g.clients)
+		s.closeRedis(s.redis)
+	})
+	return nil
+}
+
+func (s *Service) closeFetchers(fs []*jwks.Fetcher) {
+	for _, f := range fs {
+		if err := f.Close(); err != nil && !errors.Is(err, jwks.ErrClosed) {
+			s.opts.Logger.Warn("closing key fetcher", "err", err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package request
 import (
 	"fmt"
 	"iter"
+	"net/http"
 	"slices"
 	"strings"
 )
@@ -32,6 +33,24 @@ func (o Original) WithHeaderOverrides(headers iter.Seq2[string, string]) (Origin
 		var err error
 		if o, err = o.withOverride(v); err != nil {
 			return Original{}, fmt.Errorf("%w: header %s", err, name)
+		}
+	}
+	return o, nil
+}
+
+// withHTTPOverrides is [Original.WithHeaderOverrides] for an http.Header,
+// without an iterator's indirect call per header: it runs on every
+// forward-auth request.
+func (o Original) withHTTPOverrides(h http.Header) (Original, error) {
+	for name, vs := range h {
+		if !isOverrideHeader(name) {
+			continue
+		}
+		for _, v := range vs {
+			var err error
+			if o, err = o.withOverride(v); err != nil {
+				return Original{}, fmt.Errorf("%w: header %s", err, name)
+			}
 		}
 	}
 	return o, nil
@@ -100,6 +119,11 @@ func (o Original) withOverride(m string) (Original, error) {
 // isOverrideHeader reports whether name is one of [OverrideHeaders],
 // ignoring case and '-' against '_', without allocating.
 func isOverrideHeader(name string) bool {
+	switch len(name) {
+	case len("X-HTTP-Method-Override"), len("X-HTTP-Method"), len("X-Method-Override"):
+	default:
+		return false // most headers: one comparison
+	}
 	for _, h := range OverrideHeaders {
 		if len(h) != len(name) {
 			continue

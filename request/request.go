@@ -175,7 +175,7 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 		if err != nil {
 			return o, err
 		}
-		return o.WithHeaderOverrides(headerPairs(r.Header))
+		return o.withHTTPOverrides(r.Header)
 	}
 	h, _ := p.Headers()
 	method, ok1 := one(r.Header, h.Method)
@@ -192,20 +192,7 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 	// The proxies pass the client's headers to the auth call (nginx's
 	// auth_request, Caddy's forward_auth, Traefik's forwardAuth), so the
 	// overrides the application will read are in r.Header.
-	return o.WithHeaderOverrides(headerPairs(r.Header))
-}
-
-// headerPairs yields every value of h with its name.
-func headerPairs(h http.Header) iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
-		for name, vs := range h {
-			for _, v := range vs {
-				if !yield(name, v) {
-					return
-				}
-			}
-		}
-	}
+	return o.withHTTPOverrides(r.Header)
 }
 
 // one returns the header's value when it is present exactly once.

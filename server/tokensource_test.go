@@ -143,8 +143,8 @@ func TestTokenSourceForms(t *testing.T) {
 
 // FuzzTokenSources: for any Authorization value, Cookie header and original
 // URI, either exactly one token is extracted, which every common parser of
-// that form reads as the only value, or the request is malformed (no token
-// or an ambiguous one).
+// that form reads as the only value, or the request is refused: missing_token
+// without any, malformed for an ambiguous one.
 func FuzzTokenSources(f *testing.F) {
 	f.Add("Bearer abc", "session=x", "/?access_token=y")
 	f.Add("", "session=; session=FORGED", "/?access_token=GOOD&access_token=FORGED;")
@@ -171,9 +171,15 @@ func FuzzTokenSources(f *testing.F) {
 			if tok != "" {
 				t.Fatalf("state %v with token %q", st, tok)
 			}
+			// No token at all is missing_token; one that is there but
+			// ambiguous or malformed is malformed.
+			want := "malformed"
+			if st == tokenMissing {
+				want = "missing_token"
+			}
 			d := e.srv.Decide(r.Context(), forwardAuthCall(e.srv, r))
-			if d.Class != "malformed" || d.Allowed() {
-				t.Fatalf("no single token, decision class %q, want malformed", d.Class)
+			if d.Class != want || d.Allowed() {
+				t.Fatalf("no single token (state %v), decision class %q, want %s", st, d.Class, want)
 			}
 			return
 		}

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"cmp"
 	"embed"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -37,15 +36,6 @@ const (
 	// DefaultGRPCPort is the port Envoy's gRPC ext_authz cluster uses when
 	// the configuration has no grpc_listen.
 	DefaultGRPCPort = "9001"
-)
-
-// Errors of [FromPlan] and [Write].
-var (
-	// ErrMismatch: forward_auth.proxy names another preset than the proxy
-	// asked for, so jwksverify would read headers this proxy never sets.
-	ErrMismatch = errors.New("proxyconfig: forward_auth.proxy names another proxy")
-	// ErrProxy: not a proxy this package writes for.
-	ErrProxy = errors.New("proxyconfig: unknown proxy")
 )
 
 // Input is what a proxy configuration is written from.

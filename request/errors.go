@@ -1,0 +1,27 @@
+package request
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors of [Proxy.From] and [FromParts]. Both mean the request must be
+// denied when anything depends on the original request.
+var (
+	// ErrMissing: the preset's headers are absent, or present more than once.
+	ErrMissing = errors.New("request: original request not forwarded by the proxy")
+	// ErrAmbiguous: the original request is one that the application behind
+	// the proxy could read differently from jwksverify ([ErrAmbiguousPath],
+	// [ErrAmbiguousMethod]). It is denied whatever the routes say.
+	ErrAmbiguous = errors.New("request: ambiguous")
+	// ErrAmbiguousPath: the path holds a dot segment ("." or "..", raw or
+	// percent-encoded in any spelling), an empty segment ("//"), an encoded
+	// '/', a '\' (raw or encoded), a NUL, a raw ';' or '#', or a malformed
+	// escape. Servers and routers disagree on what such a path means, so
+	// none is routed. It matches [ErrAmbiguous].
+	ErrAmbiguousPath = fmt.Errorf("%w path", ErrAmbiguous)
+	// ErrAmbiguousMethod: a method override (a header of [OverrideHeaders],
+	// or a _method query parameter) names something that is not a method
+	// token. It matches [ErrAmbiguous].
+	ErrAmbiguousMethod = fmt.Errorf("%w method override", ErrAmbiguous)
+)

@@ -262,7 +262,8 @@ func Write(w io.Writer, in Input) error {
 		Original  []original
 		Forwarded []string // Forwarding.Set
 		Removed   []string // Forwarding.Removed
-	}{Input: in, GRPCSet: grpcSet, Forwarded: Forwarding.Set, Removed: Forwarding.Removed}
+		Overrides []string // request.OverrideHeaders: Envoy sends ext_authz only the headers it lists
+	}{Input: in, GRPCSet: grpcSet, Forwarded: Forwarding.Set, Removed: Forwarding.Removed, Overrides: request.OverrideHeaders}
 	if h, ok := in.Proxy.Headers(); ok {
 		v := values[in.Proxy]
 		for i, name := range []string{h.Method, h.URI, h.Host, h.Proto} {

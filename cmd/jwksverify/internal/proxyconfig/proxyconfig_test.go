@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -341,5 +342,20 @@ func TestWriteClaimHeaderTwins(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWriteEnvoySendsDecidedHeaders: Envoy sends ext_authz only the headers
+// allowed_headers lists, so both listeners must list every method-override
+// header (jwksverify decides the request for every method they name; an
+// override jwksverify never saw would reach the application undecided) and
+// the DPoP proof.
+func TestWriteEnvoySendsDecidedHeaders(t *testing.T) {
+	out := writeFor(t, threeHeaders+"forward_auth: {proxy: envoy}\n", request.Envoy)
+	for _, h := range append(slices.Clone(request.OverrideHeaders), "DPoP") {
+		want := "- exact: " + strings.ToLower(h) + "\n"
+		if n := strings.Count(out, want); n != 2 {
+			t.Errorf("proxy-config envoy lists %q in allowed_headers %d times, want 2 (both listeners)", want, n)
+		}
 	}
 }

@@ -8,13 +8,17 @@ import (
 	"strings"
 )
 
-// OverrideHeaders are the method-override headers that frameworks read
+// OverrideHeaders returns the method-override headers that frameworks read
 // (Rails' Rack::MethodOverride and Express's method-override read the
 // first, Symfony and Laravel the first too, ASP.NET and others the second
 // and third). A header whose name equals one of them ignoring case and the
 // difference between '-' and '_' counts as it: a CGI or WSGI upstream reads
 // X_HTTP_Method_Override as HTTP_X_HTTP_METHOD_OVERRIDE.
-var OverrideHeaders = []string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
+// The slice is the caller's.
+func OverrideHeaders() []string { return slices.Clone(overrideHeaders[:]) }
+
+// overrideHeaders are [OverrideHeaders], fixed.
+var overrideHeaders = [...]string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
 
 // overrideParam is the query parameter that Laravel, Symfony and Rails
 // (from a form body, which jwksverify cannot see) read the method from.
@@ -124,7 +128,7 @@ func isOverrideHeader(name string) bool {
 	default:
 		return false // most headers: one comparison
 	}
-	for _, h := range OverrideHeaders {
+	for _, h := range overrideHeaders {
 		if len(h) != len(name) {
 			continue
 		}

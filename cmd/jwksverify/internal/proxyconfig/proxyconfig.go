@@ -222,7 +222,7 @@ var values = map[request.Proxy][4]string{
 	request.Nginx: {"$request_method", "$request_uri", "$jwksverify_host", "$scheme"},
 }
 
-// Forwarding is what every proxy file does about the headers applications
+// forwarding is what every proxy file does about the headers applications
 // read the request's host, scheme, port or path from: it sets Set to what
 // jwksverify decided on (the host as the proxy read it, the scheme of the
 // client's connection) and removes Removed, each with its CGI twins
@@ -230,7 +230,7 @@ var values = map[request.Proxy][4]string{
 // or X_Forwarded_Host never reaches an application that trusts it (Flask's
 // ProxyFix, Rails, Express's trust proxy, Django's USE_X_FORWARDED_HOST), nor
 // an X-Original-URL one that routes by it.
-var Forwarding = struct {
+var forwarding = struct {
 	Set, Removed []string
 }{
 	Set: []string{"X-Forwarded-Host", "X-Forwarded-Proto"},
@@ -260,10 +260,10 @@ func Write(w io.Writer, in Input) error {
 		Input
 		GRPCSet   bool
 		Original  []original
-		Forwarded []string // Forwarding.Set
-		Removed   []string // Forwarding.Removed
+		Forwarded []string // forwarding.Set
+		Removed   []string // forwarding.Removed
 		Overrides []string // request.OverrideHeaders: Envoy sends ext_authz only the headers it lists
-	}{Input: in, GRPCSet: grpcSet, Forwarded: Forwarding.Set, Removed: Forwarding.Removed, Overrides: request.OverrideHeaders}
+	}{Input: in, GRPCSet: grpcSet, Forwarded: forwarding.Set, Removed: forwarding.Removed, Overrides: request.OverrideHeaders()}
 	if h, ok := in.Proxy.Headers(); ok {
 		v := values[in.Proxy]
 		for i, name := range []string{h.Method, h.URI, h.Host, h.Proto} {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,7 +351,7 @@ func TestWriteClaimHeaderTwins(t *testing.T) {
 // the DPoP proof.
 func TestWriteEnvoySendsDecidedHeaders(t *testing.T) {
 	out := writeFor(t, threeHeaders+"forward_auth: {proxy: envoy}\n", request.Envoy)
-	for _, h := range append(slices.Clone(request.OverrideHeaders), "DPoP") {
+	for _, h := range append(request.OverrideHeaders(), "DPoP") {
 		want := "- exact: " + strings.ToLower(h) + "\n"
 		if n := strings.Count(out, want); n != 2 {
 			t.Errorf("proxy-config envoy lists %q in allowed_headers %d times, want 2 (both listeners)", want, n)

@@ -207,6 +207,11 @@ func TestVerifyWithPolicy(t *testing.T) {
 		{"allowed", `{"token":"` + tok + `","policy":"orders-read"}`, 200, map[string]any{"valid": true, "allowed": true, "policy": "orders-read"}},
 		{"refused", `{"token":"` + tok + `","policy":"orders-write"}`, 200, map[string]any{"valid": true, "allowed": false, "error": "forbidden", "policy": "orders-write"}},
 		{"expression-sees-upper-case-method", `{"token":"` + tok + `","policy":"no-delete","request":{"method":"delete","path":"/orders/1"}}`, 200, map[string]any{"valid": true, "allowed": false, "error": "forbidden", "policy": "no-delete"}},
+		// The request is read as forward-auth reads it: a dot segment is
+		// ambiguous, and a _method override in the path's query is decided too.
+		{"dot-segment-refused", `{"token":"` + tok + `","policy":"orders-read","request":{"method":"GET","path":"/public/../orders/1"}}`, 200, map[string]any{"valid": true, "allowed": false, "error": "forbidden", "policy": "orders-read"}},
+		{"query-override-decided", `{"token":"` + tok + `","policy":"no-delete","request":{"method":"POST","path":"/orders/1?_method=DELETE"}}`, 200, map[string]any{"valid": true, "allowed": false, "error": "forbidden", "policy": "no-delete"}},
+		{"no-override-allowed", `{"token":"` + tok + `","policy":"no-delete","request":{"method":"POST","path":"/orders/1"}}`, 200, map[string]any{"valid": true, "allowed": true, "policy": "no-delete"}},
 		{"invalid-token", `{"token":"x.y.z","policy":"orders-read"}`, 200, map[string]any{"valid": false, "allowed": false, "error": "malformed"}},
 		{"unknown-policy", `{"token":"` + tok + `","policy":"nope"}`, 400, map[string]any{"error": "bad_request"}},
 	} {

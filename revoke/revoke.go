@@ -1,0 +1,80 @@
+// Package revoke holds revocation entries: the tokens an identity provider,
+// a Shared Signals transmitter or an operator has cut off before they
+// expire. Every entry names one configured issuer and one of: a token's
+// jti, a session's sid, a subject (sub) or client (client_id) with
+// issued_before, or the whole issuer with issued_before.
+//
+// The request path asks an in-memory copy ([Entry] values indexed for
+// lookup, never a store round trip); a store ("memory", written to
+// state_dir, or "redis", shared by every replica) acknowledges an entry only
+// once it holds it.
+package revoke
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Kind says what an [Entry] names.
+type Kind string
+
+// The kinds of entry.
+const (
+	// KindJTI names one token by its jti.
+	KindJTI Kind = "jti"
+	// KindSID names a session: every token whose sid equals.
+	KindSID Kind = "sid"
+	// KindSub names a subject: its tokens issued before IssuedBefore.
+	KindSub Kind = "sub"
+	// KindClientID names a client: tokens whose client_id (or azp) equals,
+	// issued before IssuedBefore.
+	KindClientID Kind = "client_id"
+	// KindIssuer names every token of the issuer issued before IssuedBefore.
+	KindIssuer Kind = "issuer"
+)
+
+// Source says where an [Entry] came from; it labels metrics and the log.
+type Source string
+
+// The sources of entries.
+const (
+	SourceBackchannelLogout Source = "backchannel_logout"
+	SourceSSFPush           Source = "ssf_push"
+	SourceSSFPoll           Source = "ssf_poll"
+	SourceAdmin             Source = "admin"
+)
+
+// Entry is one revocation.
+type Entry struct {
+	// ID identifies the entry (DELETE /v1/revocations/{id}); the store
+	// assigns it when it is empty.
+	ID string `json:"id"`
+	// Issuer is the configured issuer the entry applies to.
+	Issuer string `json:"issuer"`
+	// Kind says what Value names; Value is empty for KindIssuer.
+	Kind  Kind   `json:"kind"`
+	Value string `json:"value,omitempty"`
+	// IssuedBefore applies to KindSub, KindClientID and KindIssuer: tokens
+	// whose iat is before it match (a token without iat matches always).
+	IssuedBefore time.Time `json:"issued_before,omitzero"`
+	// CreatedAt is when the entry was stored; ExpiresAt when it is
+	// forgotten (CreatedAt + retention).
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// Source says where it came from.
+	Source Source `json:"source"`
+}
+
+// Adder stores revocations. Add returns once the entry is stored (in
+// state_dir, or in Redis with the replicas asked for): only then may the
+// caller acknowledge it. It returns the entry as stored (ID, CreatedAt,
+// ExpiresAt set), or an error wrapping [ErrUnavailable] when the store
+// cannot take it.
+type Adder interface {
+	Add(ctx context.Context, e Entry) (Entry, error)
+}
+
+// ErrUnavailable reports a store that could not answer: the caller
+// answers 503 and acknowledges nothing.
+var ErrUnavailable = errors.New("revoke: store unavailable")

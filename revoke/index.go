@@ -34,6 +34,7 @@ type Token struct {
 type Index struct {
 	seed     maphash.Seed
 	maxStale time.Duration
+	created  time.Time
 
 	tab      atomic.Pointer[table]
 	syncedAt atomic.Int64 // unix nanoseconds of the last proof the copy was whole; 0 never
@@ -107,7 +108,7 @@ func kindIndex(k Kind) int {
 // stale then. Zero means the copy is the store itself (store: memory) and
 // never stale.
 func NewIndex(maxStale time.Duration) *Index {
-	x := &Index{seed: maphash.MakeSeed(), maxStale: maxStale, entries: map[string]Entry{}, groups: map[pair][]string{}}
+	x := &Index{seed: maphash.MakeSeed(), maxStale: maxStale, created: time.Now(), entries: map[string]Entry{}, groups: map[pair][]string{}}
 	x.tab.Store(newTable(64))
 	return x
 }
@@ -223,6 +224,19 @@ func (x *Index) SyncedAt() time.Time {
 		return time.Unix(0, s)
 	}
 	return time.Time{}
+}
+
+// Age returns how old the copy is at now: the time since it was last
+// proven whole, or since the index was made when never; zero for an index
+// that is never stale (max staleness zero).
+func (x *Index) Age(now time.Time) time.Duration {
+	if x.maxStale <= 0 {
+		return 0
+	}
+	if s := x.syncedAt.Load(); s != 0 {
+		return max(0, now.Sub(time.Unix(0, s)))
+	}
+	return max(0, now.Sub(x.created))
 }
 
 // Stale reports whether [Index.Check] answers [ErrStale] at now.

@@ -151,12 +151,22 @@ func restartNeeded(cur, next *config.Plan) []string {
 		{"HTTP server timeouts (derived from the issuers' refresh waits)", cur.HTTP != next.HTTP},
 		{"log.level", cur.LogLevel != next.LogLevel},
 		{"log.format", cur.LogFormat != next.LogFormat},
+		{"revocation (and redis.url)", !sameRevocation(cur.Revocation, next.Revocation)},
 	} {
 		if c.changed {
 			out = append(out, c.name)
 		}
 	}
 	return out
+}
+
+// sameRevocation reports whether two plans ask for the same revocation
+// store.
+func sameRevocation(a, b *config.Revocation) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 // retire closes fs, cs and rs once the requests still using them are done:

@@ -151,7 +151,7 @@ func restartNeeded(cur, next *config.Plan) []string {
 		{"HTTP server timeouts (derived from the issuers' refresh waits)", cur.HTTP != next.HTTP},
 		{"log.level", cur.LogLevel != next.LogLevel},
 		{"log.format", cur.LogFormat != next.LogFormat},
-		{"revocation (and redis.url)", !sameRevocation(cur.Revocation, next.Revocation)},
+		{"revocation", !sameRevocation(cur.Revocation, next.Revocation)},
 	} {
 		if c.changed {
 			out = append(out, c.name)

@@ -33,6 +33,7 @@ import (
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/policy/celexpr"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
@@ -84,6 +85,11 @@ type Plan struct {
 	// DPoP: a command builds the replay store and the dpop.Checker
 	// (Server.DPoP) from it.
 	DPoP *DPoP
+	// Redis configures the one Redis client (redisconn.New) that the DPoP
+	// replay store, revocation and the shared introspection cache use; nil
+	// when the file has no redis section (nor dpop.redis_url). Its URL may
+	// hold a password.
+	Redis *redisconn.Options
 	// LogLevel and LogFormat ("json" or "text") configure the process log.
 	LogLevel  slog.Level
 	LogFormat string
@@ -128,12 +134,11 @@ func (t TLS) On() bool { return t.CertFile != "" }
 type DPoP struct {
 	// Checker configures the dpop.Checker; Replay is nil: a command sets it.
 	Checker dpop.Options
-	// ReplayStore is "memory" or "redis".
+	// ReplayStore is "memory" or "redis" (over the client of Plan.Redis,
+	// then never nil).
 	ReplayStore string
 	// MemoryMaxEntries bounds the memory store (replay.NewMemory).
 	MemoryMaxEntries int
-	// Redis configures the redis store. Its URL may hold a password.
-	Redis replay.RedisOptions
 }
 
 // Revocation is the plan of the revocation store.
@@ -143,11 +148,9 @@ type Revocation struct {
 	// Retention is how long an entry lives; MaxStaleness how old a redis
 	// copy may be before it fails closed.
 	Retention, MaxStaleness time.Duration
-	// StateDir is the memory store's directory.
+	// StateDir is the memory store's directory. The redis store uses the
+	// plan's Redis section.
 	StateDir string
-	// RedisURL is the redis store's server (redis.url). It may hold a
-	// password: never log it.
-	RedisURL string
 }
 
 // The bounds and defaults of the revocation section.
@@ -222,6 +225,9 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		}
 	}
 	abs(&f.StateDir)
+	for _, p := range []*string{&f.Redis.PasswordFile, &f.Redis.Sentinel.PasswordFile, &f.Redis.TLS.CAFile, &f.Redis.TLS.CertFile, &f.Redis.TLS.KeyFile} {
+		abs(p)
+	}
 	for _, t := range []*fileTLS{&f.TLS, &f.GRPCTLS} {
 		abs(&t.CertFile)
 		abs(&t.KeyFile)
@@ -283,12 +289,16 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if r := f.Log.RejectionsPerSecond; r != nil {
 		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
 	}
-	if err := f.planSenders(p, env); err != nil {
+	if err := f.planRedis(p, env); err != nil {
 		return nil, err
 	}
-	if p.DPoP != nil && p.DPoP.ReplayStore == "redis" {
-		// A DPoP check waits once per request for the replay store.
-		p.HTTP = httpTimeouts(append(waits, p.DPoP.Redis.LongestWait()))
+	if err := f.planSenders(p); err != nil {
+		return nil, err
+	}
+	if p.Redis != nil {
+		// A request waits at most once for Redis (a DPoP proof's SET or
+		// a shared cache's answer: each bounded by redis.timeout).
+		p.HTTP = httpTimeouts(append(waits, p.Redis.LongestWait()))
 	}
 	if f.TokenSources != nil && len(f.TokenSources) == 0 {
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
@@ -297,7 +307,7 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if err := f.planPolicies(p); err != nil {
 		return nil, err
 	}
-	if err := f.planRevocation(p, env); err != nil {
+	if err := f.planRevocation(p); err != nil {
 		return nil, err
 	}
 	if err := f.planClients(p, ov, env); err != nil {
@@ -398,7 +408,7 @@ func (f *file) planIssuers(p *Plan) ([]time.Duration, error) {
 // planRevocation plans the revocation section, the issuers' max_lifetime
 // (default: the retention when revocation is configured; never above it),
 // and the claims the verifier indexes for the revocation stage.
-func (f *file) planRevocation(p *Plan, env func(string) (string, bool)) error {
+func (f *file) planRevocation(p *Plan) error {
 	r := f.Revocation
 	retention := time.Duration(0)
 	if r != nil {
@@ -407,10 +417,6 @@ func (f *file) planRevocation(p *Plan, env func(string) (string, bool)) error {
 			Retention:    orDuration(r.Retention, DefaultRetention),
 			MaxStaleness: orDuration(r.MaxStaleness, DefaultMaxStaleness),
 			StateDir:     f.StateDir,
-			RedisURL:     f.Redis.URL,
-		}
-		if u, ok := env("JWKSVERIFY_REDIS_URL"); ok {
-			rp.RedisURL = u
 		}
 		if err := between("revocation.retention", rp.Retention, minRetention, maxRetention); err != nil {
 			return err
@@ -425,8 +431,8 @@ func (f *file) planRevocation(p *Plan, env func(string) (string, bool)) error {
 			}
 			rp.MaxStaleness = 0
 		case "redis":
-			if err := replay.CheckRedisURL(rp.RedisURL); err != nil {
-				return fmt.Errorf("redis.url (revocation.store: redis): %w", err)
+			if p.Redis == nil {
+				return errors.New("revocation.store: redis needs the redis section (redis.url, redis.sentinel or redis.cluster)")
 			}
 			if err := between("revocation.max_staleness", rp.MaxStaleness, minMaxStaleness, maxMaxStaleness); err != nil {
 				return err
@@ -440,8 +446,6 @@ func (f *file) planRevocation(p *Plan, env func(string) (string, bool)) error {
 				p.Verify.IndexClaims = append(p.Verify.IndexClaims, c)
 			}
 		}
-	} else if f.Redis.URL != "" {
-		return errors.New("redis.url: set, and nothing uses it; configure revocation.store: redis")
 	}
 	for i, fi := range f.Issuers {
 		field := fmt.Sprintf("issuers[%d].max_lifetime", i)
@@ -621,7 +625,7 @@ func (f *file) planResourceMetadata(p *Plan) error {
 // planSenders plans the sender constraints: each issuer's modes, the
 // client certificate source, and the DPoP checker when an issuer asks for
 // DPoP. The DPoP section is validated whether used or not.
-func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
+func (f *file) planSenders(p *Plan) error {
 	d := f.DPoP
 	if d.Algorithms != nil && len(d.Algorithms) == 0 {
 		return errors.New("dpop.algorithms: empty list; remove the key for the default")
@@ -630,9 +634,6 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 		Checker:          dpop.Options{Algorithms: d.Algorithms, MaxAge: orDuration(d.MaxAge, dpop.DefaultMaxAge)},
 		ReplayStore:      cmp.Or(d.ReplayStore, "memory"),
 		MemoryMaxEntries: int(deref(d.ReplayMaxEntries)),
-		Redis: replay.RedisOptions{
-			URL: d.RedisURL, Timeout: orDuration(d.RedisTimeout, 0), PoolSize: int(deref(d.RedisPoolSize)),
-		},
 	}
 	if err := dpop.CheckOptions(plan.Checker); err != nil {
 		return optionError("dpop", err, map[string]string{"Algorithms": "dpop.algorithms", "MaxAge": "dpop.max_age"})
@@ -640,23 +641,19 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 	if err := replay.CheckMaxEntries(plan.MemoryMaxEntries); err != nil {
 		return optionError("dpop", err, map[string]string{"MaxEntries": "dpop.replay_max_entries"})
 	}
-	urlField := "dpop.redis_url"
-	if u, ok := env("JWKSVERIFY_DPOP_REDIS_URL"); ok {
-		plan.Redis.URL, urlField = u, "dpop.redis_url (from JWKSVERIFY_DPOP_REDIS_URL)"
-	}
 	switch plan.ReplayStore {
 	case "memory":
 		for _, k := range []struct {
 			field string
 			set   bool
-		}{{urlField, plan.Redis.URL != ""}, {"dpop.redis_timeout", d.RedisTimeout != nil}, {"dpop.redis_pool_size", d.RedisPoolSize != nil}} {
+		}{{"dpop.redis_url", d.RedisURL != ""}, {"dpop.redis_timeout", d.RedisTimeout != nil}, {"dpop.redis_pool_size", d.RedisPoolSize != nil}} {
 			if k.set {
 				return fmt.Errorf("%s: set, and dpop.replay_store is memory; set replay_store: redis", k.field)
 			}
 		}
 	case "redis":
-		if err := replay.CheckRedisOptions(plan.Redis); err != nil {
-			return optionError("dpop", err, map[string]string{"URL": urlField, "Timeout": "dpop.redis_timeout", "PoolSize": "dpop.redis_pool_size"})
+		if p.Redis == nil {
+			return errors.New("dpop.replay_store: redis, and there is no redis section; set redis.url (or redis.sentinel, redis.cluster)")
 		}
 	default:
 		return fmt.Errorf("dpop.replay_store: %q is not one of memory, redis", d.ReplayStore)
@@ -1009,6 +1006,7 @@ func optionField(err error) (field string, reason error, ok bool) {
 		ie *introspect.OptionError
 		de *dpop.OptionError
 		re *replay.OptionError
+		ce *redisconn.OptionError
 		se *server.OptionError
 	)
 	switch {
@@ -1022,6 +1020,8 @@ func optionField(err error) (field string, reason error, ok bool) {
 		return de.Field, de.Err, true
 	case errors.As(err, &re):
 		return re.Field, re.Err, true
+	case errors.As(err, &ce):
+		return ce.Field, ce.Err, true
 	case errors.As(err, &se):
 		return se.Field, se.Err, true
 	}

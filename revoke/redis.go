@@ -38,14 +38,22 @@ type RedisOptions struct {
 	KeyPrefix string
 	// Timeout bounds each call. Zero means [DefaultRedisTimeout].
 	Timeout time.Duration
-	// AcknowledgeReplicas, when positive, makes Add and Delete wait (WAIT,
-	// at most Timeout) until that many Redis replicas have the change; fewer
-	// is a failure ([ErrUnavailable]). Zero means the master's answer.
-	AcknowledgeReplicas int
+	// Writer, if set, runs the store's writes (redisconn.Client.Write: on
+	// the key's master, then WAIT for the replicas it is configured with;
+	// fewer is a failure, [ErrUnavailable]). Nil means Client, the master's
+	// answer alone.
+	Writer Writer
 	// Now returns the current time. Nil means time.Now.
 	Now func() time.Time
 	// Logger receives the follower's connection changes. Nil discards them.
 	Logger *slog.Logger
+}
+
+// Writer runs the commands queue adds, which touch key (or keys of its
+// hash slot), on the master that holds key, and returns them and the first
+// failure: redisconn.Client implements it.
+type Writer interface {
+	Write(ctx context.Context, key string, queue func(redis.Pipeliner)) ([]redis.Cmder, error)
 }
 
 // Redis is the store every replica shares. Entries are a hash in Redis
@@ -77,8 +85,8 @@ type Redis struct {
 // version and publishes "<version> <op> <payload>" so that followers see
 // gaps. Expired entries are dropped from Redis as changes come (a bounded
 // number at a time); every replica already ignores them by their expiry.
-var (
-	addScript = redis.NewScript(`
+const (
+	addSource = `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[4], 'LIMIT', 0, 100)
@@ -88,16 +96,32 @@ for _, id in ipairs(old) do
 end
 local v = redis.call('INCR', KEYS[3])
 redis.call('PUBLISH', ARGV[5], v .. ' a ' .. ARGV[2])
-return v`)
-	deleteScript = redis.NewScript(`
+return v`
+	deleteSource = `
 if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('ZREM', KEYS[2], ARGV[1])
 local v = redis.call('INCR', KEYS[3])
 redis.call('PUBLISH', ARGV[2], v .. ' d ' .. ARGV[1])
-return v`)
-	snapshotScript = redis.NewScript(`
-return {redis.call('GET', KEYS[3]) or '0', redis.call('HGETALL', KEYS[1])}`)
+return v`
 )
+
+var snapshotScript = redis.NewScript(`
+return {redis.call('GET', KEYS[3]) or '0', redis.call('HGETALL', KEYS[1])}`)
+
+// write runs the script src (a change) with args and returns its answer:
+// through the Writer when there is one (EVAL: a pipeline cannot fall back
+// from EVALSHA), else on the client.
+func (r *Redis) write(ctx context.Context, src string, args ...any) (int64, error) {
+	keys := r.keys()
+	if r.opts.Writer == nil {
+		return r.c.Eval(ctx, src, keys, args...).Int64()
+	}
+	var cmd *redis.Cmd
+	if _, err := r.opts.Writer.Write(ctx, keys[0], func(p redis.Pipeliner) { cmd = p.Eval(ctx, src, keys, args...) }); err != nil {
+		return 0, err
+	}
+	return cmd.Int64()
+}
 
 // NewRedis returns the store and starts its follower, which connects in
 // the background: until its first full read the copy is stale.
@@ -161,12 +185,9 @@ func (r *Redis) Add(ctx context.Context, e Entry) (Entry, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	v, err := addScript.Run(ctx, r.c, r.keys(), e.ID, b, e.ExpiresAt.UnixMilli(), now.UnixMilli(), r.chn).Int64()
+	v, err := r.write(ctx, addSource, e.ID, b, e.ExpiresAt.UnixMilli(), now.UnixMilli(), r.chn)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	if err := r.wait(ctx); err != nil {
-		return Entry{}, err
 	}
 	r.apply(v, func() { r.idx.Put(e, now) })
 	r.counts.add(e)
@@ -178,33 +199,14 @@ func (r *Redis) Add(ctx context.Context, e Entry) (Entry, error) {
 func (r *Redis) Delete(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	v, err := deleteScript.Run(ctx, r.c, r.keys(), id, r.chn).Int64()
+	v, err := r.write(ctx, deleteSource, id, r.chn)
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	if v == 0 {
 		return ErrNotFound
 	}
-	if err := r.wait(ctx); err != nil {
-		return err
-	}
 	r.apply(v, func() { r.idx.Remove(id) })
-	return nil
-}
-
-// wait asks for AcknowledgeReplicas replicas, when set.
-func (r *Redis) wait(ctx context.Context) error {
-	n := r.opts.AcknowledgeReplicas
-	if n <= 0 {
-		return nil
-	}
-	got, err := r.c.Do(ctx, "WAIT", n, r.opts.Timeout.Milliseconds()).Int64()
-	if err != nil {
-		return fmt.Errorf("%w: WAIT: %w", ErrUnavailable, err)
-	}
-	if got < int64(n) {
-		return fmt.Errorf("%w: WAIT: %d of %d replicas have the change", ErrUnavailable, got, n)
-	}
 	return nil
 }
 
@@ -275,7 +277,7 @@ func (r *Redis) session(ctx context.Context) error {
 	// The subscription is confirmed before the full read, so that no
 	// change published after the read is missed.
 	for {
-		rctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+		rctx, cancel := context.WithTimeout(ctx, r.followTimeout())
 		msg, err := ps.Receive(rctx)
 		cancel()
 		if err != nil {
@@ -317,6 +319,11 @@ func (r *Redis) session(ctx context.Context) error {
 		}
 	}
 }
+
+// followTimeout bounds the follower's calls: off the request path, so
+// longer than Timeout, that a busy moment does not cost a reconnection and
+// a full read.
+func (r *Redis) followTimeout() time.Duration { return max(r.opts.Timeout, 2*time.Second) }
 
 func isTimeout(err error) bool {
 	var te interface{ Timeout() bool }
@@ -364,7 +371,7 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 // is behind.
 func (r *Redis) poll(ctx context.Context, wasBehind bool) (bool, error) {
 	start := r.opts.Now()
-	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.followTimeout())
 	defer cancel()
 	s, err := r.c.Get(ctx, r.versionKey).Result()
 	if errors.Is(err, redis.Nil) {

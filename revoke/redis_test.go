@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/revoke"
 )
 
@@ -87,6 +88,22 @@ func newStore(t *testing.T, srv *redisServer, maxStale time.Duration) *revoke.Re
 	return st
 }
 
+// newWriterStore is a store over the service's client (redisconn), its
+// writes through Client.Write.
+func newWriterStore(t *testing.T, srv *redisServer, maxStale time.Duration) *revoke.Redis {
+	t.Helper()
+	c, err := redisconn.New(redisconn.Options{URL: "redis://127.0.0.1:" + strconv.Itoa(srv.port), Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := revoke.NewRedis(revoke.RedisOptions{Client: c, Writer: c, Retention: time.Hour, MaxStaleness: maxStale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(); c.Close() })
+	return st
+}
+
 // eventually polls cond every 10ms until it holds, failing after d.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -101,7 +118,7 @@ func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func TestRedisReplicas(t *testing.T) {
 	srv := startRedis(t)
-	a, b := newStore(t, srv, 3*time.Second), newStore(t, srv, 3*time.Second)
+	a, b := newStore(t, srv, 3*time.Second), newWriterStore(t, srv, 3*time.Second)
 	ctx := context.Background()
 	synced := func(st *revoke.Redis) func() bool {
 		return func() bool { return !st.Index().Stale(time.Now()) }

@@ -97,6 +97,7 @@ func ExampleVerifier_Explain() {
 	// alg true
 	// key true
 	// signature true
+	// kind true
 	// exp false
 	// expired
 }

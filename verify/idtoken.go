@@ -175,11 +175,14 @@ func kindError(h *header, c *claims, k tokenKind) error {
 	return nil
 }
 
-// checkKind is the first half of step 12 (typ): nothing in the token
-// says it is of another kind than k.
+// checkKind is the step "kind", right after the signature: nothing in the
+// token says it is of another kind than k.
 func checkKind(h *header, c *claims, k tokenKind, tr *trace) error {
 	if err := kindError(h, c, k); err != nil {
-		return tr.fail("typ", err)
+		return tr.fail("kind", err)
+	}
+	if tr != nil {
+		tr.add("kind", true, fmt.Sprintf("may be an %s: no events claim, typ %s", k, quote(h.typ)))
 	}
 	return nil
 }

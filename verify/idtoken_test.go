@@ -272,7 +272,7 @@ func TestExplainIDToken(t *testing.T) {
 			t.Errorf("step %s detail %q echoes an input", s.Check, s.Detail)
 		}
 	}
-	want := "size structure header crit issuer alg key signature exp nbf aud typ claims iat azp nonce at_hash c_hash auth_time acr"
+	want := "size structure header crit issuer alg key signature kind exp nbf aud typ claims iat azp nonce at_hash c_hash auth_time acr"
 	if strings.Join(got, " ") != want {
 		t.Fatalf("steps = %s, want %s", strings.Join(got, " "), want)
 	}

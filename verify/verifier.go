@@ -437,6 +437,12 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		return nil, nil, nil, err
 	}
 
+	// 8b. kind: nothing in the token says it is of another kind (before
+	// any claim: a logout token is refused as one, whatever its aud)
+	if err := checkKind(h, &cl, kind, tr); err != nil {
+		return nil, nil, nil, err
+	}
+
 	// 9. exp
 	if err := is.checkExp(&cl, now, tr); err != nil {
 		return nil, nil, nil, err
@@ -456,10 +462,7 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		return nil, nil, nil, err
 	}
 
-	// 12. typ: the kind, then the issuer's type
-	if err := checkKind(h, &cl, kind, tr); err != nil {
-		return nil, nil, nil, err
-	}
+	// 12. typ
 	if err := is.checkTyp(h, tr); err != nil {
 		return nil, nil, nil, err
 	}
@@ -477,14 +480,12 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 }
 
 // checkIDToken runs steps 11 to 13 of an ID token (aud against the client
-// IDs; typ: the kind only; claims: sub, exp, iat, then iat and azp), then
-// the checks of the caller's inputs in.
+// IDs; typ: not the issuer's type, which is for access tokens; claims:
+// sub, exp, iat, then iat and azp), then the checks of the caller's inputs
+// in.
 func (v *Verifier) checkIDToken(is *issuer, h *header, cl *claims, payload []byte, ps string, key *cache.Key,
 	now time.Time, tr *trace, in *IDTokenChecks) (*Result, *issuer, *cache.Key, error) {
 	if err := is.checkIDAud(cl, tr); err != nil {
-		return nil, nil, nil, err
-	}
-	if err := checkKind(h, cl, kindID, tr); err != nil {
 		return nil, nil, nil, err
 	}
 	if tr != nil {

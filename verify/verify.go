@@ -290,7 +290,7 @@ type Confirmation struct {
 type Step struct {
 	// Check names the check, in the order the verifier runs them: "size",
 	// "structure", "header", "crit", "issuer", "alg", "key", "signature",
-	// "exp", "nbf", "aud", "typ", "claims" (docs/ARCHITECTURE.md); an ID
+	// "kind", "exp", "nbf", "aud", "typ", "claims" (docs/ARCHITECTURE.md); an ID
 	// token's ([Verifier.ExplainIDTokenAt]) then "iat", "azp", and those
 	// of the inputs given: "nonce", "at_hash", "c_hash", "auth_time",
 	// "acr".

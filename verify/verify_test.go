@@ -797,7 +797,7 @@ func TestExplain(t *testing.T) {
 		}
 		names = append(names, s.Check)
 	}
-	want := []string{"size", "structure", "header", "crit", "issuer", "alg", "key", "signature", "exp", "nbf", "aud", "typ", "claims"}
+	want := []string{"size", "structure", "header", "crit", "issuer", "alg", "key", "signature", "kind", "exp", "nbf", "aud", "typ", "claims"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Explain() steps = %v, want %v", names, want)
 	}
@@ -808,8 +808,8 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("Explain() = %v, %v, want %v", res, err, verify.ErrExpired)
 	}
 	last := steps[len(steps)-1]
-	if last.Check != "exp" || last.OK || len(steps) != 9 {
-		t.Errorf("Explain() last step = %+v of %d, want a failed exp, the 9th", last, len(steps))
+	if last.Check != "exp" || last.OK || len(steps) != 10 {
+		t.Errorf("Explain() last step = %+v of %d, want a failed exp, the 10th", last, len(steps))
 	}
 	for _, s := range steps {
 		if strings.Contains(s.Detail, tok) || strings.Contains(s.Detail, strings.Split(tok, ".")[2]) {

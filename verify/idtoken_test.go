@@ -2,7 +2,12 @@ package verify_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -326,4 +331,99 @@ func TestIDTokenOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzVerifyIDToken signs arbitrary ID-token claims (HS256) and checks the
+// ID-token rules against encoding/json and crypto/sha256: an accepted token
+// has aud holding a client ID, sub, exp and iat, iat not ahead; a given
+// nonce equal to its nonce; a given access token whose SHA-256 left half is
+// its at_hash; auth_time within max_age plus leeway; acr among the values;
+// azp, when present, a client ID. A second call (a cache hit) agrees, as
+// does ExplainIDTokenAt, and a logout token is never accepted.
+func FuzzVerifyIDToken(f *testing.F) {
+	at, _ := verify.HalfHash("HS256", idAT)
+	f.Add(`{"alg":"HS256","kid":"k-HS256"}`, fmt.Sprintf(`{"iss":%q,"sub":"a","aud":%q,"exp":1.9e9,"iat":%d,"nonce":%q,"at_hash":%q,"auth_time":%d,"acr":"urn:acr:silver"}`,
+		issA, clientID, t0.Unix(), idNonce, at, t0.Unix()-60), idNonce, idAT, int64(300), "urn:acr:silver")
+	f.Add(`{"alg":"HS256","typ":"logout+jwt"}`, fmt.Sprintf(`{"iss":%q,"sub":"a","aud":[%q,"x"],"azp":"other-app","exp":1.9e9,"iat":%d,"events":{}}`, issA, clientID, t0.Unix()), "", "", int64(-1), "")
+	f.Add(`{"alg":"HS256","typ":"at+JWT"}`, fmt.Sprintf(`{"iss":%q,"sub":"a","aud":%q,"exp":1.9e9,"iat":%d,"nonce":"\u0041"}`, issA, clientID, t0.Unix()), "A", "", int64(0), "")
+	v := newVerifier(f, verify.Options{
+		Issuers:    []verify.Issuer{idIssuer(allKeys(f), "")},
+		TokenCache: verify.TokenCacheOptions{MaxEntries: 64},
+	})
+	f.Fuzz(func(t *testing.T, header, payload, nonce, accessToken string, maxAge int64, acr string) {
+		in := verify.IDTokenChecks{Nonce: nonce, AccessToken: accessToken}
+		if maxAge >= 0 && maxAge < 1<<31 {
+			in.MaxAge, in.HasMaxAge = time.Duration(maxAge)*time.Second, true
+		}
+		if acr != "" {
+			in.ACRValues = []string{acr}
+		}
+		tok := signRaw(t, "HS256", header, payload)
+		ctx := context.Background()
+		res, err := v.VerifyIDTokenAt(ctx, tok, t0, in)
+		check(t, res, err)
+		res2, err2 := v.VerifyIDTokenAt(ctx, tok, t0, in)
+		_, res3, err3 := v.ExplainIDTokenAt(ctx, tok, t0, in)
+		if verify.Class(err) != verify.Class(err2) || verify.Class(err) != verify.Class(err3) || (res == nil) != (res2 == nil) || (res == nil) != (res3 == nil) {
+			t.Fatalf("VerifyIDTokenAt() = %v, again %v, ExplainIDTokenAt() = %v", err, err2, err3)
+		}
+		if err != nil {
+			return
+		}
+		var c map[string]json.RawMessage
+		if err := json.Unmarshal(res.Claims, &c); err != nil {
+			t.Fatalf("encoding/json rejects accepted claims: %v", err)
+		}
+		str := func(name string) (string, bool) {
+			var s string
+			raw, ok := c[name]
+			return s, ok && json.Unmarshal(raw, &s) == nil
+		}
+		num := func(name string) (float64, bool) {
+			var n float64
+			raw, ok := c[name]
+			return n, ok && json.Unmarshal(raw, &n) == nil
+		}
+		if _, ev := c["events"]; ev {
+			t.Fatal("accepted a token with an events claim")
+		}
+		if !slices.Contains(res.Audience, clientID) && !slices.Contains(res.Audience, "other-app") {
+			t.Fatalf("accepted aud %v without a client ID", res.Audience)
+		}
+		for _, n := range []string{"sub", "exp", "iat"} {
+			if _, ok := c[n]; !ok {
+				t.Fatalf("accepted an ID token without %s", n)
+			}
+		}
+		if iat, _ := num("iat"); iat > float64(t0.Add(verify.DefaultLeeway).Unix())+1 {
+			t.Fatalf("accepted iat %v ahead of now", iat)
+		}
+		if azp, ok := c["azp"]; ok {
+			s, _ := str("azp")
+			if s != clientID && s != "other-app" {
+				t.Fatalf("accepted azp %s", azp)
+			}
+		}
+		if nonce != "" {
+			if s, ok := str("nonce"); !ok || s != nonce {
+				t.Fatalf("accepted nonce %s for %q", c["nonce"], nonce)
+			}
+		}
+		if accessToken != "" {
+			sum := sha256.Sum256([]byte(accessToken))
+			if s, ok := str("at_hash"); !ok || s != base64.RawURLEncoding.EncodeToString(sum[:16]) {
+				t.Fatalf("accepted at_hash %s for the access token", c["at_hash"])
+			}
+		}
+		if in.HasMaxAge {
+			if a, ok := num("auth_time"); !ok || float64(t0.Unix())-a > (in.MaxAge+verify.DefaultLeeway).Seconds()+1 {
+				t.Fatalf("accepted auth_time %s for max_age %v", c["auth_time"], in.MaxAge)
+			}
+		}
+		if acr != "" {
+			if s, ok := str("acr"); !ok || s != acr {
+				t.Fatalf("accepted acr %s for %q", c["acr"], acr)
+			}
+		}
+	})
 }

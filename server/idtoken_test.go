@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -83,7 +84,8 @@ func TestVerifyIDToken(t *testing.T) {
 
 // TestTokenKindsEverywhere: a token of another kind is wrong_type through
 // /v1/verify (as an access and as an ID token), forward-auth and
-// Middleware; an access token (typ at+jwt) is wrong_type as an ID token.
+// Middleware, and inactive at /introspect; an access token (typ at+jwt) is
+// wrong_type as an ID token.
 func TestTokenKindsEverywhere(t *testing.T) {
 	e := newEnv(t, envConfig{tokenCache: 64})
 	protect, err := Middleware(e.v, MiddlewareOptions{Logger: e.srv.log})
@@ -103,6 +105,10 @@ func TestTokenKindsEverywhere(t *testing.T) {
 				if w := do(e.handler, authzRequest(http.MethodGet, authzPath, tok)); w.Code != http.StatusUnauthorized ||
 					!strings.Contains(w.Header().Get("WWW-Authenticate"), `error_description="wrong_type"`) {
 					t.Fatalf("forward-auth = %d %q, want 401 wrong_type", w.Code, w.Header().Get("WWW-Authenticate"))
+				}
+				if w := do(e.handler, introspectRequest("token="+url.QueryEscape(tok), "gateway", "gateway-secret-value")); w.Code != http.StatusOK ||
+					strings.TrimSpace(w.Body.String()) != `{"active":false}` {
+					t.Fatalf("/introspect = %d %s, want {\"active\":false}", w.Code, w.Body)
 				}
 				if w := do(mw, authzRequest(http.MethodGet, "/orders", tok)); w.Code != http.StatusUnauthorized ||
 					!strings.Contains(w.Header().Get("WWW-Authenticate"), `error_description="wrong_type"`) {

@@ -341,7 +341,7 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 	if named != nil {
 		e.Issuer = named.cfg.Issuer
 	}
-	e.Hint = v.hint(e.Class, &at, named)
+	e.Hint = v.hint(e.Class, &at, named, kindOf(in))
 	if tr != nil && e.Hint != "" && len(tr.steps) > 0 {
 		// --explain is read by the operator: the failing row says it too.
 		last := &tr.steps[len(tr.steps)-1]
@@ -351,13 +351,16 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 }
 
 // hint is the [Error.Hint] of a rejection of class, whose attempt at
-// learnt the token's iss and named the issuer (nil: none). It runs only
-// for rejected tokens.
-func (v *Verifier) hint(class string, at *attempt, named *issuer) string {
+// learnt the token's iss and named the issuer (nil: none), of a token
+// asked to be of kind. It runs only for rejected tokens.
+func (v *Verifier) hint(class string, at *attempt, named *issuer, kind tokenKind) string {
 	switch class {
 	case "wrong_audience":
 		if named == nil {
 			return ""
+		}
+		if kind == kindID {
+			return "client IDs of " + quote(named.cfg.Issuer) + " (id_token.client_ids): " + quoteList(named.cfg.IDToken.ClientIDs)
 		}
 		if named.cfg.Issuer == "" {
 			return "accepted audiences: " + quoteList(named.cfg.Audiences)

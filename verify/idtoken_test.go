@@ -434,7 +434,10 @@ func TestIDTokenWrongAudienceHint(t *testing.T) {
 	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{idIssuer(allKeys(t), "")}})
 	_, err := v.VerifyIDTokenAt(context.Background(), mintID("RS256", nil, map[string]any{"aud": "api://orders"}), t0, verify.IDTokenChecks{})
 	var e *verify.Error
-	if !errors.As(err, &e) || e.Class != "wrong_audience" || !strings.Contains(e.Hint, clientID) || strings.Contains(e.Hint, aud) {
+	if !errors.As(err, &e) {
+		t.Fatalf("VerifyIDTokenAt() = %v, want a *verify.Error", err)
+	}
+	if e.Class != "wrong_audience" || !strings.Contains(e.Hint, clientID) || strings.Contains(e.Hint, aud) {
 		t.Fatalf("VerifyIDTokenAt() = %v (hint %q), want wrong_audience with a hint naming the client IDs", err, e.Hint)
 	}
 }

@@ -29,7 +29,8 @@ func (s *Server) tooLarge() error {
 
 // serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,
 // 413 for a token (or body) too large, 503 when keys are unavailable, 400
-// for a request that is not {"token": string}. Unknown members are ignored.
+// for a request that is not {"token": string} (or whose "kind" and ID-token
+// members do not fit: idTokenBody.checks). Unknown members are ignored.
 func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {

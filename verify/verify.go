@@ -5,6 +5,11 @@
 // (never parsing a key per call), enforces the issuer's algorithm allowlist
 // and the key's type (no algorithm confusion), checks the signature, and then
 // the claims: exp, nbf, iss, aud, typ and the required claims, with leeway.
+// [Verifier.VerifyIDToken] checks an OIDC ID token for a relying party
+// instead (idtoken.go): nonce, at_hash, c_hash, azp, auth_time and acr. A
+// token of another kind (a logout token, a SET, a DPoP proof, a JWT
+// introspection answer; an access token where an ID token is asked for)
+// is never accepted (wrong_type).
 //
 // Signatures: HS* and EdDSA with golang-jwt's signing methods; RS*, PS* and
 // ES* with verifiers that prepare each key once, on its first use

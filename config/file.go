@@ -181,6 +181,13 @@ type fileIssuer struct {
 	DiscoveryURL         string                   `yaml:"discovery_url"`
 	SPIFFE               *fileSPIFFE              `yaml:"spiffe"`
 	MaxLifetime          *duration                `yaml:"max_lifetime"`
+	IDToken              *fileIDToken             `yaml:"id_token"`
+}
+
+// fileIDToken is an issuer's id_token: the ID tokens it accepts.
+type fileIDToken struct {
+	ClientIDs []string `yaml:"client_ids"`
+	AZP       string   `yaml:"azp"`
 }
 
 type fileIssuerIntrospection struct {

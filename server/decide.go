@@ -11,7 +11,8 @@ import (
 
 // This file is the one road every decision takes: [Server.Decide] runs the
 // stages in order, each in its own file — extract (the credential),
-// verify, bind (sender constraints), authorize (the policy) — then renders
+// verify, bind (sender constraints), authorize (the policy), mint (the
+// upstream's token) — then renders
 // the answer and records it (metrics and the log line, observe.go). A front
 // end (forward-auth, Envoy over HTTP and gRPC, the JSON API, /introspect,
 // Middleware) only builds a [Call] and writes the [Decision].
@@ -74,6 +75,10 @@ type Call struct {
 	SkipBinding bool
 	// Explain records each sender-binding check in [Decision.Steps].
 	Explain bool
+	// Mint asks for the token minted for the upstream when the call is
+	// allowed under a policy that mints ([Options.MintPolicies]):
+	// forward-auth and gRPC set it, /v1/verify when asked ("mint": true).
+	Mint bool
 }
 
 // original returns the original request of c, or why it is not known.
@@ -113,8 +118,9 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 		if d.Allowed() {
 			d = s.authorize(d, &pol)
 		}
-		// Minting will run here: an allowed decision under a policy with
-		// mint carries the minted token to the renderer.
+		if c.Mint && d.Allowed() {
+			d = s.mint(d, &pol, cred.token, now)
+		}
 	}
 	d.Policy, d.authorized = cmp.Or(d.forbiddenBy, pol.name), pol.run
 	s.render(&d)

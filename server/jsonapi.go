@@ -44,6 +44,9 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		DPoP       *string      `json:"dpop"`
 		Request    *requestBody `json:"request"`
 		ClientCert *string      `json:"client_cert"`
+		// Mint asks for the token the policy mints for the upstream
+		// ("minted" in the answer).
+		Mint bool `json:"mint"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"token": string}`)
@@ -53,7 +56,7 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
 		return
 	}
-	c := Call{Endpoint: EndpointVerify, Token: *req.Token, Explain: true, OriginalErr: request.ErrMissing}
+	c := Call{Endpoint: EndpointVerify, Token: *req.Token, Explain: true, OriginalErr: request.ErrMissing, Mint: req.Mint}
 	if req.DPoP != nil {
 		c.DPoP, c.Proofs = true, []string{*req.DPoP}
 	}

@@ -88,6 +88,15 @@ func (s *Server) routes(sel routeSet) http.Handler {
 			rt.serve(w, r)
 		})
 	}
+	if s.minter != nil {
+		// The minted tokens' keys, on every listener: consumers inside
+		// may reach only the admin one.
+		mux.HandleFunc(JWKSPath, func(w http.ResponseWriter, r *http.Request) {
+			if allowMethods(w, r, http.MethodGet, http.MethodHead) {
+				s.serveJWKS(w, r)
+			}
+		})
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})

@@ -31,6 +31,7 @@ import (
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/policy/celexpr"
 	"github.com/jwksverify/jwksverify/replay"
@@ -80,6 +81,11 @@ type Plan struct {
 	// DPoP: a command builds the replay store and the dpop.Checker
 	// (Server.DPoP) from it.
 	DPoP *DPoP
+	// Mint configures the minter of the tokens minted for upstreams
+	// (package mint; a command builds it with mint.New, which reads the
+	// keys file); nil means the file has no mint section. The policies
+	// that mint are Server.MintPolicies.
+	Mint *mint.Options
 	// LogLevel and LogFormat ("json" or "text") configure the process log.
 	LogLevel  slog.Level
 	LogFormat string
@@ -194,6 +200,9 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		}
 	}
 	abs(&f.StateDir)
+	if f.Mint != nil {
+		abs(&f.Mint.KeysFile)
+	}
 	for _, t := range []*fileTLS{&f.TLS, &f.GRPCTLS} {
 		abs(&t.CertFile)
 		abs(&t.KeyFile)
@@ -267,6 +276,9 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	p.Server.TokenSources = f.TokenSources
 	if err := f.planPolicies(p); err != nil {
+		return nil, err
+	}
+	if err := f.planMint(p); err != nil {
 		return nil, err
 	}
 	if err := f.planClients(p, ov, env); err != nil {
@@ -914,6 +926,7 @@ func optionField(err error) (field string, reason error, ok bool) {
 		de *dpop.OptionError
 		re *replay.OptionError
 		se *server.OptionError
+		me *mint.OptionError
 	)
 	switch {
 	case errors.As(err, &je):
@@ -928,6 +941,8 @@ func optionField(err error) (field string, reason error, ok bool) {
 		return re.Field, re.Err, true
 	case errors.As(err, &se):
 		return se.Field, se.Err, true
+	case errors.As(err, &me):
+		return me.Field, me.Err, true
 	}
 	return "", nil, false
 }

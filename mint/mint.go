@@ -176,6 +176,13 @@ type state struct {
 	cache *tokenCache // nil: off
 }
 
+// CheckOptions reports whether o is valid without reading its keys file:
+// what a configuration can tell before the file is read.
+func CheckOptions(o Options) error {
+	_, err := o.withDefaults()
+	return err
+}
+
 // Check reports whether o and the keys file it names are valid, as [New]
 // would find them, and starts nothing.
 func Check(o Options) error {
@@ -360,7 +367,8 @@ type PolicySpec struct {
 	Audience string
 	// Claims maps a claim of the minted token to the source token's claim
 	// whose value it takes (left out when the source has none). It may not
-	// name a [Reserved] claim. Nil means none.
+	// name a [Reserved] claim, but for "sub": "sub", which says what every
+	// minted token does. Nil means none.
 	Claims map[string]string
 	// TTL is the lifetime of the minted tokens, in [MinTTL, MaxTTL]. Zero
 	// means the minter's.
@@ -405,6 +413,10 @@ func NewPolicy(s PolicySpec) (*Policy, error) {
 		switch {
 		case name == "" || src == "":
 			return nil, invalidOption(field, "an empty claim name")
+		case name == "sub" && src == "sub":
+			// What every minted token does anyway (SPEC's own example
+			// writes it): accepted, and nothing more.
+			continue
 		case isReserved(name):
 			return nil, invalidOption(field, "%q is set by every minted token itself (%v): a mapping may not name it", name, reserved)
 		}

@@ -96,7 +96,7 @@ func TestMintClaimsAndHeader(t *testing.T) {
 	for _, k := range []testkeys.JWK{ecA, edA, rsaA, {Key: testkeys.Private(testkeys.EC384), Kid: "p384"}, {Key: testkeys.Private(testkeys.RSA2048B), Kid: "rs"}} {
 		t.Run(k.Kid, func(t *testing.T) {
 			m := newMinter(t, Options{KeysFile: keysFile(t, k), SigningKid: k.Kid, TTL: time.Minute})
-			p, err := NewPolicy(PolicySpec{Audience: "orders-service", Claims: map[string]string{"tenant": "tid", "scope": "scope", "absent": "nope"}})
+			p, err := NewPolicy(PolicySpec{Audience: "orders-service", Claims: map[string]string{"sub": "sub", "tenant": "tid", "scope": "scope", "absent": "nope"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -334,6 +334,7 @@ func TestPolicyRefused(t *testing.T) {
 	}{
 		{"no-audience", PolicySpec{}, "Audience"},
 		{"reserved-sub", PolicySpec{Audience: "a", Claims: map[string]string{"sub": "email"}}, "Claims[sub]"},
+		{"reserved-iss-identity", PolicySpec{Audience: "a", Claims: map[string]string{"iss": "iss"}}, "Claims[iss]"},
 		{"reserved-client-id", PolicySpec{Audience: "a", Claims: map[string]string{"client_id": "cid"}}, "Claims[client_id]"},
 		{"reserved-exp", PolicySpec{Audience: "a", Claims: map[string]string{"exp": "exp"}}, "Claims[exp]"},
 		{"ttl", PolicySpec{Audience: "a", TTL: time.Millisecond}, "TTL"},

@@ -57,6 +57,10 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 
 	old, oldClients := replaced(prev, g)
 	s.retire(old, oldClients, s.replacedRedis(), prev.plan.HTTP.Write)
+	if prev.minter != nil && prev.minter != g.minter {
+		// Only its watch stops: requests in flight may still mint with it.
+		_ = prev.minter.Close()
+	}
 	s.opts.Logger.Info("configuration reloaded", "hash", next.Hash, "issuers", len(next.Issuers),
 		"new_fetchers", len(b.fresh), "closed_fetchers", len(old))
 	for _, what := range restartNeeded(prev.plan, next) {

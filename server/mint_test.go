@@ -231,3 +231,62 @@ func TestMintOptionsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestIntrospectionJWT: /introspect asked for application/token-introspection+jwt
+// answers RFC 9701: a JWS signed by the minting key, typ
+// token-introspection+jwt, iss, aud = the calling client, iat, and
+// token_introspection holding the RFC 7662 answer.
+func TestIntrospectionJWT(t *testing.T) {
+	e, m := newMintEnv(t, nil, func(o *Options) {
+		o.IntrospectionClients = []IntrospectionClient{{ID: "gateway", Secret: "gateway-secret-value"}, {ID: "other", Secret: "other-secret-value"}}
+	})
+	for _, tc := range []struct {
+		name, token, accept string
+		bearer              bool
+		wantJWT, wantActive bool
+	}{
+		{"active", tokens()["valid"], "application/token-introspection+jwt", false, true, true},
+		{"inactive", tokens()["expired"], "application/json;q=0.5, application/token-introspection+jwt", false, true, false},
+		{"bearer-client", tokens()["valid"], "application/token-introspection+jwt", true, true, true},
+		{"json-asked", tokens()["valid"], "application/json", false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+tc.token))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if tc.bearer {
+				r.Header.Set("Authorization", "Bearer other-secret-value")
+			} else {
+				r.SetBasicAuth("gateway", "gateway-secret-value")
+			}
+			r.Header.Set("Accept", tc.accept)
+			w := httptest.NewRecorder()
+			e.handler.ServeHTTP(w, r)
+			if w.Code != http.StatusOK {
+				t.Fatalf("status = %d: %s", w.Code, w.Body)
+			}
+			if !tc.wantJWT {
+				if !strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
+					t.Errorf("Content-Type = %q", w.Header().Get("Content-Type"))
+				}
+				return
+			}
+			if w.Header().Get("Content-Type") != "application/token-introspection+jwt" {
+				t.Errorf("Content-Type = %q", w.Header().Get("Content-Type"))
+			}
+			kf, _ := keyfunc.NewJWKSetJSON(m.JWKS())
+			p, err := jwt.Parse(w.Body.String(), kf.Keyfunc, jwt.WithoutClaimsValidation())
+			if err != nil {
+				t.Fatalf("the answer does not verify: %v", err)
+			}
+			c := p.Claims.(jwt.MapClaims)
+			wantAud := map[bool]string{false: "gateway", true: "other"}[tc.bearer]
+			if p.Header["typ"] != "token-introspection+jwt" || c["iss"] != "https://jwksverify.internal" || c["aud"] != wantAud || c["iat"] != float64(e.clock.Now().Unix()) {
+				t.Errorf("header %v, claims %v", p.Header, c)
+			}
+			ti, _ := c["token_introspection"].(map[string]any)
+			if ti["active"] != tc.wantActive || (tc.wantActive && ti["sub"] != "alice") || (!tc.wantActive && len(ti) != 1) {
+				t.Errorf("token_introspection = %v", ti)
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ package mint
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -381,6 +382,9 @@ type Policy struct {
 	aud    []byte // JSON string
 	claims []mapping
 	ttl    time.Duration
+	// names are the source claims a mint reads, in one pass: sub,
+	// client_id, azp, then each mapping's source.
+	names []string
 }
 
 // mapping is one claims entry: the minted claim's JSON name and the
@@ -401,7 +405,7 @@ func NewPolicy(s PolicySpec) (*Policy, error) {
 		}
 	}
 	aud, _ := json.Marshal(s.Audience)
-	p := &Policy{aud: aud, ttl: s.TTL}
+	p := &Policy{aud: aud, ttl: s.TTL, names: []string{"sub", "client_id", "azp"}}
 	names := make([]string, 0, len(s.Claims))
 	for name := range s.Claims {
 		names = append(names, name)
@@ -422,6 +426,7 @@ func NewPolicy(s PolicySpec) (*Policy, error) {
 		}
 		n, _ := json.Marshal(name)
 		p.claims = append(p.claims, mapping{name: append(n, ':'), source: src})
+		p.names = append(p.names, src)
 	}
 	return p, nil
 }
@@ -480,12 +485,16 @@ func (m *Minter) Mint(token string, src *verify.Result, p *Policy, now time.Time
 // mint signs a new token and returns it with the instant (Unix ns) until
 // which it may be handed out again.
 func (m *Minter) mint(k *signingKey, src *verify.Result, p *Policy, now time.Time) (Token, int64, error) {
-	var claims map[string]json.RawMessage
-	if len(src.Claims) > 0 {
-		if err := json.Unmarshal(src.Claims, &claims); err != nil {
-			return Token{}, 0, fmt.Errorf("%w: the source claims: %w", ErrSign, err)
-		}
+	// One pass over the source's claims (verify's scanner: no decoding,
+	// the values as they were signed).
+	var buf [8]string
+	vals := buf[:0]
+	if len(p.names) > len(buf) {
+		vals = make([]string, len(p.names))
+	} else {
+		vals = buf[:len(p.names)]
 	}
+	src.ClaimValues(p.names, vals)
 	ttl := p.ttl
 	if ttl == 0 {
 		ttl = m.opts.TTL
@@ -502,7 +511,7 @@ func (m *Minter) mint(k *signingKey, src *verify.Result, p *Policy, now time.Tim
 	b := make([]byte, 0, 256+len(src.Claims))
 	b = append(b, `{"iss":`...)
 	b = append(b, m.iss...)
-	if sub, ok := claims["sub"]; ok {
+	if sub := vals[0]; sub != "" {
 		b = append(append(b, `,"sub":`...), sub...)
 	}
 	b = append(append(b, `,"aud":`...), p.aud...)
@@ -511,13 +520,11 @@ func (m *Minter) mint(k *signingKey, src *verify.Result, p *Policy, now time.Tim
 	b = append(b, `,"jti":"`...)
 	b = base64.RawURLEncoding.AppendEncode(b, jti[:])
 	b = append(b, '"')
-	if cid, ok := claims["client_id"]; ok {
+	if cid := cmp.Or(vals[1], vals[2]); cid != "" { // client_id, else azp
 		b = append(append(b, `,"client_id":`...), cid...)
-	} else if azp, ok := claims["azp"]; ok {
-		b = append(append(b, `,"client_id":`...), azp...)
 	}
-	for _, c := range p.claims {
-		if v, ok := claims[c.source]; ok {
+	for i, c := range p.claims {
+		if v := vals[3+i]; v != "" {
 			b = append(append(append(b, ','), c.name...), v...)
 		}
 	}

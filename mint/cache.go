@@ -6,15 +6,22 @@ import (
 	"time"
 )
 
+// maxCacheBytes bounds the bytes of the source tokens and minted tokens a
+// minted-token cache holds (source tokens may be up to
+// limits.max_token_bytes each).
+const maxCacheBytes = 32 << 20
+
 // tokenCache holds minted tokens by source token and policy, for one keys
-// file (a change of the file starts a new one). It is bounded: an insert
-// into a full cache first drops the entries past their reuse, then, if
-// still full, one arbitrary entry. Lookups take a read lock and do not
-// allocate.
+// file (a change of the file starts a new one). It is bounded in entries
+// and in bytes: an insert into a full cache first drops the entries past
+// their reuse, then, if still full, arbitrary ones. Lookups take a read
+// lock and do not allocate.
 type tokenCache struct {
-	mu  sync.RWMutex
-	m   map[cacheKey]cacheEntry
-	max int
+	mu       sync.RWMutex
+	m        map[cacheKey]cacheEntry
+	max      int
+	bytes    int // of every entry's source token and minted token
+	maxBytes int
 }
 
 // cacheKey is a source token under a policy. The token is kept as it came
@@ -28,10 +35,11 @@ type cacheKey struct {
 type cacheEntry struct {
 	t          Token
 	reuseUntil int64 // Unix ns
+	size       int   // bytes counted against maxBytes
 }
 
 func newTokenCache(max int) *tokenCache {
-	return &tokenCache{m: make(map[cacheKey]cacheEntry), max: max}
+	return &tokenCache{m: make(map[cacheKey]cacheEntry), max: max, maxBytes: maxCacheBytes}
 }
 
 // get returns the token cached for token under p when now is before its
@@ -48,23 +56,39 @@ func (c *tokenCache) get(token string, p *Policy, now time.Time) (Token, bool) {
 
 // put caches t for token under p until reuseUntil.
 func (c *tokenCache) put(token string, p *Policy, t Token, reuseUntil int64, now time.Time) {
+	size := len(token) + 2*len(t.JWT) + len("Bearer ")
+	if size > c.maxBytes {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.m) >= c.max {
+	k := cacheKey{token, p}
+	if old, ok := c.m[k]; ok {
+		c.drop(k, old)
+	}
+	full := func() bool { return len(c.m) >= c.max || c.bytes+size > c.maxBytes }
+	if full() {
 		n := now.UnixNano()
 		for k, e := range c.m {
 			if n >= e.reuseUntil {
-				delete(c.m, k)
+				c.drop(k, e)
 			}
 		}
-		for k := range c.m {
-			if len(c.m) < c.max {
+		for k, e := range c.m {
+			if !full() {
 				break
 			}
-			delete(c.m, k)
+			c.drop(k, e)
 		}
 	}
-	c.m[cacheKey{token, p}] = cacheEntry{t: t, reuseUntil: reuseUntil}
+	c.m[k] = cacheEntry{t: t, reuseUntil: reuseUntil, size: size}
+	c.bytes += size
+}
+
+// drop deletes the entry k, e.
+func (c *tokenCache) drop(k cacheKey, e cacheEntry) {
+	delete(c.m, k)
+	c.bytes -= e.size
 }
 
 func (c *tokenCache) len() int {

@@ -488,7 +488,7 @@ func (m *Minter) mint(k *signingKey, src *verify.Result, p *Policy, now time.Tim
 	// One pass over the source's claims (verify's scanner: no decoding,
 	// the values as they were signed).
 	var buf [8]string
-	vals := buf[:0]
+	var vals []string
 	if len(p.names) > len(buf) {
 		vals = make([]string, len(p.names))
 	} else {

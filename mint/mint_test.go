@@ -203,6 +203,20 @@ func TestCacheBounded(t *testing.T) {
 	if n := m.Stats().Entries; n > 3 {
 		t.Errorf("Entries = %d, want at most 3", n)
 	}
+	t.Run("bytes", func(t *testing.T) {
+		c := newTokenCache(100)
+		c.maxBytes = 3000
+		tok := Token{JWT: strings.Repeat("j", 100)}
+		for i := range 50 {
+			c.put(strings.Repeat("s", 500+i), p, tok, t0.Add(time.Hour).UnixNano(), t0)
+			if c.bytes > c.maxBytes {
+				t.Fatalf("after %d inserts the cache holds %d bytes, over %d", i+1, c.bytes, c.maxBytes)
+			}
+		}
+		if c.len() == 0 {
+			t.Error("the cache holds nothing")
+		}
+	})
 }
 
 func TestJWKSPublishesPublicPartsOnly(t *testing.T) {

@@ -132,6 +132,7 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 		m.SetConfigHash(plan.Hash)
 	}
 	s.grpc = extauthz.New(gen.server)
+	m.UseMinter(gen.minter)
 	s.cur.Store(gen)
 	return s, nil
 }

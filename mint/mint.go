@@ -296,17 +296,16 @@ func (m *Minter) Reload() (bool, error) {
 	defer m.reloadMu.Unlock()
 	data, err := readFile(m.opts.KeysFile)
 	if err != nil {
-		// Being replaced (a rename): the next look sees the new content.
-		return false, fmt.Errorf("%w: %w", ErrKeysFile, err)
+		// Gone or unreadable: the keys in use keep signing; reported once
+		// per error, like a refused content.
+		err = fmt.Errorf("%w: %w", ErrKeysFile, err)
+		m.refused(sha256Sum([]byte(err.Error())), err)
+		return false, err
 	}
 	cur := m.cur.Load()
 	ks, err := parseKeys(data, m.opts.SigningKid)
 	if err != nil {
-		if sum := sha256Sum(data); sum != m.lastBad {
-			m.lastBad = sum
-			m.failures.Add(1)
-			m.opts.Logger.Error("mint keys file refused; the previous keys keep signing", "file", m.opts.KeysFile, "err", err)
-		}
+		m.refused(sha256Sum(data), err)
 		return false, err
 	}
 	if ks.sum == cur.keys.sum {
@@ -316,6 +315,17 @@ func (m *Minter) Reload() (bool, error) {
 	m.reloads.Add(1)
 	m.opts.Logger.Info("mint keys file reloaded", "file", m.opts.KeysFile, "keys", len(ks.keys), "signing_kid", ks.signer.kid)
 	return true, nil
+}
+
+// refused counts and logs a keys file that could not be taken, once per
+// sum (its content, or its read error). Called with reloadMu held.
+func (m *Minter) refused(sum [32]byte, err error) {
+	if sum == m.lastBad {
+		return
+	}
+	m.lastBad = sum
+	m.failures.Add(1)
+	m.opts.Logger.Error("mint keys file refused; the previous keys keep signing", "file", m.opts.KeysFile, "err", err)
 }
 
 // JWKS returns the public JWKS document of the current keys file (kty,

@@ -404,6 +404,23 @@ func TestReloadRotation(t *testing.T) {
 			t.Error("the removed key is still published")
 		}
 	})
+	t.Run("file-gone-keeps-keys", func(t *testing.T) {
+		kept := m.JWKS()
+		if err := os.Rename(path, path+".away"); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			if changed, err := m.Reload(); changed || !errors.Is(err, ErrKeysFile) {
+				t.Fatalf("Reload() = %v, %v; want false, ErrKeysFile", changed, err)
+			}
+		}
+		if !bytes.Equal(m.JWKS(), kept) || m.Stats().ReloadFailures != 2 {
+			t.Errorf("a missing file changed the keys or was counted %d times in all, want 2", m.Stats().ReloadFailures)
+		}
+		if err := os.Rename(path+".away", path); err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("unchanged-content", func(t *testing.T) {
 		if changed, err := m.Reload(); changed || err != nil {
 			t.Fatalf("Reload() = %v, %v; want false, nil", changed, err)

@@ -75,9 +75,15 @@ type Call struct {
 	SkipBinding bool
 	// Explain records each sender-binding check in [Decision.Steps].
 	Explain bool
+	// IDToken, if not nil, asks for an ID token checked with these inputs
+	// ([verify.Verifier.VerifyIDTokenAt]): only /v1/verify sets it. An ID
+	// token has no sender constraint: the binding stage is skipped. Nil
+	// means an access token, the only kind every other front end accepts.
+	IDToken *verify.IDTokenChecks
 	// Mint asks for the token minted for the upstream when the call is
 	// allowed under a policy that mints ([Options.MintPolicies]):
 	// forward-auth and gRPC set it, /v1/verify when asked ("mint": true).
+	// An ID token (IDToken set) is never minted from.
 	Mint bool
 }
 
@@ -107,18 +113,20 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	case cred.err != nil:
 		d = s.rejection(cred.err, cred.missing)
 	default:
-		res, err := s.verify(ctx, cred.token, now, &pol)
+		res, err := s.verify(ctx, cred.token, now, &pol, c.IDToken)
 		// Revocation will run here: after the signature and claims, before
 		// the binding and the policy, on every cache hit too.
 		var steps []verify.Step
-		if err == nil {
+		if err == nil && c.IDToken == nil {
 			steps, bc, err = s.bind(ctx, c, cred, res, now)
 		}
 		d = s.verdict(res, err, steps)
 		if d.Allowed() {
 			d = s.authorize(d, &pol)
 		}
-		if c.Mint && d.Allowed() {
+		if c.Mint && c.IDToken == nil && d.Allowed() {
+			// Minted tokens are access tokens, minted from access tokens
+			// only (never from an ID token).
 			d = s.mint(d, &pol, cred.token, now)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	mintpkg "github.com/jwksverify/jwksverify/mint"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
 // newMintEnv is newPolicyEnv with a minter whose keys file holds one P-256
@@ -153,10 +154,16 @@ func TestVerifyMint(t *testing.T) {
 		{"not-asked", `{"token":%q,"policy":"orders-read"}`, false},
 		{"policy-without-mint", `{"token":%q,"policy":"orders-write","mint":true}`, false},
 		{"no-policy", `{"token":%q,"mint":true}`, false},
+		{"id-token", `{"token":%q,"kind":"id_token","policy":"orders-read","mint":true}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := httptest.NewRecorder()
-			r := httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(strings.Replace(tc.body, "%q", `"`+tokens()["valid"]+`"`, 1)))
+			tok := tokens()["valid"]
+			if tc.name == "id-token" {
+				// An ID token the policy allows: never minted from.
+				tok = servertest.IDToken(nil, map[string]any{"scope": "orders:read"})
+			}
+			r := httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(strings.Replace(tc.body, "%q", `"`+tok+`"`, 1)))
 			e.handler.ServeHTTP(w, r)
 			var body struct {
 				Valid  bool   `json:"valid"`

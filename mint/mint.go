@@ -54,12 +54,12 @@ const (
 	// an access token, never mistaken for the IdP's ID tokens or another
 	// kind (RFC 8725 §3.11).
 	TokenType = "at+jwt"
-	// reuseFraction: a cached token is handed out until this share of its
+	// reuseTenths: a cached token is handed out until this share of its
 	// life (numerator over 10).
 	reuseTenths = 9
 )
 
-// Reserved are the claims every minted token sets itself: a policy's
+// reserved are the claims every minted token sets itself: a policy's
 // claims mapping may not name one of them.
 var reserved = []string{"iss", "sub", "aud", "iat", "exp", "jti", "client_id"}
 

@@ -128,6 +128,8 @@ policies:
   - name: orders-read
     scopes: {any: [orders:read]}
     mint: {audience: orders-service, claims: {scope: scope, tenant: tid}, ttl: 2m}
+  - name: short
+    mint: {audience: orders-service, ttl: 2s}
   - name: plain
 issuers:
 %s`
@@ -178,6 +180,37 @@ func TestMintThroughBinary(t *testing.T) {
 	t.Run("reused-within-life", func(t *testing.T) {
 		if again := mintedBy(t, j, "orders-read", source); again != minted {
 			t.Error("the same source token got a new minted token within 90 % of the first's life")
+		}
+	})
+	t.Run("new-token-past-ninety-percent", func(t *testing.T) {
+		// ttl 2s: the token lives until its exp (whole seconds, never
+		// after now + ttl); it is handed out again until 90 % of that life
+		// has passed, and a new one is minted after.
+		t1 := time.Now()
+		first := mintedBy(t, j, "short", source)
+		if again := mintedBy(t, j, "short", source); again != first {
+			t.Fatal("not reused right away")
+		}
+		_, c1 := jwtParts(t, first)
+		exp := time.Unix(int64(c1["exp"].(float64)), 0)
+		reuseEnd := t1.Add(exp.Sub(t1) * 9 / 10)
+		var next string
+		var lastFirst time.Time // when the last request answered with first started
+		waitFor(t, 5*time.Second, "a new token past 90 % of the first's life", func() bool {
+			start := time.Now()
+			next = mintedBy(t, j, "short", source)
+			if next == first {
+				lastFirst = start
+			}
+			return next != first
+		})
+		seen := time.Now()
+		_, c2 := jwtParts(t, next)
+		if seen.Before(reuseEnd.Add(-100*time.Millisecond)) || c1["jti"] == c2["jti"] {
+			t.Errorf("a new token %v before 90 %% of the first's life ended (jti %v then %v)", reuseEnd.Sub(seen), c1["jti"], c2["jti"])
+		}
+		if !lastFirst.Before(exp) {
+			t.Errorf("the first token was handed out to a request of %v, past its exp %v", lastFirst, exp)
 		}
 	})
 	t.Run("verify-minted", func(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/deadline"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/service"
@@ -214,6 +215,10 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 		logger.Error("cannot listen", "err", err)
 		return nil, exitFailure
 	}
+	// Coarse deadlines (swept every quarter second) instead of a runtime
+	// timer moved four or five times per request: the timeouts are kept,
+	// enforced at most a tick late (docs/DECISIONS.md).
+	s.ln = deadline.NewListener(s.ln, 0)
 	s.http = newHTTPServer(svc.Handler(), plan.HTTP, logger)
 	attrs := []any{"http", s.ln.Addr().String(), "tls", httpTLS != nil}
 	warnPlaintext(logger, "HTTP", plan.Listen, httpTLS != nil)
@@ -232,6 +237,7 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 		warnPlaintext(logger, "gRPC", plan.GRPCListen, grpcTLS != nil)
 	}
 	if s.aln != nil {
+		s.aln = deadline.NewListener(s.aln, 0)
 		s.admin = newHTTPServer(svc.AdminHandler(), plan.HTTP, logger)
 		attrs = append(attrs, "admin", s.aln.Addr().String())
 	}

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"net/http"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -577,11 +576,3 @@ func (h *envoyHeaders) Get(key string) string {
 }
 func (*envoyHeaders) Set(string, string) {}
 func (*envoyHeaders) Keys() []string     { return nil }
-
-// ServerOptions returns the gRPC server options the Check path was
-// measured best with (BenchmarkGRPCServerOptions, bench/analysis.md):
-// add them to those of the grpc.Server that [Service.Register] registers
-// on. The slice is the caller's.
-func ServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0)))}
-}

@@ -25,10 +25,8 @@ func BenchmarkGRPCServerOptions(b *testing.B) {
 	}{
 		{"defaults", nil},
 		{"stream-workers", []grpc.ServerOption{grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0)))}},
-		{"shared-write-buffer", []grpc.ServerOption{grpc.SharedWriteBuffer(true)}},
 		{"buffers-64k", []grpc.ServerOption{grpc.ReadBufferSize(64 << 10), grpc.WriteBufferSize(64 << 10)}},
 		{"max-streams-64", []grpc.ServerOption{grpc.MaxConcurrentStreams(64)}},
-		{"chosen", ServerOptions()},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			e := newEnv(b, envConfig{tokenCache: 1000, quiet: true})

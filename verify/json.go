@@ -6,10 +6,6 @@ import "github.com/jwksverify/jwksverify/internal/jsonscan"
 // scanner (internal/jsonscan, shared with package dpop); these are its
 // names inside this package.
 
-// maxDepth bounds the nesting of objects and arrays in a header or claims
-// set; the top-level object is depth 1.
-const maxDepth = jsonscan.MaxDepth
-
 // errDupMember is the detail of a header or claims set with a member name
 // twice. It never carries token bytes.
 var errDupMember = jsonscan.ErrDupMember

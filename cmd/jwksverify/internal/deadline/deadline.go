@@ -132,6 +132,17 @@ func (c *conn) Close() error {
 	return c.Conn.Close()
 }
 
+// CloseWrite shuts down the writing side of a connection that can (a TCP
+// connection): net/http does so before closing a connection whose request
+// body it refused, so that the client reads the answer instead of a reset.
+// It does nothing on another connection.
+func (c *conn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
 // SetDeadline sets both deadlines.
 func (c *conn) SetDeadline(t time.Time) error {
 	if err := c.SetReadDeadline(t); err != nil {

@@ -2,6 +2,9 @@ package dpop_test
 
 import (
 	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -432,4 +435,38 @@ func TestKeyCache(t *testing.T) {
 			t.Errorf("KeyStats() = %+v, want the forged proof's key from the cache", got)
 		}
 	})
+}
+
+// TestPSSSaltIsHashLength: a PS256 proof verifies with a salt of the
+// hash's length only (RFC 7518 §3.5), as an access token does; the
+// largest salt, which some signers use, is refused at the signature.
+func TestPSSSaltIsHashLength(t *testing.T) {
+	good := proof("PS256", testkeys.RSA2048A, nil, nil)
+	dot := strings.LastIndexByte(good, '.')
+	sum := sha256.Sum256([]byte(good[:dot]))
+	key := testkeys.Private(testkeys.RSA2048A).(*rsa.PrivateKey)
+	for _, tc := range []struct {
+		name    string
+		salt    int
+		wantErr error
+	}{
+		{"hash-length", rsa.PSSSaltLengthEqualsHash, nil},
+		{"largest", rsa.PSSSaltLengthAuto, verify.ErrInvalidDPoPProof},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sig, err := rsa.SignPSS(rand.Reader, key, crypto.SHA256, sum[:], &rsa.PSSOptions{SaltLength: tc.salt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newChecker(t, dpop.Options{})
+			p := good[:dot+1] + base64.RawURLEncoding.EncodeToString(sig)
+			steps, _, err := c.Explain(context.Background(), input(p, thumb(t, testkeys.RSA2048A)), t0)
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("Explain() = %v, want %v", err, tc.wantErr)
+			}
+			if last := steps[len(steps)-1]; tc.wantErr != nil && last.Check != "dpop-signature" {
+				t.Errorf("failing step = %+v, want dpop-signature", last)
+			}
+		})
+	}
 }

@@ -171,6 +171,13 @@ type fileIssuer struct {
 	FetchBearerTokenFile string                   `yaml:"fetch_bearer_token_file"`
 	DiscoveryURL         string                   `yaml:"discovery_url"`
 	SPIFFE               *fileSPIFFE              `yaml:"spiffe"`
+	IDToken              *fileIDToken             `yaml:"id_token"`
+}
+
+// fileIDToken is an issuer's id_token: the ID tokens it accepts.
+type fileIDToken struct {
+	ClientIDs []string `yaml:"client_ids"`
+	AZP       string   `yaml:"azp"`
 }
 
 type fileIssuerIntrospection struct {

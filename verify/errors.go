@@ -59,6 +59,21 @@ var (
 	// without credentials, RFC 6750 §3.1). A token that is there but
 	// broken (empty, not a compact JWS, ambiguous) stays ErrMalformed.
 	ErrMissingToken error = &classError{"missing_token", ErrRejected}
+
+	// The ID-token classes ([Verifier.VerifyIDToken]).
+
+	// ErrWrongNonce: the ID token's nonce is not the one given.
+	ErrWrongNonce error = &classError{"wrong_nonce", ErrRejected}
+	// ErrWrongHash: at_hash or c_hash is not the left half of the hash of
+	// the access token or code given.
+	ErrWrongHash error = &classError{"wrong_hash", ErrRejected}
+	// ErrWrongAZP: azp is none of the client IDs, or absent where the
+	// issuer's azp mode requires it.
+	ErrWrongAZP error = &classError{"wrong_azp", ErrRejected}
+	// ErrWrongACR: acr is none of the acr_values given.
+	ErrWrongACR error = &classError{"wrong_acr", ErrRejected}
+	// ErrAuthTooOld: auth_time is older than the max_age given, plus leeway.
+	ErrAuthTooOld error = &classError{"auth_too_old", ErrRejected}
 )
 
 // Classes returns every class word, in SPEC order. The slice is the
@@ -72,6 +87,7 @@ var classes = []string{
 	"forbidden", "inactive",
 	"invalid_dpop_proof", "binding_mismatch",
 	"missing_token",
+	"wrong_nonce", "wrong_hash", "wrong_azp", "wrong_acr", "auth_too_old",
 }
 
 // classError is a sentinel carrying its class word and its family.

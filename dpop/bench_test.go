@@ -46,6 +46,18 @@ func BenchmarkCheck(b *testing.B) {
 			}
 		})
 	}
+	// A first visit: the key parsed and validated for the proof (the cache
+	// off), what every proof cost before the key cache.
+	b.Run("proof-ES256-new-key", func(b *testing.B) {
+		c := newChecker(b, dpop.Options{Replay: freshStore{}, KeyCacheSize: -1})
+		in := input(proof("ES256", testkeys.EC256A, nil, nil), thumb(b, testkeys.EC256A))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Check(context.Background(), in, t0); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	// The floors: the signature of the same proofs, hash included, by the
 	// standard library on a key and a signature decoded before the loop
 	// (for ECDSA the DER form, as verify.BenchmarkFloor does).

@@ -31,6 +31,7 @@ import (
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/policy/celexpr"
 	"github.com/jwksverify/jwksverify/redisconn"
@@ -81,6 +82,11 @@ type Plan struct {
 	// DPoP: a command builds the replay store and the dpop.Checker
 	// (Server.DPoP) from it.
 	DPoP *DPoP
+	// Mint configures the minter of the tokens minted for upstreams
+	// (package mint; a command builds it with mint.New, which reads the
+	// keys file); nil means the file has no mint section. The policies
+	// that mint are Server.MintPolicies.
+	Mint *mint.Options
 	// Redis configures the one Redis client (redisconn.New) that the DPoP
 	// replay store, revocation and the shared introspection cache use; nil
 	// when the file has no redis section (nor dpop.redis_url). Its URL may
@@ -199,6 +205,9 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		}
 	}
 	abs(&f.StateDir)
+	if f.Mint != nil {
+		abs(&f.Mint.KeysFile)
+	}
 	for _, p := range []*string{&f.Redis.PasswordFile, &f.Redis.Sentinel.PasswordFile, &f.Redis.TLS.CAFile, &f.Redis.TLS.CertFile, &f.Redis.TLS.KeyFile} {
 		abs(p)
 	}
@@ -279,6 +288,9 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	p.Server.TokenSources = f.TokenSources
 	if err := f.planPolicies(p); err != nil {
+		return nil, err
+	}
+	if err := f.planMint(p); err != nil {
 		return nil, err
 	}
 	if err := f.planClients(p, ov, env); err != nil {
@@ -945,6 +957,7 @@ func optionField(err error) (field string, reason error, ok bool) {
 		re *replay.OptionError
 		ce *redisconn.OptionError
 		se *server.OptionError
+		me *mint.OptionError
 	)
 	switch {
 	case errors.As(err, &je):
@@ -961,6 +974,8 @@ func optionField(err error) (field string, reason error, ok bool) {
 		return ce.Field, ce.Err, true
 	case errors.As(err, &se):
 		return se.Field, se.Err, true
+	case errors.As(err, &me):
+		return me.Field, me.Err, true
 	}
 	return "", nil, false
 }

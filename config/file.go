@@ -45,6 +45,7 @@ type file struct {
 	ResourceMeta    *fileResourceMeta    `yaml:"resource_metadata"`
 	DPoP            fileDPoP             `yaml:"dpop"`
 	MTLS            fileMTLS             `yaml:"mtls"`
+	Mint            *fileMint            `yaml:"mint"`
 	Redis           fileRedis            `yaml:"redis"`
 }
 
@@ -86,6 +87,7 @@ type filePolicy struct {
 	Expression      string            `yaml:"expression"`
 	AllowAnonymous  bool              `yaml:"allow_anonymous"`
 	ClaimsToHeaders map[string]string `yaml:"claims_to_headers"`
+	Mint            *filePolicyMint   `yaml:"mint"`
 }
 
 type fileScopes struct {

@@ -45,6 +45,11 @@ func (s *Server) routeTable() []route {
 	if s.metricsHandler != nil {
 		routes = append(routes, route{"/metrics", get, s.metricsHandler.ServeHTTP, true})
 	}
+	if s.minter != nil {
+		// The minted tokens' keys: served on the admin handler too
+		// (routes), for consumers that reach only the admin listener.
+		routes = append(routes, route{JWKSPath, get, s.serveJWKS, false})
+	}
 	if s.resource != nil {
 		for _, p := range s.resource.paths {
 			routes = append(routes, route{p, get, s.serveResourceMetadata, false})
@@ -78,7 +83,7 @@ func (s *Server) callerAuth(serve http.HandlerFunc) http.HandlerFunc {
 func (s *Server) routes(sel routeSet) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routeTable() {
-		if (sel == apiRoutes && rt.admin) || (sel == adminRoutes && !rt.admin) {
+		if (sel == apiRoutes && rt.admin) || (sel == adminRoutes && !rt.admin && rt.path != JWKSPath) {
 			continue
 		}
 		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {

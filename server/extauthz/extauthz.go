@@ -147,7 +147,7 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 		ctx, span = a.s.StartSpan(ctx, carrier, authv3.Authorization_Check_FullMethodName)
 		defer span.End()
 	}
-	c := server.Call{Endpoint: server.EndpointGRPC}
+	c := server.Call{Endpoint: server.EndpointGRPC, Mint: true}
 	if hr != nil {
 		c.Headers, c.ClientCert = &envoyHeaders{hr: hr}, attrs.GetSource().GetCertificate()
 		c.Original, c.OriginalErr = original(hr)
@@ -223,11 +223,13 @@ func originalQuery(hr *authv3.AttributeContext_HttpRequest) string {
 
 // allow returns the OK response: each configured claim header set to the
 // token's value (overwriting one the client sent), or removed when the
-// token has none; Authorization removed when StripAuthorization is set.
-// For a Result the metadata cache keeps (a token-cache hit), the answer
-// built for it last is returned again when d asks for the same one: the
-// same policy, claim headers and Authorization removal (gRPC only reads an
-// answer it sends, so one may go to many calls).
+// token has none; the minted token in its header (replacing the caller's
+// Authorization) when the policy mints; Authorization removed when
+// StripAuthorization is set and nothing was minted into it. For a Result
+// the metadata cache keeps (a token-cache hit), the answer built for it
+// last is returned again when d asks for the same one: the same policy,
+// claim headers, minted header and Authorization removal (gRPC only reads
+// an answer it sends, so one may go to many calls).
 func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 	if d.Result == nil {
 		return buildAllow(d, nil)
@@ -249,11 +251,15 @@ type okAnswer struct {
 	policy     string
 	removeAuth bool
 	headers    []string // name, value, name, value…: d.ClaimHeaders()
+	minted     [2]string
+	hasMinted  bool
 	resp       *authv3.CheckResponse
 }
 
 func newOKAnswer(d *server.Decision, resp *authv3.CheckResponse) *okAnswer {
 	ans := &okAnswer{policy: d.Policy, removeAuth: d.RemoveAuthorization, resp: resp}
+	name, value, minted := d.MintedHeader()
+	ans.minted, ans.hasMinted = [2]string{name, value}, minted
 	for name, value := range d.ClaimHeaders() {
 		ans.headers = append(ans.headers, name, value)
 	}
@@ -264,6 +270,9 @@ func newOKAnswer(d *server.Decision, resp *authv3.CheckResponse) *okAnswer {
 // built with).
 func (ans *okAnswer) answers(d *server.Decision) bool {
 	if ans.policy != d.Policy || ans.removeAuth != d.RemoveAuthorization {
+		return false
+	}
+	if name, value, minted := d.MintedHeader(); minted != ans.hasMinted || [2]string{name, value} != ans.minted {
 		return false
 	}
 	i := 0
@@ -292,6 +301,10 @@ func buildAllow(d server.Decision, raw []byte) *authv3.CheckResponse {
 			// which would keep a client's forged value next to ours.
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 		})
+	}
+	if name, value, minted := d.MintedHeader(); minted {
+		// The minted token replaces the caller's credential in its header.
+		ok.Headers = append(ok.Headers, header(strings.ToLower(name), value))
 	}
 	if d.RemoveAuthorization {
 		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")

@@ -252,6 +252,9 @@ func (b *builder) client(o introspect.Options, f *jwks.Fetcher, taken map[*intro
 func (s *Service) newServer(plan *config.Plan, v *verify.Verifier, m *mint.Minter) (*server.Server, error) {
 	so := plan.Server
 	so.Verifier, so.Logger, so.Version, so.ConfigHash = v, s.opts.Logger, s.opts.Version, plan.Hash
+	if s.revocations != nil {
+		so.Revocations = s.revocations.store
+	}
 	so.Minter = m
 	if s.metrics != nil {
 		so.Metrics, so.MetricsHandler = s.metrics, s.metrics.Handler()

@@ -222,6 +222,7 @@ var ClassSentinels = []error{
 	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable, verify.ErrForbidden, verify.ErrInactive,
 	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch, verify.ErrMissingToken,
 	verify.ErrWrongNonce, verify.ErrWrongHash, verify.ErrWrongAZP, verify.ErrWrongACR, verify.ErrAuthTooOld,
+	verify.ErrRevoked, verify.ErrLifetimeExceeded,
 }
 
 // ClientID is the client ID IssuerA accepts ID tokens for.

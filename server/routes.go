@@ -42,6 +42,7 @@ func (s *Server) routeTable() []route {
 		{"/v1/issuers", get, s.serveIssuers, true},
 		{"/openapi.yaml", get, serveOpenAPI(api.OpenAPI()), false},
 	}
+	routes = append(routes, s.signalRoutes()...)
 	if s.metricsHandler != nil {
 		routes = append(routes, route{"/metrics", get, s.metricsHandler.ServeHTTP, true})
 	}

@@ -121,6 +121,11 @@ func (r *Receiver) CheckSET(ctx context.Context, issuer, token string, source re
 	}
 	s, err := r.v.VerifySigned(ctx, token, now)
 	if err != nil {
+		// A SET that names another configured issuer is that, whatever
+		// else is wrong with it (its keys may be unavailable).
+		if ve := (*verify.Error)(nil); errors.As(err, &ve) && ve.Issuer != "" && ve.Issuer != issuer {
+			return nil, nil, nil, invalid(ErrInvalidIssuer, "iss is not the issuer that sent it")
+		}
 		return nil, nil, nil, verifyErr(err)
 	}
 	if s.ConfiguredIssuer != issuer {

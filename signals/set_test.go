@@ -131,6 +131,7 @@ func TestSETRules(t *testing.T) {
 		{"iss-of-another-issuer", issuerA, func(*testing.T) string {
 			return testkeys.Mint("RS256", rsaB, map[string]any{"kid": "rsa-b", "typ": "secevent+jwt"}, good(map[string]any{"iss": issuerB}))
 		}, "invalid_issuer"},
+		{"iss-of-an-issuer-without-keys", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"iss": issuerDown})) }, "invalid_issuer"},
 		{"iss-unknown", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"iss": "https://evil.example.net/"})) }, "invalid_issuer"},
 		{"sender-takes-no-sets", issuerDown, func(*testing.T) string { return mintSET(good(nil)) }, "invalid_issuer"},
 		{"aud-wrong", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"aud": clientID})) }, "invalid_audience"},

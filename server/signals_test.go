@@ -132,7 +132,9 @@ func TestServeLogout(t *testing.T) {
 			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			return r
 		}, false, 400, 0},
-		{"body-too-large", func() *http.Request { return logoutRequest(form(logoutToken(nil)) + "&pad=" + strings.Repeat("x", 17000)) }, false, 400, 0},
+		{"body-too-large", func() *http.Request {
+			return logoutRequest(form(logoutToken(nil)) + "&pad=" + strings.Repeat("x", 17000))
+		}, false, 400, 0},
 		{"store-down", func() *http.Request { return logoutRequest(form(logoutToken(nil))) }, true, 503, 0},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,7 @@ import (
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -41,8 +42,9 @@ func TestDocsBoundsAreTheLibraries(t *testing.T) {
 		"issuers[].introspection.max_wait":           span(introspect.MinMaxWait, introspect.MaxMaxWait),
 		"dpop.max_age":                               span(dpop.MinMaxAge, dpop.MaxMaxAge),
 		"dpop.replay_max_entries":                    ints(1, replay.MaxMaxEntries),
-		"dpop.redis_timeout":                         span(replay.MinRedisTimeout, replay.MaxRedisTimeout),
-		"dpop.redis_pool_size":                       ints(1, replay.MaxRedisPoolSize),
+		"redis.timeout":                              span(redisconn.MinTimeout, redisconn.MaxTimeout),
+		"redis.pool_size":                            ints(1, redisconn.MaxPoolSize),
+		"redis.acknowledge_replicas":                 ints(0, redisconn.MaxAcknowledgeReplicas),
 		"token_cache.max_entries":                    ints(0, verify.MaxCacheEntries),
 		"token_cache.max_bytes":                      ints(0, verify.MaxCacheBytes),
 		"log.rejections_per_second":                  ints(0, server.MaxRejectionLogRate),

@@ -33,6 +33,7 @@ import (
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/policy/celexpr"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
@@ -80,6 +81,11 @@ type Plan struct {
 	// DPoP: a command builds the replay store and the dpop.Checker
 	// (Server.DPoP) from it.
 	DPoP *DPoP
+	// Redis configures the one Redis client (redisconn.New) that the DPoP
+	// replay store, revocation and the shared introspection cache use; nil
+	// when the file has no redis section (nor dpop.redis_url). Its URL may
+	// hold a password.
+	Redis *redisconn.Options
 	// LogLevel and LogFormat ("json" or "text") configure the process log.
 	LogLevel  slog.Level
 	LogFormat string
@@ -124,12 +130,11 @@ func (t TLS) On() bool { return t.CertFile != "" }
 type DPoP struct {
 	// Checker configures the dpop.Checker; Replay is nil: a command sets it.
 	Checker dpop.Options
-	// ReplayStore is "memory" or "redis".
+	// ReplayStore is "memory" or "redis" (over the client of Plan.Redis,
+	// then never nil).
 	ReplayStore string
 	// MemoryMaxEntries bounds the memory store (replay.NewMemory).
 	MemoryMaxEntries int
-	// Redis configures the redis store. Its URL may hold a password.
-	Redis replay.RedisOptions
 }
 
 // Issuer is the plan of one configured issuer.
@@ -194,6 +199,9 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		}
 	}
 	abs(&f.StateDir)
+	for _, p := range []*string{&f.Redis.PasswordFile, &f.Redis.Sentinel.PasswordFile, &f.Redis.TLS.CAFile, &f.Redis.TLS.CertFile, &f.Redis.TLS.KeyFile} {
+		abs(p)
+	}
 	for _, t := range []*fileTLS{&f.TLS, &f.GRPCTLS} {
 		abs(&t.CertFile)
 		abs(&t.KeyFile)
@@ -255,12 +263,16 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if r := f.Log.RejectionsPerSecond; r != nil {
 		p.Server.RejectionLogRate = cmp.Or(*r, -1) // server: zero is the default, negative no limit
 	}
-	if err := f.planSenders(p, env); err != nil {
+	if err := f.planRedis(p, env); err != nil {
 		return nil, err
 	}
-	if p.DPoP != nil && p.DPoP.ReplayStore == "redis" {
-		// A DPoP check waits once per request for the replay store.
-		p.HTTP = httpTimeouts(append(waits, p.DPoP.Redis.LongestWait()))
+	if err := f.planSenders(p); err != nil {
+		return nil, err
+	}
+	if p.Redis != nil {
+		// A request waits at most once for Redis (a DPoP proof's SET or
+		// a shared cache's answer: each bounded by redis.timeout).
+		p.HTTP = httpTimeouts(append(waits, p.Redis.LongestWait()))
 	}
 	if f.TokenSources != nil && len(f.TokenSources) == 0 {
 		return nil, errors.New("token_sources: empty list; remove the key for the default (Authorization: Bearer)")
@@ -525,7 +537,7 @@ func (f *file) planResourceMetadata(p *Plan) error {
 // planSenders plans the sender constraints: each issuer's modes, the
 // client certificate source, and the DPoP checker when an issuer asks for
 // DPoP. The DPoP section is validated whether used or not.
-func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
+func (f *file) planSenders(p *Plan) error {
 	d := f.DPoP
 	if d.Algorithms != nil && len(d.Algorithms) == 0 {
 		return errors.New("dpop.algorithms: empty list; remove the key for the default")
@@ -534,9 +546,6 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 		Checker:          dpop.Options{Algorithms: d.Algorithms, MaxAge: orDuration(d.MaxAge, dpop.DefaultMaxAge)},
 		ReplayStore:      cmp.Or(d.ReplayStore, "memory"),
 		MemoryMaxEntries: int(deref(d.ReplayMaxEntries)),
-		Redis: replay.RedisOptions{
-			URL: d.RedisURL, Timeout: orDuration(d.RedisTimeout, 0), PoolSize: int(deref(d.RedisPoolSize)),
-		},
 	}
 	if err := dpop.CheckOptions(plan.Checker); err != nil {
 		return optionError("dpop", err, map[string]string{"Algorithms": "dpop.algorithms", "MaxAge": "dpop.max_age"})
@@ -544,23 +553,19 @@ func (f *file) planSenders(p *Plan, env func(string) (string, bool)) error {
 	if err := replay.CheckMaxEntries(plan.MemoryMaxEntries); err != nil {
 		return optionError("dpop", err, map[string]string{"MaxEntries": "dpop.replay_max_entries"})
 	}
-	urlField := "dpop.redis_url"
-	if u, ok := env("JWKSVERIFY_DPOP_REDIS_URL"); ok {
-		plan.Redis.URL, urlField = u, "dpop.redis_url (from JWKSVERIFY_DPOP_REDIS_URL)"
-	}
 	switch plan.ReplayStore {
 	case "memory":
 		for _, k := range []struct {
 			field string
 			set   bool
-		}{{urlField, plan.Redis.URL != ""}, {"dpop.redis_timeout", d.RedisTimeout != nil}, {"dpop.redis_pool_size", d.RedisPoolSize != nil}} {
+		}{{"dpop.redis_url", d.RedisURL != ""}, {"dpop.redis_timeout", d.RedisTimeout != nil}, {"dpop.redis_pool_size", d.RedisPoolSize != nil}} {
 			if k.set {
 				return fmt.Errorf("%s: set, and dpop.replay_store is memory; set replay_store: redis", k.field)
 			}
 		}
 	case "redis":
-		if err := replay.CheckRedisOptions(plan.Redis); err != nil {
-			return optionError("dpop", err, map[string]string{"URL": urlField, "Timeout": "dpop.redis_timeout", "PoolSize": "dpop.redis_pool_size"})
+		if p.Redis == nil {
+			return errors.New("dpop.replay_store: redis, and there is no redis section; set redis.url (or redis.sentinel, redis.cluster)")
 		}
 	default:
 		return fmt.Errorf("dpop.replay_store: %q is not one of memory, redis", d.ReplayStore)
@@ -913,6 +918,7 @@ func optionField(err error) (field string, reason error, ok bool) {
 		ie *introspect.OptionError
 		de *dpop.OptionError
 		re *replay.OptionError
+		ce *redisconn.OptionError
 		se *server.OptionError
 	)
 	switch {
@@ -926,6 +932,8 @@ func optionField(err error) (field string, reason error, ok bool) {
 		return de.Field, de.Err, true
 	case errors.As(err, &re):
 		return re.Field, re.Err, true
+	case errors.As(err, &ce):
+		return ce.Field, ce.Err, true
 	case errors.As(err, &se):
 		return se.Field, se.Err, true
 	}

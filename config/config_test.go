@@ -18,6 +18,7 @@ import (
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -115,7 +116,9 @@ func TestDocsDefaultsAreTheLibraries(t *testing.T) {
 		"issuers[].introspection.cache.stale_for":    short(introspect.DefaultStaleFor),
 		"issuers[].introspection.cache.max_entries":  strconv.Itoa(introspect.DefaultMaxEntries),
 		"dpop.max_age":                               short(dpop.DefaultMaxAge),
-		"dpop.redis_timeout":                         short(replay.DefaultRedisTimeout),
+		"dpop.redis_timeout":                         short(redisconn.DefaultTimeout),
+		"redis.timeout":                              short(redisconn.DefaultTimeout),
+		"redis.acknowledge_replicas":                 "0",
 		"dpop.replay_max_entries":                    strconv.Itoa(replay.DefaultMaxEntries),
 		"dpop.algorithms":                            "[" + strings.Join(dpop.DefaultAlgorithms(), ", ") + "]",
 		"token_cache.max_entries":                    strconv.Itoa(defaultTokenCache),
@@ -619,15 +622,15 @@ func TestPlanSenderConstraints(t *testing.T) {
 			}
 		}},
 		{"redis", is + "    sender_constraint: {dpop: required}\ndpop: {replay_store: redis, redis_url: \"redis://127.0.0.1:6379\", redis_timeout: 100ms}\n", "", func(t *testing.T, p *Plan) {
-			if p.DPoP.Redis.URL != "redis://127.0.0.1:6379" || p.DPoP.Redis.Timeout != 100*time.Millisecond {
-				t.Errorf("Redis = %+v", p.DPoP.Redis)
+			if p.DPoP.ReplayStore != "redis" || p.Redis == nil || p.Redis.URL != "redis://127.0.0.1:6379" || p.Redis.Timeout != 100*time.Millisecond {
+				t.Errorf("DPoP = %+v, Redis = %+v", p.DPoP, p.Redis)
 			}
 		}},
 		{"bad-mode", is + "    sender_constraint: {dpop: sometimes}\n", "issuers[0].sender_constraint.dpop", nil},
 		{"hmac-alg", disc + "dpop: {algorithms: [HS256]}\n", "dpop.algorithms[0]", nil},
 		{"none-alg", disc + "dpop: {algorithms: [none]}\n", "dpop.algorithms[0]", nil},
 		{"max-age-too-long", disc + "dpop: {max_age: 1h}\n", "dpop.max_age", nil},
-		{"redis-without-url", disc + "dpop: {replay_store: redis}\n", "dpop.redis_url", nil},
+		{"redis-without-url", disc + "dpop: {replay_store: redis}\n", "dpop.replay_store: redis, and there is no redis section", nil},
 		{"url-without-redis", disc + "dpop: {redis_url: \"redis://x:1\"}\n", "dpop.redis_url", nil},
 		{"bad-redis-url-not-echoed", disc + "dpop: {replay_store: redis, redis_url: \"http://user:hunter2@x\"}\n", "dpop.redis_url", nil},
 		{"unknown-store", disc + "dpop: {replay_store: disk}\n", "dpop.replay_store", nil},
@@ -677,6 +680,7 @@ func TestPoliciesIndexTheirClaims(t *testing.T) {
 // default) is refused at decode. A copy of a bound here would drift.
 func TestLibraryBounds(t *testing.T) {
 	const redis = "dpop: {replay_store: redis, redis_url: \"redis://127.0.0.1:6379\", "
+	const redisURL = "redis: {url: \"redis://127.0.0.1:6379\", "
 	// Keys whose 0 means something: no leeway, no cache.
 	zeroOK := map[string]bool{"issuers[0].leeway": true, "token_cache.max_entries": true, "log.rejections_per_second": true, "crypto.cross_check_rate": true}
 	d := func(v time.Duration) string { return v.String() }
@@ -688,6 +692,8 @@ func TestLibraryBounds(t *testing.T) {
 			return introspect.ErrInvalidOptions
 		case key == "issuers[0].leeway", key == "limits.max_token_bytes", strings.HasPrefix(key, "token_cache."), strings.HasPrefix(key, "crypto."):
 			return verify.ErrInvalidOptions
+		case strings.HasPrefix(key, "dpop.redis_"), strings.HasPrefix(key, "redis."):
+			return redisconn.ErrInvalidOptions
 		case strings.HasPrefix(key, "dpop.re"):
 			return replay.ErrInvalidOptions
 		case strings.HasPrefix(key, "dpop."):
@@ -718,8 +724,11 @@ func TestLibraryBounds(t *testing.T) {
 		{"token_cache.max_entries", func(v string) string { return disc + "token_cache: {max_entries: " + v + "}\n" }, n(verify.MaxCacheEntries), n(verify.MaxCacheEntries + 1)},
 		{"dpop.max_age", func(v string) string { return disc + "dpop: {max_age: " + v + "}\n" }, d(dpop.MinMaxAge), d(dpop.MinMaxAge - time.Millisecond)},
 		{"dpop.replay_max_entries", func(v string) string { return disc + "dpop: {replay_max_entries: " + v + "}\n" }, n(replay.MaxMaxEntries), n(replay.MaxMaxEntries + 1)},
-		{"dpop.redis_timeout", func(v string) string { return disc + redis + "redis_timeout: " + v + "}\n" }, d(replay.MaxRedisTimeout), d(replay.MaxRedisTimeout + time.Millisecond)},
-		{"dpop.redis_pool_size", func(v string) string { return disc + redis + "redis_pool_size: " + v + "}\n" }, n(replay.MaxRedisPoolSize), n(replay.MaxRedisPoolSize + 1)},
+		{"dpop.redis_timeout", func(v string) string { return disc + redis + "redis_timeout: " + v + "}\n" }, d(redisconn.MaxTimeout), d(redisconn.MaxTimeout + time.Millisecond)},
+		{"dpop.redis_pool_size", func(v string) string { return disc + redis + "redis_pool_size: " + v + "}\n" }, n(redisconn.MaxPoolSize), n(redisconn.MaxPoolSize + 1)},
+		{"redis.timeout", func(v string) string { return disc + redisURL + "timeout: " + v + "}\n" }, d(redisconn.MaxTimeout), d(redisconn.MaxTimeout + time.Millisecond)},
+		{"redis.timeout", func(v string) string { return disc + redisURL + "timeout: " + v + "}\n" }, d(redisconn.MinTimeout), d(redisconn.MinTimeout - time.Microsecond)},
+		{"redis.pool_size", func(v string) string { return disc + redisURL + "pool_size: " + v + "}\n" }, n(redisconn.MaxPoolSize), n(redisconn.MaxPoolSize + 1)},
 		{"limits.max_body_bytes", func(v string) string { return disc + "limits: {max_body_bytes: " + v + "}\n" }, n(server.MaxMaxBodyBytes), n(server.MaxMaxBodyBytes + 1)},
 		{"limits.max_body_bytes", func(v string) string { return disc + "limits: {max_body_bytes: " + v + "}\n" }, n(verify.DefaultMaxTokenBytes), n(verify.DefaultMaxTokenBytes - 1)},
 		{"limits.max_body_bytes", func(v string) string {

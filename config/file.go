@@ -45,6 +45,37 @@ type file struct {
 	ResourceMeta    *fileResourceMeta    `yaml:"resource_metadata"`
 	DPoP            fileDPoP             `yaml:"dpop"`
 	MTLS            fileMTLS             `yaml:"mtls"`
+	Redis           fileRedis            `yaml:"redis"`
+}
+
+// fileRedis is the redis section: the one Redis client of DPoP replay,
+// revocation and the shared introspection cache.
+type fileRedis struct {
+	URL                 string            `yaml:"url"`
+	Sentinel            fileRedisSentinel `yaml:"sentinel"`
+	Cluster             fileRedisCluster  `yaml:"cluster"`
+	Username            string            `yaml:"username"`
+	PasswordFile        string            `yaml:"password_file"`
+	TLS                 fileRedisTLS      `yaml:"tls"`
+	Timeout             *span             `yaml:"timeout"`
+	PoolSize            *positive         `yaml:"pool_size"`
+	AcknowledgeReplicas *int              `yaml:"acknowledge_replicas"`
+}
+
+type fileRedisSentinel struct {
+	Master       string   `yaml:"master"`
+	Addrs        []string `yaml:"addrs"`
+	PasswordFile string   `yaml:"password_file"`
+}
+
+type fileRedisCluster struct {
+	Addrs []string `yaml:"addrs"`
+}
+
+type fileRedisTLS struct {
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 type filePolicy struct {

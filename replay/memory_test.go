@@ -3,7 +3,6 @@ package replay_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,23 +133,6 @@ func TestMemoryPurges(t *testing.T) {
 		t.Errorf("Entries = %d after expiry, want 1", n)
 	}
 }
-
-func TestRedisURLChecked(t *testing.T) {
-	for _, u := range []string{"", "http://x", "redis://:secret@host:notaport/x/y"} {
-		if err := replay.CheckRedisURL(u); err == nil {
-			t.Errorf("CheckRedisURL(%q) = nil", u)
-		} else if u != "" && contains(err.Error(), "secret") {
-			t.Errorf("CheckRedisURL error %q repeats the password", err)
-		}
-	}
-	for _, u := range []string{"redis://127.0.0.1:6379", "rediss://user:pw@redis.example.com:6380/2"} {
-		if err := replay.CheckRedisURL(u); err != nil {
-			t.Errorf("CheckRedisURL(%q) = %v", u, err)
-		}
-	}
-}
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // BenchmarkMemoryUse is one fresh proof recorded in the memory store.
 func BenchmarkMemoryUse(b *testing.B) {

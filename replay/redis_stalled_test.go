@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/internal/redistest"
+	"github.com/jwksverify/jwksverify/redisconn"
 )
 
 // A stalled Redis (the process stopped: connections are accepted by the
@@ -33,17 +34,13 @@ func TestRedisStalledBoundedByTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := startRedis(t)
-			st, err := replay.NewRedis(replay.RedisOptions{URL: srv.url(), Timeout: timeout, PoolSize: tt.pool})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			srv := redistest.Start(t)
+			st := newRedis(t, redisconn.Options{URL: srv.URL(), Timeout: timeout, PoolSize: tt.pool}, "")
 			ctx := context.Background()
 			if ok, err := st.Use(ctx, key(1), time.Minute, t0); !ok || err != nil {
 				t.Fatalf("Use() = %t, %v; want fresh", ok, err)
 			}
-			if err := srv.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+			if err := srv.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			var wg sync.WaitGroup
@@ -64,7 +61,7 @@ func TestRedisStalledBoundedByTimeout(t *testing.T) {
 				})
 			}
 			wg.Wait()
-			if err := srv.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			if err := srv.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
 			useWhenBack(t, st, key(200), "after SIGCONT")

@@ -3,88 +3,35 @@ package replay_test
 import (
 	"context"
 	"errors"
-	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/redistest"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 )
 
-// redisServer is a real redis-server on 127.0.0.1, stopped by the test.
-type redisServer struct {
-	t    testing.TB
-	port int
-	cmd  *exec.Cmd
-}
-
-// startRedis starts redis-server, failing under CI=true when it is not
-// installed (.ci/run installs it), skipping elsewhere.
-func startRedis(t testing.TB) *redisServer {
+// newRedis returns a store over a new client of url, closed by the test.
+func newRedis(t testing.TB, o redisconn.Options, prefix string) *replay.Redis {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("redis-server is not installed (CI installs it: .ci/run)")
-		}
-		t.Skip("redis-server is not installed")
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	c, err := redisconn.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	r := &redisServer{t: t, port: port}
-	r.start()
-	t.Cleanup(r.stop)
-	return r
-}
-
-func (r *redisServer) url() string { return "redis://127.0.0.1:" + strconv.Itoa(r.port) }
-
-func (r *redisServer) start() {
-	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--daemonize", "no")
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatal(err)
+	t.Cleanup(func() { c.Close() })
+	st, err := replay.NewRedis(c, replay.RedisOptions{KeyPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Wait until it accepts connections (bounded: 10s).
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(r.port), time.Second)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("redis-server did not listen within 10s: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a port, not synchronizing goroutines
-	}
-}
-
-func (r *redisServer) stop() {
-	if r.cmd == nil || r.cmd.Process == nil {
-		return
-	}
-	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
-	r.cmd = nil
+	return st
 }
 
 func TestRedis(t *testing.T) {
-	srv := startRedis(t)
-	st, err := replay.NewRedis(replay.RedisOptions{URL: srv.url(), KeyPrefix: "test:" + t.Name() + ":"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	srv := redistest.Start(t)
+	st := newRedis(t, redisconn.Options{URL: srv.URL(), Timeout: 2 * time.Second}, "test:"+t.Name()+":")
 	ctx := context.Background()
 	if err := st.Ping(ctx); err != nil {
 		t.Fatal(err)
@@ -97,11 +44,7 @@ func TestRedis(t *testing.T) {
 	}
 
 	// Concurrent uses of one key from two stores: exactly one fresh.
-	other, err := replay.NewRedis(replay.RedisOptions{URL: srv.url(), KeyPrefix: "test:" + t.Name() + ":", PoolSize: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := newRedis(t, redisconn.Options{URL: srv.URL(), PoolSize: 4, Timeout: 2 * time.Second}, "test:"+t.Name()+":")
 	var fresh atomic.Int32
 	var wg sync.WaitGroup
 	for i := range 200 {
@@ -126,11 +69,11 @@ func TestRedis(t *testing.T) {
 
 	// A stopped server is an error, never fresh; a restarted one is used
 	// again by the same store.
-	srv.stop()
+	srv.Stop()
 	if ok, err := st.Use(ctx, key(3), time.Minute, t0); ok || err == nil {
 		t.Errorf("Use() with redis stopped = %t, %v; want an error", ok, err)
 	}
-	srv.start()
+	srv.Start()
 	useWhenBack(t, st, key(4), "after restart")
 	if s := st.Stats(); s.Errors == 0 || s.Fresh < 2 {
 		t.Errorf("Stats() = %+v", s)
@@ -159,12 +102,8 @@ func useWhenBack(t *testing.T, st *replay.Redis, k [32]byte, when string) {
 
 // TestRedisTTL checks that the key expires after the ttl (PX).
 func TestRedisTTL(t *testing.T) {
-	srv := startRedis(t)
-	st, err := replay.NewRedis(replay.RedisOptions{URL: srv.url()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	srv := redistest.Start(t)
+	st := newRedis(t, redisconn.Options{URL: srv.URL()}, "")
 	ctx := context.Background()
 	if ok, err := st.Use(ctx, key(9), 50*time.Millisecond, t0); !ok || err != nil {
 		t.Fatalf("Use() = %t, %v", ok, err)
@@ -185,37 +124,9 @@ func TestRedisTTL(t *testing.T) {
 	}
 }
 
-func TestNewRedisRefuses(t *testing.T) {
-	const u = "redis://127.0.0.1:1"
-	for _, tt := range []struct {
-		o     replay.RedisOptions
-		field string // "": accepted
-	}{
-		{replay.RedisOptions{URL: u, Timeout: replay.MinRedisTimeout, PoolSize: replay.MaxRedisPoolSize}, ""},
-		{replay.RedisOptions{URL: u, Timeout: replay.MaxRedisTimeout, PoolSize: 1}, ""},
-		{replay.RedisOptions{}, "URL: "},
-		{replay.RedisOptions{URL: u, Timeout: -1}, "Timeout: "},
-		{replay.RedisOptions{URL: u, Timeout: replay.MinRedisTimeout - 1}, "Timeout: "},
-		{replay.RedisOptions{URL: u, Timeout: replay.MaxRedisTimeout + 1}, "Timeout: "},
-		{replay.RedisOptions{URL: u, PoolSize: -1}, "PoolSize: "},
-		{replay.RedisOptions{URL: u, PoolSize: replay.MaxRedisPoolSize + 1}, "PoolSize: "},
-	} {
-		err := replay.CheckRedisOptions(tt.o)
-		if tt.field == "" {
-			r, err := replay.NewRedis(tt.o)
-			if err != nil {
-				t.Errorf("NewRedis(%+v) = %v", tt.o, err)
-				continue
-			}
-			r.Close()
-			continue
-		}
-		if !errors.Is(err, replay.ErrInvalidOptions) || !strings.HasPrefix(strings.TrimPrefix(err.Error(), replay.ErrInvalidOptions.Error()+": "), tt.field) {
-			t.Errorf("CheckRedisOptions(%+v) = %v, want %v naming %q first", tt.o, err, replay.ErrInvalidOptions, tt.field)
-		}
-		if _, err := replay.NewRedis(tt.o); !errors.Is(err, replay.ErrInvalidOptions) {
-			t.Errorf("NewRedis(%+v) = %v, want %v", tt.o, err, replay.ErrInvalidOptions)
-		}
+func TestNewRedisRefusesNoClient(t *testing.T) {
+	if _, err := replay.NewRedis(nil, replay.RedisOptions{}); !errors.Is(err, replay.ErrInvalidOptions) {
+		t.Errorf("NewRedis(nil) = %v, want %v", err, replay.ErrInvalidOptions)
 	}
 }
 
@@ -238,12 +149,8 @@ func TestNewMemoryBounds(t *testing.T) {
 // BenchmarkRedisUse is one SET NX PX round trip to a redis-server on
 // loopback, sequential and with 16 callers in parallel.
 func BenchmarkRedisUse(b *testing.B) {
-	srv := startRedis(b)
-	st, err := replay.NewRedis(replay.RedisOptions{URL: srv.url()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
+	srv := redistest.Start(b)
+	st := newRedis(b, redisconn.Options{URL: srv.URL()}, "")
 	var n atomic.Uint64
 	use := func(b *testing.B) {
 		i := n.Add(1)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Release forgets key, so that its next Use is fresh: a caller that used a
@@ -21,9 +23,8 @@ func (m *Memory) Release(_ context.Context, key [32]byte) error {
 
 // Release forgets key with DEL prefix+hex(key) (see [Memory.Release]).
 func (r *Redis) Release(ctx context.Context, key [32]byte) error {
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
-	defer cancel()
-	if err := r.c.Do(ctx, "DEL", r.prefix+hex.EncodeToString(key[:])).Err(); err != nil {
+	k := r.prefix + hex.EncodeToString(key[:])
+	if _, err := r.c.Write(ctx, k, func(p redis.Pipeliner) { p.Del(ctx, k) }); err != nil {
 		r.failed.Add(1)
 		return fmt.Errorf("replay: redis: %w", err)
 	}

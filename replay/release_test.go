@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/redistest"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 )
 
@@ -25,13 +27,8 @@ func TestRelease(t *testing.T) {
 			return m
 		},
 		"redis": func(t *testing.T) releaser {
-			srv := startRedis(t)
-			r, err := replay.NewRedis(replay.RedisOptions{URL: srv.url(), KeyPrefix: "test:" + t.Name() + ":"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = r.Close() })
-			return r
+			srv := redistest.Start(t)
+			return newRedis(t, redisconn.Options{URL: srv.URL(), Timeout: 2 * time.Second}, "test:"+t.Name()+":")
 		},
 	}
 	for name, build := range stores {

@@ -8,6 +8,7 @@ import (
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -239,16 +240,36 @@ func (s *Service) newServer(plan *config.Plan, v *verify.Verifier) (*server.Serv
 		so.Tracer, so.Propagator = s.opts.Tracer, s.opts.Propagator
 	}
 	var err error
-	if so.DPoP, err = s.dpopChecker(plan.DPoP); err != nil {
+	if so.DPoP, err = s.dpopChecker(plan.DPoP, plan.Redis); err != nil {
 		return nil, err
 	}
 	return server.New(so)
 }
 
+// redisClient returns the service's Redis client for plan p (nil: none),
+// starting one when there is none or p asks for another (redisconn.Same).
+// The client outlives generations; one that a reload replaced is retired
+// (replacedRedis).
+func (s *Service) redisClient(p *redisconn.Options) (*redisconn.Client, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if s.redis != nil && redisconn.Same(s.redisOpts, *p) {
+		return s.redis, nil
+	}
+	c, err := redisconn.New(*p)
+	if err != nil {
+		return nil, err
+	}
+	s.redisAll = append(s.redisAll, c)
+	s.redis, s.redisOpts = c, *p
+	return c, nil
+}
+
 // dpopChecker builds the DPoP checker of plan p (nil: none) over the
 // service's replay store, which it starts when there is none or p asks for
-// another one (replay.Same).
-func (s *Service) dpopChecker(p *config.DPoP) (*dpop.Checker, error) {
+// another one: another store, bound or Redis client.
+func (s *Service) dpopChecker(p *config.DPoP, redisOpts *redisconn.Options) (*dpop.Checker, error) {
 	if p == nil {
 		return nil, nil
 	}
@@ -261,22 +282,28 @@ func (s *Service) dpopChecker(p *config.DPoP) (*dpop.Checker, error) {
 		}
 		s.replayPlan = p
 	}
+	var rc *redisconn.Client
+	if p.ReplayStore == "redis" {
+		var err error
+		if rc, err = s.redisClient(redisOpts); err != nil {
+			return nil, err
+		}
+	}
 	if s.replayStore == nil || s.replayPlan.ReplayStore != p.ReplayStore ||
-		s.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries || !replay.SameRedis(s.replayPlan.Redis, p.Redis) {
+		s.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries || rc != s.replayClient {
 		switch p.ReplayStore {
 		case "redis":
-			r, err := replay.NewRedis(p.Redis)
+			r, err := replay.NewRedis(rc, replay.RedisOptions{})
 			if err != nil {
 				return nil, err
 			}
-			s.redis = append(s.redis, r)
-			s.replayStore = r
+			s.replayStore, s.replayClient = r, rc
 		default:
 			m, err := replay.NewMemory(p.MemoryMaxEntries)
 			if err != nil {
 				return nil, err
 			}
-			s.replayStore = m
+			s.replayStore, s.replayClient = m, nil
 		}
 		s.replayPlan = p
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server/metrics"
 )
@@ -22,6 +23,15 @@ import (
 // New would build the service.
 func Check(plan *config.Plan, o Options) error {
 	s := &Service{opts: o.withDefaults(), stop: make(chan struct{})}
+	if plan.Redis != nil {
+		// Built to read its files, never dialled (New connects nothing).
+		c, err := redisconn.New(*plan.Redis)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		s.redis, s.redisOpts, s.replayClient = c, *plan.Redis, c
+	}
 	if plan.DPoP != nil {
 		// A store of this one check: the configured one is never dialled.
 		m, err := replay.NewMemory(1)

@@ -7,7 +7,7 @@ import (
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
-	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/server/metrics"
 )
 
@@ -114,20 +114,19 @@ func replaced(prev, g *generation) ([]*jwks.Fetcher, []*introspect.Client) {
 	return old, oldClients
 }
 
-// replacedRedis removes from s.redis and returns the Redis replay stores of
-// replaced settings; the one in use stays (also when the plan has no DPoP:
-// a later one may use it again).
-func (s *Service) replacedRedis() []*replay.Redis {
-	inUse, _ := s.replayStore.(*replay.Redis)
-	var old, kept []*replay.Redis
-	for _, r := range s.redis {
-		if r == inUse {
-			kept = append(kept, r)
+// replacedRedis removes from s.redisAll and returns the Redis clients of
+// replaced settings; the one in use stays (also when the plan uses no
+// Redis: a later one may use it again).
+func (s *Service) replacedRedis() []*redisconn.Client {
+	var old, kept []*redisconn.Client
+	for _, c := range s.redisAll {
+		if c == s.redis {
+			kept = append(kept, c)
 		} else {
-			old = append(old, r)
+			old = append(old, c)
 		}
 	}
-	s.redis = kept
+	s.redisAll = kept
 	return old
 }
 
@@ -162,7 +161,7 @@ func restartNeeded(cur, next *config.Plan) []string {
 // retire closes fs, cs and rs once the requests still using them are done:
 // after grace (the longest a request may take, the HTTP write timeout), or
 // at once when the service closes.
-func (s *Service) retire(fs []*jwks.Fetcher, cs []*introspect.Client, rs []*replay.Redis, grace time.Duration) {
+func (s *Service) retire(fs []*jwks.Fetcher, cs []*introspect.Client, rs []*redisconn.Client, grace time.Duration) {
 	if len(fs) == 0 && len(cs) == 0 && len(rs) == 0 {
 		return
 	}
@@ -179,11 +178,11 @@ func (s *Service) retire(fs []*jwks.Fetcher, cs []*introspect.Client, rs []*repl
 	})
 }
 
-// closeRedis closes Redis replay stores.
-func (s *Service) closeRedis(rs []*replay.Redis) {
+// closeRedis closes Redis clients.
+func (s *Service) closeRedis(rs []*redisconn.Client) {
 	for _, r := range rs {
 		if err := r.Close(); err != nil {
-			s.opts.Logger.Warn("closing the DPoP replay store", "err", err)
+			s.opts.Logger.Warn("closing a Redis client", "err", err)
 		}
 	}
 }

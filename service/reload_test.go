@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/config"
-	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/redis/go-redis/v9"
@@ -420,11 +419,11 @@ issuers:
 		mustReload(t, l, context.Background(), load(101+i))
 		replaced = append(replaced, before)
 	}
-	if n := len(l.redis); n != 1 {
+	if n := len(l.redisAll); n != 1 {
 		t.Errorf("after 10 reloads changing redis_timeout: %d Redis clients held for the life of the process, want 1 (the one in use)", n)
 	}
-	if len(l.redis) > 0 && dpop.ReplayStore(l.redis[0]) != l.replayStore {
-		t.Errorf("the Redis client kept is not the store in use")
+	if len(l.redisAll) > 0 && (l.redisAll[0] != l.redis || l.replayClient != l.redis) {
+		t.Errorf("the Redis client kept is not the one the store in use uses")
 	}
 	// Retired, not just forgotten: closing the service ends the grace at
 	// once, and every replaced client is then closed.

@@ -29,7 +29,7 @@ import (
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/jwks"
-	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/server/extauthz"
 	"github.com/jwksverify/jwksverify/server/metrics"
@@ -90,11 +90,17 @@ type Service struct {
 
 	// The DPoP replay store outlives generations, as the token cache does:
 	// a reload must not forget the proofs already used. A reload that
-	// changes the store's settings starts a new one; the Redis client in
-	// use is closed by Close, replaced ones are retired.
-	replayPlan  *config.DPoP
-	replayStore dpop.ReplayStore
-	redis       []*replay.Redis
+	// changes the store's settings starts a new one.
+	replayPlan   *config.DPoP
+	replayStore  dpop.ReplayStore
+	replayClient *redisconn.Client // the Redis client under replayStore, nil for memory
+	// The Redis client (redisconn) outlives generations too: redis is the
+	// one of redisOpts, the latest settings; redisAll every client not yet
+	// closed. A reload that changes the settings starts a new client; the
+	// one in use is closed by Close, replaced ones are retired.
+	redis     *redisconn.Client
+	redisOpts redisconn.Options
+	redisAll  []*redisconn.Client
 }
 
 // New builds the service of plan and starts its fetchers and clients. It
@@ -105,7 +111,7 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	b := &builder{s: s}
 	fail := func(err error) (*Service, error) {
 		b.undo()
-		s.closeRedis(s.redis) // a DPoP replay store the build started
+		s.closeRedis(s.redisAll) // a Redis client the build started
 		return nil, err
 	}
 	gen, err := b.build(plan)
@@ -225,7 +231,7 @@ func (s *Service) Close() error {
 		}
 		s.closeFetchers(fs)
 		closeClients(g.clients)
-		s.closeRedis(s.redis)
+		s.closeRedis(s.redisAll)
 	})
 	return nil
 }

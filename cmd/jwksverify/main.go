@@ -117,7 +117,8 @@ it keeps working across restarts.
 
 Environment: JWKSVERIFY_CONFIG, JWKSVERIFY_LISTEN, JWKSVERIFY_GRPC_LISTEN,
 JWKSVERIFY_LOG_LEVEL (flags win over the environment, the environment over
-the file), JWKSVERIFY_DPOP_REDIS_URL (dpop.redis_url),
+the file), JWKSVERIFY_REDIS_URL (redis.url; its older name
+JWKSVERIFY_DPOP_REDIS_URL, dpop.redis_url, still works),
 JWKSVERIFY_STANDARD_CRYPTO=1 (crypto.standard_library on).
 `,
 	"verify": `Usage: jwksverify verify [--config FILE | --jwks URL|FILE | --discovery ISSUER |

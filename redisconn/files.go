@@ -1,0 +1,169 @@
+package redisconn
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// passwordFile gives a connection its credentials from a file, read again
+// when the file's size or modification time changed since it was last
+// read. It is safe for concurrent use.
+type passwordFile struct {
+	path, user string
+
+	mu       sync.Mutex
+	size     int64
+	mod      time.Time
+	password string
+	read     bool
+}
+
+// credentials implements go-redis's CredentialsProviderContext. A file that
+// cannot be read fails the connection (its callers answer 503): a password
+// is never guessed.
+func (p *passwordFile) credentials(context.Context) (string, string, error) {
+	fi, err := os.Stat(p.path)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrCredentials, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.read || fi.Size() != p.size || !fi.ModTime().Equal(p.mod) {
+		pw, err := readPassword(p.path)
+		if err != nil {
+			return "", "", fmt.Errorf("%w: %w", ErrCredentials, err)
+		}
+		p.password, p.size, p.mod, p.read = pw, fi.Size(), fi.ModTime(), true
+	}
+	return p.user, p.password, nil
+}
+
+// readPassword reads a password file: its bytes without one trailing
+// newline ("\n" or "\r\n"), at most MaxPasswordBytes, not empty.
+func readPassword(path string) (string, error) {
+	b, err := readFile(path, MaxPasswordBytes)
+	if err != nil {
+		return "", err
+	}
+	pw := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if pw == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return pw, nil
+}
+
+// readFile reads the file at path, refusing one larger than limit bytes.
+func readFile(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err == nil && int64(len(b)) > limit {
+		err = fmt.Errorf("%s is larger than %d bytes", path, limit)
+	}
+	return b, err
+}
+
+// maxPEMBytes bounds a CA, certificate or key file.
+const maxPEMBytes = 1 << 20
+
+// config builds the TLS configuration of t: the CA file's roots (or the
+// system's), the client certificate read again when its files change.
+// The server name is the dialed host's (crypto/tls sets it when empty).
+func (t TLS) config() (*tls.Config, error) {
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.CAFile != "" {
+		pem, err := readFile(t.CAFile, maxPEMBytes)
+		if err != nil {
+			return nil, invalidOption("TLS.CAFile", "%w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, invalidOption("TLS.CAFile", "%s holds no PEM certificate", t.CAFile)
+		}
+		conf.RootCAs = pool
+	}
+	if t.CertFile != "" {
+		kp := &keyPair{cert: t.CertFile, key: t.KeyFile}
+		if _, err := kp.get(); err != nil {
+			return nil, invalidOption("TLS.CertFile", "%w", err)
+		}
+		conf.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return kp.get() }
+	}
+	return conf, nil
+}
+
+// keyPair is a client certificate loaded from its files and loaded again
+// when either file's size or modification time changes; a pair that fails
+// to load keeps the last good one (a rotation writes two files, not at
+// once). It is safe for concurrent use.
+type keyPair struct {
+	cert, key string
+
+	mu    sync.Mutex
+	stamp [2]fileStamp
+	pair  *tls.Certificate
+}
+
+// fileStamp is what tells a changed file.
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+func stampOf(path string) (fileStamp, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{fi.Size(), fi.ModTime()}, nil
+}
+
+// get returns the current pair.
+func (k *keyPair) get() (*tls.Certificate, error) {
+	cs, cerr := stampOf(k.cert)
+	ks, kerr := stampOf(k.key)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if err := errors.Join(cerr, kerr); err != nil {
+		if k.pair != nil {
+			return k.pair, nil
+		}
+		return nil, err
+	}
+	if k.pair != nil && k.stamp == [2]fileStamp{cs, ks} {
+		return k.pair, nil
+	}
+	certPEM, err := readFile(k.cert, maxPEMBytes)
+	if err != nil {
+		return k.last(err)
+	}
+	keyPEM, err := readFile(k.key, maxPEMBytes)
+	if err != nil {
+		return k.last(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return k.last(fmt.Errorf("%s and %s: %w", k.cert, k.key, err))
+	}
+	k.pair, k.stamp = &pair, [2]fileStamp{cs, ks}
+	return k.pair, nil
+}
+
+// last is the last good pair, or err when there is none. k.mu is held.
+func (k *keyPair) last(err error) (*tls.Certificate, error) {
+	if k.pair != nil {
+		return k.pair, nil
+	}
+	return nil, err
+}

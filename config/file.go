@@ -171,6 +171,8 @@ type fileIssuer struct {
 	FetchBearerTokenFile string                   `yaml:"fetch_bearer_token_file"`
 	DiscoveryURL         string                   `yaml:"discovery_url"`
 	SPIFFE               *fileSPIFFE              `yaml:"spiffe"`
+	BackchannelLogout    *fileBackchannelLogout   `yaml:"backchannel_logout"`
+	SSF                  *fileSSF                 `yaml:"ssf"`
 }
 
 type fileIssuerIntrospection struct {

@@ -130,3 +130,7 @@ func (s *Server) readSignalBody(w http.ResponseWriter, r *http.Request) ([]byte,
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
 	return b, err == nil
 }
+
+// Signals returns the receiver of revocation signals ([Options.Signals]),
+// nil when none: a poller applies the SETs it polls through it.
+func (s *Server) Signals() *signals.Receiver { return s.signals }

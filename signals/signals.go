@@ -321,8 +321,8 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 		if err != nil {
 			if rel, ok := r.replay.(Releaser); ok {
 				if rerr := rel.Release(context.WithoutCancel(ctx), key); rerr != nil {
-					r.log.Warn("signal jti not released after a store failure: a retry of the same token is refused as replayed",
-						"issuer", s.ConfiguredIssuer, "err", rerr)
+					r.log.Warn("signal jti not released after a store failure",
+						"issuer", s.ConfiguredIssuer, "consequence", "a retry of the same token is refused as replayed", "err", rerr)
 				}
 			}
 			return nil, fmt.Errorf("%w: the revocation store did not take the entry: %w", ErrUnavailable, err)

@@ -20,11 +20,14 @@ import (
 // The DPoP tests run real redis-server processes and real jwksverify
 // binaries: the replay decision is shared across replicas through Redis.
 
-// redisProc is a redis-server on 127.0.0.1:port, without persistence.
+// redisProc is a redis-server on 127.0.0.1:port, without persistence
+// unless dir is set: then an append-only file there, fsync'd on every
+// write, which a restart reads back.
 type redisProc struct {
 	t    *testing.T
 	bin  string
 	port int
+	dir  string
 	p    *process
 }
 
@@ -37,8 +40,11 @@ func startRedis(t *testing.T) *redisProc {
 
 func (r *redisProc) start() {
 	r.t.Helper()
-	r.p = startProcess(r.t, "redis-server", exec.Command(r.bin, "--port", strconv.Itoa(r.port),
-		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no"))
+	args := []string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}
+	if r.dir != "" {
+		args = append(args[:len(args)-1], "yes", "--appendfsync", "always", "--dir", r.dir)
+	}
+	r.p = startProcess(r.t, "redis-server", exec.Command(r.bin, args...))
 	waitTCP(r.t, r.p, r.addr())
 }
 

@@ -30,9 +30,11 @@ type hydra struct {
 	calls         atomic.Int64
 }
 
-// startHydra runs `hydra serve all --dev` (plain HTTP on loopback). The
-// binary comes from .ci/run (go install of github.com/ory/hydra/v2 v2.3.0).
-func startHydra(t *testing.T) *hydra {
+// startHydra runs `hydra serve all --dev` (plain HTTP on loopback), with
+// env added to its environment (Hydra reads its configuration keys from
+// it: OAUTH2_ALLOWED_TOP_LEVEL_CLAIMS=sid). The binary comes from .ci/run
+// (go install of github.com/ory/hydra/v2 v2.3.0).
+func startHydra(t *testing.T, env ...string) *hydra {
 	t.Helper()
 	bin := requireTool(t, "hydra", "(none: .ci/run installs it with the Go toolchain from .ci/hydra)")
 	pub, adm := freePort(t), freePort(t)
@@ -46,6 +48,7 @@ func startHydra(t *testing.T) *hydra {
 		"LOG_LEVEL=warn", "SQA_OPT_OUT=true",
 		"SECRETS_SYSTEM=integration-test-system-secret-0123456789",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	h.proc = startProcess(t, "hydra", cmd)
 	waitTCP(t, h.proc, fmt.Sprintf("127.0.0.1:%d", pub))
 	waitTCP(t, h.proc, fmt.Sprintf("127.0.0.1:%d", adm))

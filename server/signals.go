@@ -29,10 +29,10 @@ func (s *Server) signalRoutes() []route {
 	post := []string{http.MethodPost}
 	var routes []route
 	if s.signals.Logouts() {
-		routes = append(routes, route{logoutPath, post, s.serveLogout, false})
+		routes = append(routes, route{path: logoutPath, methods: post, serve: s.serveLogout})
 	}
 	if s.signals.Pushes() {
-		routes = append(routes, route{ssfPath, post, s.serveSSFEvents, false})
+		routes = append(routes, route{path: ssfPath, methods: post, serve: s.serveSSFEvents})
 	}
 	return routes
 }

@@ -104,6 +104,9 @@ func (f *file) planSignals(p *Plan) error {
 		}
 		return optionError("issuers", err, keys)
 	}
+	if p.Revocation == nil {
+		return fmt.Errorf("%s: backchannel_logout and ssf store what they revoke: configure the revocation section (revocation: {store: memory} with state_dir, or store: redis)", firstSignalIssuer(f))
+	}
 	p.Signals = &plan
 	return nil
 }
@@ -156,4 +159,15 @@ func bearerToken(field, path string, required bool) (string, error) {
 		}
 	}
 	return string(b), nil
+}
+
+// firstSignalIssuer is the path of the first issuer with
+// backchannel_logout or ssf.
+func firstSignalIssuer(f *file) string {
+	for i, fi := range f.Issuers {
+		if fi.BackchannelLogout != nil || fi.SSF != nil {
+			return fmt.Sprintf("issuers[%d]", i)
+		}
+	}
+	return "issuers"
 }

@@ -11,6 +11,9 @@ import (
 	"github.com/jwksverify/jwksverify/signals"
 )
 
+// rev is a revocation store, which signals need.
+const rev = "state_dir: state\nrevocation: {store: memory}\n"
+
 // signalsDoc is an issuer with backchannel_logout and ssf (push and poll)
 // whose files are in dir, then extra lines under the issuer.
 func signalsDoc(t *testing.T, dir, extra string) string {
@@ -20,7 +23,7 @@ func signalsDoc(t *testing.T, dir, extra string) string {
 			t.Fatal(err)
 		}
 	}
-	return disc + `    backchannel_logout: {audiences: [web-app], revoke: subject}
+	return rev + disc + `    backchannel_logout: {audiences: [web-app], revoke: subject}
     ssf:
       audiences: [https://api.example.com/]
       push: {bearer_token_file: push}
@@ -51,7 +54,7 @@ func TestPlanSignals(t *testing.T) {
 		t.Errorf("Signals without backchannel_logout or ssf = %+v, want nil", p.Signals)
 	}
 	// A default revoke mode, push only, an empty poll url: no poller.
-	p = mustParse(t, disc+"    backchannel_logout: {audiences: [web-app]}\n    ssf: {audiences: [a], poll: {url: \"\"}}\n")
+	p = mustParse(t, rev+disc+"    backchannel_logout: {audiences: [web-app]}\n    ssf: {audiences: [a], poll: {url: \"\"}}\n")
 	if p.Signals.Issuers[0].Logout.Revoke != signals.RevokeSession || len(p.Signals.Polls) != 0 || p.Signals.Issuers[0].SSF.PushBearer != "" {
 		t.Errorf("Signals = %+v", p.Signals)
 	}
@@ -78,7 +81,7 @@ func TestPlanSignalsRefuses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := Parse([]byte(disc+tt.extra), dir, Overrides{}, noEnv)
+			_, err := Parse([]byte(rev+disc+tt.extra), dir, Overrides{}, noEnv)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("Parse() = %v, want an error containing %q", err, tt.wantErr)
 			}
@@ -87,12 +90,18 @@ func TestPlanSignalsRefuses(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no-revocation-store", func(t *testing.T) {
+		_, err := parse(t, disc+"    backchannel_logout: {audiences: [a]}\n")
+		if err == nil || !strings.Contains(err.Error(), "issuers[0]: backchannel_logout and ssf store what they revoke") {
+			t.Fatalf("Parse() = %v, want the revocation section asked for", err)
+		}
+	})
 	t.Run("shared-bearer", func(t *testing.T) {
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "push"), []byte("push-bearer-0123456789abcdef"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		doc := disc + "    ssf: {audiences: [a], push: {bearer_token_file: push}}\n" +
+		doc := rev + disc + "    ssf: {audiences: [a], push: {bearer_token_file: push}}\n" +
 			"  - issuer: https://other.example.com/\n    discovery: true\n    ssf: {audiences: [a], push: {bearer_token_file: push}}\n"
 		_, err := Parse([]byte(doc), dir, Overrides{}, noEnv)
 		if !errors.Is(err, signals.ErrInvalidOptions) || !strings.Contains(err.Error(), "issuers[1].ssf.push.bearer_token_file") {

@@ -39,8 +39,9 @@ issuers:
     backchannel_logout: {audiences: [%q], revoke: session}
 `, listen, t.TempDir(), h.issuer, c.id))
 
-	first := h.login(t, c, redirect)
-	second := h.login(t, c, redirect) // another browser: another session of bob
+	first := h.login(t, c, redirect, true)
+	second := h.login(t, c, redirect, true) // another browser: another session of bob
+	bare := h.login(t, c, redirect, false)  // Hydra's default: no sid in the access token
 	for _, tok := range []hydraLogin{first, second} {
 		if code := authz(t, j, tok.access); code != http.StatusOK {
 			t.Fatalf("the access token before the logout: authz %d, want 200", code)
@@ -65,6 +66,17 @@ issuers:
 	}
 	if code := authz(t, j, second.access); code != http.StatusOK {
 		t.Errorf("the other session's token after the logout: authz %d, want 200", code)
+	}
+
+	// Without the sid in its access token, Hydra's logout (which names
+	// only the session) revokes nothing that token carries: it survives,
+	// as OPERATIONS.md warns.
+	h.logout(t, bare.browser)
+	waitFor(t, 20*time.Second, "Hydra's second logout token", func() bool {
+		return strings.Count(j.Output(), `"msg":"back-channel logout applied"`) >= 2
+	})
+	if code := authz(t, j, bare.access); code != http.StatusOK {
+		t.Errorf("a token without sid after its session's logout: authz %d, want 200 (nothing names it)", code)
 	}
 	out := j.Output()
 	if !strings.Contains(out, `"msg":"back-channel logout applied"`) || !strings.Contains(out, `"kind":"sid"`) {
@@ -107,9 +119,9 @@ type hydraLogin struct {
 
 // login runs an authorization code flow for c in a new browser, accepting
 // the login (remembered: the browser gets a session) and the consent
-// through the admin API; the consent puts the login session's id into the
-// access token as sid.
-func (h *hydra) login(t *testing.T, c hydraClient, redirect string) hydraLogin {
+// through the admin API; with mapSID the consent puts the login session's
+// id into the access token as sid.
+func (h *hydra) login(t *testing.T, c hydraClient, redirect string, mapSID bool) hydraLogin {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	browser := httpClient()
@@ -125,8 +137,11 @@ func (h *hydra) login(t *testing.T, c hydraClient, redirect string) hydraLogin {
 	if consent.LoginSessionID == "" {
 		t.Fatal("the consent request has no login_session_id")
 	}
-	body, _ := json.Marshal(map[string]any{"grant_scope": []string{"openid"}, "remember": true,
-		"session": map[string]any{"access_token": map[string]any{"sid": consent.LoginSessionID}}})
+	accept := map[string]any{"grant_scope": []string{"openid"}, "remember": true}
+	if mapSID {
+		accept["session"] = map[string]any{"access_token": map[string]any{"sid": consent.LoginSessionID}}
+	}
+	body, _ := json.Marshal(accept)
 	code := hydraFollow(t, browser, h.accept(t, "consent", challenge, string(body)), "code")
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect}, "client_id": {c.id}, "client_secret": {c.secret}}
 	resp, err := httpClient().PostForm(h.public+"/oauth2/token", form)

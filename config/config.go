@@ -736,6 +736,9 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 	if err := fi.planClaims(path, &is); err != nil {
 		return Issuer{}, err
 	}
+	if err := fi.planIDToken(path, &is); err != nil {
+		return Issuer{}, err
+	}
 	if err := jwks.CheckOptions(is.JWKS); err != nil {
 		r := path + ".refresh."
 		return Issuer{}, optionError(path, err, map[string]string{
@@ -842,6 +845,28 @@ func (fi *fileIssuer) planKeys(path string, is *Issuer) error {
 	if fi.Algorithms == nil && fi.JWKSFile == "" && secret != nil {
 		is.Verify.Algorithms = secretAlgs
 	}
+	return nil
+}
+
+// planIDToken plans id_token: the client IDs (at least one, none empty)
+// and the azp mode (verify.CheckAZPMode).
+func (fi *fileIssuer) planIDToken(path string, is *Issuer) error {
+	it := fi.IDToken
+	if it == nil {
+		return nil
+	}
+	if len(it.ClientIDs) == 0 {
+		return fmt.Errorf("%s.id_token.client_ids: at least one client ID is required (remove id_token to refuse ID tokens)", path)
+	}
+	for i, c := range it.ClientIDs {
+		if strings.TrimSpace(c) == "" || c != strings.TrimSpace(c) {
+			return fmt.Errorf("%s.id_token.client_ids[%d]: %q is empty or has leading or trailing spaces (aud is matched exactly)", path, i, c)
+		}
+	}
+	if err := verify.CheckAZPMode(verify.AZPMode(it.AZP)); err != nil {
+		return fmt.Errorf("%s.id_token.azp: %w", path, err)
+	}
+	is.Verify.IDToken = verify.IDTokenPolicy{ClientIDs: it.ClientIDs, AZP: verify.AZPMode(it.AZP)}
 	return nil
 }
 

@@ -183,6 +183,13 @@ type fileIssuer struct {
 	BackchannelLogout    *fileBackchannelLogout   `yaml:"backchannel_logout"`
 	SSF                  *fileSSF                 `yaml:"ssf"`
 	MaxLifetime          *duration                `yaml:"max_lifetime"`
+	IDToken              *fileIDToken             `yaml:"id_token"`
+}
+
+// fileIDToken is an issuer's id_token: the ID tokens it accepts.
+type fileIDToken struct {
+	ClientIDs []string `yaml:"client_ids"`
+	AZP       string   `yaml:"azp"`
 }
 
 type fileIssuerIntrospection struct {

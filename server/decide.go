@@ -74,6 +74,11 @@ type Call struct {
 	SkipBinding bool
 	// Explain records each sender-binding check in [Decision.Steps].
 	Explain bool
+	// IDToken, if not nil, asks for an ID token checked with these inputs
+	// ([verify.Verifier.VerifyIDTokenAt]): only /v1/verify sets it. An ID
+	// token has no sender constraint: the binding stage is skipped. Nil
+	// means an access token, the only kind every other front end accepts.
+	IDToken *verify.IDTokenChecks
 }
 
 // original returns the original request of c, or why it is not known.
@@ -102,12 +107,12 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	case cred.err != nil:
 		d = s.rejection(cred.err, cred.missing)
 	default:
-		res, err := s.verify(ctx, cred.token, now, &pol)
+		res, err := s.verify(ctx, cred.token, now, &pol, c.IDToken)
 		if err == nil {
 			err = s.revocation(res, now)
 		}
 		var steps []verify.Step
-		if err == nil {
+		if err == nil && c.IDToken == nil {
 			steps, bc, err = s.bind(ctx, c, cred, res, now)
 		}
 		d = s.verdict(res, err, steps)

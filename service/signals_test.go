@@ -49,6 +49,19 @@ issuers:
 		defer l.signals.mu.Unlock()
 		return append([]*poller(nil), l.signals.pollers...)
 	}
+	// waitPolls waits until the transmitter has seen n polls (each poller
+	// polls once when it starts, then every hour).
+	waitPolls := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for polls.Load() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := polls.Load(); got != n {
+			t.Fatalf("the transmitter saw %d polls, want %d (one per poller started)", got, n)
+		}
+	}
+	waitPolls(1)
 	first := pollers()
 	if len(first) != 1 {
 		t.Fatalf("pollers = %d, want 1", len(first))
@@ -75,15 +88,7 @@ issuers:
 	if fresh, _ := l.signals.memory.Use(ctx, used, time.Hour, time.Now()); fresh {
 		t.Error("a reload forgot a used jti")
 	}
-	// Each poller polls at once when it starts: two pollers, two polls
-	// (the kept one did not start again).
-	deadline := time.Now().Add(10 * time.Second)
-	for polls.Load() < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := polls.Load(); n != 2 {
-		t.Errorf("the transmitter saw %d polls, want 2 (one per poller started)", n)
-	}
+	waitPolls(2) // the kept poller did not start again
 	mustReload(t, l, ctx, load(""))
 	if got := pollers(); len(got) != 0 {
 		t.Errorf("pollers after removing ssf = %d, want 0", len(got))

@@ -256,11 +256,18 @@ func (r *Redis) follow(ctx context.Context) {
 	defer close(r.done)
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
+		synced := r.idx.SyncedAt()
 		err := r.session(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		r.opts.Logger.Warn("revocations: lost Redis, reconnecting", "err", err)
+		// One warning per outage: a session that synced since the last
+		// one ended is news, the failed reconnections after it are not.
+		level := slog.LevelDebug
+		if r.idx.SyncedAt() != synced || synced.IsZero() && backoff == 100*time.Millisecond {
+			level, backoff = slog.LevelWarn, 100*time.Millisecond
+		}
+		r.opts.Logger.Log(ctx, level, "revocations: lost Redis, reconnecting", "err", err)
 		select {
 		case <-ctx.Done():
 			return

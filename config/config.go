@@ -31,6 +31,7 @@ import (
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/policy/celexpr"
 	"github.com/jwksverify/jwksverify/redisconn"
@@ -86,6 +87,11 @@ type Plan struct {
 	// DPoP: a command builds the replay store and the dpop.Checker
 	// (Server.DPoP) from it.
 	DPoP *DPoP
+	// Mint configures the minter of the tokens minted for upstreams
+	// (package mint; a command builds it with mint.New, which reads the
+	// keys file); nil means the file has no mint section. The policies
+	// that mint are Server.MintPolicies.
+	Mint *mint.Options
 	// Redis configures the one Redis client (redisconn.New) that the DPoP
 	// replay store, revocation and the shared introspection cache use; nil
 	// when the file has no redis section (nor dpop.redis_url). Its URL may
@@ -231,6 +237,9 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		}
 	}
 	abs(&f.StateDir)
+	if f.Mint != nil {
+		abs(&f.Mint.KeysFile)
+	}
 	for _, p := range []*string{&f.Redis.PasswordFile, &f.Redis.Sentinel.PasswordFile, &f.Redis.TLS.CAFile, &f.Redis.TLS.CertFile, &f.Redis.TLS.KeyFile} {
 		abs(p)
 	}
@@ -323,6 +332,9 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		return nil, err
 	}
 	if err := f.planSignals(p); err != nil {
+		return nil, err
+	}
+	if err := f.planMint(p); err != nil {
 		return nil, err
 	}
 	if err := f.planClients(p, ov, env); err != nil {
@@ -1049,6 +1061,7 @@ func optionField(err error) (field string, reason error, ok bool) {
 		ce *redisconn.OptionError
 		se *server.OptionError
 		ge *signals.OptionError
+		me *mint.OptionError
 	)
 	switch {
 	case errors.As(err, &je):
@@ -1067,6 +1080,8 @@ func optionField(err error) (field string, reason error, ok bool) {
 		return se.Field, se.Err, true
 	case errors.As(err, &ge):
 		return ge.Field, ge.Err, true
+	case errors.As(err, &me):
+		return me.Field, me.Err, true
 	}
 	return "", nil, false
 }

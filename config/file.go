@@ -46,6 +46,7 @@ type file struct {
 	DPoP            fileDPoP             `yaml:"dpop"`
 	MTLS            fileMTLS             `yaml:"mtls"`
 	Revocation      *fileRevocation      `yaml:"revocation"`
+	Mint            *fileMint            `yaml:"mint"`
 	Redis           fileRedis            `yaml:"redis"`
 }
 
@@ -95,6 +96,7 @@ type filePolicy struct {
 	Expression      string            `yaml:"expression"`
 	AllowAnonymous  bool              `yaml:"allow_anonymous"`
 	ClaimsToHeaders map[string]string `yaml:"claims_to_headers"`
+	Mint            *filePolicyMint   `yaml:"mint"`
 }
 
 type fileScopes struct {

@@ -277,10 +277,31 @@ batch: {max_tokens: 3}
 		}), status: 200, conforming: true},
 	}
 
-	// D: revocation signals (back-channel logout, SET push), with an
+	// D: minting (a policy that mints, RFC 9701 introspection, the JWKS
+	// on both listeners).
+	mintKeys := filepath.Join(t.TempDir(), "mint.jwks")
+	writeMintKeys(t, mintKeys, testkeys.PrivateJWKS(mintK1))
+	d := startJWKSVerify(t, "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nissuers:\n"+is.IssuerConfig()+clients+
+		"mint: {issuer: "+mintIssuer+", keys_file: "+mintKeys+", signing_kid: k1}\npolicies:\n  - {name: minting, mint: {audience: orders-service}}\n")
+	// An RFC 9701 answer is a compact JWS: validated as the string it is.
+	openapi3filter.RegisterBodyDecoder("application/token-introspection+jwt", openapi3filter.FileBodyDecoder)
+	t.Cleanup(func() { openapi3filter.UnregisterBodyDecoder("application/token-introspection+jwt") })
+	jwtAccept := form(basic)
+	jwtAccept.Set("Accept", "application/token-introspection+jwt")
+	casesD := []apiCase{
+		{name: "mint-jwks", method: "GET", target: "/.well-known/jwks.json", status: 200, conforming: true},
+		{name: "mint-jwks-head", method: "HEAD", target: "/.well-known/jwks.json", status: 200, conforming: true},
+		{name: "mint-jwks-post", method: "POST", target: "/.well-known/jwks.json", status: 405},
+		{name: "mint-jwks-admin", admin: true, method: "GET", target: "/.well-known/jwks.json", status: 200, conforming: true},
+		{name: "mint-verify-minted", method: "POST", target: "/v1/verify", header: jsonCT, body: jsonBody(map[string]any{"token": good, "policy": "minting", "mint": true}), status: 200, conforming: true},
+		{name: "mint-introspect-jwt", method: "POST", target: "/introspect", header: jwtAccept, body: "token=" + good, status: 200, conforming: true},
+	}
+
+	// E: revocation signals (back-channel logout, SET push), with an
 	// issuer whose keys never load for the 503s. A SET body is text (a
 	// compact JWS), which the validator must be told.
 	openapi3filter.RegisterBodyDecoder("application/secevent+jwt", openapi3filter.PlainBodyDecoder)
+	t.Cleanup(func() { openapi3filter.UnregisterBodyDecoder("application/secevent+jwt") })
 	dir := t.TempDir()
 	pushA, pushDown := filepath.Join(dir, "push-a"), filepath.Join(dir, "push-down")
 	for f, v := range map[string]string{pushA: "openapi-push-bearer-a-0123456789", pushDown: "openapi-push-bearer-down-0123456789"} {
@@ -289,10 +310,10 @@ batch: {max_tokens: 3}
 		}
 	}
 	signalKeys := fmt.Sprintf("    backchannel_logout: {audiences: [web-app]}\n    ssf: {audiences: [%s], push: {bearer_token_file: %%s}}\n", setAudience)
-	d := startJWKSVerifyWith(t, "listen: 127.0.0.1:0\nstate_dir: "+filepath.Join(dir, "state")+"\nrevocation: {store: memory}\nissuers:\n"+
+	sg := startJWKSVerifyWith(t, "listen: 127.0.0.1:0\nstate_dir: "+filepath.Join(dir, "state")+"\nrevocation: {store: memory}\nissuers:\n"+
 		is.IssuerConfig()+fmt.Sprintf(signalKeys, pushA)+
 		"  - issuer: "+down+"\n    jwks_url: http://127.0.0.1:1/jwks.json\n"+fmt.Sprintf(signalKeys, pushDown), jwksverifyOptions{Unready: true})
-	waitValid(t, d.HTTP, good)
+	waitValid(t, sg.HTTP, good)
 	signed := func(typ string, c map[string]any) string {
 		return testkeys.Mint("RS256", testkeys.Private(testkeys.RSA2048A), map[string]any{"kid": "rsa-a", "typ": typ}, c)
 	}
@@ -308,7 +329,7 @@ batch: {max_tokens: 3}
 	push := func(bearer string) http.Header {
 		return hdr("Content-Type", "application/secevent+jwt", "Authorization", "Bearer "+bearer)
 	}
-	casesD := []apiCase{
+	casesSignals := []apiCase{
 		{name: "logout", method: "POST", target: "/v1/logout/backchannel", header: formCT, body: logoutToken(is.Issuer, "openapi-lt-1"), status: 200, conforming: true},
 		{name: "logout-replayed", method: "POST", target: "/v1/logout/backchannel", header: formCT, body: logoutToken(is.Issuer, "openapi-lt-1"), status: 400},
 		{name: "logout-access-token", method: "POST", target: "/v1/logout/backchannel", header: formCT, body: "logout_token=" + good, status: 400},
@@ -323,7 +344,14 @@ batch: {max_tokens: 3}
 
 	v := &openAPIValidator{doc: doc, seen: map[string][]int{}}
 	for _, cd := range casesD {
-		t.Run(cd.name, func(t *testing.T) { v.check(t, d.HTTP, cd) })
+		addr := d.HTTP
+		if cd.admin {
+			addr = d.Admin
+		}
+		t.Run(cd.name, func(t *testing.T) { v.check(t, addr, cd) })
+	}
+	for _, cs := range casesSignals {
+		t.Run(cs.name, func(t *testing.T) { v.check(t, sg.HTTP, cs) })
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { v.check(t, a.HTTP, c) })

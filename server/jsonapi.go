@@ -47,6 +47,9 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		DPoP       *string      `json:"dpop"`
 		Request    *requestBody `json:"request"`
 		ClientCert *string      `json:"client_cert"`
+		// Mint asks for the token the policy mints for the upstream
+		// ("minted" in the answer).
+		Mint bool `json:"mint"`
 		idTokenBody
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -57,7 +60,7 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
 		return
 	}
-	c := Call{Endpoint: EndpointVerify, Token: *req.Token, Explain: true, OriginalErr: request.ErrMissing}
+	c := Call{Endpoint: EndpointVerify, Token: *req.Token, Explain: true, OriginalErr: request.ErrMissing, Mint: req.Mint}
 	if c.IDToken, err = req.checks(); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return

@@ -20,6 +20,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/introspect"
+	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -285,6 +286,11 @@ func (m *Metrics) Use(v *verify.Verifier) {
 	m.col.cur.Store(&collected{v: v, issuers: issuers})
 }
 
+// UseMinter makes the minting metrics (jwksverify_mint_*) report m, the
+// minter of the generation being served; nil leaves them out. A new
+// minter starts its counters from zero.
+func (m *Metrics) UseMinter(mt *mint.Minter) { m.col.minter.Store(mt) }
+
 // Reloaded counts one configuration reload with its result (ReloadSuccess
 // or ReloadFailure).
 func (m *Metrics) Reloaded(result string) { m.reloads.WithLabelValues(result).Inc() }
@@ -368,9 +374,10 @@ type introspectionStats interface {
 // verifier count: fetch counters, key-set age and size, readiness, token
 // cache counters and the crypto cross-checks.
 type collector struct {
-	cur atomic.Pointer[collected]
-	now func() time.Time
-	d   collectorDescs
+	cur    atomic.Pointer[collected]
+	minter atomic.Pointer[mint.Minter] // nil: no minting
+	now    func() time.Time
+	d      collectorDescs
 }
 
 // collected is what the collector reads: the current verifier and its
@@ -412,6 +419,9 @@ func newCollectorDescs() collectorDescs {
 		introSize:   desc("introspection_cache_entries", "Entries in the issuer's introspection cache.", "issuer"),
 		introBusy:   desc("introspection_overloaded_total", "Introspection calls not made because max_concurrent calls were in flight for all of max_wait: their tokens got a stale cached answer or keys_unavailable.", "issuer"),
 		introFlight: desc("introspection_calls_in_flight", "Upstream introspection calls in flight now (at most max_concurrent).", "issuer"),
+		mintTokens:  desc("mint_tokens_total", `Tokens minted for upstreams ("minted": signed; "reused": handed out again from the minted-token cache).`, "result"),
+		mintReloads: desc("mint_keys_reloads_total", `Changes of mint.keys_file seen: "success" (taken), "failure" (refused; the previous keys keep signing).`, "result"),
+		mintEntries: desc("mint_cache_entries", "Tokens in the minted-token cache."),
 		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
@@ -422,6 +432,7 @@ type collectorDescs struct {
 	failures, keys, skipped, age, remaining, ready                       *prometheus.Desc
 	hits, misses, evictions, entries, bytes                              *prometheus.Desc
 	crossChecks                                                          *prometheus.Desc
+	mintTokens, mintReloads, mintEntries                                 *prometheus.Desc
 	introCalls, introHits, introStale, introSize, introBusy, introFlight *prometheus.Desc
 }
 
@@ -431,6 +442,7 @@ func (d collectorDescs) all() []*prometheus.Desc {
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
 		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
 		d.introCalls, d.introHits, d.introStale, d.introSize, d.introBusy, d.introFlight,
+		d.mintTokens, d.mintReloads, d.mintEntries,
 	}
 }
 
@@ -497,4 +509,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	mismatches := min(crypto.Mismatches, crypto.CrossChecks) // two loads: never more mismatches than checks
 	counter(d.crossChecks, crypto.CrossChecks-mismatches, "agree")
 	counter(d.crossChecks, mismatches, "mismatch")
+	if mt := c.minter.Load(); mt != nil {
+		st := mt.Stats()
+		counter(d.mintTokens, st.Mints, "minted")
+		counter(d.mintTokens, st.Hits, "reused")
+		counter(d.mintReloads, st.Reloads, "success")
+		counter(d.mintReloads, st.ReloadFailures, "failure")
+		gauge(d.mintEntries, float64(st.Entries))
+	}
 }

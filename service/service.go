@@ -264,10 +264,10 @@ func (s *Service) Close() error {
 		s.closeFetchers(fs)
 		closeClients(g.clients)
 		s.closeRedis(s.redisAll)
-		s.revocations.close()
 		if g.minter != nil {
 			_ = g.minter.Close()
 		}
+		s.revocations.close()
 	})
 	return nil
 }

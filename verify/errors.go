@@ -92,8 +92,9 @@ var classes = []string{
 	"missing_claim", "wrong_type", "unsupported_crit", "keys_unavailable",
 	"forbidden", "inactive",
 	"invalid_dpop_proof", "binding_mismatch",
-	"missing_token", "revoked", "lifetime_exceeded",
+	"missing_token",
 	"wrong_nonce", "wrong_hash", "wrong_azp", "wrong_acr", "auth_too_old",
+	"revoked", "lifetime_exceeded",
 }
 
 // classError is a sentinel carrying its class word and its family.

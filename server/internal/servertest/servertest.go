@@ -220,9 +220,9 @@ var ClassSentinels = []error{
 	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
 	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
 	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable, verify.ErrForbidden, verify.ErrInactive,
-	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch, verify.ErrMissingToken, verify.ErrRevoked,
-	verify.ErrLifetimeExceeded,
+	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch, verify.ErrMissingToken,
 	verify.ErrWrongNonce, verify.ErrWrongHash, verify.ErrWrongAZP, verify.ErrWrongACR, verify.ErrAuthTooOld,
+	verify.ErrRevoked, verify.ErrLifetimeExceeded,
 }
 
 // ClientID is the client ID IssuerA accepts ID tokens for.

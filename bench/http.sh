@@ -19,8 +19,9 @@
 #   POOL       distinct tokens of the pool runs (default 10000)
 #   ONLY       server names to run, comma-separated, over HTTP and gRPC (default
 #              all; httpbench run -h lists them). A targeted run writes
-#              http-only.json (not http-latest.json), leaves docs/BENCHMARKS.md
-#              alone and prints the paired ratios at the end.
+#              http-only.json (not http-latest.json), skips the memory run,
+#              leaves docs/BENCHMARKS.md alone and prints the paired ratios at
+#              the end.
 #   REVOCATIONS  entries of the jwksverify-revocation server (default 100000)
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -32,7 +33,8 @@ POOL=${POOL:-10000}
 ONLY=${ONLY:-}
 REVOCATIONS=${REVOCATIONS:-100000}
 out=http-latest.json
-[ -n "$ONLY" ] && out=http-only.json
+extra=()
+if [ -n "$ONLY" ]; then out=http-only.json; extra=(-skip-memory); fi
 
 for tool in wrk taskset; do
   command -v "$tool" >/dev/null || { echo "http.sh: $tool is required (apt-get install wrk util-linux)" >&2; exit 1; }
@@ -49,7 +51,7 @@ if ! git diff --quiet HEAD -- .. 2>/dev/null; then commit="$commit-dirty"; fi
 
 "$bin/httpbench" run -bin "$bin/jwksverify" -out "$out" -only "$ONLY" -revocations "$REVOCATIONS" \
   -d "$DURATION" -rounds "$ROUNDS" -c 32 -t 1 -algs "$ALGS" -pool "$POOL" -server-cpus 0 -client-cpus 1 \
-  -commit "$commit" -go "$(go env GOVERSION)" \
+  -commit "$commit" -go "$(go env GOVERSION)" "${extra[@]}" \
   -cpu "$(grep -m1 '^model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
 
 if [ -n "$ONLY" ]; then

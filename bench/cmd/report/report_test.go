@@ -113,6 +113,7 @@ func TestReportHTTPRatios(t *testing.T) {
 		"| HTTP /v1/authz RS256, repeated token, with a scopes+claims policy ≥ 95% of the same run without | 93% (42000 vs 45000 req/s) | **MISS** |",
 		"| HTTP /v1/authz RS256, repeated token, with 100000 revocation entries (store: memory) ≥ 97% of the same run without revocation | 98% (44100 vs 45000 req/s) | pass |",
 		"| RS256 | repeated | jwksverify-revocation | 44100 | — | 0.73× |",
+		"`jwksverify-revocation` the same with `revocation: {store: memory}` and a `state_dir` holding 100000 revocation entries",
 		"| RS256 | repeated | jwksverify | 13000 | — | 0.65× |",
 		"| RS256 | repeated | grpc-floor | 20000 | — | 1.00× |",
 		"## Kept by hand\n\ntext\n",

@@ -100,3 +100,66 @@ func TestMemoryCorruptLog(t *testing.T) {
 		t.Error("OpenMemory() of a corrupt log = nil, want an error")
 	}
 }
+
+func TestWriteMemoryLog(t *testing.T) {
+	valid := []Entry{
+		{Issuer: "https://a/", Kind: KindSub, Value: "u1", Source: SourceAdmin},
+		{Issuer: "https://a/", Kind: KindJTI, Value: "j1", Source: SourceAdmin},
+		{Issuer: "https://a/", Kind: KindSID, Value: "s1", Source: SourceAdmin},
+	}
+	tests := []struct {
+		name      string
+		es        []Entry
+		retention time.Duration
+		wantErr   error // nil: written, read back by OpenMemory
+	}{
+		{"entries", valid, time.Hour, nil},
+		{"none", nil, time.Hour, nil},
+		{"invalid-entry", append(valid[:1:1], Entry{Kind: KindSub, Value: "x"}), time.Hour, ErrInvalid},
+		{"no-retention", valid, 0, errAny},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			err := WriteMemoryLog(dir, tt.es, t0, tt.retention)
+			if tt.wantErr != nil {
+				if err == nil || (tt.wantErr != errAny && !errors.Is(err, tt.wantErr)) {
+					t.Fatalf("WriteMemoryLog() = %v, want %v", err, tt.wantErr)
+				}
+				if _, serr := os.Stat(filepath.Join(dir, MemoryFile)); !errors.Is(serr, os.ErrNotExist) {
+					t.Errorf("a refused WriteMemoryLog left a log (stat: %v)", serr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("WriteMemoryLog() = %v", err)
+			}
+			m, err := OpenMemory(MemoryOptions{Dir: dir, Retention: tt.retention, Now: func() time.Time { return t0.Add(time.Minute) }})
+			if err != nil {
+				t.Fatalf("OpenMemory() = %v", err)
+			}
+			defer m.Close()
+			got, _ := m.List(context.Background(), "")
+			if len(got) != len(tt.es) {
+				t.Fatalf("List() has %d entries, want %d", len(got), len(tt.es))
+			}
+			want := map[string]bool{}
+			for _, e := range tt.es {
+				want[e.Value] = true
+			}
+			for _, e := range got {
+				if e.ID == "" || !want[e.Value] || !e.ExpiresAt.Equal(t0.Add(tt.retention)) {
+					t.Errorf("entry %+v: want an ID, a value written, expires_at t0+retention", e)
+				}
+				delete(want, e.Value)
+			}
+			tok := Token{Sub: "u1", IssuedAt: t0.Add(-time.Second)}
+			if len(tt.es) > 0 && m.Index().Check("https://a/", &tok, t0.Add(time.Minute)) == nil {
+				t.Errorf("Check(%+v) = nil, want the written sub entry to match", tok)
+			}
+		})
+	}
+}
+
+// errAny stands for any error in a table.
+var errAny = errors.New("any error")

@@ -182,8 +182,7 @@ func readLines(path string) ([]string, error) {
 // grpcRuns loads the gRPC floor, the cached binary and the uncached binary
 // with the repeated token and the pool, in turns ([inTurns]).
 func grpcRuns(ctx context.Context, o runOpts, self string, f *algFiles) ([]httpres.Run, error) {
-	servers := []string{httpres.ServerGRPCFloor, httpres.ServerJwksverify, httpres.ServerNoCache}
-	return inTurns(ctx, o, f.c.Alg, "grpc ", servers, func(tokens, server string) (*httpres.Run, error) {
+	return inTurns(ctx, o, f.c.Alg, "grpc ", o.selected(grpcServers), func(tokens, server string) (*httpres.Run, error) {
 		return oneGRPCRun(ctx, o, self, f, tokens, server)
 	})
 }

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/bench/internal/fixture"
 	"github.com/jwksverify/jwksverify/bench/internal/httpres"
+	"github.com/jwksverify/jwksverify/revoke"
 )
 
 // runOpts are the flags of the run subcommand.
@@ -39,6 +41,8 @@ type runOpts struct {
 	memIssuers, memEntries  int
 	skipLoad, skipMemory    bool
 	skipGRPC                bool
+	only                    map[string]bool // server names to run; nil: all
+	revocations             int
 	commit, cpuModel, goVer string
 }
 
@@ -69,7 +73,36 @@ func runAll(args []string) error {
 	if err := measure(ctx, o, self, rep); err != nil {
 		return err
 	}
+	printRatios(os.Stderr, rep)
 	return rep.Write(o.out)
+}
+
+// printRatios writes the paired req/s ratios of rep's runs ([httpres.PairedRatio]):
+// each HTTP run of the binary with revocations or a policy over the plain
+// binary's, the plain binary's over the absolute floor's, and each gRPC
+// run over the bare gRPC server's; the ones whose runs are both there.
+// A targeted run (-only) reads its answer here.
+func printRatios(w io.Writer, rep *httpres.Report) {
+	line := func(label string, a, b *httpres.Run) {
+		if a == nil || b == nil || b.RPS == 0 {
+			return
+		}
+		r, _ := httpres.PairedRatio(a, b)
+		fmt.Fprintf(w, "ratio  %-6s %-8s %-48s %6.3f  (%.0f / %.0f req/s, %d rounds)\n", a.Alg, a.Tokens, label, r, a.RPS, b.RPS, a.Rounds)
+	}
+	for _, r := range rep.Runs {
+		switch r.Server {
+		case httpres.ServerRevocation, httpres.ServerPolicy:
+			line("http "+r.Server+" ÷ "+httpres.ServerJwksverify, &r, rep.Find(r.Alg, r.Tokens, httpres.ServerJwksverify))
+		case httpres.ServerJwksverify:
+			line("http "+r.Server+" ÷ "+httpres.ServerFloor, &r, rep.Find(r.Alg, r.Tokens, httpres.ServerFloor))
+		}
+	}
+	for _, r := range rep.GRPC {
+		if r.Server != httpres.ServerGRPCFloor {
+			line("grpc "+r.Server+" ÷ "+httpres.ServerGRPCFloor, &r, rep.FindGRPC(r.Alg, r.Tokens, httpres.ServerGRPCFloor))
+		}
+	}
 }
 
 // parseRunFlags reads the flags of the run subcommand.
@@ -93,6 +126,9 @@ func parseRunFlags(args []string) (runOpts, error) {
 	fs.BoolVar(&o.skipLoad, "skip-load", false, "skip the wrk runs")
 	fs.BoolVar(&o.skipMemory, "skip-memory", false, "skip the memory run")
 	fs.BoolVar(&o.skipGRPC, "skip-grpc", false, "skip the gRPC Check runs")
+	var only string
+	fs.StringVar(&only, "only", "", "server names to run, comma-separated, over HTTP and gRPC (default: all): "+strings.Join(knownServers(), ", "))
+	fs.IntVar(&o.revocations, "revocations", 100000, "revocation entries in the state_dir of the "+httpres.ServerRevocation+" server")
 	fs.StringVar(&o.commit, "commit", "", "git commit to record")
 	fs.StringVar(&o.cpuModel, "cpu", "", "CPU model to record")
 	fs.StringVar(&o.goVer, "go", runtime.Version(), "Go version to record")
@@ -104,7 +140,54 @@ func parseRunFlags(args []string) (runOpts, error) {
 	if o.rounds < 1 {
 		return o, fmt.Errorf("-rounds: %d, want at least 1", o.rounds)
 	}
+	if o.revocations < 10 {
+		return o, fmt.Errorf("-revocations: %d, want at least 10", o.revocations)
+	}
+	if only != "" {
+		o.only = map[string]bool{}
+		for _, name := range strings.Split(only, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.Contains(knownServers(), name) {
+				return o, fmt.Errorf("-only: unknown server %q (known: %s)", name, strings.Join(knownServers(), ", "))
+			}
+			o.only[name] = true
+		}
+	}
 	return o, nil
+}
+
+// httpServers are the servers of the HTTP runs, in the order of each turn.
+// The floor, the binary, the binary with a policy and with revocations run
+// back to back in every round: their ratios are targets, and the shared
+// machine drifts within a minute.
+var httpServers = []string{httpres.ServerFloor, httpres.ServerJwksverify, httpres.ServerRevocation, httpres.ServerPolicy, httpres.ServerGoGC100, httpres.ServerBare, httpres.ServerNoCache, httpres.ServerBaseline}
+
+// grpcServers are the servers of the gRPC Check runs.
+var grpcServers = []string{httpres.ServerGRPCFloor, httpres.ServerJwksverify, httpres.ServerNoCache}
+
+// knownServers are the names -only accepts.
+func knownServers() []string {
+	out := slices.Clone(httpServers)
+	for _, s := range grpcServers {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// selected returns the servers of all that -only keeps.
+func (o runOpts) selected(all []string) []string {
+	if o.only == nil {
+		return all
+	}
+	var out []string
+	for _, s := range all {
+		if o.only[s] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // newReport is the report of a run with o, before any measurement: the
@@ -127,6 +210,9 @@ func newReport(o runOpts) *httpres.Report {
 		Threads:     o.threads,
 		PoolSize:    o.pool,
 	}
+	if !o.skipLoad && slices.Contains(o.selected(httpServers), httpres.ServerRevocation) {
+		rep.RevocationEntries = o.revocations
+	}
 	if prev, err := httpres.Read(o.out); err == nil {
 		// Keep what this invocation does not measure.
 		if o.skipLoad {
@@ -138,6 +224,9 @@ func newReport(o runOpts) *httpres.Report {
 		if o.skipGRPC {
 			rep.GRPC = prev.GRPC
 		}
+		if o.skipLoad {
+			rep.RevocationEntries = prev.RevocationEntries
+		}
 	}
 	return rep
 }
@@ -147,22 +236,24 @@ func newReport(o runOpts) *httpres.Report {
 func measure(ctx context.Context, o runOpts, self string, rep *httpres.Report) error {
 	// Each algorithm's files (tokens, pool, configs) are made once, for its
 	// HTTP and its gRPC runs.
+	load := !o.skipLoad && len(o.selected(httpServers)) > 0
+	grpcLoad := !o.skipGRPC && len(o.selected(grpcServers)) > 0
 	for _, alg := range o.algs {
-		if o.skipLoad && o.skipGRPC {
+		if !load && !grpcLoad {
 			break
 		}
 		f, err := prepare(o, alg)
 		if err != nil {
 			return fmt.Errorf("%s: %w", alg, err)
 		}
-		if !o.skipLoad {
+		if load {
 			runs, err := loadRuns(ctx, o, self, f)
 			if err != nil {
 				return fmt.Errorf("%s: %w", alg, err)
 			}
 			rep.Runs = append(rep.Runs, runs...)
 		}
-		if !o.skipGRPC {
+		if grpcLoad {
 			runs, err := grpcRuns(ctx, o, self, f)
 			if err != nil {
 				return fmt.Errorf("%s: %w", alg, err)
@@ -188,7 +279,9 @@ type algFiles struct {
 	repeatedLua, poolLua        string
 	cachedConfig, nocacheConfig string
 	policyConfig                string
+	revocationConfig            string // "" when the run has no revocation server
 	valid, tampered             string
+	revoked                     string // a valid token whose jti is revoked
 }
 
 func prepare(o runOpts, alg string) (*algFiles, error) {
@@ -249,8 +342,44 @@ func prepare(o runOpts, alg string) (*algFiles, error) {
 	if f.policyConfig, err = write("policy.yaml", []byte(cfg(100000)+policyYAML)); err != nil {
 		return nil, err
 	}
+	if !o.skipLoad && slices.Contains(o.selected(httpServers), httpres.ServerRevocation) {
+		state := path("revocation-state")
+		if err := revoke.WriteMemoryLog(state, revocations(o.revocations), now, 24*time.Hour); err != nil {
+			return nil, err
+		}
+		if f.revocationConfig, err = write("revocation.yaml", []byte(cfg(100000)+fmt.Sprintf("state_dir: %s\nrevocation: {store: memory}\n", state))); err != nil {
+			return nil, err
+		}
+		claims := fixture.Claims(now, fixture.Issuer, 0)
+		claims["jti"] = revokedJTI(0)
+		f.revoked = fixture.Mint(c, claims)
+	}
 	return f, nil
 }
+
+// revocations are n entries of the benchmark's issuer, as an IdP's logouts
+// and an operator's switches leave them: 10 sid entries (fewer below 30),
+// 40 % jti entries and the rest sub entries, none naming the subject or a jti of the tokens
+// the load sends (the answer stays 200: the run measures the lookup, not a
+// refusal).
+func revocations(n int) []revoke.Entry {
+	es := make([]revoke.Entry, 0, n)
+	sids := min(10, n/3)
+	jtis := n * 2 / 5
+	for i := range sids {
+		es = append(es, revoke.Entry{Issuer: fixture.Issuer, Kind: revoke.KindSID, Value: fmt.Sprintf("revoked-session-%02d", i), Source: revoke.SourceBackchannelLogout})
+	}
+	for i := range jtis {
+		es = append(es, revoke.Entry{Issuer: fixture.Issuer, Kind: revoke.KindJTI, Value: revokedJTI(i), Source: revoke.SourceSSFPush})
+	}
+	for i := range n - sids - jtis {
+		es = append(es, revoke.Entry{Issuer: fixture.Issuer, Kind: revoke.KindSub, Value: fmt.Sprintf("revoked-user-%07d", i), Source: revoke.SourceAdmin})
+	}
+	return es
+}
+
+// revokedJTI is the jti of the i-th jti entry of [revocations].
+func revokedJTI(i int) string { return fmt.Sprintf("revoked-token-%07d", i) }
 
 // tamper changes one character in the middle of token's signature.
 func tamper(token string) string {
@@ -315,11 +444,7 @@ end
 `
 
 func loadRuns(ctx context.Context, o runOpts, self string, f *algFiles) ([]httpres.Run, error) {
-	// The floor, the binary and the binary with a policy run back to back
-	// in every round: their ratios are targets, and the shared machine
-	// drifts within a minute.
-	servers := []string{httpres.ServerFloor, httpres.ServerJwksverify, httpres.ServerPolicy, httpres.ServerGoGC100, httpres.ServerBare, httpres.ServerNoCache, httpres.ServerBaseline}
-	return inTurns(ctx, o, f.c.Alg, "", servers, func(tokens, server string) (*httpres.Run, error) {
+	return inTurns(ctx, o, f.c.Alg, "", o.selected(httpServers), func(tokens, server string) (*httpres.Run, error) {
 		return oneRun(ctx, o, self, f, tokens, server)
 	})
 }
@@ -342,14 +467,14 @@ func inTurns(ctx context.Context, o runOpts, alg, kind string, servers []string,
 				if err != nil {
 					return nil, fmt.Errorf("%s%s %s: %w", kind, tokens, server, err)
 				}
-				fmt.Fprintf(os.Stderr, "%-6s %-8s %s%-20s round %d  %9.0f req/s  p50 %.2f ms  p99 %.2f ms  non-2xx %d  errors %d\n",
+				fmt.Fprintf(os.Stderr, "%-6s %-8s %s%-22s round %d  %9.0f req/s  p50 %.2f ms  p99 %.2f ms  non-2xx %d  errors %d\n",
 					alg, tokens, kind, server, round, r.RPS, r.P50Ms, r.P99Ms, r.Non2xx, r.SocketErrors)
 				rounds[server] = append(rounds[server], *r)
 			}
 		}
 		for _, server := range servers {
 			m := httpres.Median(rounds[server])
-			fmt.Fprintf(os.Stderr, "%-6s %-8s %s%-20s median   %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (%.0f–%.0f req/s)\n",
+			fmt.Fprintf(os.Stderr, "%-6s %-8s %s%-22s median   %9.0f req/s  p50 %.2f ms  p99 %.2f ms  (%.0f–%.0f req/s)\n",
 				alg, tokens, kind, server, m.RPS, m.P50Ms, m.P99Ms, m.RPSMin, m.RPSMax)
 			out = append(out, m)
 		}
@@ -371,13 +496,15 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 		args, ready = []string{self, "serve-bare", "-listen", addr}, "/healthz"
 	case httpres.ServerBaseline:
 		args, ready = []string{self, "serve-keyfunc", "-listen", addr, "-jwks", f.jwks, "-issuer", fixture.Issuer, "-alg", f.c.Alg}, "/healthz"
-	case httpres.ServerJwksverify, httpres.ServerGoGC100, httpres.ServerNoCache, httpres.ServerPolicy:
+	case httpres.ServerJwksverify, httpres.ServerGoGC100, httpres.ServerNoCache, httpres.ServerPolicy, httpres.ServerRevocation:
 		cfg := f.cachedConfig
 		switch server {
 		case httpres.ServerNoCache:
 			cfg = f.nocacheConfig
 		case httpres.ServerPolicy:
 			cfg = f.policyConfig
+		case httpres.ServerRevocation:
+			cfg = f.revocationConfig
 		}
 		p, err := withListen(cfg, addr, "")
 		if err != nil {
@@ -398,7 +525,7 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 	if err := waitReady(ctx, base+ready); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
-	if err := sanity(base, f, server != httpres.ServerBare && server != httpres.ServerFloor, server == httpres.ServerPolicy); err != nil {
+	if err := sanity(base, f, server != httpres.ServerBare && server != httpres.ServerFloor, server == httpres.ServerPolicy, server == httpres.ServerRevocation); err != nil {
 		return nil, err
 	}
 	script := f.repeatedLua
@@ -471,10 +598,11 @@ func withListen(path, addr, grpcAddr string) (string, error) {
 
 // sanity checks that the server accepts the valid token and, when it
 // verifies, rejects a tampered one, and when it has policies, refuses the
-// valid token on a path whose policy it does not satisfy: a load run of a
-// failing path measures nothing, and a policy run that never runs a policy
-// measures the wrong thing.
-func sanity(base string, f *algFiles, verifies, policies bool) error {
+// valid token on a path whose policy it does not satisfy, and when it has
+// revocations, refuses a token whose jti is revoked: a load run of a
+// failing path measures nothing, and a policy or revocation run that never
+// runs its stage measures the wrong thing.
+func sanity(base string, f *algFiles, verifies, policies, revocations bool) error {
 	check := func(token string, want int, uri ...string) error {
 		req, err := http.NewRequest(http.MethodGet, base+"/v1/authz", nil)
 		if err != nil {
@@ -507,7 +635,12 @@ func sanity(base string, f *algFiles, verifies, policies bool) error {
 		}
 	}
 	if policies {
-		return check(f.valid, http.StatusForbidden, "/admin")
+		if err := check(f.valid, http.StatusForbidden, "/admin"); err != nil {
+			return err
+		}
+	}
+	if revocations {
+		return check(f.revoked, http.StatusUnauthorized)
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ const (
 	targetHTTPRepeated = 0.8  // repeated token: ≥ 80% of the bare handler's req/s, and of the floor's
 	targetHTTPDistinct = 1.2  // distinct uncached tokens: ≥ 1.2× the keyfunc handler
 	targetHTTPPolicy   = 0.95 // a policy on a repeated token: within 5% of the same binary without one
+	targetHTTPRevoked  = 0.97 // 100 000 revocation entries on a repeated token: ≥ 97% of the same binary without revocation (issue 27)
 	targetHTTPP99Ms    = 2.0  // p99 at 32 connections
 	flatRel            = 0.20 // "flat": slowest within 20% …
 	flatAbsNS          = 50.0 // … or 50 ns of the fastest
@@ -388,6 +389,8 @@ func writeHTTPRatioTargets(w *bytes.Buffer, hr *httpres.Report) {
 			hr.Find(alg, httpres.TokensRepeated, httpres.ServerGoGC100), hr.Find(alg, httpres.TokensRepeated, httpres.ServerFloor), 0, times, false)
 		writeHTTPTarget(w, fmt.Sprintf("HTTP /v1/authz %s, repeated token, with a scopes+claims policy ≥ %.0f%% of the same run without", alg, 100*targetHTTPPolicy),
 			hr.Find(alg, httpres.TokensRepeated, httpres.ServerPolicy), j, targetHTTPPolicy, pct, true)
+		writeHTTPTarget(w, fmt.Sprintf("HTTP /v1/authz %s, repeated token, with %d revocation entries (store: memory) ≥ %.0f%% of the same run without revocation", alg, hr.RevocationEntries, 100*targetHTTPRevoked),
+			hr.Find(alg, httpres.TokensRepeated, httpres.ServerRevocation), j, targetHTTPRevoked, pct, true)
 	}
 	for _, alg := range httpAlgs(hr) {
 		writeHTTPTarget(w, fmt.Sprintf("HTTP /v1/authz %s, distinct uncached tokens ≥ %.1f× the golang-jwt + keyfunc handler", alg, targetHTTPDistinct),
@@ -531,14 +534,23 @@ func httpAlgs(hr *httpres.Report) []string {
 	return out
 }
 
+// revocationServer describes the jwksverify-revocation server for the
+// HTTP section's list of servers; "" when the run had none.
+func revocationServer(hr *httpres.Report) string {
+	if hr.RevocationEntries == 0 {
+		return ""
+	}
+	return fmt.Sprintf("`%s` the same with `revocation: {store: memory}` and a `state_dir` holding %d revocation entries of the issuer (sub, jti and a few sid entries, none naming a token sent: the lookup runs on every request, the answer stays 200), ", httpres.ServerRevocation, hr.RevocationEntries)
+}
+
 func writeHTTP(w *bytes.Buffer, hr *httpres.Report) {
 	fmt.Fprintf(w, "## HTTP load: /v1/authz on one server core\n\n")
 	if hr == nil || len(hr.Runs) == 0 {
 		fmt.Fprintf(w, "Not measured yet: run `bench/http.sh`.\n\n")
 		return
 	}
-	fmt.Fprintf(w, "bench/http.sh builds the real binary (`jwksverify serve`), the absolute floor (`http.ListenAndServe` with a handler that only writes 200), a bare net/http handler (answers 200 when an `Authorization: Bearer` header is present) and a golang-jwt + keyfunc forward-auth handler (jwt.Parse with keyfunc over the issuer's JWKS, the same claim checks). Each server runs alone, pinned to CPU %s (`taskset`, so GOMAXPROCS=1); wrk runs on CPU %s: `wrk -t%d -c%d -d%s --latency`, `GET /v1/authz` with `Authorization: Bearer <token>`. `repeated`: one token on every request. `pool`: %d distinct tokens cycled by a Lua script. `jwksverify` is the binary with its token cache on (the default), `jwksverify-policy` the same with `forward_auth: {proxy: nginx}`, the routes of docs/POLICIES.md and a scopes+claims policy that every request's route (`GET /orders/1`) runs, `jwksverify-nocache` with `token_cache: {max_entries: 0}`, `jwksverify-gogc100` the default binary with `GOGC=100` in its environment (Go's collector defaults: the binary's GC headroom, docs/OPERATIONS.md, is off). Every request carries nginx's `X-Original-Method`, `-URI` and `-Host` headers, to every server.\n\n",
-		hr.ServerCPUs, hr.ClientCPUs, hr.Threads, hr.Connections, hr.Duration, hr.PoolSize)
+	fmt.Fprintf(w, "bench/http.sh builds the real binary (`jwksverify serve`), the absolute floor (`http.ListenAndServe` with a handler that only writes 200), a bare net/http handler (answers 200 when an `Authorization: Bearer` header is present) and a golang-jwt + keyfunc forward-auth handler (jwt.Parse with keyfunc over the issuer's JWKS, the same claim checks). Each server runs alone, pinned to CPU %s (`taskset`, so GOMAXPROCS=1); wrk runs on CPU %s: `wrk -t%d -c%d -d%s --latency`, `GET /v1/authz` with `Authorization: Bearer <token>`. `repeated`: one token on every request. `pool`: %d distinct tokens cycled by a Lua script. `jwksverify` is the binary with its token cache on (the default), %s`jwksverify-policy` the same with `forward_auth: {proxy: nginx}`, the routes of docs/POLICIES.md and a scopes+claims policy that every request's route (`GET /orders/1`) runs, `jwksverify-nocache` with `token_cache: {max_entries: 0}`, `jwksverify-gogc100` the default binary with `GOGC=100` in its environment (Go's collector defaults: the binary's GC headroom, docs/OPERATIONS.md, is off). Every request carries nginx's `X-Original-Method`, `-URI` and `-Host` headers, to every server.\n\n",
+		hr.ServerCPUs, hr.ClientCPUs, hr.Threads, hr.Connections, hr.Duration, hr.PoolSize, revocationServer(hr))
 	if hr.Rounds > 1 {
 		fmt.Fprintf(w, "Each configuration ran %d times, the servers taking turns round after round; the table shows the median of the rounds (req/s and each percentile) and the range of their req/s. The ÷ columns and the targets are paired: the median over the rounds of each round's ratio (the floor and the binary run back to back in every round), so that the shared machine's drift between rounds cancels. \"Server CPU µs/req\" is the server process's CPU time (user and system, every thread, from /proc) during the run over the requests it answered; \"per server CPU-second\" in a target compares those, which leaves out the time the shared VM took the server's core away (it does not count kernel work done for the server outside its own time).\n\n", hr.Rounds)
 	}

@@ -14,14 +14,15 @@ import (
 
 // Server names of [Run.Server].
 const (
-	ServerFloor      = "floor"              // http.ListenAndServe, a handler that only writes 200: no mux, no timeouts
-	ServerBare       = "bare"               // net/http handler that only checks "Bearer " is there
-	ServerJwksverify = "jwksverify"         // the real binary, token cache on (the default)
-	ServerNoCache    = "jwksverify-nocache" // the real binary, token_cache.max_entries: 0
-	ServerBaseline   = "golang-jwt+keyfunc" // a hand-wired forward-auth handler
-	ServerPolicy     = "jwksverify-policy"  // the real binary, token cache on, routes and a scopes+claims policy
-	ServerGoGC100    = "jwksverify-gogc100" // the real binary, token cache on, GOGC=100 in its environment: Go's collector defaults, no GC headroom
-	ServerGRPCFloor  = "grpc-floor"         // grpc.NewServer with a Check that answers OK (gRPC runs only)
+	ServerFloor      = "floor"                 // http.ListenAndServe, a handler that only writes 200: no mux, no timeouts
+	ServerBare       = "bare"                  // net/http handler that only checks "Bearer " is there
+	ServerJwksverify = "jwksverify"            // the real binary, token cache on (the default)
+	ServerNoCache    = "jwksverify-nocache"    // the real binary, token_cache.max_entries: 0
+	ServerBaseline   = "golang-jwt+keyfunc"    // a hand-wired forward-auth handler
+	ServerPolicy     = "jwksverify-policy"     // the real binary, token cache on, routes and a scopes+claims policy
+	ServerGoGC100    = "jwksverify-gogc100"    // the real binary, token cache on, GOGC=100 in its environment: Go's collector defaults, no GC headroom
+	ServerRevocation = "jwksverify-revocation" // the real binary, token cache on, revocation: {store: memory} with Report.RevocationEntries entries for the issuer, none naming the load's tokens
+	ServerGRPCFloor  = "grpc-floor"            // grpc.NewServer with a Check that answers OK (gRPC runs only)
 )
 
 // Token modes of [Run.Tokens].
@@ -54,6 +55,10 @@ type Report struct {
 	Threads     int `json:"threads"`
 	// PoolSize is the number of distinct tokens of the pool runs.
 	PoolSize int `json:"pool_size"`
+	// RevocationEntries is the number of revocation entries in the
+	// state_dir of the jwksverify-revocation server (sub, jti and sid
+	// entries of the benchmark's issuer, none naming a token sent).
+	RevocationEntries int `json:"revocation_entries,omitempty"`
 	// Runs are the load runs, in the order they ran.
 	Runs []Run `json:"runs"`
 	// Memory is the memory of the serving process with a full token cache.

@@ -147,12 +147,20 @@ func (b *builder) issuer(g *generation, is config.Issuer, taken map[*jwks.Fetche
 		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
 	}
 	if is.Introspection != nil {
-		c, err := b.client(*is.Introspection, f, takenClient)
+		o := *is.Introspection
+		if o.SharedCache {
+			// The answers are in Redis: the service's one client.
+			var err error
+			if o.Redis, err = b.s.redisClient(g.plan.Redis); err != nil {
+				return is.Verify, fmt.Errorf("introspection: %w", err)
+			}
+		}
+		c, err := b.client(o, f, takenClient)
 		if err != nil {
 			return is.Verify, fmt.Errorf("introspection: %w", err)
 		}
 		g.clients = append(g.clients, c)
-		g.intro = append(g.intro, introClient{opts: *is.Introspection, f: f, c: c})
+		g.intro = append(g.intro, introClient{opts: o, f: f, c: c})
 		is.Verify.Introspector = c
 	}
 	return is.Verify, nil

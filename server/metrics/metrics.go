@@ -412,6 +412,8 @@ func newCollectorDescs() collectorDescs {
 		introSize:   desc("introspection_cache_entries", "Entries in the issuer's introspection cache.", "issuer"),
 		introBusy:   desc("introspection_overloaded_total", "Introspection calls not made because max_concurrent calls were in flight for all of max_wait: their tokens got a stale cached answer or keys_unavailable.", "issuer"),
 		introFlight: desc("introspection_calls_in_flight", "Upstream introspection calls in flight now (at most max_concurrent).", "issuer"),
+		introShared: desc("introspection_shared_cache_errors_total", "Redis failures of the shared introspection cache (cache.shared): each answered keys_unavailable.", "issuer"),
+		introWaits:  desc("introspection_shared_cache_waits_total", "Shared introspection cache lookups that waited for another replica's upstream call instead of making one.", "issuer"),
 		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
@@ -423,6 +425,7 @@ type collectorDescs struct {
 	hits, misses, evictions, entries, bytes                              *prometheus.Desc
 	crossChecks                                                          *prometheus.Desc
 	introCalls, introHits, introStale, introSize, introBusy, introFlight *prometheus.Desc
+	introShared, introWaits                                              *prometheus.Desc
 }
 
 func (d collectorDescs) all() []*prometheus.Desc {
@@ -431,6 +434,7 @@ func (d collectorDescs) all() []*prometheus.Desc {
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
 		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
 		d.introCalls, d.introHits, d.introStale, d.introSize, d.introBusy, d.introFlight,
+		d.introShared, d.introWaits,
 	}
 }
 
@@ -485,6 +489,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(d.introSize, float64(st.Entries), is.name)
 			counter(d.introBusy, st.Overloaded, is.name)
 			gauge(d.introFlight, float64(st.InFlight), is.name)
+			counter(d.introShared, st.SharedErrors, is.name)
+			counter(d.introWaits, st.SharedWaits, is.name)
 		}
 	}
 	cs := cur.v.CacheStats()

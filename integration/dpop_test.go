@@ -25,20 +25,21 @@ type redisProc struct {
 	t    *testing.T
 	bin  string
 	port int
+	args []string // extra arguments (--replicaof, --requirepass, ...)
 	p    *process
 }
 
-func startRedis(t *testing.T) *redisProc {
+func startRedis(t *testing.T, args ...string) *redisProc {
 	t.Helper()
-	r := &redisProc{t: t, bin: requireTool(t, "redis-server", "redis-server"), port: freePort(t)}
+	r := &redisProc{t: t, bin: requireTool(t, "redis-server", "redis-server"), port: freePort(t), args: args}
 	r.start()
 	return r
 }
 
 func (r *redisProc) start() {
 	r.t.Helper()
-	r.p = startProcess(r.t, "redis-server", exec.Command(r.bin, "--port", strconv.Itoa(r.port),
-		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no"))
+	r.p = startProcess(r.t, "redis-server:"+strconv.Itoa(r.port), exec.Command(r.bin, append([]string{"--port", strconv.Itoa(r.port),
+		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, r.args...)...))
 	waitTCP(r.t, r.p, r.addr())
 }
 

@@ -92,6 +92,8 @@ func TestMonitoredMetricsExist(t *testing.T) {
 	idp := startDiscoveryIdP(t)
 	jv := startJWKSVerify(t, fmt.Sprintf(`listen: 127.0.0.1:0
 shutdown_timeout: 1s
+# The redis_* metrics exist with a redis section (never dialled here).
+redis: {url: "redis://127.0.0.1:1"}
 issuers:
   - issuer: %s
     discovery: true

@@ -84,10 +84,15 @@ func (b *builder) build(plan *config.Plan) (*generation, error) {
 }
 
 // assemble builds the parts of plan's generation in dependency order:
-// token cache, then per issuer its fetcher and client, then the verifier
-// over them, then the server over the verifier.
+// the Redis client, the token cache, then per issuer its fetcher and
+// client, then the verifier over them, then the server over the verifier.
 func (b *builder) assemble(plan *config.Plan) (*generation, error) {
 	g := &generation{plan: plan}
+	// The one Redis client of the plan (redisconn.New connects nothing):
+	// what uses it below takes it from the service.
+	if _, err := b.s.redisClient(plan.Redis); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
 	vo := plan.Verify
 	vo.Logger, vo.Tracer = b.s.opts.Logger, b.s.opts.Tracer
 	if o := plan.Verify.TokenCache; o.MaxEntries > 0 {

@@ -101,6 +101,27 @@ type Service struct {
 	redis     *redisconn.Client
 	redisOpts redisconn.Options
 	redisAll  []*redisconn.Client
+	// redisInUse is the client of the current generation's plan (nil
+	// without Redis), for the metrics, which read it at each scrape.
+	redisInUse atomic.Pointer[redisconn.Client]
+}
+
+// redisStats are the counters of the Redis client in use (metrics.Options.Redis).
+func (s *Service) redisStats() (redisconn.Stats, bool) {
+	c := s.redisInUse.Load()
+	if c == nil {
+		return redisconn.Stats{}, false
+	}
+	return c.Stats(), true
+}
+
+// useRedis records the Redis client of plan, the one in use from now on.
+func (s *Service) useRedis(plan *config.Plan) {
+	if plan.Redis == nil {
+		s.redisInUse.Store(nil)
+		return
+	}
+	s.redisInUse.Store(s.redis)
 }
 
 // New builds the service of plan and starts its fetchers and clients. It
@@ -118,7 +139,9 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	if err != nil {
 		return fail(err)
 	}
-	m, err := metrics.New(metrics.Options{Verifier: gen.server.Verifier(), Version: o.Version, Revision: o.Revision, Policies: plan.Server.Policies})
+	s.useRedis(plan)
+	m, err := metrics.New(metrics.Options{Verifier: gen.server.Verifier(), Version: o.Version, Revision: o.Revision, Policies: plan.Server.Policies,
+		Redis: s.redisStats})
 	if err != nil {
 		return fail(err)
 	}

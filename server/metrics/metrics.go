@@ -21,6 +21,7 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -45,6 +46,10 @@ type Options struct {
 	// names label policy_decisions_total. Nil means none (the labels of
 	// server's PolicyAnyToken, PolicyUnknown and PolicyUnrouted only).
 	Policies *policy.Set
+	// Redis returns the counters of the Redis client in use and true, or
+	// false while none is configured (then no redis_* series). It is called
+	// at each scrape. Nil means none.
+	Redis func() (redisconn.Stats, bool)
 }
 
 // Metrics are the instruments of one server. Every label value is bounded:
@@ -114,7 +119,7 @@ func New(opts Options) (*Metrics, error) {
 		is.introspection, _ = vi.Introspector.(introspectionStats)
 		issuers = append(issuers, is)
 	}
-	col := &collector{now: now, d: newCollectorDescs()}
+	col := &collector{now: now, d: newCollectorDescs(), redis: opts.Redis}
 	col.cur.Store(&collected{v: opts.Verifier, issuers: issuers})
 
 	vs := newVecs()
@@ -368,9 +373,10 @@ type introspectionStats interface {
 // verifier count: fetch counters, key-set age and size, readiness, token
 // cache counters and the crypto cross-checks.
 type collector struct {
-	cur atomic.Pointer[collected]
-	now func() time.Time
-	d   collectorDescs
+	cur   atomic.Pointer[collected]
+	now   func() time.Time
+	d     collectorDescs
+	redis func() (redisconn.Stats, bool) // nil: none
 }
 
 // collected is what the collector reads: the current verifier and its
@@ -414,6 +420,8 @@ func newCollectorDescs() collectorDescs {
 		introFlight: desc("introspection_calls_in_flight", "Upstream introspection calls in flight now (at most max_concurrent).", "issuer"),
 		introShared: desc("introspection_shared_cache_errors_total", "Redis failures of the shared introspection cache (cache.shared): each answered keys_unavailable.", "issuer"),
 		introWaits:  desc("introspection_shared_cache_waits_total", "Shared introspection cache lookups that waited for another replica's upstream call instead of making one.", "issuer"),
+		redisErrors: desc("redis_errors_total", "Redis commands and pipelines that failed (network, timeout, error answers): the requests behind them got 503 keys_unavailable. Rises during a failover."),
+		redisNotRep: desc("redis_not_replicated_total", "Writes refused because WAIT reported fewer replicas than redis.acknowledge_replicas (503, nothing acknowledged)."),
 		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
@@ -425,7 +433,7 @@ type collectorDescs struct {
 	hits, misses, evictions, entries, bytes                              *prometheus.Desc
 	crossChecks                                                          *prometheus.Desc
 	introCalls, introHits, introStale, introSize, introBusy, introFlight *prometheus.Desc
-	introShared, introWaits                                              *prometheus.Desc
+	introShared, introWaits, redisErrors, redisNotRep                    *prometheus.Desc
 }
 
 func (d collectorDescs) all() []*prometheus.Desc {
@@ -434,7 +442,7 @@ func (d collectorDescs) all() []*prometheus.Desc {
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
 		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
 		d.introCalls, d.introHits, d.introStale, d.introSize, d.introBusy, d.introFlight,
-		d.introShared, d.introWaits,
+		d.introShared, d.introWaits, d.redisErrors, d.redisNotRep,
 	}
 }
 
@@ -491,6 +499,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(d.introFlight, float64(st.InFlight), is.name)
 			counter(d.introShared, st.SharedErrors, is.name)
 			counter(d.introWaits, st.SharedWaits, is.name)
+		}
+	}
+	if c.redis != nil {
+		if rs, ok := c.redis(); ok {
+			counter(d.redisErrors, rs.Errors)
+			counter(d.redisNotRep, rs.NotReplicated)
 		}
 	}
 	cs := cur.v.CacheStats()

@@ -77,6 +77,10 @@ type Plan struct {
 	// Server configures the server. Verifier, Logger and Version are nil
 	// or empty: a command sets them.
 	Server server.Options
+	// Revocation is the plan of the revocation store, nil when revocation
+	// is not configured: a command opens the store (revoke.OpenMemory or
+	// revoke.NewRedis) and sets Server.Revocations.
+	Revocation *Revocation
 	// DPoP is the plan of DPoP proof checking, nil when no issuer asks for
 	// DPoP: a command builds the replay store and the dpop.Checker
 	// (Server.DPoP) from it.
@@ -136,6 +140,28 @@ type DPoP struct {
 	// MemoryMaxEntries bounds the memory store (replay.NewMemory).
 	MemoryMaxEntries int
 }
+
+// Revocation is the plan of the revocation store.
+type Revocation struct {
+	// Store is "memory" (StateDir) or "redis" (RedisURL).
+	Store string
+	// Retention is how long an entry lives; MaxStaleness how old a redis
+	// copy may be before it fails closed.
+	Retention, MaxStaleness time.Duration
+	// StateDir is the memory store's directory. The redis store uses the
+	// plan's Redis section.
+	StateDir string
+}
+
+// The bounds and defaults of the revocation section.
+const (
+	DefaultRetention    = 24 * time.Hour
+	DefaultMaxStaleness = 30 * time.Second
+	minRetention        = time.Minute
+	maxRetention        = 400 * 24 * time.Hour
+	minMaxStaleness     = time.Second
+	maxMaxStaleness     = time.Hour
+)
 
 // Issuer is the plan of one configured issuer.
 type Issuer struct {
@@ -287,6 +313,9 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	if err := f.planPolicies(p); err != nil {
 		return nil, err
 	}
+	if err := f.planRevocation(p); err != nil {
+		return nil, err
+	}
 	if err := f.planClients(p, ov, env); err != nil {
 		return nil, err
 	}
@@ -380,6 +409,65 @@ func (f *file) planIssuers(p *Plan) ([]time.Duration, error) {
 		}
 	}
 	return waits, nil
+}
+
+// planRevocation plans the revocation section, the issuers' max_lifetime
+// (default: the retention when revocation is configured; never above it),
+// and the claims the verifier indexes for the revocation stage.
+func (f *file) planRevocation(p *Plan) error {
+	r := f.Revocation
+	retention := time.Duration(0)
+	if r != nil {
+		rp := &Revocation{
+			Store:        cmp.Or(r.Store, "memory"),
+			Retention:    orDuration(r.Retention, DefaultRetention),
+			MaxStaleness: orDuration(r.MaxStaleness, DefaultMaxStaleness),
+			StateDir:     f.StateDir,
+		}
+		if err := between("revocation.retention", rp.Retention, minRetention, maxRetention); err != nil {
+			return err
+		}
+		switch rp.Store {
+		case "memory":
+			if rp.StateDir == "" {
+				return errors.New("revocation.store: memory writes every entry to state_dir before it is acknowledged; set state_dir")
+			}
+			if r.MaxStaleness != nil {
+				return errors.New("revocation.max_staleness: applies to store: redis only (a memory store is never stale)")
+			}
+			rp.MaxStaleness = 0
+		case "redis":
+			if p.Redis == nil {
+				return errors.New("revocation.store: redis needs the redis section (redis.url, redis.sentinel or redis.cluster)")
+			}
+			if err := between("revocation.max_staleness", rp.MaxStaleness, minMaxStaleness, maxMaxStaleness); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("revocation.store: %q is not one of memory, redis", r.Store)
+		}
+		p.Revocation, retention = rp, rp.Retention
+		for _, c := range server.RevocationClaims() {
+			if !slices.Contains(p.Verify.IndexClaims, c) {
+				p.Verify.IndexClaims = append(p.Verify.IndexClaims, c)
+			}
+		}
+	}
+	for i, fi := range f.Issuers {
+		field := fmt.Sprintf("issuers[%d].max_lifetime", i)
+		ml := retention
+		if fi.MaxLifetime != nil {
+			ml = time.Duration(*fi.MaxLifetime)
+			if ml <= 0 {
+				return fmt.Errorf("%s: %s is not positive; remove the key for no bound", field, ml)
+			}
+			if retention > 0 && ml > retention {
+				return fmt.Errorf("%s: %s is above revocation.retention %s: a token would outlive the entries that name it", field, ml, retention)
+			}
+		}
+		p.Issuers[i].Verify.MaxLifetime = ml
+	}
+	return nil
 }
 
 // planVerify plans the verifier's options (crypto, limits, token_cache)

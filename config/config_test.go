@@ -781,3 +781,76 @@ func TestLibraryBounds(t *testing.T) {
 		t.Errorf("redis_timeout with the memory store = %v, want refused", err)
 	}
 }
+
+// TestPlanRevocation: the revocation section, redis.url and max_lifetime,
+// each refusal naming its key.
+func TestPlanRevocation(t *testing.T) {
+	const is = "issuers:\n  - issuer: https://idp.example.com/\n    discovery: true\n"
+	tests := []struct {
+		name    string
+		doc     string
+		wantErr string // "" = valid
+		check   func(t *testing.T, p *Plan)
+	}{
+		{"off-by-default", disc, "", func(t *testing.T, p *Plan) {
+			if p.Revocation != nil || p.Issuers[0].Verify.MaxLifetime != 0 {
+				t.Errorf("Revocation = %+v, MaxLifetime = %s; want none", p.Revocation, p.Issuers[0].Verify.MaxLifetime)
+			}
+		}},
+		{"max-lifetime-without-revocation", is + "    max_lifetime: 2h\n", "", func(t *testing.T, p *Plan) {
+			if p.Issuers[0].Verify.MaxLifetime != 2*time.Hour {
+				t.Errorf("MaxLifetime = %s, want 2h", p.Issuers[0].Verify.MaxLifetime)
+			}
+		}},
+		{"memory", disc + "state_dir: /var/lib/jwksverify\nrevocation: {}\n", "", func(t *testing.T, p *Plan) {
+			r := p.Revocation
+			if r == nil || r.Store != "memory" || r.Retention != 24*time.Hour || r.MaxStaleness != 0 || r.StateDir != "/var/lib/jwksverify" {
+				t.Fatalf("Revocation = %+v", r)
+			}
+			if p.Issuers[0].Verify.MaxLifetime != 24*time.Hour {
+				t.Errorf("MaxLifetime = %s, want the retention", p.Issuers[0].Verify.MaxLifetime)
+			}
+			for _, c := range server.RevocationClaims() {
+				if !slices.Contains(p.Verify.IndexClaims, c) {
+					t.Errorf("IndexClaims = %q, want %s", p.Verify.IndexClaims, c)
+				}
+			}
+		}},
+		{"redis", is + "    max_lifetime: 1h\nrevocation: {store: redis, retention: 12h, max_staleness: 10s}\nredis: {url: \"redis://127.0.0.1:6379\"}\n", "", func(t *testing.T, p *Plan) {
+			r := p.Revocation
+			if r.Store != "redis" || r.Retention != 12*time.Hour || r.MaxStaleness != 10*time.Second || p.Redis == nil || p.Redis.URL != "redis://127.0.0.1:6379" {
+				t.Errorf("Revocation = %+v", r)
+			}
+			if p.Issuers[0].Verify.MaxLifetime != time.Hour {
+				t.Errorf("MaxLifetime = %s, want 1h", p.Issuers[0].Verify.MaxLifetime)
+			}
+		}},
+		{"memory-without-state-dir", disc + "revocation: {store: memory}\n", "state_dir", nil},
+		{"memory-max-staleness", disc + "state_dir: /x\nrevocation: {max_staleness: 5s}\n", "revocation.max_staleness", nil},
+		{"redis-without-redis", disc + "revocation: {store: redis}\n", "redis.url", nil},
+		{"redis-bad-url-not-echoed", disc + "revocation: {store: redis}\nredis: {url: \"http://u:hunter2@x\"}\n", "redis.url", nil},
+		{"unknown-store", disc + "revocation: {store: disk}\n", "revocation.store", nil},
+		{"retention-too-short", disc + "state_dir: /x\nrevocation: {retention: 1s}\n", "revocation.retention", nil},
+		{"max-staleness-too-long", disc + "revocation: {store: redis, max_staleness: 2h}\nredis: {url: \"redis://x:1\"}\n", "revocation.max_staleness", nil},
+		{"max-lifetime-above-retention", is + "    max_lifetime: 48h\nstate_dir: /x\nrevocation: {}\n", "issuers[0].max_lifetime", nil},
+		{"max-lifetime-zero", is + "    max_lifetime: 0\n", "issuers[0].max_lifetime", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := parse(t, tt.doc)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Parse() = %v", err)
+				}
+				tt.check(t, p)
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Parse() = %v, want an error naming %s", err, tt.wantErr)
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error %q repeats the password", err)
+			}
+		})
+	}
+}

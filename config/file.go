@@ -45,7 +45,16 @@ type file struct {
 	ResourceMeta    *fileResourceMeta    `yaml:"resource_metadata"`
 	DPoP            fileDPoP             `yaml:"dpop"`
 	MTLS            fileMTLS             `yaml:"mtls"`
+	Revocation      *fileRevocation      `yaml:"revocation"`
 	Redis           fileRedis            `yaml:"redis"`
+}
+
+// fileRevocation is the revocation section: where entries are stored, how
+// long they live, how stale a replica's copy may be.
+type fileRevocation struct {
+	Store        string    `yaml:"store"`
+	Retention    *duration `yaml:"retention"`
+	MaxStaleness *duration `yaml:"max_staleness"`
 }
 
 // fileRedis is the redis section: the one Redis client of DPoP replay,
@@ -171,6 +180,7 @@ type fileIssuer struct {
 	FetchBearerTokenFile string                   `yaml:"fetch_bearer_token_file"`
 	DiscoveryURL         string                   `yaml:"discovery_url"`
 	SPIFFE               *fileSPIFFE              `yaml:"spiffe"`
+	MaxLifetime          *duration                `yaml:"max_lifetime"`
 }
 
 type fileIssuerIntrospection struct {

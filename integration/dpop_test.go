@@ -20,12 +20,15 @@ import (
 // The DPoP tests run real redis-server processes and real jwksverify
 // binaries: the replay decision is shared across replicas through Redis.
 
-// redisProc is a redis-server on 127.0.0.1:port, without persistence.
+// redisProc is a redis-server on 127.0.0.1:port, without persistence
+// unless dir is set: then an append-only file there, fsync'd on every
+// write, which a restart reads back.
 type redisProc struct {
 	t    *testing.T
 	bin  string
 	port int
 	args []string // extra arguments (--replicaof, --requirepass, ...)
+	dir  string   // with AOF (appendfsync always) in dir; "" = no persistence
 	p    *process
 }
 
@@ -38,8 +41,11 @@ func startRedis(t *testing.T, args ...string) *redisProc {
 
 func (r *redisProc) start() {
 	r.t.Helper()
-	r.p = startProcess(r.t, "redis-server:"+strconv.Itoa(r.port), exec.Command(r.bin, append([]string{"--port", strconv.Itoa(r.port),
-		"--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}, r.args...)...))
+	args := []string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}
+	if r.dir != "" {
+		args = append(args[:len(args)-1], "yes", "--appendfsync", "always", "--dir", r.dir)
+	}
+	r.p = startProcess(r.t, "redis-server:"+strconv.Itoa(r.port), exec.Command(r.bin, append(args, r.args...)...))
 	waitTCP(r.t, r.p, r.addr())
 }
 

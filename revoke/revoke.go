@@ -12,7 +12,10 @@ package revoke
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -78,3 +81,70 @@ type Adder interface {
 // ErrUnavailable reports a store that could not answer: the caller
 // answers 503 and acknowledges nothing.
 var ErrUnavailable = errors.New("revoke: store unavailable")
+
+// The answers of [Index.Check] and the refusals of the stores.
+var (
+	// ErrRevoked: an entry names the token.
+	ErrRevoked = errors.New("revoke: revoked")
+	// ErrStale: the replica's copy is older than its max_staleness; it
+	// cannot tell, and the caller fails closed (503).
+	ErrStale = errors.New("revoke: the copy of the revocations is stale")
+	// ErrInvalid: an entry a store refuses (no issuer, an unknown kind, a
+	// value missing or too long, an issued_before where none applies).
+	ErrInvalid = errors.New("revoke: invalid entry")
+	// ErrNotFound: no live entry has the ID.
+	ErrNotFound = errors.New("revoke: no such entry")
+	// ErrClosed: the store is closed.
+	ErrClosed = errors.New("revoke: store closed")
+)
+
+// MaxValueBytes bounds an entry's issuer and value.
+const MaxValueBytes = 1024
+
+// Kinds returns every kind, in SPEC order.
+func Kinds() []Kind { return []Kind{KindJTI, KindSID, KindSub, KindClientID, KindIssuer} }
+
+// Sources returns every source.
+func Sources() []Source {
+	return []Source{SourceBackchannelLogout, SourceSSFPush, SourceSSFPoll, SourceAdmin}
+}
+
+// Check reports whether a store takes e: an error wrapping [ErrInvalid]
+// that says why, if not. IssuedBefore may be zero (the store sets it).
+func Check(e Entry) error {
+	switch {
+	case e.Issuer == "":
+		return fmt.Errorf("%w: issuer is required", ErrInvalid)
+	case len(e.Issuer) > MaxValueBytes || len(e.Value) > MaxValueBytes:
+		return fmt.Errorf("%w: issuer and value are at most %d bytes", ErrInvalid, MaxValueBytes)
+	case kindIndex(e.Kind) < 0:
+		return fmt.Errorf("%w: kind %q is not one of jti, sid, sub, client_id, issuer", ErrInvalid, e.Kind)
+	case e.Kind == KindIssuer && e.Value != "":
+		return fmt.Errorf("%w: an issuer entry has no value", ErrInvalid)
+	case e.Kind != KindIssuer && e.Value == "":
+		return fmt.Errorf("%w: a %s entry needs a value", ErrInvalid, e.Kind)
+	case (e.Kind == KindJTI || e.Kind == KindSID) && !e.IssuedBefore.IsZero():
+		return fmt.Errorf("%w: issued_before applies to sub, client_id and issuer entries only", ErrInvalid)
+	}
+	return nil
+}
+
+// stamp completes e as a store stores it at now: an ID when it has none,
+// CreatedAt, ExpiresAt = now + retention, and IssuedBefore = now for a
+// cut-off kind without one. Times are in UTC.
+func stamp(e Entry, now time.Time, retention time.Duration) Entry {
+	if e.ID == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		e.ID = hex.EncodeToString(b[:])
+	}
+	now = now.UTC()
+	e.CreatedAt, e.ExpiresAt = now, now.Add(retention)
+	if e.IssuedBefore.IsZero() && e.Kind != KindJTI && e.Kind != KindSID {
+		e.IssuedBefore = now
+	}
+	if !e.IssuedBefore.IsZero() {
+		e.IssuedBefore = e.IssuedBefore.UTC()
+	}
+	return e
+}

@@ -55,7 +55,7 @@ func headings(doc string) []string {
 // below /v1/authz.
 func TestAPIDocRoutes(t *testing.T) {
 	doc := readAPIDoc(t)
-	e := newEnv(t, envConfig{})
+	e := newEnv(t, envConfig{revocations: true})
 	hs := headings(doc)
 	find := func(path string) string {
 		for _, h := range hs {
@@ -80,13 +80,20 @@ func TestAPIDocRoutes(t *testing.T) {
 					t.Errorf("heading %q does not name method %s", h, m)
 				}
 			}
+			handler := e.handler
+			if rt.adminOnly {
+				handler = e.srv.AdminHandler()
+				if w := do(e.handler, httptest.NewRequest(rt.methods[0], rt.path, nil)); w.Code != http.StatusNotFound {
+					t.Errorf("%s %s on Handler = %d, want 404: an admin_listen-only endpoint", rt.methods[0], rt.path, w.Code)
+				}
+			}
 			for _, m := range rt.methods {
-				w := do(e.handler, httptest.NewRequest(m, rt.path, strings.NewReader("{}")))
+				w := do(handler, httptest.NewRequest(m, rt.path, strings.NewReader("{}")))
 				if w.Code == http.StatusNotFound || w.Code == http.StatusMethodNotAllowed {
 					t.Errorf("%s %s = %d, want the endpoint to answer", m, rt.path, w.Code)
 				}
 			}
-			w := do(e.handler, httptest.NewRequest(http.MethodPatch, rt.path, nil))
+			w := do(handler, httptest.NewRequest(http.MethodPatch, rt.path, nil))
 			if want := strings.Join(rt.methods, ", "); w.Code != http.StatusMethodNotAllowed || w.Header().Get("Allow") != want {
 				t.Errorf("PATCH %s = %d Allow %q, want 405 Allow %q", rt.path, w.Code, w.Header().Get("Allow"), want)
 			}

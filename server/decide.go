@@ -11,7 +11,7 @@ import (
 
 // This file is the one road every decision takes: [Server.Decide] runs the
 // stages in order, each in its own file — extract (the credential),
-// verify, bind (sender constraints), authorize (the policy) — then renders
+// verify, revocation, bind (sender constraints), authorize (the policy) — then renders
 // the answer and records it (metrics and the log line, observe.go). A front
 // end (forward-auth, Envoy over HTTP and gRPC, the JSON API, /introspect,
 // Middleware) only builds a [Call] and writes the [Decision].
@@ -103,8 +103,9 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 		d = s.rejection(cred.err, cred.missing)
 	default:
 		res, err := s.verify(ctx, cred.token, now, &pol)
-		// Revocation will run here: after the signature and claims, before
-		// the binding and the policy, on every cache hit too.
+		if err == nil {
+			err = s.revocation(res, now)
+		}
 		var steps []verify.Step
 		if err == nil {
 			steps, bc, err = s.bind(ctx, c, cred, res, now)

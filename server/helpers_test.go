@@ -18,6 +18,7 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testlog"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -63,6 +64,8 @@ type env struct {
 	metrics *recordedMetrics
 	logs    *testlog.Buffer
 	handler http.Handler
+	// revocations is the store of envConfig.revocations; nil without.
+	revocations *revoke.Memory
 }
 
 type envConfig struct {
@@ -77,6 +80,9 @@ type envConfig struct {
 	apiAuth      bool
 	sharedCache  bool
 	tracer       trace.Tracer // the server's and the verifier's
+	// revocations configures a memory revocation store in a temporary
+	// directory (env.revocations), on the env's clock.
+	revocations bool
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
@@ -84,8 +90,18 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	ve := servertest.NewEnv(t, servertest.Config{TokenCache: cfg.tokenCache, NoDown: cfg.noDown, EmptyKeys: cfg.emptyKeys, MaxTokenSize: cfg.maxTokenSize,
 		SharedCache: cfg.sharedCache, Tracer: cfg.tracer})
 	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}
+	var revs Revocations
+	if cfg.revocations {
+		m, err := revoke.OpenMemory(revoke.MemoryOptions{Dir: t.TempDir(), Retention: 24 * time.Hour, Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		e.revocations, revs = m, m
+	}
 	var err error
 	e.srv, err = New(Options{
+		Revocations:        revs,
 		Verifier:           ve.V,
 		TokenSources:       cfg.sources,
 		ClaimsToHeaders:    servertest.ClaimsToHeaders(),

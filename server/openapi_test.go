@@ -63,7 +63,7 @@ var forwardAuthTemplates = map[string]string{
 // method, and that every path of the document is served.
 func TestOpenAPIRoutes(t *testing.T) {
 	ops := openAPIOperations(t)
-	withMetrics := newEnv(t, envConfig{})
+	withMetrics := newEnv(t, envConfig{revocations: true})
 	withPolicies := newPolicyEnv(t, &ResourceMetadata{Resource: "https://api.example.com/orders", AuthorizationServers: []string{servertest.IssuerA}})
 	served := map[string][]string{}
 	for _, e := range []*env{withMetrics, withPolicies} {

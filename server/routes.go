@@ -21,6 +21,10 @@ type route struct {
 	// metrics): with [Options.SeparateAdmin] it is served by
 	// [Server.AdminHandler] only.
 	admin bool
+	// adminOnly marks an endpoint that [Server.AdminHandler] serves and
+	// [Server.Handler] never does, whatever SeparateAdmin says: the
+	// revocations admin API is for admin_listen alone.
+	adminOnly bool
 }
 
 // authzPath is forward-auth's path: it and every path below it, any method
@@ -34,20 +38,25 @@ func (s *Server) routeTable() []route {
 	get := []string{http.MethodGet, http.MethodHead}
 	post := []string{http.MethodPost}
 	routes := []route{
-		{"/v1/verify", post, s.callerAuth(s.serveVerify), false},
-		{"/v1/verify/batch", post, s.callerAuth(s.serveBatch), false},
-		{"/introspect", post, s.serveIntrospect, false},
-		{"/healthz", get, s.serveHealthz, true},
-		{"/readyz", get, s.serveReadyz, true},
-		{"/v1/issuers", get, s.serveIssuers, true},
-		{"/openapi.yaml", get, serveOpenAPI(api.OpenAPI()), false},
+		{path: "/v1/verify", methods: post, serve: s.callerAuth(s.serveVerify)},
+		{path: "/v1/verify/batch", methods: post, serve: s.callerAuth(s.serveBatch)},
+		{path: "/introspect", methods: post, serve: s.serveIntrospect},
+		{path: "/healthz", methods: get, serve: s.serveHealthz, admin: true},
+		{path: "/readyz", methods: get, serve: s.serveReadyz, admin: true},
+		{path: "/v1/issuers", methods: get, serve: s.serveIssuers, admin: true},
+		{path: "/openapi.yaml", methods: get, serve: serveOpenAPI(api.OpenAPI())},
 	}
 	if s.metricsHandler != nil {
-		routes = append(routes, route{"/metrics", get, s.metricsHandler.ServeHTTP, true})
+		routes = append(routes, route{path: "/metrics", methods: get, serve: s.metricsHandler.ServeHTTP, admin: true})
+	}
+	if s.revocations != nil {
+		routes = append(routes,
+			route{path: revocationsPath, methods: []string{http.MethodGet, http.MethodHead, http.MethodPost}, serve: s.adminAuth(s.serveRevocations), admin: true, adminOnly: true},
+			route{path: revocationsPath + "/{id}", methods: []string{http.MethodDelete}, serve: s.adminAuth(s.deleteRevocation), admin: true, adminOnly: true})
 	}
 	if s.resource != nil {
 		for _, p := range s.resource.paths {
-			routes = append(routes, route{p, get, s.serveResourceMetadata, false})
+			routes = append(routes, route{path: p, methods: get, serve: s.serveResourceMetadata})
 		}
 	}
 	return routes
@@ -78,7 +87,7 @@ func (s *Server) callerAuth(serve http.HandlerFunc) http.HandlerFunc {
 func (s *Server) routes(sel routeSet) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routeTable() {
-		if (sel == apiRoutes && rt.admin) || (sel == adminRoutes && !rt.admin) {
+		if (sel == apiRoutes && rt.admin) || (sel == adminRoutes && !rt.admin) || (sel != adminRoutes && rt.adminOnly) {
 			continue
 		}
 		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {

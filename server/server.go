@@ -24,6 +24,7 @@ import (
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -162,6 +163,14 @@ type Options struct {
 	// line). Zero means [DefaultRejectionLogRate] (20); negative means no
 	// limit; at most [MaxRejectionLogRate]. Metrics count every rejection regardless.
 	RejectionLogRate int
+	// Revocations, if set, is checked for every verified token after the
+	// verifier (cache hits and introspection answers too): a revoked token
+	// is the class revoked; a copy older than its max_staleness answers
+	// keys_unavailable and makes the server not ready. Its admin API
+	// (POST, GET /v1/revocations, DELETE /v1/revocations/{id}) is served
+	// by [Server.AdminHandler] only, to callers that authenticate as
+	// [Options.APIAuth] callers do. Nil means no revocation.
+	Revocations Revocations
 }
 
 // Server is the HTTP front end over one [verify.Verifier]. Build it with
@@ -216,6 +225,8 @@ type Server struct {
 	handler        http.Handler
 	adminHandler   http.Handler
 	apiAuth        bool
+	revocations    Revocations   // nil: none
+	revIndex       *revoke.Index // revocations.Index()
 
 	drainOnce sync.Once
 	// drained is closed by SetDraining: readiness then says no, and open
@@ -268,6 +279,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
 	s.apiAuth = opts.APIAuth
+	if s.revocations = opts.Revocations; s.revocations != nil {
+		s.revIndex = s.revocations.Index()
+	}
 	s.policyMetrics, _ = opts.Metrics.(PolicyMetrics)
 	if err := s.setBinding(opts); err != nil {
 		return nil, err
@@ -363,14 +377,17 @@ func (s *Server) Draining() bool {
 	}
 }
 
-// Ready reports whether every issuer has a usable key set now, and if not,
-// which issuers (their configured strings) have none. It does not block. It
+// Ready reports whether every issuer has a usable key set now (and, with
+// [Options.Revocations], a copy of the revocations no older than its
+// max_staleness), and if not, which issuers (their configured strings)
+// are not ready: with a stale copy, every one. It does not block. It
 // does not look at [Server.Draining]: a draining server may still be Ready.
 func (s *Server) Ready() (bool, []string) {
 	now := s.now()
 	var notReady []string
+	stale := s.revocationsStale(now)
 	for _, is := range s.issuers {
-		if !is.keys.Load().Usable(now) {
+		if stale || !is.keys.Load().Usable(now) {
 			notReady = append(notReady, is.name)
 		}
 	}

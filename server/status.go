@@ -38,7 +38,10 @@ func (s *Server) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusServiceUnavailable, struct {
 		Ready    bool     `json:"ready"`
 		NotReady []string `json:"issuers_not_ready"`
-	}{false, notReady})
+		// RevocationsStale: the copy of the revocations is older than
+		// max_staleness (every issuer is then not ready).
+		RevocationsStale bool `json:"revocations_stale,omitempty"`
+	}{false, notReady, s.revocationsStale(s.now())})
 }
 
 // issuersView is the body of /v1/issuers.

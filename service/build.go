@@ -246,6 +246,9 @@ func (b *builder) client(o introspect.Options, f *jwks.Fetcher, taken map[*intro
 func (s *Service) newServer(plan *config.Plan, v *verify.Verifier) (*server.Server, error) {
 	so := plan.Server
 	so.Verifier, so.Logger, so.Version, so.ConfigHash = v, s.opts.Logger, s.opts.Version, plan.Hash
+	if s.revocations != nil {
+		so.Revocations = s.revocations.store
+	}
 	if s.metrics != nil {
 		so.Metrics, so.MetricsHandler = s.metrics, s.metrics.Handler()
 	}

@@ -151,12 +151,28 @@ func restartNeeded(cur, next *config.Plan) []string {
 		{"HTTP server timeouts (derived from the issuers' refresh waits)", cur.HTTP != next.HTTP},
 		{"log.level", cur.LogLevel != next.LogLevel},
 		{"log.format", cur.LogFormat != next.LogFormat},
+		{"revocation", !sameRevocation(cur, next)},
 	} {
 		if c.changed {
 			out = append(out, c.name)
 		}
 	}
 	return out
+}
+
+// sameRevocation reports whether two plans ask for the same revocation
+// store: the revocation section, and for store: redis the redis section.
+func sameRevocation(cur, next *config.Plan) bool {
+	a, b := cur.Revocation, next.Revocation
+	switch {
+	case a == nil || b == nil:
+		return a == b
+	case *a != *b:
+		return false
+	case a.Store != "redis":
+		return true
+	}
+	return cur.Redis != nil && next.Redis != nil && redisconn.Same(*cur.Redis, *next.Redis)
 }
 
 // retire closes fs, cs and rs once the requests still using them are done:

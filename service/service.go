@@ -104,6 +104,12 @@ type Service struct {
 	// redisInUse is the client of the current generation's plan (nil
 	// without Redis), for the metrics, which read it at each scrape.
 	redisInUse atomic.Pointer[redisconn.Client]
+
+	// The revocation store outlives generations too: it is opened with
+	// the first plan and kept (a reload that changes the revocation
+	// section, or the redis section under it, needs a restart). Nil when
+	// revocation is not configured.
+	revocations *revocations
 }
 
 // redisStats are the counters of the Redis client in use (metrics.Options.Redis).
@@ -133,7 +139,12 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	fail := func(err error) (*Service, error) {
 		b.undo()
 		s.closeRedis(s.redisAll) // a Redis client the build started
+		s.revocations.close()
 		return nil, err
+	}
+	var err error
+	if s.revocations, err = openRevocations(plan.Revocation, plan.Redis, s.opts.Logger); err != nil {
+		return fail(err)
 	}
 	gen, err := b.build(plan)
 	if err != nil {
@@ -146,6 +157,13 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 		return fail(err)
 	}
 	s.metrics = m
+	if s.revocations != nil {
+		if src, ok := s.revocations.store.(metrics.RevocationSource); ok {
+			if err := m.UseRevocations(src); err != nil {
+				return fail(err)
+			}
+		}
+	}
 	// The server is built again now that the metrics exist: they count
 	// every generation's decisions.
 	if gen.server, err = s.newServer(plan, gen.server.Verifier()); err != nil {
@@ -255,8 +273,19 @@ func (s *Service) Close() error {
 		s.closeFetchers(fs)
 		closeClients(g.clients)
 		s.closeRedis(s.redisAll)
+		s.revocations.close()
 	})
 	return nil
+}
+
+// Revocations returns the revocation store, which outlives reloads: the
+// revoke.Adder that the back-channel logout and Shared Signals receivers
+// store their entries through. Nil when revocation is not configured.
+func (s *Service) Revocations() server.Revocations {
+	if s.revocations == nil {
+		return nil
+	}
+	return s.revocations.store
 }
 
 func (s *Service) closeFetchers(fs []*jwks.Fetcher) {

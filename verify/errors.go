@@ -59,6 +59,12 @@ var (
 	// without credentials, RFC 6750 §3.1). A token that is there but
 	// broken (empty, not a compact JWS, ambiguous) stays ErrMalformed.
 	ErrMissingToken error = &classError{"missing_token", ErrRejected}
+	// ErrRevoked: a valid token that its issuer (or an operator) revoked,
+	// or whose session, subject or client it revoked, before exp (package
+	// revoke). The server's revocation stage returns it.
+	ErrRevoked error = &classError{"revoked", ErrRejected}
+	// ErrLifetimeExceeded: exp − iat is above the issuer's MaxLifetime.
+	ErrLifetimeExceeded error = &classError{"lifetime_exceeded", ErrRejected}
 )
 
 // Classes returns every class word, in SPEC order. The slice is the
@@ -71,7 +77,7 @@ var classes = []string{
 	"missing_claim", "wrong_type", "unsupported_crit", "keys_unavailable",
 	"forbidden", "inactive",
 	"invalid_dpop_proof", "binding_mismatch",
-	"missing_token",
+	"missing_token", "revoked", "lifetime_exceeded",
 }
 
 // classError is a sentinel carrying its class word and its family.

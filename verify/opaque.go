@@ -117,6 +117,9 @@ func (v *Verifier) checkOpaque(ctx context.Context, token string, now time.Time,
 		return nil, tr.fail("exp", fmt.Errorf("%w: exp %s, now %s, leeway %s", ErrExpired,
 			res.ExpiresAt.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
 	}
+	if err := is.checkLifetime(res.ExpiresAt, res.IssuedAt, now); err != nil {
+		return nil, tr.fail("exp", err)
+	}
 	if !res.NotBefore.IsZero() && res.NotBefore.After(now.Add(is.leeway)) {
 		return nil, tr.fail("nbf", fmt.Errorf("%w: nbf %s, now %s, leeway %s", ErrNotYetValid,
 			res.NotBefore.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))

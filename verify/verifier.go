@@ -79,6 +79,9 @@ func CheckOptions(opts Options) error {
 		return invalid("CrossCheckRate", "%v is above 1 (1 checks every accept)", opts.CrossCheckRate)
 	}
 	for i, is := range opts.Issuers {
+		if is.MaxLifetime < 0 {
+			return invalid(fmt.Sprintf("Issuers[%d].MaxLifetime", i), "negative")
+		}
 		if is.Leeway > MaxLeeway {
 			return invalid(fmt.Sprintf("Issuers[%d].Leeway", i), "%s is above the maximum of %s", is.Leeway, MaxLeeway)
 		}
@@ -534,6 +537,13 @@ func (is *issuer) checkExp(c *claims, now time.Time, tr *trace) error {
 			return tr.fail("exp", fmt.Errorf("%w: exp %s, now %s, leeway %s", ErrExpired,
 				c.exp.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
 		}
+		iat := time.Time{}
+		if c.has(clIat) {
+			iat = c.iat
+		}
+		if err := is.checkLifetime(c.exp, iat, now); err != nil {
+			return tr.fail("exp", err)
+		}
 		if tr != nil {
 			tr.add("exp", true, fmt.Sprintf("exp %s, now %s, leeway %s", c.exp.Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano), is.leeway))
 		}
@@ -541,6 +551,23 @@ func (is *issuer) checkExp(c *claims, now time.Time, tr *trace) error {
 		return tr.fail("exp", fmt.Errorf("%w: exp is required", ErrMissingClaim))
 	case tr != nil:
 		tr.add("exp", true, "absent, not required")
+	}
+	return nil
+}
+
+// checkLifetime holds exp − iat (exp − now without iat) to the issuer's
+// MaxLifetime: part of step 9.
+func (is *issuer) checkLifetime(exp, iat, now time.Time) error {
+	limit := is.cfg.MaxLifetime
+	if limit <= 0 || exp.IsZero() {
+		return nil
+	}
+	from, what := iat, "iat"
+	if from.IsZero() {
+		from, what = now, "now (no iat)"
+	}
+	if d := exp.Sub(from); d > limit {
+		return fmt.Errorf("%w: exp is %s after %s, above max_lifetime %s", ErrLifetimeExceeded, d.Round(time.Second), what, limit)
 	}
 	return nil
 }

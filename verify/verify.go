@@ -112,6 +112,13 @@ type Issuer struct {
 	// Leeway and exp/nbf checks as a JWT's, and its iss, when present, must
 	// be Issuer. Nil means the issuer answers for JWTs only.
 	Introspector Introspector
+	// MaxLifetime, if positive, bounds exp − iat: a token (or an
+	// introspection answer) that claims to live longer is
+	// lifetime_exceeded ([ErrLifetimeExceeded]); one without iat is held to
+	// exp − now. Revocation entries live for a retention at least this
+	// long, so that no token outlives an entry that names it. Zero means
+	// no bound.
+	MaxLifetime time.Duration
 }
 
 // Options configure a [Verifier].

@@ -66,6 +66,9 @@ func TestEveryErrorClass(t *testing.T) {
 		{Issuer: "https://c.example.com/", Keys: &cache.Keys{}},
 		{Issuer: "https://t.example.com/", Keys: keys, Type: "at+jwt", RequiredClaims: []string{"exp", "scope"}},
 	}})
+	short := issuerA(keys)
+	short.MaxLifetime = 30 * time.Minute
+	lifetime := newVerifier(t, verify.Options{Issuers: []verify.Issuer{short}})
 	opaque := issuerA(keys)
 	opaque.Introspector = introspector(t, issA, nil)
 	withIntrospection := newVerifier(t, verify.Options{Issuers: []verify.Issuer{opaque}})
@@ -117,6 +120,8 @@ func TestEveryErrorClass(t *testing.T) {
 		{"wrong-type", two, rs(map[string]any{"iss": "https://t.example.com/", "scope": "a"}), verify.ErrWrongType},
 		{"missing-custom-claim", two, testkeys.Mint("RS256", testkeys.SigningKey("RS256"), map[string]any{"kid": "k-RS256", "typ": "at+jwt"}, claims(map[string]any{"iss": "https://t.example.com/"})), verify.ErrMissingClaim},
 		{"inactive", withIntrospection, "opaque-and-revoked", verify.ErrInactive},
+		{"lifetime-exceeded", lifetime, rs(nil), verify.ErrLifetimeExceeded},
+		{"lifetime-exceeded-no-iat", lifetime, rs(map[string]any{"iat": nil}), verify.ErrLifetimeExceeded},
 		{"hs-token-rs-key", one, testkeys.Mint("HS256", testkeys.Secret(), map[string]any{"kid": "k-RS256"}, claims(nil)), verify.ErrAlgNotAllowed},
 	}
 	seen := map[string]bool{}
@@ -142,6 +147,8 @@ func TestEveryErrorClass(t *testing.T) {
 	// missing_token is the server's: a request that carries no token never
 	// reaches the verifier (package server's tests produce it).
 	afterVerify["missing_token"] = true
+	// revoked is the server's revocation stage's (package server's tests).
+	afterVerify["revoked"] = true
 	for _, c := range verify.Classes() {
 		// forbidden is the policy layer's (package policy tests produce it):
 		// the verifier never refuses a valid token.
@@ -835,5 +842,33 @@ func TestErrorDetailIsBounded(t *testing.T) {
 	}
 	if msg := err.Error(); len(msg) > 300 || !utf8.ValidString(msg) {
 		t.Errorf("error of %d bytes (valid UTF-8: %v), want ≤ 300 bytes of UTF-8", len(msg), utf8.ValidString(msg))
+	}
+}
+
+func TestMaxLifetime(t *testing.T) {
+	is := issuerA(allKeys(t))
+	is.MaxLifetime = time.Hour
+	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{is}})
+	tests := []struct {
+		name    string
+		extra   map[string]any
+		wantErr error
+	}{
+		{"at-the-bound", nil, nil},
+		{"above", map[string]any{"exp": t0.Add(time.Hour + time.Second).Unix()}, verify.ErrLifetimeExceeded},
+		{"no-iat-within", map[string]any{"iat": nil}, nil},
+		{"no-iat-above", map[string]any{"iat": nil, "exp": t0.Add(2 * time.Hour).Unix()}, verify.ErrLifetimeExceeded},
+		{"no-exp-not-required", map[string]any{"exp": nil}, verify.ErrMissingClaim},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := v.Verify(context.Background(), mint("RS256", "k-RS256", tt.extra))
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Errorf("Verify() = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+	if err := verify.CheckOptions(verify.Options{Issuers: []verify.Issuer{{Issuer: issA, MaxLifetime: -1}}}); !errors.Is(err, verify.ErrInvalidOptions) {
+		t.Errorf("CheckOptions(negative MaxLifetime) = %v, want ErrInvalidOptions", err)
 	}
 }

@@ -78,6 +78,8 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return a.proxyConfig(ctx, rest)
 	case "check":
 		return a.check(ctx, rest)
+	case "revoke":
+		return a.revoke(ctx, rest)
 	case "version", "--version", "-version":
 		return a.version(rest)
 	case "help", "-h", "--help", "-help":
@@ -95,6 +97,7 @@ Commands:
   keys      fetch a JWKS and list its keys, with problems flagged
   proxy-config  print an nginx, Caddy, Traefik or Envoy configuration for a config
   check     validate a configuration file as serve would (--online: fetch the keys too)
+  revoke    add, list or delete revocations through a running service's admin API
   version   print the version
   help      show help for a command: jwksverify help <command>
 
@@ -119,6 +122,7 @@ Environment: JWKSVERIFY_CONFIG, JWKSVERIFY_LISTEN, JWKSVERIFY_GRPC_LISTEN,
 JWKSVERIFY_LOG_LEVEL (flags win over the environment, the environment over
 the file), JWKSVERIFY_REDIS_URL (redis.url; its older name
 JWKSVERIFY_DPOP_REDIS_URL, dpop.redis_url, still works),
+JWKSVERIFY_ADMIN_URL and JWKSVERIFY_ADMIN_SECRET (jwksverify revoke),
 JWKSVERIFY_STANDARD_CRYPTO=1 (crypto.standard_library on).
 `,
 	"verify": `Usage: jwksverify verify [--config FILE | --jwks URL|FILE | --discovery ISSUER |
@@ -178,6 +182,23 @@ answer only, the original-request headers of the forward_auth.proxy preset
 set over the client's, 401/403/503 passed on, timeouts longer than
 jwksverify may take to answer. A config whose forward_auth.proxy names
 another proxy is refused (exit 2); one without it gets a warning.
+`,
+	"revoke": `Usage: jwksverify revoke add --issuer ISSUER [--jti J | --sid S | --sub U | --client-id C]
+                           [--issued-before RFC3339] [--admin URL] [--client ID]
+       jwksverify revoke list [--issuer ISSUER] [--admin URL] [--client ID]
+       jwksverify revoke delete ID [--admin URL] [--client ID]
+
+Calls the revocations admin API of a running service (admin_listen; --admin
+or JWKSVERIFY_ADMIN_URL, e.g. http://127.0.0.1:9090). It authenticates as an
+introspection client: --client ID with the secret in JWKSVERIFY_ADMIN_SECRET
+(HTTP Basic), or the secret alone as a Bearer credential (never a flag).
+add without --jti, --sid, --sub or --client-id revokes every token of the
+issuer issued before --issued-before (default now). The answer (the entry,
+the list) is printed as JSON; an entry is acknowledged once the store holds
+it.
+
+Exit 0 when done, 1 when refused (400, 401, 404), 3 when the service or its
+store could not answer (retry), 2 on usage errors.
 `,
 	"version": `Usage: jwksverify version
 

@@ -219,7 +219,8 @@ var ClassSentinels = []error{
 	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
 	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
 	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable, verify.ErrForbidden, verify.ErrInactive,
-	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch, verify.ErrMissingToken,
+	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch, verify.ErrMissingToken, verify.ErrRevoked,
+	verify.ErrLifetimeExceeded,
 }
 
 // APIDoc reads docs/API.md, at path from the test's package directory.

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// revokeTimeout bounds one call of `jwksverify revoke` to the admin API.
+const revokeTimeout = 30 * time.Second
+
+// revoke is `jwksverify revoke add|list|delete`: a client of the admin API
+// (/v1/revocations on admin_listen). The caller authenticates as an
+// introspection client: --client ID with the secret in
+// JWKSVERIFY_ADMIN_SECRET (HTTP Basic), or the secret alone (Bearer). The
+// secret is never a flag: a command line is visible to every user of the
+// host.
+func (a *app) revoke(ctx context.Context, args []string) int {
+	if len(args) == 0 {
+		fmt.Fprint(a.stderr, commandUsage["revoke"])
+		return exitUsage
+	}
+	op, args := args[0], args[1:]
+	fs := a.newFlagSet("revoke")
+	admin := fs.String("admin", "", "the admin listener's `URL` (http://HOST:PORT); default $JWKSVERIFY_ADMIN_URL")
+	client := fs.String("client", "", "introspection client `ID` to authenticate as (HTTP Basic, secret in $JWKSVERIFY_ADMIN_SECRET); empty: Bearer secret")
+	issuer := fs.String("issuer", "", "the configured `issuer`")
+	var kinds [4]string
+	fs.StringVar(&kinds[0], "jti", "", "revoke the token with this `jti`")
+	fs.StringVar(&kinds[1], "sid", "", "revoke the session with this `sid`")
+	fs.StringVar(&kinds[2], "sub", "", "revoke the subject's tokens issued before --issued-before")
+	fs.StringVar(&kinds[3], "client-id", "", "revoke the client's tokens (client_id or azp) issued before --issued-before")
+	before := fs.String("issued-before", "", "RFC 3339 `time` (sub, client_id, issuer entries); default now")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return flagExit(err)
+	}
+	base := *admin
+	if base == "" {
+		base, _ = a.lookupEnv("JWKSVERIFY_ADMIN_URL")
+	}
+	u, err := url.Parse(base)
+	if base == "" || err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		fmt.Fprintln(a.stderr, "jwksverify revoke: --admin http(s)://HOST:PORT (or JWKSVERIFY_ADMIN_URL) is required")
+		return exitUsage
+	}
+	target := strings.TrimSuffix(base, "/") + "/v1/revocations"
+	var req *http.Request
+	switch op {
+	case "add":
+		if len(pos) != 0 || *issuer == "" {
+			fmt.Fprintln(a.stderr, "jwksverify revoke add: --issuer is required, with at most one of --jti, --sid, --sub, --client-id")
+			return exitUsage
+		}
+		body := map[string]string{"issuer": *issuer}
+		for i, name := range []string{"jti", "sid", "sub", "client_id"} {
+			if kinds[i] != "" {
+				body[name] = kinds[i]
+			}
+		}
+		if *before != "" {
+			body["issued_before"] = *before
+		}
+		b, _ := json.Marshal(body)
+		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+	case "list":
+		if len(pos) != 0 {
+			fmt.Fprintln(a.stderr, "jwksverify revoke list: no arguments; --issuer filters")
+			return exitUsage
+		}
+		if *issuer != "" {
+			target += "?issuer=" + url.QueryEscape(*issuer)
+		}
+		req, _ = http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	case "delete":
+		if len(pos) != 1 || pos[0] == "" {
+			fmt.Fprintln(a.stderr, "jwksverify revoke delete: want exactly one entry ID")
+			return exitUsage
+		}
+		req, _ = http.NewRequestWithContext(ctx, http.MethodDelete, target+"/"+url.PathEscape(pos[0]), nil)
+	default:
+		fmt.Fprintf(a.stderr, "jwksverify revoke: unknown operation %q; want add, list or delete\n\n%s", op, commandUsage["revoke"])
+		return exitUsage
+	}
+	secret, _ := a.lookupEnv("JWKSVERIFY_ADMIN_SECRET")
+	switch {
+	case *client != "":
+		req.SetBasicAuth(*client, secret)
+	case secret != "":
+		req.Header.Set("Authorization", "Bearer "+secret)
+	}
+	c := &http.Client{Timeout: revokeTimeout}
+	resp, err := c.Do(req)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %v\n", op, err)
+		return exitUndecided
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	switch {
+	case resp.StatusCode < 300:
+		a.stdout.Write(out)
+		if resp.StatusCode == http.StatusNoContent {
+			fmt.Fprintf(a.stdout, "{\"deleted\":%q}\n", pos[0])
+		}
+		return exitOK
+	case resp.StatusCode >= 500:
+		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s", op, resp.Status, out)
+		return exitUndecided
+	}
+	fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s", op, resp.Status, out)
+	return exitFailure
+}

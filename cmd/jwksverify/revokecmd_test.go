@@ -1,0 +1,83 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestRevokeCommand: jwksverify revoke sends the admin API request with
+// the client's credentials from the environment, prints the answer, and
+// maps statuses to exit codes; usage errors exit 2 before any request.
+func TestRevokeCommand(t *testing.T) {
+	var last struct{ method, path, body, user, pass, auth string }
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		last.method, last.path, last.body = r.Method, r.URL.RequestURI(), string(b)
+		last.user, last.pass, _ = r.BasicAuth()
+		last.auth = r.Header.Get("Authorization")
+		switch {
+		case r.Method == http.MethodPost:
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, `{"id":"e1","kind":"sub"}`+"\n")
+		case r.Method == http.MethodDelete && strings.HasSuffix(r.URL.Path, "/gone"):
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `{"error":"not_found"}`+"\n")
+		case r.Method == http.MethodDelete:
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `{"error":"unavailable"}`+"\n")
+		}
+	}))
+	defer admin.Close()
+	env := map[string]string{"JWKSVERIFY_ADMIN_URL": admin.URL, "JWKSVERIFY_ADMIN_SECRET": "s3cret-s3cret-s3cret"}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		check    func(t *testing.T, r result)
+	}{
+		{"add-sub", []string{"revoke", "add", "--client", "ops", "--issuer", "https://i/", "--sub", "alice", "--issued-before", "2026-12-05T10:00:00Z"}, 0, func(t *testing.T, r result) {
+			if last.method != http.MethodPost || last.path != "/v1/revocations" || last.user != "ops" || last.pass != "s3cret-s3cret-s3cret" ||
+				!strings.Contains(last.body, `"sub":"alice"`) || !strings.Contains(last.body, `"issued_before":"2026-12-05T10:00:00Z"`) {
+				t.Errorf("request = %+v", last)
+			}
+			if !strings.Contains(r.stdout, `"id":"e1"`) {
+				t.Errorf("stdout = %q", r.stdout)
+			}
+		}},
+		{"list-bearer", []string{"revoke", "list", "--issuer", "https://i/"}, 3, func(t *testing.T, r result) {
+			if last.path != "/v1/revocations?issuer=https%3A%2F%2Fi%2F" || last.auth != "Bearer s3cret-s3cret-s3cret" {
+				t.Errorf("request = %+v", last)
+			}
+		}},
+		{"delete", []string{"revoke", "delete", "--client", "ops", "e1"}, 0, func(t *testing.T, r result) {
+			if last.method != http.MethodDelete || last.path != "/v1/revocations/e1" || !strings.Contains(r.stdout, `"deleted":"e1"`) {
+				t.Errorf("request = %+v, stdout %q", last, r.stdout)
+			}
+		}},
+		{"delete-unknown", []string{"revoke", "delete", "gone"}, 1, nil},
+		{"no-operation", []string{"revoke"}, 2, nil},
+		{"unknown-operation", []string{"revoke", "purge"}, 2, nil},
+		{"add-without-issuer", []string{"revoke", "add", "--sub", "alice"}, 2, nil},
+		{"delete-without-id", []string{"revoke", "delete"}, 2, nil},
+		{"bad-admin-url", []string{"revoke", "list", "--admin", "127.0.0.1:9090"}, 2, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runApp(t, env, "", tt.args...)
+			if r.code != tt.wantCode {
+				t.Fatalf("exit = %d, want %d\n%s%s", r.code, tt.wantCode, r.stdout, r.stderr)
+			}
+			if strings.Contains(r.stdout+r.stderr, "s3cret") {
+				t.Error("the output repeats the secret")
+			}
+			if tt.check != nil {
+				tt.check(t, r)
+			}
+		})
+	}
+}

@@ -1,0 +1,442 @@
+package revoke
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of [RedisOptions].
+const (
+	DefaultKeyPrefix    = "{jwksverify:revoke}"
+	DefaultMaxStaleness = 30 * time.Second
+	DefaultRedisTimeout = 500 * time.Millisecond
+)
+
+// RedisOptions configure a [Redis] store.
+type RedisOptions struct {
+	// Client is the Redis client (a *redis.Client, a failover or a cluster
+	// client). Required. The store does not close it.
+	Client redis.UniversalClient
+	// Retention is how long an entry lives. Required (positive).
+	Retention time.Duration
+	// MaxStaleness is how long the replica's copy may go without being
+	// proven whole before [Index.Check] answers [ErrStale] (fail closed).
+	// Zero means [DefaultMaxStaleness].
+	MaxStaleness time.Duration
+	// KeyPrefix starts every key and the channel. It must hold a hash tag
+	// ({…}) so that every key of the store is in one slot of a Redis
+	// Cluster (the scripts touch several). Empty means [DefaultKeyPrefix].
+	KeyPrefix string
+	// Timeout bounds each call. Zero means [DefaultRedisTimeout].
+	Timeout time.Duration
+	// Writer, if set, runs the store's writes (redisconn.Client.Write: on
+	// the key's master, then WAIT for the replicas it is configured with;
+	// fewer is a failure, [ErrUnavailable]). Nil means Client, the master's
+	// answer alone.
+	Writer Writer
+	// Now returns the current time. Nil means time.Now.
+	Now func() time.Time
+	// Logger receives the follower's connection changes. Nil discards them.
+	Logger *slog.Logger
+}
+
+// Writer runs the commands queue adds, which touch key (or keys of its
+// hash slot), on the master that holds key, and returns them and the first
+// failure: redisconn.Client implements it.
+type Writer interface {
+	Write(ctx context.Context, key string, queue func(redis.Pipeliner)) ([]redis.Cmder, error)
+}
+
+// Redis is the store every replica shares. Entries are a hash in Redis
+// (with a sorted set of their expiries and a version counter), changed only
+// by scripts that also bump the version and publish the change. Each
+// replica keeps the whole set in its [Index]: the request path never waits
+// on Redis. A follower goroutine applies the published changes as they
+// come, reads everything again on every (re)connection and on any gap in
+// the versions, and checks the version every second: the copy is proven
+// whole when the version it holds is Redis's. A copy not proven whole for
+// MaxStaleness is stale: [Index.Check] answers [ErrStale] and the service
+// fails closed, until it syncs again (no restart). It is safe for
+// concurrent use; Close stops the follower and waits for it.
+type Redis struct {
+	opts                                   RedisOptions
+	c                                      redis.UniversalClient
+	idx                                    *Index
+	entriesKey, expiryKey, versionKey, chn string
+	counts                                 counts
+
+	mu      sync.Mutex // applied, and the order of applying changes
+	applied int64      // the version the copy holds
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// The scripts. KEYS: entries, expiry, version. Each change bumps the
+// version and publishes "<version> <op> <payload>" so that followers see
+// gaps. Expired entries are dropped from Redis as changes come (a bounded
+// number at a time); every replica already ignores them by their expiry.
+const (
+	addSource = `
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[4], 'LIMIT', 0, 100)
+for _, id in ipairs(old) do
+  redis.call('HDEL', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+local v = redis.call('INCR', KEYS[3])
+redis.call('PUBLISH', ARGV[5], v .. ' a ' .. ARGV[2])
+return v`
+	deleteSource = `
+if redis.call('HDEL', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('ZREM', KEYS[2], ARGV[1])
+local v = redis.call('INCR', KEYS[3])
+redis.call('PUBLISH', ARGV[2], v .. ' d ' .. ARGV[1])
+return v`
+)
+
+var snapshotScript = redis.NewScript(`
+return {redis.call('GET', KEYS[3]) or '0', redis.call('HGETALL', KEYS[1])}`)
+
+// write runs the script src (a change) with args and returns its answer:
+// through the Writer when there is one (EVAL: a pipeline cannot fall back
+// from EVALSHA), else on the client.
+func (r *Redis) write(ctx context.Context, src string, args ...any) (int64, error) {
+	keys := r.keys()
+	if r.opts.Writer == nil {
+		return r.c.Eval(ctx, src, keys, args...).Int64()
+	}
+	var cmd *redis.Cmd
+	if _, err := r.opts.Writer.Write(ctx, keys[0], func(p redis.Pipeliner) { cmd = p.Eval(ctx, src, keys, args...) }); err != nil {
+		return 0, err
+	}
+	return cmd.Int64()
+}
+
+// NewRedis returns the store and starts its follower, which connects in
+// the background: until its first full read the copy is stale.
+func NewRedis(o RedisOptions) (*Redis, error) {
+	switch {
+	case o.Client == nil:
+		return nil, errors.New("revoke: the redis store needs a client")
+	case o.Retention <= 0:
+		return nil, errors.New("revoke: retention must be positive")
+	case o.MaxStaleness < 0:
+		return nil, errors.New("revoke: max_staleness must not be negative")
+	}
+	if o.MaxStaleness == 0 {
+		o.MaxStaleness = DefaultMaxStaleness
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultRedisTimeout
+	}
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = DefaultKeyPrefix
+	}
+	if i := strings.IndexByte(o.KeyPrefix, '{'); i < 0 || !strings.Contains(o.KeyPrefix[i:], "}") {
+		return nil, errors.New("revoke: the key prefix needs a {hash tag}")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &Redis{
+		opts: o, c: o.Client, idx: NewIndex(o.MaxStaleness),
+		entriesKey: o.KeyPrefix + ":entries", expiryKey: o.KeyPrefix + ":expiry",
+		versionKey: o.KeyPrefix + ":version", chn: o.KeyPrefix + ":changes",
+		cancel: cancel, done: make(chan struct{}),
+	}
+	go r.follow(ctx)
+	return r, nil
+}
+
+// Index returns the index the request path checks.
+func (r *Redis) Index() *Index { return r.idx }
+
+func (r *Redis) keys() []string { return []string{r.entriesKey, r.expiryKey, r.versionKey} }
+
+// Add stores e ([Check] refuses what it refuses, wrapping [ErrInvalid]) and
+// returns once Redis has it (and AcknowledgeReplicas replicas, when set).
+// This replica's copy has it when Add returns; the others within a
+// moment. A Redis failure wraps [ErrUnavailable]: nothing was acknowledged
+// (the entry may still have been stored, and then applies everywhere).
+func (r *Redis) Add(ctx context.Context, e Entry) (Entry, error) {
+	if err := Check(e); err != nil {
+		return Entry{}, err
+	}
+	now := r.opts.Now()
+	e = stamp(e, now, r.opts.Retention)
+	b, err := json.Marshal(e)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	v, err := r.write(ctx, addSource, e.ID, b, e.ExpiresAt.UnixMilli(), now.UnixMilli(), r.chn)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	r.apply(v, func() { r.idx.Put(e, now) })
+	r.counts.add(e)
+	return e, nil
+}
+
+// Delete lifts the entry id everywhere: [ErrNotFound] when Redis has no
+// such entry.
+func (r *Redis) Delete(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
+	defer cancel()
+	v, err := r.write(ctx, deleteSource, id, r.chn)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if v == 0 {
+		return ErrNotFound
+	}
+	r.apply(v, func() { r.idx.Remove(id) })
+	return nil
+}
+
+// List returns the live entries of issuer ("" every issuer) of this
+// replica's copy, oldest first. A stale copy is [ErrUnavailable].
+func (r *Redis) List(ctx context.Context, issuer string) ([]Entry, error) {
+	now := r.opts.Now()
+	if r.idx.Stale(now) {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, ErrStale)
+	}
+	return r.idx.List(issuer, now), nil
+}
+
+// Added returns the number of entries added through this replica, per
+// issuer, source and kind.
+func (r *Redis) Added() map[Added]uint64 { return r.counts.snapshot() }
+
+// Close stops the follower and waits for it. The client stays open.
+func (r *Redis) Close() error {
+	r.cancel()
+	<-r.done
+	return nil
+}
+
+// apply runs change, of version v, unless the copy holds v already; the
+// version moves on only when v is the next one (a gap is closed by the
+// follower's next full read).
+func (r *Redis) apply(v int64, change func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v <= r.applied {
+		return
+	}
+	change()
+	if v == r.applied+1 {
+		r.applied = v
+	}
+}
+
+// pollInterval is how often the follower compares its version with
+// Redis's: the copy is proven whole at most this long after a change.
+const pollInterval = time.Second
+
+// follow keeps the copy: subscribe, read everything, apply changes, poll
+// the version; on any failure start again after a pause.
+func (r *Redis) follow(ctx context.Context) {
+	defer close(r.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		synced := r.idx.SyncedAt()
+		err := r.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		// One warning per outage: a session that synced since the last
+		// one ended is news, the failed reconnections after it are not.
+		level := slog.LevelDebug
+		if r.idx.SyncedAt() != synced || synced.IsZero() && backoff == 100*time.Millisecond {
+			level, backoff = slog.LevelWarn, 100*time.Millisecond
+		}
+		r.opts.Logger.Log(ctx, level, "revocations: lost Redis, reconnecting", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+// session is one subscription: it returns why it ended.
+func (r *Redis) session(ctx context.Context) error {
+	ps := r.c.Subscribe(ctx, r.chn)
+	defer ps.Close()
+	// The subscription is confirmed before the full read, so that no
+	// change published after the read is missed.
+	for {
+		rctx, cancel := context.WithTimeout(ctx, r.followTimeout())
+		msg, err := ps.Receive(rctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if _, ok := msg.(*redis.Subscription); ok {
+			break
+		}
+	}
+	if err := r.reread(ctx); err != nil {
+		return err
+	}
+	r.opts.Logger.Info("revocations: synced with Redis", "entries", r.idx.Len())
+	nextPoll := time.Now().Add(pollInterval)
+	behind := false
+	for {
+		wait := time.Until(nextPoll)
+		if wait > 0 {
+			msg, err := ps.ReceiveTimeout(ctx, wait)
+			if err == nil {
+				if m, ok := msg.(*redis.Message); ok {
+					if err := r.onMessage(ctx, m.Payload); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if !isTimeout(err) {
+				return err
+			}
+		}
+		nextPoll = time.Now().Add(pollInterval)
+		if err := ps.Ping(ctx); err != nil {
+			return err
+		}
+		var err error
+		if behind, err = r.poll(ctx, behind); err != nil {
+			return err
+		}
+	}
+}
+
+// followTimeout bounds the follower's calls: off the request path, so
+// longer than Timeout, that a busy moment does not cost a reconnection and
+// a full read.
+func (r *Redis) followTimeout() time.Duration { return max(r.opts.Timeout, 2*time.Second) }
+
+func isTimeout(err error) bool {
+	var te interface{ Timeout() bool }
+	return errors.As(err, &te) && te.Timeout()
+}
+
+// onMessage applies one published change; a gap in the versions, or one
+// that does not decode, reads everything again.
+func (r *Redis) onMessage(ctx context.Context, payload string) error {
+	vs, rest, _ := strings.Cut(payload, " ")
+	op, arg, _ := strings.Cut(rest, " ")
+	v, err := strconv.ParseInt(vs, 10, 64)
+	if err != nil {
+		return r.reread(ctx)
+	}
+	r.mu.Lock()
+	next := v == r.applied+1
+	old := v <= r.applied
+	r.mu.Unlock()
+	if old {
+		return nil
+	}
+	if !next {
+		return r.reread(ctx)
+	}
+	now := r.opts.Now()
+	switch op {
+	case "a":
+		var e Entry
+		if json.Unmarshal([]byte(arg), &e) != nil {
+			return r.reread(ctx)
+		}
+		r.apply(v, func() { r.idx.Put(e, now) })
+	case "d":
+		r.apply(v, func() { r.idx.Remove(arg) })
+	default:
+		return r.reread(ctx)
+	}
+	return nil
+}
+
+// poll compares the copy's version with Redis's. Equal proves the copy
+// whole as of the poll's start. Behind twice in a row (a change lost, not
+// just on its way) reads everything again. It reports whether the copy
+// is behind.
+func (r *Redis) poll(ctx context.Context, wasBehind bool) (bool, error) {
+	start := r.opts.Now()
+	ctx, cancel := context.WithTimeout(ctx, r.followTimeout())
+	defer cancel()
+	s, err := r.c.Get(ctx, r.versionKey).Result()
+	if errors.Is(err, redis.Nil) {
+		s, err = "0", nil
+	}
+	if err != nil {
+		return wasBehind, err
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return wasBehind, fmt.Errorf("revoke: version %q", s)
+	}
+	r.mu.Lock()
+	applied := r.applied
+	r.mu.Unlock()
+	switch {
+	case v == applied:
+		r.idx.Synced(start)
+		return false, nil
+	case v < applied:
+		// Redis went back (restored, or emptied): take what it has.
+		return false, r.reread(ctx)
+	case wasBehind:
+		return false, r.reread(ctx)
+	}
+	return true, nil
+}
+
+// reread replaces the copy with everything Redis has, atomically read.
+func (r *Redis) reread(ctx context.Context) error {
+	start := r.opts.Now()
+	ctx, cancel := context.WithTimeout(ctx, max(r.opts.Timeout, 10*time.Second))
+	defer cancel()
+	res, err := snapshotScript.Run(ctx, r.c, r.keys()).Slice()
+	if err != nil {
+		return err
+	}
+	if len(res) != 2 {
+		return errors.New("revoke: unexpected snapshot")
+	}
+	vs, _ := res[0].(string)
+	v, err := strconv.ParseInt(vs, 10, 64)
+	if err != nil {
+		return fmt.Errorf("revoke: version %q", vs)
+	}
+	kv, _ := res[1].([]any)
+	es := make([]Entry, 0, len(kv)/2)
+	for i := 1; i < len(kv); i += 2 {
+		s, _ := kv[i].(string)
+		var e Entry
+		if json.Unmarshal([]byte(s), &e) == nil {
+			es = append(es, e)
+		}
+	}
+	r.mu.Lock()
+	r.idx.Replace(es, r.opts.Now())
+	r.applied = v
+	r.mu.Unlock()
+	r.idx.Synced(start)
+	return nil
+}

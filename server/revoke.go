@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jwksverify/jwksverify/revoke"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// This file is the third stage: revocation. A token the verifier accepted
+// (a JWT, or an opaque token by its introspection answer; fresh, from the
+// verified-token cache, or from a cached or stale introspection answer) is
+// looked up in the revocation store's in-memory index: revoked, or, when
+// the replica's copy is too old to tell, keys_unavailable (fail closed).
+
+// Revocations is the revocation store the server checks every verified
+// token against and that the admin API (/v1/revocations) changes: package
+// revoke's Memory or Redis. Implementations must be safe for concurrent
+// use.
+type Revocations interface {
+	revoke.Adder
+	// Delete lifts the entry id: revoke.ErrNotFound when there is none,
+	// an error wrapping revoke.ErrUnavailable when the store cannot.
+	Delete(ctx context.Context, id string) error
+	// List returns the live entries of issuer ("" every issuer).
+	List(ctx context.Context, issuer string) ([]revoke.Entry, error)
+	// Index is what the request path checks: it never waits on the store.
+	Index() *revoke.Index
+}
+
+// RevocationClaims are the claims the revocation stage reads besides jti,
+// sub and iat: a verifier of a server with [Options.Revocations] should
+// index them (verify.Options.IndexClaims), so that a cache hit scans
+// nothing.
+func RevocationClaims() []string { return []string{"sid", "client_id", "azp"} }
+
+// errRevoked and errRevocationsStale are the details of the stage's
+// answers.
+var (
+	errRevoked          = fmt.Errorf("%w: the token, its session, subject or client was revoked", verify.ErrRevoked)
+	errRevocationsStale = fmt.Errorf("%w: this replica's copy of the revocations is older than max_staleness", verify.ErrKeysUnavailable)
+)
+
+// revocation checks res, a verified token of its configured issuer, at
+// now. It does not allocate unless the token is refused (or a claim it
+// reads holds JSON escapes).
+func (s *Server) revocation(res *verify.Result, now time.Time) error {
+	if s.revIndex == nil {
+		return nil
+	}
+	names := [3]string{"sid", "client_id", "azp"}
+	var vals [3]string
+	t := revoke.Token{JTI: res.ID, Sub: res.Subject, IssuedAt: res.IssuedAt}
+	if res.ClaimValues(names[:], vals[:]) > 0 {
+		t.SID, _ = verify.JSONString(vals[0])
+		t.ClientID, _ = verify.JSONString(vals[1])
+		t.AZP, _ = verify.JSONString(vals[2])
+	}
+	switch err := s.revIndex.Check(res.ConfiguredIssuer, &t, now); err {
+	case nil:
+		return nil
+	case revoke.ErrRevoked:
+		return &verify.Error{Class: verify.Class(verify.ErrRevoked), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: errRevoked}
+	default:
+		return &verify.Error{Class: verify.Class(verify.ErrKeysUnavailable), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: errRevocationsStale}
+	}
+}
+
+// revocationsStale reports whether the revocation copy is too old at now.
+func (s *Server) revocationsStale(now time.Time) bool {
+	return s.revIndex != nil && s.revIndex.Stale(now)
+}

@@ -108,16 +108,95 @@ func (s *sentinelSet) config(ack int) string {
 	return fmt.Sprintf("redis: {sentinel: {master: mymaster, addrs: [%s]}, timeout: 300ms, acknowledge_replicas: %d}\n", strings.Join(addrs, ", "), ack)
 }
 
-// dpopRedisConfig is a DPoP-required issuer over the given redis section.
-// max_age is long so that every replay in a test is within it.
+// dpopRedisConfig is a DPoP-required issuer over the given redis section,
+// with revocations in Redis and the admin API (client "admin", secret
+// revokeSecret from JV_REVOKE_SECRET). max_age is long so that every replay
+// in a test is within it.
 func dpopRedisConfig(is *testIssuer, redisSection string) string {
 	return fmt.Sprintf(`listen: 127.0.0.1:0
+admin_listen: 127.0.0.1:0
 shutdown_timeout: 1s
 forward_auth: {proxy: nginx}
+introspection: {clients: [{id: admin, secret_env: JV_REVOKE_SECRET}]}
 dpop: {replay_store: redis, max_age: 5m}
+revocation: {store: redis}
 %sissuers:
 %s    sender_constraint: {dpop: required}
 `, redisSection, is.IssuerConfig())
+}
+
+// ackedRevocation is a revocation the admin API acknowledged (201), and when.
+type ackedRevocation struct {
+	jti string
+	at  time.Time
+}
+
+// revocations posts revocations of tokens with jti prefix-N to the
+// replicas' admin APIs in turn until stop is closed, and returns the
+// revocations acknowledged (201). An answer other than 201 or 503 fails the
+// test.
+func revocations(t *testing.T, admins []string, is *testIssuer, prefix string, stop <-chan struct{}) func() []ackedRevocation {
+	var mu sync.Mutex
+	var acked []ackedRevocation
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c := &http.Client{Timeout: 5 * time.Second}
+		for n := 0; ; n++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			jti := fmt.Sprintf("%s-%d", prefix, n)
+			code, b, err := adminCall(c, admins[n%len(admins)], http.MethodPost, "/v1/revocations", fmt.Sprintf(`{"issuer":%q,"jti":%q}`, is.Issuer, jti))
+			switch {
+			case err == nil && code == http.StatusCreated:
+				mu.Lock()
+				acked = append(acked, ackedRevocation{jti, time.Now()})
+				mu.Unlock()
+			case err == nil && code == http.StatusServiceUnavailable:
+			default:
+				t.Errorf("POST /v1/revocations = %d %s %v, want 201 or 503", code, b, err)
+			}
+		}
+	}()
+	return func() []ackedRevocation {
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return acked
+	}
+}
+
+// enforced waits (at most limit) until every replica refuses the token of
+// each jti as revoked, and fails the test naming those it never refused.
+func enforced(t *testing.T, replicas []string, is *testIssuer, jtis []string, limit time.Duration) time.Duration {
+	t.Helper()
+	c := httpClient()
+	start := time.Now()
+	pending := slices.Clone(jtis)
+	for len(pending) > 0 {
+		var still []string
+		for _, jti := range pending {
+			tok := is.Token(map[string]any{"jti": jti})
+			for _, base := range replicas {
+				if code, class := bearerAuthz(c, base, tok); code != http.StatusUnauthorized || class != "revoked" {
+					still = append(still, jti)
+					break
+				}
+			}
+		}
+		pending = still
+		if len(pending) > 0 && time.Since(start) > limit {
+			t.Errorf("%d acknowledged revocations not enforced by every replica after %v (e.g. %q)", len(pending), limit, pending[0])
+			break
+		}
+		if len(pending) > 0 {
+			time.Sleep(100 * time.Millisecond) // the replicas' copies resyncing
+		}
+	}
+	return time.Since(start)
 }
 
 // answer is one forward-auth answer of a load.
@@ -254,13 +333,16 @@ func (l *dpopLoad) replayAll(c *http.Client) int {
 
 // TestRedisSentinelFailover: two jwksverify replicas share a Sentinel
 // master with acknowledge_replicas: 1. The master is SIGKILLed under DPoP
-// load: no replayed proof is ever accepted (not at once, not after the
-// failover: every proof accepted before the kill is still refused at both
-// replicas), the requests during the failover get 503 keys_unavailable,
-// and both replicas recover without a restart. The times are logged
-// (OPERATIONS.md quotes them).
+// load and a stream of admin revocations: no replayed proof is ever
+// accepted (not at once, not after the failover: every proof accepted
+// before the kill is still refused at both replicas), every revocation
+// acknowledged (201) before or during the failover is enforced by both
+// replicas after it, the requests during the failover get 503
+// keys_unavailable, and both replicas recover without a restart. The times
+// are logged (OPERATIONS.md quotes them).
 func TestRedisSentinelFailover(t *testing.T) {
 	s := startSentinelSet(t)
+	t.Setenv("JV_REVOKE_SECRET", revokeSecret)
 	is := newTestIssuer(t)
 	conf := dpopRedisConfig(is, s.config(1))
 	a, b := startJWKSVerify(t, conf), startJWKSVerify(t, conf)
@@ -270,6 +352,8 @@ func TestRedisSentinelFailover(t *testing.T) {
 
 	stop := make(chan struct{})
 	wg := load.run(2, "sentinel", stop)
+	stopRevoking := make(chan struct{})
+	revoked := revocations(t, []string{a.Admin, b.Admin}, is, "revoked-across-failover", stopRevoking)
 	waitFor(t, startTimeout, "proofs accepted before the kill", func() bool {
 		load.mu.Lock()
 		defer load.mu.Unlock()
@@ -298,7 +382,22 @@ func TestRedisSentinelFailover(t *testing.T) {
 	})
 	time.Sleep(time.Second) // some load after the recovery
 	close(stop)
+	close(stopRevoking)
 	wg.Wait()
+	var jtis []string
+	var beforeKill int
+	for _, r := range revoked() {
+		jtis = append(jtis, r.jti)
+		if r.at.Before(killed) {
+			beforeKill++
+		}
+	}
+	if beforeKill == 0 {
+		t.Errorf("no revocation acknowledged before the kill")
+	}
+	took := enforced(t, []string{a.HTTP, b.HTTP}, is, jtis, 15*time.Second)
+	t.Logf("%d revocations acknowledged (acknowledge_replicas: 1), %d of them before the SIGKILL: every one enforced by both replicas after the failover (checked %v after the load stopped)",
+		len(jtis), beforeKill, took.Round(time.Millisecond))
 
 	at, n503, only503 := load.recovered(killed)
 	if !only503 {
@@ -357,11 +456,14 @@ func (c *clusterSet) config() string {
 
 // TestRedisCluster: two jwksverify replicas over a three-master cluster.
 // Proofs spread over every master's slots are each accepted once and
-// refused when replayed at the other replica; a slot migration (redis-cli
-// --cluster reshard, under load) allows no replay, neither during it nor
-// after (every proof accepted before is refused again at both replicas).
+// refused when replayed at the other replica; revocations acknowledged at
+// either replica are enforced by both; a slot migration (redis-cli
+// --cluster reshard, under DPoP and revocation load) allows no replay,
+// neither during it nor after (every proof accepted before is refused
+// again at both replicas), and loses no acknowledged revocation.
 func TestRedisCluster(t *testing.T) {
 	c := startCluster(t)
+	t.Setenv("JV_REVOKE_SECRET", revokeSecret)
 	is := newTestIssuer(t)
 	conf := dpopRedisConfig(is, c.config())
 	a, b := startJWKSVerify(t, conf), startJWKSVerify(t, conf)
@@ -389,6 +491,21 @@ func TestRedisCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("revocations", func(t *testing.T) {
+		stop := make(chan struct{})
+		revoked := revocations(t, []string{a.Admin, b.Admin}, is, "cluster-revoked", stop)
+		time.Sleep(1500 * time.Millisecond)
+		close(stop)
+		var jtis []string
+		for _, r := range revoked() {
+			jtis = append(jtis, r.jti)
+		}
+		if len(jtis) < 20 {
+			t.Fatalf("%d revocations acknowledged, want many", len(jtis))
+		}
+		enforced(t, []string{a.HTTP, b.HTTP}, is, jtis, 10*time.Second)
+	})
+
 	t.Run("slot-migration-under-load", func(t *testing.T) {
 		from, _ := redisCLI(t, c.nodes[0].port, "CLUSTER", "MYID")
 		to, _ := redisCLI(t, c.nodes[1].port, "CLUSTER", "MYID")
@@ -398,6 +515,7 @@ func TestRedisCluster(t *testing.T) {
 		load.mu.Unlock()
 		stop := make(chan struct{})
 		wg := load.run(2, "migrate", stop)
+		revoked := revocations(t, []string{a.Admin, b.Admin}, is, "migrate-revoked", stop)
 		time.Sleep(500 * time.Millisecond)
 		start := time.Now()
 		out, err := redisCLI(t, c.nodes[0].port, "--cluster", "reshard", c.nodes[0].addr(), "--cluster-from", from, "--cluster-to", to,
@@ -424,6 +542,12 @@ func TestRedisCluster(t *testing.T) {
 		}
 		n := load.replayAll(hc)
 		t.Logf("%d proofs accepted in all, each refused again at both replicas after the migration", n)
+		var jtis []string
+		for _, r := range revoked() {
+			jtis = append(jtis, r.jti)
+		}
+		enforced(t, []string{a.HTTP, b.HTTP}, is, jtis, 10*time.Second)
+		t.Logf("%d revocations acknowledged during the migration, each enforced by both replicas after it", len(jtis))
 	})
 }
 

@@ -55,6 +55,8 @@ func TestDocsBoundsAreTheLibraries(t *testing.T) {
 		"batch.max_tokens":                           ints(1, server.MaxMaxBatch),
 		"introspection.clients[].secret_env":         fmt.Sprintf("at least %d bytes", server.MinClientSecretBytes),
 		"issuers[].jwks_url":                         fmt.Sprintf("at most %d redirects", jwks.DefaultMaxRedirects),
+		"revocation.retention":                       span(minRetention, maxRetention),
+		"revocation.max_staleness":                   span(minMaxStaleness, maxMaxStaleness),
 	}
 	for key, bound := range want {
 		row := regexp.MustCompile("(?m)^\\| `" + regexp.QuoteMeta(key) + "` \\|.*$").Find(doc)

@@ -96,6 +96,8 @@ func TestDocsDefaultsAreTheLibraries(t *testing.T) {
 	doc := configDoc(t)
 	want := map[string]string{
 		"issuers[].refresh.min_interval":             short(jwks.DefaultMinInterval),
+		"revocation.retention":                       short(DefaultRetention),
+		"revocation.max_staleness":                   short(DefaultMaxStaleness),
 		"issuers[].refresh.max_interval":             short(jwks.DefaultMaxInterval),
 		"issuers[].refresh.default_ttl":              short(jwks.DefaultTTL),
 		"issuers[].refresh.unknown_kid_interval":     short(jwks.DefaultUnknownKidInterval),

@@ -29,6 +29,7 @@ import (
 // the test sets; tokens named "hang-…" are held until released.
 type asServer struct {
 	URL     string
+	ts      *httptest.Server // closed by the test to take the endpoint down
 	calls   atomic.Int64
 	mu      sync.Mutex
 	answers map[string]map[string]any // token -> the answer's members besides active
@@ -69,7 +70,7 @@ func startASServer(t *testing.T) *asServer {
 	}))
 	t.Cleanup(ts.Close)
 	t.Cleanup(a.unblock) // before ts.Close
-	a.URL = ts.URL + "/introspect"
+	a.URL, a.ts = ts.URL+"/introspect", ts
 	return a
 }
 

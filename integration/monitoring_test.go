@@ -90,8 +90,11 @@ func TestMonitoredMetricsExist(t *testing.T) {
 		t.Fatalf("found %d metric names in the rules and dashboard, want the ~20 they use: %v", len(names), names)
 	}
 	idp := startDiscoveryIdP(t)
+	// The revocation metrics exist with revocation configured.
 	jv := startJWKSVerify(t, fmt.Sprintf(`listen: 127.0.0.1:0
 shutdown_timeout: 1s
+state_dir: %s
+revocation: {}
 # The redis_* metrics exist with a redis section (never dialled here).
 redis: {url: "redis://127.0.0.1:1"}
 issuers:
@@ -102,7 +105,7 @@ issuers:
     # The introspection metrics exist for an issuer with introspection
     # (never asked here: the token is a JWT).
     introspection: {url: "http://127.0.0.1:1/introspect"}
-`, idp.Issuer, idp.Audience))
+`, t.TempDir(), idp.Issuer, idp.Audience))
 	c := httpClient()
 	req, _ := http.NewRequest("GET", "http://"+jv.HTTP+"/v1/authz", nil)
 	req.Header.Set("Authorization", "Bearer "+idp.Token(nil))

@@ -332,3 +332,67 @@ func TestRevocationMemoryStore(t *testing.T) {
 	b := startJWKSVerify(t, cfg)
 	check(b, "after the restart")
 }
+
+// TestRevocationOpaque: an opaque token is matched on its introspection
+// answer's claims, on a cached answer (no upstream call) and on a stale one
+// (the endpoint down); /introspect answers {"active":false}.
+func TestRevocationOpaque(t *testing.T) {
+	t.Setenv("JV_REVOKE_SECRET", revokeSecret)
+	as := startASServer(t)
+	is := newTestIssuer(t)
+	as.set("opaque-revoked", map[string]any{"aud": is.Audience, "sid": "s-opaque"})
+	as.set("opaque-kept", map[string]any{"aud": is.Audience, "sid": "s-other"})
+	cfg := strings.Replace(revocationConfig(is, fmt.Sprintf("state_dir: %s\nrevocation: {}\n", t.TempDir())),
+		"    claims_to_headers:", fmt.Sprintf("    introspection: {url: %q, cache: {max_ttl: 1s, stale_for: 1h}}\n    claims_to_headers:", as.URL), 1)
+	j := startJWKSVerify(t, cfg)
+	hc := httpClient()
+	for _, tok := range []string{"opaque-revoked", "opaque-kept"} {
+		if code, class := bearerAuthz(hc, j.HTTP, tok); code != http.StatusOK {
+			t.Fatalf("%s before revocation = %d %s", tok, code, class)
+		}
+	}
+	calls := as.calls.Load()
+	revokeAt(t, hc, j.Admin, fmt.Sprintf(`{"issuer":%q,"sid":"s-opaque"}`, is.Issuer))
+	if code, class := bearerAuthz(hc, j.HTTP, "opaque-revoked"); code != http.StatusUnauthorized || class != "revoked" {
+		t.Errorf("cached answer = %d %s, want 401 revoked", code, class)
+	}
+	if n := as.calls.Load() - calls; n != 0 {
+		t.Errorf("%d upstream calls, want a cache hit", n)
+	}
+	as.unblock()
+	as.ts.Close()
+	// Past max_ttl the endpoint cannot answer: the cached answers are
+	// served stale (counted), and the revoked one is still refused.
+	waitFor(t, 15*time.Second, "a stale answer served", func() bool {
+		if code, class := bearerAuthz(hc, j.HTTP, "opaque-kept"); code != http.StatusOK {
+			t.Fatalf("kept token with the endpoint down = %d %s, want 200 from the stale answer", code, class)
+		}
+		resp, err := hc.Get("http://" + j.Admin + "/metrics")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for line := range strings.Lines(string(b)) {
+			if strings.HasPrefix(line, "jwksverify_introspection_stale_served_total{") && !strings.HasSuffix(strings.TrimSpace(line), " 0") {
+				return true
+			}
+		}
+		return false
+	})
+	if code, class := bearerAuthz(hc, j.HTTP, "opaque-revoked"); code != http.StatusUnauthorized || class != "revoked" {
+		t.Errorf("stale answer = %d %s, want 401 revoked", code, class)
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+j.HTTP+"/introspect", strings.NewReader("token=opaque-revoked"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.SetBasicAuth("admin", revokeSecret)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.TrimSpace(string(b)) != `{"active":false}` {
+		t.Errorf("/introspect = %d %s, want {\"active\":false}", resp.StatusCode, b)
+	}
+}

@@ -3,6 +3,7 @@ package revoke
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -142,4 +143,37 @@ func BenchmarkMatch(b *testing.B) {
 			b.Fatal("revoked")
 		}
 	}
+}
+
+// TestIndexConcurrent: readers check while the writer adds, lifts and
+// grows the table (run with -race); an entry put stays visible to them.
+func TestIndexConcurrent(t *testing.T) {
+	x := NewIndex(0)
+	x.Put(entry("kept", KindSub, "always", t0.Add(time.Hour)), t0)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				if err := x.Check("https://a/", &Token{Sub: "always", JTI: "j-7", IssuedAt: t0}, t0); err != ErrRevoked {
+					t.Errorf("Check(kept) = %v during writes", err)
+					return
+				}
+			}
+		})
+	}
+	for i := range 3000 {
+		id := fmt.Sprint(i)
+		x.Put(entry(id, KindJTI, "j-"+id, time.Time{}), t0)
+		if i%3 == 0 {
+			x.Remove(id)
+		}
+	}
+	close(done)
+	wg.Wait()
 }

@@ -180,7 +180,7 @@ func BenchmarkRedisUse(b *testing.B) {
 // never "fresh"), and its second use is refused as replayed.
 func TestRedisAcknowledgeReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	st := newRedis(t, redisconn.Options{URL: srv.URL(), AcknowledgeReplicas: 1, Timeout: 200 * time.Millisecond}, "")
+	st := newRedis(t, redisconn.Options{URL: srv.URL(), AcknowledgeReplicas: 1, Timeout: time.Second}, "")
 	ctx := context.Background()
 	if ok, err := st.Use(ctx, key(1), time.Minute, t0); ok || !errors.Is(err, redisconn.ErrNotReplicated) {
 		t.Errorf("Use() without a replica = %t, %v; want %v", ok, err, redisconn.ErrNotReplicated)

@@ -31,6 +31,7 @@ import (
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/policy/celexpr"
 	"github.com/jwksverify/jwksverify/redisconn"
@@ -85,6 +86,11 @@ type Plan struct {
 	// DPoP: a command builds the replay store and the dpop.Checker
 	// (Server.DPoP) from it.
 	DPoP *DPoP
+	// Mint configures the minter of the tokens minted for upstreams
+	// (package mint; a command builds it with mint.New, which reads the
+	// keys file); nil means the file has no mint section. The policies
+	// that mint are Server.MintPolicies.
+	Mint *mint.Options
 	// Redis configures the one Redis client (redisconn.New) that the DPoP
 	// replay store, revocation and the shared introspection cache use; nil
 	// when the file has no redis section (nor dpop.redis_url). Its URL may
@@ -225,6 +231,9 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		}
 	}
 	abs(&f.StateDir)
+	if f.Mint != nil {
+		abs(&f.Mint.KeysFile)
+	}
 	for _, p := range []*string{&f.Redis.PasswordFile, &f.Redis.Sentinel.PasswordFile, &f.Redis.TLS.CAFile, &f.Redis.TLS.CertFile, &f.Redis.TLS.KeyFile} {
 		abs(p)
 	}
@@ -314,6 +323,9 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		return nil, err
 	}
 	if err := f.planRevocation(p); err != nil {
+		return nil, err
+	}
+	if err := f.planMint(p); err != nil {
 		return nil, err
 	}
 	if err := f.planClients(p, ov, env); err != nil {
@@ -727,6 +739,9 @@ func (fi *fileIssuer) plan(path string, f *file) (Issuer, error) {
 	if err := fi.planClaims(path, &is); err != nil {
 		return Issuer{}, err
 	}
+	if err := fi.planIDToken(path, &is); err != nil {
+		return Issuer{}, err
+	}
 	if err := jwks.CheckOptions(is.JWKS); err != nil {
 		r := path + ".refresh."
 		return Issuer{}, optionError(path, err, map[string]string{
@@ -833,6 +848,28 @@ func (fi *fileIssuer) planKeys(path string, is *Issuer) error {
 	if fi.Algorithms == nil && fi.JWKSFile == "" && secret != nil {
 		is.Verify.Algorithms = secretAlgs
 	}
+	return nil
+}
+
+// planIDToken plans id_token: the client IDs (at least one, none empty)
+// and the azp mode (verify.CheckAZPMode).
+func (fi *fileIssuer) planIDToken(path string, is *Issuer) error {
+	it := fi.IDToken
+	if it == nil {
+		return nil
+	}
+	if len(it.ClientIDs) == 0 {
+		return fmt.Errorf("%s.id_token.client_ids: at least one client ID is required (remove id_token to refuse ID tokens)", path)
+	}
+	for i, c := range it.ClientIDs {
+		if strings.TrimSpace(c) == "" || c != strings.TrimSpace(c) {
+			return fmt.Errorf("%s.id_token.client_ids[%d]: %q is empty or has leading or trailing spaces (aud is matched exactly)", path, i, c)
+		}
+	}
+	if err := verify.CheckAZPMode(verify.AZPMode(it.AZP)); err != nil {
+		return fmt.Errorf("%s.id_token.azp: %w", path, err)
+	}
+	is.Verify.IDToken = verify.IDTokenPolicy{ClientIDs: it.ClientIDs, AZP: verify.AZPMode(it.AZP)}
 	return nil
 }
 
@@ -1021,6 +1058,7 @@ func optionField(err error) (field string, reason error, ok bool) {
 		re *replay.OptionError
 		ce *redisconn.OptionError
 		se *server.OptionError
+		me *mint.OptionError
 	)
 	switch {
 	case errors.As(err, &je):
@@ -1037,6 +1075,8 @@ func optionField(err error) (field string, reason error, ok bool) {
 		return ce.Field, ce.Err, true
 	case errors.As(err, &se):
 		return se.Field, se.Err, true
+	case errors.As(err, &me):
+		return me.Field, me.Err, true
 	}
 	return "", nil, false
 }

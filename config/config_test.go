@@ -784,6 +784,43 @@ func TestLibraryBounds(t *testing.T) {
 	}
 }
 
+// TestPlanIDToken: id_token's client IDs and azp mode reach the verifier;
+// each refusal names its key.
+func TestPlanIDToken(t *testing.T) {
+	const is = "issuers:\n  - issuer: https://idp.example.com/\n    discovery: true\n"
+	tests := []struct {
+		name    string
+		doc     string
+		wantErr string // "" = valid
+		want    verify.IDTokenPolicy
+	}{
+		{"absent", is, "", verify.IDTokenPolicy{}},
+		{"client-ids", is + "    id_token: {client_ids: [web-app]}\n", "", verify.IDTokenPolicy{ClientIDs: []string{"web-app"}}},
+		{"azp-off", is + "    id_token: {client_ids: [web, android], azp: off}\n", "", verify.IDTokenPolicy{ClientIDs: []string{"web", "android"}, AZP: verify.AZPOff}},
+		{"no-client-ids", is + "    id_token: {azp: always}\n", "issuers[0].id_token.client_ids", verify.IDTokenPolicy{}},
+		{"empty-client-id", is + "    id_token: {client_ids: [\"\"]}\n", "issuers[0].id_token.client_ids[0]", verify.IDTokenPolicy{}},
+		{"bad-azp", is + "    id_token: {client_ids: [a], azp: sometimes}\n", "issuers[0].id_token.azp", verify.IDTokenPolicy{}},
+		{"unknown-key", is + "    id_token: {client_id: a}\n", "client_id", verify.IDTokenPolicy{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := parse(t, tt.doc)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Parse() = %v, want an error naming %s", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Parse() = %v", err)
+			}
+			if got := p.Issuers[0].Verify.IDToken; !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("IDToken = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestPlanRevocation: the revocation section, redis.url and max_lifetime,
 // each refusal naming its key.
 func TestPlanRevocation(t *testing.T) {

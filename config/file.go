@@ -46,6 +46,7 @@ type file struct {
 	DPoP            fileDPoP             `yaml:"dpop"`
 	MTLS            fileMTLS             `yaml:"mtls"`
 	Revocation      *fileRevocation      `yaml:"revocation"`
+	Mint            *fileMint            `yaml:"mint"`
 	Redis           fileRedis            `yaml:"redis"`
 }
 
@@ -95,6 +96,7 @@ type filePolicy struct {
 	Expression      string            `yaml:"expression"`
 	AllowAnonymous  bool              `yaml:"allow_anonymous"`
 	ClaimsToHeaders map[string]string `yaml:"claims_to_headers"`
+	Mint            *filePolicyMint   `yaml:"mint"`
 }
 
 type fileScopes struct {
@@ -181,6 +183,13 @@ type fileIssuer struct {
 	DiscoveryURL         string                   `yaml:"discovery_url"`
 	SPIFFE               *fileSPIFFE              `yaml:"spiffe"`
 	MaxLifetime          *duration                `yaml:"max_lifetime"`
+	IDToken              *fileIDToken             `yaml:"id_token"`
+}
+
+// fileIDToken is an issuer's id_token: the ID tokens it accepts.
+type fileIDToken struct {
+	ClientIDs []string `yaml:"client_ids"`
+	AZP       string   `yaml:"azp"`
 }
 
 type fileIssuerIntrospection struct {

@@ -326,6 +326,9 @@ type jwksverifyProc struct {
 	// HTTP and GRPC are the addresses it listens on ("" when gRPC is off);
 	// Admin the admin listener's ("" when admin_listen is unset).
 	HTTP, GRPC, Admin string
+	// Config is the path of the configuration file it serves (a test
+	// rewrites it to reload).
+	Config string
 }
 
 // jwksverifyOptions tune [startJWKSVerifyWith].
@@ -359,7 +362,7 @@ func startJWKSVerifyWith(t *testing.T, configYAML string, opts jwksverifyOptions
 		t.Fatal(err)
 	}
 	p := startProcess(t, "jwksverify", exec.Command(bin, append([]string{"serve", "--config", cfg}, opts.Args...)...))
-	j := &jwksverifyProc{process: p}
+	j := &jwksverifyProc{process: p, Config: cfg}
 	deadline := time.Now().Add(startTimeout)
 	for j.HTTP == "" {
 		j.HTTP, j.GRPC, j.Admin = listeningLine(p.Output())

@@ -144,9 +144,30 @@ func (h *hydra) tokenWithScope(t *testing.T, c hydraClient, scope string) string
 // refresh token it yields.
 func (h *hydra) codeFlowTokens(t *testing.T, strategy string) (access, refresh string) {
 	t.Helper()
+	f := h.codeFlow(t, strategy, "offline_access", "", "")
+	if f.refresh == "" {
+		t.Fatal("token: no refresh token")
+	}
+	return f.access, f.refresh
+}
+
+// codeFlowResult is what a code flow yields: the client and the token
+// response.
+type codeFlowResult struct {
+	clientID              string
+	access, refresh, idTk string
+}
+
+// codeFlow runs an authorization code flow for a new client of the given
+// access token strategy with scope (space-separated) and nonce ("" for
+// none), accepting the login (as subject bob, with acr when not "") and
+// the consent of every scope through the admin API, and exchanges the
+// code.
+func (h *hydra) codeFlow(t *testing.T, strategy, scope, nonce, acr string) codeFlowResult {
+	t.Helper()
 	const redirect = "http://127.0.0.1:1/cb"
-	body := fmt.Sprintf(`{"grant_types":["authorization_code","refresh_token"],"response_types":["code"],"scope":"offline_access",`+
-		`"redirect_uris":[%q],"token_endpoint_auth_method":"client_secret_post","access_token_strategy":%q}`, redirect, strategy)
+	body := fmt.Sprintf(`{"grant_types":["authorization_code","refresh_token"],"response_types":["code"],"scope":%q,`+
+		`"redirect_uris":[%q],"token_endpoint_auth_method":"client_secret_post","access_token_strategy":%q}`, scope, redirect, strategy)
 	resp, err := httpClient().Post(h.admin+"/admin/clients", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -197,10 +218,15 @@ func (h *hydra) codeFlowTokens(t *testing.T, strategy string) (access, refresh s
 		}
 		return r.RedirectTo
 	}
-	auth := h.public + "/oauth2/auth?response_type=code&scope=offline_access&state=integration-state&client_id=" +
+	auth := h.public + "/oauth2/auth?response_type=code&scope=" + url.QueryEscape(scope) + "&state=integration-state&client_id=" +
 		url.QueryEscape(c.ID) + "&redirect_uri=" + url.QueryEscape(redirect)
-	next := accept("login", follow(auth, "login_challenge"), `{"subject":"bob"}`)
-	next = accept("consent", follow(next, "consent_challenge"), `{"grant_scope":["offline_access"]}`)
+	if nonce != "" {
+		auth += "&nonce=" + url.QueryEscape(nonce)
+	}
+	login, _ := json.Marshal(map[string]string{"subject": "bob", "acr": acr})
+	next := accept("login", follow(auth, "login_challenge"), string(login))
+	grant, _ := json.Marshal(map[string][]string{"grant_scope": strings.Fields(scope)})
+	next = accept("consent", follow(next, "consent_challenge"), string(grant))
 	code := follow(next, "code")
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect}, "client_id": {c.ID}, "client_secret": {c.Secret}}
 	resp, err = httpClient().PostForm(h.public+"/oauth2/token", form)
@@ -211,11 +237,12 @@ func (h *hydra) codeFlowTokens(t *testing.T, strategy string) (access, refresh s
 	var tok struct {
 		AccessToken  string `json:"access_token"`
 		RefreshToken string `json:"refresh_token"`
+		IDToken      string `json:"id_token"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" || tok.RefreshToken == "" {
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
 		t.Fatalf("token: %d %v", resp.StatusCode, err)
 	}
-	return tok.AccessToken, tok.RefreshToken
+	return codeFlowResult{clientID: c.ID, access: tok.AccessToken, refresh: tok.RefreshToken, idTk: tok.IDToken}
 }
 
 // revoke revokes token at Hydra (RFC 7009).

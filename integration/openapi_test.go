@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -275,7 +276,34 @@ batch: {max_tokens: 3}
 		}), status: 200, conforming: true},
 	}
 
+	// D: minting (a policy that mints, RFC 9701 introspection, the JWKS
+	// on both listeners).
+	mintKeys := filepath.Join(t.TempDir(), "mint.jwks")
+	writeMintKeys(t, mintKeys, testkeys.PrivateJWKS(mintK1))
+	d := startJWKSVerify(t, "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nissuers:\n"+is.IssuerConfig()+clients+
+		"mint: {issuer: "+mintIssuer+", keys_file: "+mintKeys+", signing_kid: k1}\npolicies:\n  - {name: minting, mint: {audience: orders-service}}\n")
+	// An RFC 9701 answer is a compact JWS: validated as the string it is.
+	openapi3filter.RegisterBodyDecoder("application/token-introspection+jwt", openapi3filter.FileBodyDecoder)
+	t.Cleanup(func() { openapi3filter.UnregisterBodyDecoder("application/token-introspection+jwt") })
+	jwtAccept := form(basic)
+	jwtAccept.Set("Accept", "application/token-introspection+jwt")
+	casesD := []apiCase{
+		{name: "mint-jwks", method: "GET", target: "/.well-known/jwks.json", status: 200, conforming: true},
+		{name: "mint-jwks-head", method: "HEAD", target: "/.well-known/jwks.json", status: 200, conforming: true},
+		{name: "mint-jwks-post", method: "POST", target: "/.well-known/jwks.json", status: 405},
+		{name: "mint-jwks-admin", admin: true, method: "GET", target: "/.well-known/jwks.json", status: 200, conforming: true},
+		{name: "mint-verify-minted", method: "POST", target: "/v1/verify", header: jsonCT, body: jsonBody(map[string]any{"token": good, "policy": "minting", "mint": true}), status: 200, conforming: true},
+		{name: "mint-introspect-jwt", method: "POST", target: "/introspect", header: jwtAccept, body: "token=" + good, status: 200, conforming: true},
+	}
+
 	v := &openAPIValidator{doc: doc, seen: map[string][]int{}}
+	for _, cd := range casesD {
+		addr := d.HTTP
+		if cd.admin {
+			addr = d.Admin
+		}
+		t.Run(cd.name, func(t *testing.T) { v.check(t, addr, cd) })
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { v.check(t, a.HTTP, c) })
 	}

@@ -33,6 +33,7 @@ type Token struct {
 // that owns an Index is its only writer.
 type Index struct {
 	seed     maphash.Seed
+	empty    uint64 // maphash of "" under seed: the issuer node's value
 	maxStale time.Duration
 	created  time.Time
 
@@ -109,6 +110,7 @@ func kindIndex(k Kind) int {
 // never stale.
 func NewIndex(maxStale time.Duration) *Index {
 	x := &Index{seed: maphash.MakeSeed(), maxStale: maxStale, created: time.Now(), entries: map[string]Entry{}, groups: map[pair][]string{}}
+	x.empty = maphash.String(x.seed, "")
 	x.tab.Store(newTable(64))
 	return x
 }
@@ -183,7 +185,11 @@ func (x *Index) match(tab *table, ih uint64, issuer, value string, k int, now, i
 
 // hash mixes the issuer's hash into the value's; never 0 (an empty slot).
 func (x *Index) hash(ih uint64, value string) uint64 {
-	h := maphash.String(x.seed, value) ^ (ih * 0x9e3779b97f4a7c15)
+	vh := x.empty
+	if value != "" {
+		vh = maphash.String(x.seed, value)
+	}
+	h := vh ^ (ih * 0x9e3779b97f4a7c15)
 	if h == 0 {
 		h = 1
 	}

@@ -18,6 +18,13 @@ import (
 // example: orders read/write by scope, admin by group, public anonymous.
 func newPolicyEnv(t testing.TB, rm *ResourceMetadata) *env {
 	t.Helper()
+	return newPolicyEnvWith(t, rm, nil)
+}
+
+// newPolicyEnvWith is newPolicyEnv with more options: edit, when not nil,
+// changes the server's before New.
+func newPolicyEnvWith(t testing.TB, rm *ResourceMetadata, edit func(*Options)) *env {
+	t.Helper()
 	set, err := policy.New(policy.Options{
 		Compiler: &celexpr.Compiler{},
 		Policies: []policy.Spec{
@@ -46,10 +53,14 @@ func newPolicyEnv(t testing.TB, rm *ResourceMetadata) *env {
 	// has it (verify.Options.IndexClaims = set.ClaimNames()).
 	ve := servertest.NewEnv(t, servertest.Config{TokenCache: 100, IndexClaims: set.ClaimNames()})
 	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}
-	e.srv, err = New(Options{
+	o := Options{
 		Verifier: ve.V, ClaimsToHeaders: servertest.ClaimsToHeaders(), Proxy: request.Nginx, Policies: set,
 		ResourceMetadata: rm, Metrics: e.metrics, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)), Now: e.clock.Now,
-	})
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	e.srv, err = New(o)
 	if err != nil {
 		t.Fatalf("New() = %v", err)
 	}

@@ -16,7 +16,7 @@ import (
 // only when keys are unavailable. It never reads the request body.
 func (s *Server) serveAuthz(w http.ResponseWriter, r *http.Request) {
 	o, err := s.proxy.From(r, authzPath)
-	d := s.Decide(r.Context(), &Call{Endpoint: EndpointAuthz, Headers: r.Header, Original: o, OriginalErr: err, Routed: true})
+	d := s.Decide(r.Context(), &Call{Endpoint: EndpointAuthz, Headers: r.Header, Original: o, OriginalErr: err, Routed: true, Mint: true})
 	s.writeForwardAuth(w, &d)
 }
 
@@ -34,6 +34,6 @@ func (s *Server) servePolicy(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	o, err := s.proxy.From(r, policyPrefix+name)
-	d := s.Decide(r.Context(), &Call{Endpoint: EndpointAuthz, Headers: r.Header, Original: o, OriginalErr: err, Policy: name})
+	d := s.Decide(r.Context(), &Call{Endpoint: EndpointAuthz, Headers: r.Header, Original: o, OriginalErr: err, Policy: name, Mint: true})
 	s.writeForwardAuth(w, &d)
 }

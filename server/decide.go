@@ -11,7 +11,8 @@ import (
 
 // This file is the one road every decision takes: [Server.Decide] runs the
 // stages in order, each in its own file — extract (the credential),
-// verify, revocation, bind (sender constraints), authorize (the policy) — then renders
+// verify, revocation, bind (sender constraints), authorize (the policy),
+// mint (the upstream's token) — then renders
 // the answer and records it (metrics and the log line, observe.go). A front
 // end (forward-auth, Envoy over HTTP and gRPC, the JSON API, /introspect,
 // Middleware) only builds a [Call] and writes the [Decision].
@@ -74,6 +75,16 @@ type Call struct {
 	SkipBinding bool
 	// Explain records each sender-binding check in [Decision.Steps].
 	Explain bool
+	// IDToken, if not nil, asks for an ID token checked with these inputs
+	// ([verify.Verifier.VerifyIDTokenAt]): only /v1/verify sets it. An ID
+	// token has no sender constraint: the binding stage is skipped. Nil
+	// means an access token, the only kind every other front end accepts.
+	IDToken *verify.IDTokenChecks
+	// Mint asks for the token minted for the upstream when the call is
+	// allowed under a policy that mints ([Options.MintPolicies]):
+	// forward-auth and gRPC set it, /v1/verify when asked ("mint": true).
+	// An ID token (IDToken set) is never minted from.
+	Mint bool
 }
 
 // original returns the original request of c, or why it is not known.
@@ -102,20 +113,23 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	case cred.err != nil:
 		d = s.rejection(cred.err, cred.missing)
 	default:
-		res, err := s.verify(ctx, cred.token, now, &pol)
+		res, err := s.verify(ctx, cred.token, now, &pol, c.IDToken)
 		if err == nil {
 			err = s.revocation(res, now)
 		}
 		var steps []verify.Step
-		if err == nil {
+		if err == nil && c.IDToken == nil {
 			steps, bc, err = s.bind(ctx, c, cred, res, now)
 		}
 		d = s.verdict(res, err, steps)
 		if d.Allowed() {
 			d = s.authorize(d, &pol)
 		}
-		// Minting will run here: an allowed decision under a policy with
-		// mint carries the minted token to the renderer.
+		if c.Mint && c.IDToken == nil && d.Allowed() {
+			// Minted tokens are access tokens, minted from access tokens
+			// only (never from an ID token).
+			d = s.mint(d, &pol, cred.token, now)
+		}
 	}
 	d.Policy, d.authorized = cmp.Or(d.forbiddenBy, pol.name), pol.run
 	s.render(&d)

@@ -129,9 +129,15 @@ type Decision struct {
 	// Steps are the sender-constraint checks (DPoP, mTLS binding), in
 	// order, when the call asked for them ([Call.Explain]); nil otherwise.
 	Steps []verify.Step
+	// Minted is the token minted for the upstream when the call asked for
+	// it ([Call.Mint]) and the deciding policy mints; "" otherwise.
+	// [Decision.MintedHeader] says where the upstream receives it.
+	Minted string
 
-	headers []claimHeader // of the allowed token's issuer (sorted by claim), then every other identity header
-	www     []string      // Challenge as a header value, shared
+	minted     []string      // Minted as its header value, shared
+	mintHeader string        // the header minted carries it in
+	headers    []claimHeader // of the allowed token's issuer (sorted by claim), then every other identity header
+	www        []string      // Challenge as a header value, shared
 	// forbiddenBy names the policy whose 403 a forbidden decision is
 	// answered with ("" none could be chosen: the generic one).
 	forbiddenBy string

@@ -1,25 +1,32 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // introspectionClient is a validated [IntrospectionClient], kept as hashes
 // so that comparisons take the same time whatever the lengths.
 type introspectionClient struct {
 	id, secret [sha256.Size]byte
+	name       string // the id itself: the aud of an RFC 9701 answer
 }
 
 func newClients(in []IntrospectionClient) []introspectionClient {
 	out := make([]introspectionClient, 0, len(in))
 	for _, c := range in { // checked by CheckOptions
-		out = append(out, introspectionClient{id: sha256.Sum256([]byte(c.ID)), secret: sha256.Sum256([]byte(c.Secret))})
+		out = append(out, introspectionClient{id: sha256.Sum256([]byte(c.ID)), secret: sha256.Sum256([]byte(c.Secret)), name: c.ID})
 	}
 	return out
 }
@@ -162,5 +169,79 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := s.Decide(r.Context(), &Call{Endpoint: EndpointIntrospect, Token: toks[0], SkipBinding: true})
+	if s.minter != nil && acceptsJWT(r) && d.Status != http.StatusServiceUnavailable {
+		s.writeIntrospectionJWT(w, &d, s.clientOf(r))
+		return
+	}
 	writeIntrospection(w, &d, toks[0])
+}
+
+// introspectionJWT is the media type of an RFC 9701 answer.
+const introspectionJWT = "application/token-introspection+jwt"
+
+// acceptsJWT reports whether r asks for an RFC 9701 answer: its Accept
+// names application/token-introspection+jwt.
+func acceptsJWT(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == introspectionJWT {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// clientOf returns the id of the introspection client r authenticated as
+// (r passed authenticateClient): the Basic id, or the client whose secret
+// the Bearer credential is.
+func (s *Server) clientOf(r *http.Request) string {
+	if id, secret, ok := r.BasicAuth(); ok {
+		if s.matchClient(id, secret, true) {
+			return id
+		}
+		uid, _ := url.QueryUnescape(id)
+		return uid
+	}
+	secret, _ := bearerToken(r.Header.Get("Authorization"))
+	sum := sha256.Sum256([]byte(secret))
+	for i := range s.clients {
+		if subtle.ConstantTimeCompare(sum[:], s.clients[i].secret[:]) == 1 {
+			return s.clients[i].name
+		}
+	}
+	return ""
+}
+
+// writeIntrospectionJWT writes the RFC 9701 answer of d to client: a JWS
+// signed by the minter's signing key, typ token-introspection+jwt, with
+// iss (mint.issuer), aud (the client), iat and token_introspection (the
+// RFC 7662 answer writeIntrospection would write). A signature that
+// cannot be made is a 503.
+func (s *Server) writeIntrospectionJWT(w http.ResponseWriter, d *Decision, client string) {
+	answer := []byte(`{"active":false}`)
+	if d.Allowed() {
+		if body, ok := activeBody(d.Result.Claims); ok {
+			answer = bytes.TrimSpace(body)
+		}
+	}
+	claims := []byte(`{"iss":`)
+	claims = appendString(claims, s.minter.Issuer())
+	claims = append(claims, `,"aud":`...)
+	claims = appendString(claims, client)
+	claims = append(claims, `,"iat":`...)
+	claims = strconv.AppendInt(claims, s.now().Unix(), 10)
+	claims = append(claims, `,"token_introspection":`...)
+	claims = append(append(claims, answer...), '}')
+	jws, err := s.minter.Sign("token-introspection+jwt", claims)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, verify.Class(verify.ErrKeysUnavailable), "the introspection answer could not be signed")
+		return
+	}
+	h := w.Header()
+	h["Content-Type"] = []string{introspectionJWT}
+	h["Cache-Control"] = s.static.noStore
+	h["X-Content-Type-Options"] = s.static.nosniff
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, jws)
 }

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
@@ -27,7 +29,8 @@ func (s *Server) tooLarge() error {
 
 // serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,
 // 413 for a token (or body) too large, 503 when keys are unavailable, 400
-// for a request that is not {"token": string}. Unknown members are ignored.
+// for a request that is not {"token": string} (or whose "kind" and ID-token
+// members do not fit: idTokenBody.checks). Unknown members are ignored.
 func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	body, err := s.readBody(w, r)
 	if err != nil {
@@ -44,6 +47,10 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		DPoP       *string      `json:"dpop"`
 		Request    *requestBody `json:"request"`
 		ClientCert *string      `json:"client_cert"`
+		// Mint asks for the token the policy mints for the upstream
+		// ("minted" in the answer).
+		Mint bool `json:"mint"`
+		idTokenBody
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"token": string}`)
@@ -53,7 +60,11 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
 		return
 	}
-	c := Call{Endpoint: EndpointVerify, Token: *req.Token, Explain: true, OriginalErr: request.ErrMissing}
+	c := Call{Endpoint: EndpointVerify, Token: *req.Token, Explain: true, OriginalErr: request.ErrMissing, Mint: req.Mint}
+	if c.IDToken, err = req.checks(); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
 	if req.DPoP != nil {
 		c.DPoP, c.Proofs = true, []string{*req.DPoP}
 	}
@@ -73,6 +84,70 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	d := s.Decide(r.Context(), &c)
 	writeVerdict(w, &d, *req.Token)
 }
+
+// The kinds /v1/verify's "kind" names.
+const (
+	KindAccessToken = "access_token"
+	KindIDToken     = "id_token"
+)
+
+// idTokenBody are the members of /v1/verify that ask for an ID token and
+// carry its inputs ([verify.IDTokenChecks]).
+type idTokenBody struct {
+	Kind        *string  `json:"kind"`
+	Nonce       *string  `json:"nonce"`
+	AccessToken *string  `json:"access_token"`
+	Code        *string  `json:"code"`
+	MaxAge      *int64   `json:"max_age"`
+	ACRValues   []string `json:"acr_values"`
+}
+
+// checks returns the ID-token inputs the body asks for, nil for an access
+// token (no kind, or "access_token"), or why the body is a bad request: an
+// unknown kind, an input without kind "id_token" (it would be ignored: a
+// caller must not believe a nonce was checked), a negative max_age or an
+// empty input.
+func (b *idTokenBody) checks() (*verify.IDTokenChecks, error) {
+	kind := KindAccessToken
+	if b.Kind != nil {
+		kind = *b.Kind
+	}
+	inputs := b.Nonce != nil || b.AccessToken != nil || b.Code != nil || b.MaxAge != nil || b.ACRValues != nil
+	switch {
+	case kind == KindAccessToken && inputs:
+		return nil, errors.New(`"nonce", "access_token", "code", "max_age" and "acr_values" need "kind": "id_token"`)
+	case kind == KindAccessToken:
+		return nil, nil
+	case kind != KindIDToken:
+		return nil, errors.New(`"kind" must be "access_token" or "id_token"`)
+	}
+	in := &verify.IDTokenChecks{ACRValues: b.ACRValues}
+	for _, f := range []struct {
+		name string
+		v    *string
+		to   *string
+	}{{"nonce", b.Nonce, &in.Nonce}, {"access_token", b.AccessToken, &in.AccessToken}, {"code", b.Code, &in.Code}} {
+		if f.v != nil && *f.v == "" {
+			return nil, fmt.Errorf("%q is empty; leave it out to not check it", f.name)
+		}
+		if f.v != nil {
+			*f.to = *f.v
+		}
+	}
+	if slices.Contains(b.ACRValues, "") {
+		return nil, errors.New(`"acr_values" holds an empty value`)
+	}
+	if b.MaxAge != nil {
+		if *b.MaxAge < 0 || *b.MaxAge > maxMaxAge {
+			return nil, fmt.Errorf(`"max_age" must be seconds in [0, %d]`, maxMaxAge)
+		}
+		in.MaxAge, in.HasMaxAge = time.Duration(*b.MaxAge)*time.Second, true
+	}
+	return in, nil
+}
+
+// maxMaxAge bounds max_age (seconds): 100 years, far below a Duration's range.
+const maxMaxAge = 100 * 366 * 24 * 3600
 
 // requestBody is the "request" member of /v1/verify: the request a DPoP
 // proof is for. Absent fields are empty.

@@ -66,7 +66,8 @@ func TestOpenAPIRoutes(t *testing.T) {
 	withMetrics := newEnv(t, envConfig{revocations: true})
 	withPolicies := newPolicyEnv(t, &ResourceMetadata{Resource: "https://api.example.com/orders", AuthorizationServers: []string{servertest.IssuerA}})
 	served := map[string][]string{}
-	for _, e := range []*env{withMetrics, withPolicies} {
+	withMint, _ := newMintEnv(t, nil, nil)
+	for _, e := range []*env{withMetrics, withPolicies, withMint} {
 		for _, rt := range e.srv.routeTable() {
 			path := rt.path
 			if strings.HasPrefix(path, wellKnown+"/") {

@@ -134,7 +134,7 @@ func (s *Server) render(d *Decision) {
 }
 
 // writeForwardAuth writes the forward-auth answer of d: 200 with the claim
-// headers, or the denial (401, 403, 503).
+// headers and the minted token's header, or the denial (401, 403, 503).
 func (s *Server) writeForwardAuth(w http.ResponseWriter, d *Decision) {
 	if !d.Allowed() {
 		s.writeDenial(w, d)
@@ -148,6 +148,9 @@ func (s *Server) writeForwardAuth(w http.ResponseWriter, d *Decision) {
 			vals[i] = d.claimValue(ch.claim) // "" for an anonymous request
 			h[ch.header] = vals[i : i+1 : i+1]
 		}
+	}
+	if d.minted != nil {
+		h[d.mintHeader] = d.minted
 	}
 	if d.RemoveAuthorization {
 		h["X-Envoy-Auth-Headers-To-Remove"] = s.static.stripAuthz
@@ -246,12 +249,13 @@ type verdictBody struct {
 	authorized, allowed bool
 	policy              string
 	steps               []verify.Step
+	minted              string // the token minted for the upstream, "" none
 }
 
 // view is the /v1/verify body of d; authorized says whether to show the
 // policy's part.
 func (d *Decision) view(authorized bool) verdictBody {
-	v := verdictBody{class: d.Class, err: d.Err, authorized: authorized, allowed: d.Allowed(), policy: d.Policy, steps: d.Steps}
+	v := verdictBody{class: d.Class, err: d.Err, authorized: authorized, allowed: d.Allowed(), policy: d.Policy, steps: d.Steps, minted: d.Minted}
 	if d.Allowed() || (d.Status == http.StatusForbidden && d.Result != nil) {
 		v.res = d.Result
 	}
@@ -263,7 +267,8 @@ func (d *Decision) view(authorized bool) verdictBody {
 // from the verifier (numbers are never rounded), or
 // {"valid":false,"error":class,"message":...}, the message bounded and
 // never holding token; under a policy "allowed" follows "valid", a valid
-// token it refused has "error":"forbidden", and "policy" names it. An
+// token it refused has "error":"forbidden", and "policy" names it;
+// "minted" holds the token minted for the upstream when one was asked for. An
 // empty class is taken from err, and an answer of no class word fails
 // closed as "keys_unavailable". A single body (b nil) ends with a newline.
 func (v *verdictBody) append(b []byte, token string) []byte {
@@ -298,6 +303,10 @@ func (v *verdictBody) append(b []byte, token string) []byte {
 	if v.authorized {
 		b = append(b, `,"policy":`...)
 		b = appendString(b, v.policy)
+	}
+	if v.minted != "" {
+		b = append(b, `,"minted":`...)
+		b = appendString(b, v.minted)
 	}
 	if len(v.steps) > 0 {
 		js, _ := json.Marshal(v.steps) // verify.Step always encodes

@@ -54,6 +54,11 @@ func (s *Server) routeTable() []route {
 			route{path: revocationsPath, methods: []string{http.MethodGet, http.MethodHead, http.MethodPost}, serve: s.adminAuth(s.serveRevocations), admin: true, adminOnly: true},
 			route{path: revocationsPath + "/{id}", methods: []string{http.MethodDelete}, serve: s.adminAuth(s.deleteRevocation), admin: true, adminOnly: true})
 	}
+	if s.minter != nil {
+		// The minted tokens' keys: served on the admin handler too
+		// (routes), for consumers that reach only the admin listener.
+		routes = append(routes, route{path: JWKSPath, methods: get, serve: s.serveJWKS})
+	}
 	if s.resource != nil {
 		for _, p := range s.resource.paths {
 			routes = append(routes, route{path: p, methods: get, serve: s.serveResourceMetadata})
@@ -87,7 +92,7 @@ func (s *Server) callerAuth(serve http.HandlerFunc) http.HandlerFunc {
 func (s *Server) routes(sel routeSet) http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range s.routeTable() {
-		if (sel == apiRoutes && rt.admin) || (sel == adminRoutes && !rt.admin) || (sel != adminRoutes && rt.adminOnly) {
+		if (sel == apiRoutes && rt.admin) || (sel == adminRoutes && !rt.admin && rt.path != JWKSPath) || (sel != adminRoutes && rt.adminOnly) {
 			continue
 		}
 		mux.HandleFunc(rt.path, func(w http.ResponseWriter, r *http.Request) {

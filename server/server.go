@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jwksverify/jwksverify/dpop"
+	mintpkg "github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/revoke"
@@ -171,6 +172,14 @@ type Options struct {
 	// by [Server.AdminHandler] only, to callers that authenticate as
 	// [Options.APIAuth] callers do. Nil means no revocation.
 	Revocations Revocations
+	// Minter mints the tokens of the policies in MintPolicies for the
+	// upstream (package mint), and its public keys are served at
+	// [JWKSPath]. Nil means nothing is minted and JWKSPath is not served.
+	Minter *mintpkg.Minter
+	// MintPolicies maps a policy name (of Policies) to what the tokens
+	// minted under it hold. A policy absent from it mints nothing. Nil
+	// means none mints.
+	MintPolicies map[string]*mintpkg.Policy
 }
 
 // Server is the HTTP front end over one [verify.Verifier]. Build it with
@@ -218,7 +227,10 @@ type Server struct {
 	dpop           *dpop.Checker
 	certHeader     string // canonical; "" none
 	xfcc           bool
-	bindingMetrics BindingMetrics // nil: none
+	bindingMetrics BindingMetrics             // nil: none
+	minter         *mintpkg.Minter            // nil: no minting
+	mintHeader     string                     // canonical
+	mintPolicies   map[string]*mintpkg.Policy // policy name -> what it mints
 
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler
@@ -284,6 +296,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.policyMetrics, _ = opts.Metrics.(PolicyMetrics)
 	if err := s.setBinding(opts); err != nil {
+		return nil, err
+	}
+	if err := s.setMint(opts); err != nil {
 		return nil, err
 	}
 	s.tracer, s.propagator, s.configHash = opts.Tracer, opts.Propagator, opts.ConfigHash

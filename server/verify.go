@@ -15,10 +15,14 @@ import (
 // the decision it makes: allowed, rejected (401) or could not decide (503).
 // The status is chosen by the error's family alone ([StatusOf]).
 
-// verify runs the verifier on token at now. An opaque token is introspected
-// only at the issuers of the call's policy, when it names some
-// ([verify.Verifier.VerifyAmong]).
-func (s *Server) verify(ctx context.Context, token string, now time.Time, pol *policyStage) (*verify.Result, error) {
+// verify runs the verifier on token at now: as an access token, or, when
+// id is not nil, as an ID token with those inputs. An opaque access token
+// is introspected only at the issuers of the call's policy, when it names
+// some ([verify.Verifier.VerifyAmong]).
+func (s *Server) verify(ctx context.Context, token string, now time.Time, pol *policyStage, id *verify.IDTokenChecks) (*verify.Result, error) {
+	if id != nil {
+		return s.v.VerifyIDTokenAt(ctx, token, now, *id)
+	}
 	var among []string
 	if pol.p != nil {
 		among = pol.p.Issuers()

@@ -8,6 +8,7 @@ import (
 	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/server"
@@ -29,6 +30,10 @@ type generation struct {
 	intro   []introClient
 	server  *server.Server
 	cache   *verify.TokenCache // shared with the generations before when its bounds are the same; nil: off
+	// minter mints the plan's tokens for upstreams (nil: none), built from
+	// mintOpts; shared with the generation before when they are the same.
+	minter   *mint.Minter
+	mintOpts mint.Options
 }
 
 // fetcher is a running fetcher with the options it was built from, so that
@@ -63,6 +68,7 @@ type builder struct {
 
 	fresh        []*jwks.Fetcher      // fetchers started for this generation
 	freshClients []*introspect.Client // likewise clients
+	freshMinter  *mint.Minter         // likewise the minter
 	problems     []error              // a check builder's issuer problems
 }
 
@@ -70,7 +76,10 @@ type builder struct {
 func (b *builder) undo() {
 	b.s.closeFetchers(b.fresh)
 	closeClients(b.freshClients)
-	b.fresh, b.freshClients = nil, nil
+	if b.freshMinter != nil {
+		_ = b.freshMinter.Close()
+	}
+	b.fresh, b.freshClients, b.freshMinter = nil, nil, nil
 }
 
 // build makes the generation of plan. On error what it started is closed.
@@ -127,7 +136,17 @@ func (b *builder) assemble(plan *config.Plan) (*generation, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g.server, err = b.s.newServer(plan, v); err != nil {
+	if g.minter, err = b.minter(plan); err != nil {
+		return nil, err
+	}
+	if plan.Mint != nil {
+		g.mintOpts = *plan.Mint
+		g.mintOpts.Logger = b.s.opts.Logger
+		if b.check {
+			g.mintOpts.Watch = 0
+		}
+	}
+	if g.server, err = b.s.newServer(plan, v, g.minter); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -241,14 +260,15 @@ func (b *builder) client(o introspect.Options, f *jwks.Fetcher, taken map[*intro
 	return c, nil
 }
 
-// newServer builds plan's server over v, with the service's metrics (nil
-// before they exist) and tracer.
-func (s *Service) newServer(plan *config.Plan, v *verify.Verifier) (*server.Server, error) {
+// newServer builds plan's server over v and the minter m (nil: none), with
+// the service's metrics (nil before they exist) and tracer.
+func (s *Service) newServer(plan *config.Plan, v *verify.Verifier, m *mint.Minter) (*server.Server, error) {
 	so := plan.Server
 	so.Verifier, so.Logger, so.Version, so.ConfigHash = v, s.opts.Logger, s.opts.Version, plan.Hash
 	if s.revocations != nil {
 		so.Revocations = s.revocations.store
 	}
+	so.Minter = m
 	if s.metrics != nil {
 		so.Metrics, so.MetricsHandler = s.metrics, s.metrics.Handler()
 	}

@@ -52,6 +52,9 @@ func Check(plan *config.Plan, o Options) error {
 		return problems(err)
 	}
 	defer closeClients(b.freshClients)
+	if g.minter != nil {
+		defer g.minter.Close()
+	}
 	if _, err := metrics.New(metrics.Options{Verifier: g.server.Verifier(), Version: o.Version, Revision: o.Revision, Policies: plan.Server.Policies}); err != nil {
 		return problems(err)
 	}

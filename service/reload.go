@@ -49,6 +49,7 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	s.useRedis(next)
 	s.grpc.Swap(g.server)
 	s.metrics.Use(g.server.Verifier())
+	s.metrics.UseMinter(g.minter)
 	if g.cache != nil {
 		g.cache.Keep(g.server.Verifier()) // the verdicts of removed and changed issuers go
 	}
@@ -58,6 +59,10 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 
 	old, oldClients := replaced(prev, g)
 	s.retire(old, oldClients, s.replacedRedis(), prev.plan.HTTP.Write)
+	if prev.minter != nil && prev.minter != g.minter {
+		// Only its watch stops: requests in flight may still mint with it.
+		_ = prev.minter.Close()
+	}
 	s.opts.Logger.Info("configuration reloaded", "hash", next.Hash, "issuers", len(next.Issuers),
 		"new_fetchers", len(b.fresh), "closed_fetchers", len(old))
 	for _, what := range restartNeeded(prev.plan, next) {

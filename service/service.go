@@ -166,13 +166,14 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	}
 	// The server is built again now that the metrics exist: they count
 	// every generation's decisions.
-	if gen.server, err = s.newServer(plan, gen.server.Verifier()); err != nil {
+	if gen.server, err = s.newServer(plan, gen.server.Verifier(), gen.minter); err != nil {
 		return fail(err)
 	}
 	if plan.Hash != "" {
 		m.SetConfigHash(plan.Hash)
 	}
 	s.grpc = extauthz.New(gen.server)
+	m.UseMinter(gen.minter)
 	s.cur.Store(gen)
 	return s, nil
 }
@@ -259,7 +260,8 @@ func (s *Service) Drain() *config.Plan {
 }
 
 // Close stops every fetcher and client, the current generation's and the
-// retired ones, and the Redis replay stores, and waits for them. Serve no
+// retired ones, the Redis replay stores and the mint keys file's watch,
+// and waits for them. Serve no
 // request after it. It is safe to call more than once.
 func (s *Service) Close() error {
 	s.closed.Do(func() {
@@ -273,6 +275,9 @@ func (s *Service) Close() error {
 		s.closeFetchers(fs)
 		closeClients(g.clients)
 		s.closeRedis(s.redisAll)
+		if g.minter != nil {
+			_ = g.minter.Close()
+		}
 		s.revocations.close()
 	})
 	return nil

@@ -65,6 +65,21 @@ var (
 	ErrRevoked error = &classError{"revoked", ErrRejected}
 	// ErrLifetimeExceeded: exp − iat is above the issuer's MaxLifetime.
 	ErrLifetimeExceeded error = &classError{"lifetime_exceeded", ErrRejected}
+
+	// The ID-token classes ([Verifier.VerifyIDToken]).
+
+	// ErrWrongNonce: the ID token's nonce is not the one given.
+	ErrWrongNonce error = &classError{"wrong_nonce", ErrRejected}
+	// ErrWrongHash: at_hash or c_hash is not the left half of the hash of
+	// the access token or code given.
+	ErrWrongHash error = &classError{"wrong_hash", ErrRejected}
+	// ErrWrongAZP: azp is none of the client IDs, or absent where the
+	// issuer's azp mode requires it.
+	ErrWrongAZP error = &classError{"wrong_azp", ErrRejected}
+	// ErrWrongACR: acr is none of the acr_values given.
+	ErrWrongACR error = &classError{"wrong_acr", ErrRejected}
+	// ErrAuthTooOld: auth_time is older than the max_age given, plus leeway.
+	ErrAuthTooOld error = &classError{"auth_too_old", ErrRejected}
 )
 
 // Classes returns every class word, in SPEC order. The slice is the
@@ -77,7 +92,9 @@ var classes = []string{
 	"missing_claim", "wrong_type", "unsupported_crit", "keys_unavailable",
 	"forbidden", "inactive",
 	"invalid_dpop_proof", "binding_mismatch",
-	"missing_token", "revoked", "lifetime_exceeded",
+	"missing_token",
+	"wrong_nonce", "wrong_hash", "wrong_azp", "wrong_acr", "auth_too_old",
+	"revoked", "lifetime_exceeded",
 }
 
 // classError is a sentinel carrying its class word and its family.

@@ -97,6 +97,7 @@ func ExampleVerifier_Explain() {
 	// alg true
 	// key true
 	// signature true
+	// kind true
 	// exp false
 	// expired
 }
@@ -111,4 +112,47 @@ func ExampleVerifier_CacheStats() {
 	s := v.CacheStats()
 	fmt.Println(s.Hits, s.Misses, verify.Class(err))
 	// Output: 1 2 unknown_kid
+}
+
+// A relying party, after exchanging its authorization code, verifies the
+// ID token with the nonce it kept and the access token that came with it.
+func ExampleVerifier_VerifyIDToken() {
+	key, err := cache.NewKey(&exampleSigningKey.PublicKey, cache.KeyMeta{Kid: "2026-03"})
+	if err != nil {
+		panic(err)
+	}
+	var keys cache.Keys // normally filled and refreshed by a jwks.Fetcher
+	keys.Store(cache.NewSet([]*cache.Key{key}, nil, exampleNow, time.Time{}))
+	v, err := verify.New(verify.Options{
+		Issuers: []verify.Issuer{{
+			Issuer:  "https://idp.example.com/",
+			Keys:    &keys,
+			IDToken: verify.IDTokenPolicy{ClientIDs: []string{"web-app"}},
+		}},
+		Now: func() time.Time { return exampleNow },
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	// The identity provider's ID token, from the token response.
+	const accessToken = "the-access-token-of-the-token-response"
+	atHash, _ := verify.HalfHash("ES256", accessToken)
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
+		"iss": "https://idp.example.com/", "sub": "alice", "aud": "web-app", "nonce": "n-0S6_WzA2Mj",
+		"iat": exampleNow.Unix(), "exp": exampleNow.Add(time.Hour).Unix(), "at_hash": atHash,
+	})
+	t.Header["kid"] = "2026-03"
+	idToken, err := t.SignedString(exampleSigningKey)
+	if err != nil {
+		panic(err)
+	}
+
+	res, err := v.VerifyIDToken(context.Background(), idToken, verify.IDTokenChecks{Nonce: "n-0S6_WzA2Mj", AccessToken: accessToken})
+	fmt.Println(res.Subject, err)
+	_, err = v.VerifyIDToken(context.Background(), idToken, verify.IDTokenChecks{Nonce: "the-nonce-of-another-login"})
+	fmt.Println(verify.Class(err))
+	// Output:
+	// alice <nil>
+	// wrong_nonce
 }

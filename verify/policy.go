@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"crypto"
 	"fmt"
 	"reflect"
@@ -269,6 +270,14 @@ func compile(cfg Issuer) (*issuer, error) {
 		}
 	}
 	cfg.ExtractClaims = slices.Clone(cfg.ExtractClaims)
+	if err := CheckAZPMode(cfg.IDToken.AZP); err != nil {
+		return nil, fmt.Errorf("verify: issuer %q: IDToken.AZP: %w", cfg.Issuer, err)
+	}
+	if slices.Contains(cfg.IDToken.ClientIDs, "") {
+		return nil, fmt.Errorf("verify: issuer %q: IDToken.ClientIDs: an empty client ID", cfg.Issuer)
+	}
+	cfg.IDToken.ClientIDs = slices.Clone(cfg.IDToken.ClientIDs)
+	cfg.IDToken.AZP = cmp.Or(cfg.IDToken.AZP, AZPWhenMultipleAudiences)
 	is.typ = normalizeType(cfg.Type)
 	is.cfg = cfg
 	return is, nil

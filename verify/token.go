@@ -129,6 +129,9 @@ type claims struct {
 	// cnf is the raw cnf claim (RFC 7800), "" when absent; decoded only
 	// when present, into Result.Confirmation.
 	cnf string
+	// events reports an events claim: a logout token or a SET, never an
+	// access or ID token (idtoken.go).
+	events bool
 }
 
 // audHas reports whether the token's aud holds one of want.
@@ -194,8 +197,11 @@ func parseClaims(s string, c *claims) error {
 		}
 		bit := registeredBit(mb.name)
 		if bit == 0 {
-			if mb.name == "cnf" {
+			switch mb.name {
+			case "cnf":
 				c.cnf = s[mb.start:mb.end]
+			case "events":
+				c.events = true
 			}
 			continue
 		}

@@ -72,6 +72,7 @@ type tokenShard struct {
 // Result, one for the claims, one for the strings that are not shared.
 type tokenEntry struct {
 	id       tokenID
+	kind     tokenKind // what the token was verified as: answers only that kind
 	is       *issuer
 	key      *cache.Key
 	deadline time.Time // the entry is dead at or after it
@@ -105,14 +106,16 @@ func newTokenCache(o TokenCacheOptions, useGMAC bool) *tokenCache {
 // its issuer is in owned (nil: any), and the token's identity (for put, on a
 // miss). A verdict of an issuer not in owned (one a reload removed or
 // changed) is dropped.
-func (c *tokenCache) get(token string, now time.Time, owned *issuerSet) (*Result, tokenID) {
+func (c *tokenCache) get(token string, now time.Time, owned *issuerSet, kind tokenKind) (*Result, tokenID) {
 	id := c.ids.Of(token)
 	h := id.Slot()
 	sh := &c.shards[h%tokenShards]
 	sh.mu.RLock()
 	e := sh.m[h]
 	sh.mu.RUnlock()
-	if e == nil || e.id != id {
+	if e == nil || e.id != id || e.kind != kind {
+		// Another kind's verdict of the same token is not this one's: a
+		// miss, and the put that follows replaces it.
 		sh.misses.Add(1)
 		return nil, id
 	}
@@ -194,7 +197,7 @@ func (c *tokenCache) clear() {
 // put caches a successful verdict for the token identified by id, and
 // returns the Result to hand out: the cached copy, or res when it is not
 // cached.
-func (c *tokenCache) put(id tokenID, res *Result, is *issuer, key *cache.Key, now time.Time) *Result {
+func (c *tokenCache) put(id tokenID, res *Result, is *issuer, key *cache.Key, now time.Time, kind tokenKind) *Result {
 	var deadline time.Time
 	if res.ExpiresAt.IsZero() {
 		deadline = now.Add(noExpTTL)
@@ -233,7 +236,7 @@ func (c *tokenCache) put(id tokenID, res *Result, is *issuer, key *cache.Key, no
 		}
 	}
 
-	e := &tokenEntry{id: id, is: is, key: key, deadline: deadline, size: size}
+	e := &tokenEntry{id: id, kind: kind, is: is, key: key, deadline: deadline, size: size}
 	compactInto(&e.box, res, is)
 	sh := &c.shards[idx]
 	sh.mu.Lock()

@@ -30,16 +30,16 @@ const classValid = "valid"
 // verifyTraced is VerifyAt inside a "verify" span: a child of ctx's span,
 // and the parent of what the verification waits for (an unknown-kid
 // refresh). Under a span that is not sampled it records none.
-func (v *Verifier) verifyTraced(ctx context.Context, token string, now time.Time, among []string) (*Result, error) {
+func (v *Verifier) verifyTraced(ctx context.Context, token string, now time.Time, among []string, in *IDTokenChecks) (*Result, error) {
 	if sc := oteltrace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
 		// The request's trace is not sampled: a child would not be either
 		// (parent-based sampling), so do not pay for one.
-		res, _, err := v.verifyCached(ctx, token, now, among)
+		res, _, err := v.verifyCached(ctx, token, now, among, in)
 		return res, err
 	}
 	ctx, span := v.tracer.Start(ctx, "verify", oteltrace.WithSpanKind(oteltrace.SpanKindInternal))
 	defer span.End()
-	res, hit, err := v.verifyCached(ctx, token, now, among)
+	res, hit, err := v.verifyCached(ctx, token, now, among, in)
 	if !span.IsRecording() {
 		return res, err
 	}

@@ -212,29 +212,43 @@ func (v *Verifier) VerifyAt(ctx context.Context, token string, now time.Time) (*
 // unknown-kid refresh, bounded by ctx.
 func (v *Verifier) VerifyAmong(ctx context.Context, token string, now time.Time, issuers []string) (*Result, error) {
 	if v.tracer != nil {
-		return v.verifyTraced(ctx, token, now, issuers)
+		return v.verifyTraced(ctx, token, now, issuers, nil)
 	}
-	res, _, err := v.verifyCached(ctx, token, now, issuers)
+	res, _, err := v.verifyCached(ctx, token, now, issuers, nil)
 	return res, err
 }
 
 // verifyCached is VerifyAmong without the span; hit reports that the token
-// cache answered.
-func (v *Verifier) verifyCached(ctx context.Context, token string, now time.Time, among []string) (_ *Result, hit bool, _ error) {
-	if v.tokens == nil || len(token) > v.maxTokenBytes || (len(v.introspectors) > 0 && !v.compactJWS(token)) {
+// cache answered. in, when not nil, makes it an ID token's verification
+// with those inputs (idtoken.go): the cache answers it only with an ID
+// token's verdict, and the inputs are checked on every hit.
+func (v *Verifier) verifyCached(ctx context.Context, token string, now time.Time, among []string, in *IDTokenChecks) (_ *Result, hit bool, _ error) {
+	if v.tokens == nil || len(token) > v.maxTokenBytes || (in == nil && len(v.introspectors) > 0 && !v.compactJWS(token)) {
 		// Opaque answers are cached by their introspector, not here.
-		res, _, _, err := v.verify(ctx, token, now, nil, among)
+		res, _, _, err := v.verify(ctx, token, now, nil, among, in)
 		return res, false, err
 	}
-	r, id := v.tokens.get(token, now, v.owned)
+	kind := kindOf(in)
+	r, id := v.tokens.get(token, now, v.owned, kind)
 	if r != nil {
-		return r, true, nil
+		if in != nil {
+			is := v.issuerNamed(r.ConfiguredIssuer)
+			if is == nil {
+				// An issuer carried over by name only: never answer it.
+				r = nil
+			} else if err := checkIDInputs(r, is, in, now, nil); err != nil {
+				return nil, false, &Error{Class: Class(err), Issuer: is.cfg.Issuer, Kid: r.Kid, Err: err}
+			}
+		}
+		if r != nil {
+			return r, true, nil
+		}
 	}
-	res, is, key, err := v.verify(ctx, token, now, nil, among)
+	res, is, key, err := v.verify(ctx, token, now, nil, among, in)
 	if err != nil {
 		return nil, false, err
 	}
-	return v.tokens.put(id, res, is, key, now), false, nil
+	return v.tokens.put(id, res, is, key, now, kind), false, nil
 }
 
 // Explain runs the same checks as Verify and also returns each check in order
@@ -250,7 +264,7 @@ func (v *Verifier) Explain(ctx context.Context, token string) ([]Step, *Result, 
 // [Verifier.VerifyAt]).
 func (v *Verifier) ExplainAt(ctx context.Context, token string, now time.Time) ([]Step, *Result, error) {
 	tr := &trace{}
-	res, _, _, err := v.verify(ctx, token, now, tr, nil)
+	res, _, _, err := v.verify(ctx, token, now, tr, nil, nil)
 	return tr.steps, res, err
 }
 
@@ -311,10 +325,11 @@ type attempt struct {
 
 // verify runs every check in the order of docs/ARCHITECTURE.md and returns
 // the result, or a *Error. On success it also returns the issuer and the
-// key, for the token cache.
-func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *trace, among []string) (*Result, *issuer, *cache.Key, error) {
+// key, for the token cache. in, when not nil, makes it an ID token's
+// verification with those inputs.
+func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *trace, among []string, in *IDTokenChecks) (*Result, *issuer, *cache.Key, error) {
 	var at attempt
-	res, is, key, err := v.check(ctx, token, now, tr, &at, among)
+	res, is, key, err := v.check(ctx, token, now, tr, &at, among, in)
 	if err == nil {
 		return res, is, key, nil
 	}
@@ -329,7 +344,7 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 	if named != nil {
 		e.Issuer = named.cfg.Issuer
 	}
-	e.Hint = v.hint(e.Class, &at, named)
+	e.Hint = v.hint(e.Class, &at, named, kindOf(in))
 	if tr != nil && e.Hint != "" && len(tr.steps) > 0 {
 		// --explain is read by the operator: the failing row says it too.
 		last := &tr.steps[len(tr.steps)-1]
@@ -339,13 +354,16 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 }
 
 // hint is the [Error.Hint] of a rejection of class, whose attempt at
-// learnt the token's iss and named the issuer (nil: none). It runs only
-// for rejected tokens.
-func (v *Verifier) hint(class string, at *attempt, named *issuer) string {
+// learnt the token's iss and named the issuer (nil: none), of a token
+// asked to be of kind. It runs only for rejected tokens.
+func (v *Verifier) hint(class string, at *attempt, named *issuer, kind tokenKind) string {
 	switch class {
 	case "wrong_audience":
 		if named == nil {
 			return ""
+		}
+		if kind == kindID {
+			return "client IDs of " + quote(named.cfg.Issuer) + " (id_token.client_ids): " + quoteList(named.cfg.IDToken.ClientIDs)
 		}
 		if named.cfg.Issuer == "" {
 			return "accepted audiences: " + quoteList(named.cfg.Audiences)
@@ -370,14 +388,16 @@ func (v *Verifier) hint(class string, at *attempt, named *issuer) string {
 // An opaque token's answer comes with a nil issuer and key: it is cached by
 // its introspector, never in the token cache. Each step records its outcome
 // in tr and returns the error that ends the checks.
-func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *trace, at *attempt, among []string) (*Result, *issuer, *cache.Key, error) {
+func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *trace, at *attempt, among []string, in *IDTokenChecks) (*Result, *issuer, *cache.Key, error) {
+	kind := kindOf(in)
 	// 1. size
 	if err := v.checkSize(token, tr); err != nil {
 		return nil, nil, nil, err
 	}
 
-	// 2. structure (an opaque token goes to its introspector)
-	if len(v.introspectors) > 0 && !v.compactJWS(token) {
+	// 2. structure (an opaque token goes to its introspector; an ID token
+	// is never opaque)
+	if kind == kindAccess && len(v.introspectors) > 0 && !v.compactJWS(token) {
 		res, err := v.checkOpaque(ctx, token, now, among, tr, at)
 		return res, nil, nil, err
 	}
@@ -400,10 +420,15 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		return nil, nil, nil, err
 	}
 
-	// 5. issuer
+	// 5. issuer (for an ID token: one that accepts ID tokens)
 	is, err := v.checkIssuer(&cl, tr, at)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if kind == kindID {
+		if err := is.idTokenError(); err != nil {
+			return nil, nil, nil, tr.fail("issuer", err)
+		}
 	}
 
 	// 6. alg
@@ -418,6 +443,12 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 		return nil, nil, nil, err
 	}
 
+	// 8b. kind: nothing in the token says it is of another kind (before
+	// any claim: a logout token is refused as one, whatever its aud)
+	if err := checkKind(h, &cl, kind, tr); err != nil {
+		return nil, nil, nil, err
+	}
+
 	// 9. exp
 	if err := is.checkExp(&cl, now, tr); err != nil {
 		return nil, nil, nil, err
@@ -426,6 +457,10 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	// 10. nbf
 	if err := is.checkNbf(&cl, now, tr); err != nil {
 		return nil, nil, nil, err
+	}
+
+	if kind == kindID {
+		return v.checkIDToken(is, h, &cl, payload, ps, key, now, tr, in)
 	}
 
 	// 11. aud
@@ -445,6 +480,31 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 
 	res, err := v.result(is, h, &cl, payload, ps, key, tr)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	return res, is, key, nil
+}
+
+// checkIDToken runs steps 11 to 13 of an ID token (aud against the client
+// IDs; typ: not the issuer's type, which is for access tokens; claims:
+// sub, exp, iat, then iat and azp), then the checks of the caller's inputs
+// in.
+func (v *Verifier) checkIDToken(is *issuer, h *header, cl *claims, payload []byte, ps string, key *cache.Key,
+	now time.Time, tr *trace, in *IDTokenChecks) (*Result, *issuer, *cache.Key, error) {
+	if err := is.checkIDAud(cl, tr); err != nil {
+		return nil, nil, nil, err
+	}
+	if tr != nil {
+		tr.add("typ", true, fmt.Sprintf("typ %s may be an ID token (the issuer's type applies to access tokens)", quote(h.typ)))
+	}
+	if err := is.checkIDClaims(cl, ps, now, tr); err != nil {
+		return nil, nil, nil, err
+	}
+	res, err := v.result(is, h, cl, payload, ps, key, tr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := checkIDInputs(res, is, in, now, tr); err != nil {
 		return nil, nil, nil, err
 	}
 	return res, is, key, nil

@@ -5,6 +5,11 @@
 // (never parsing a key per call), enforces the issuer's algorithm allowlist
 // and the key's type (no algorithm confusion), checks the signature, and then
 // the claims: exp, nbf, iss, aud, typ and the required claims, with leeway.
+// [Verifier.VerifyIDToken] checks an OIDC ID token for a relying party
+// instead (idtoken.go): nonce, at_hash, c_hash, azp, auth_time and acr. A
+// token of another kind (a logout token, a SET, a DPoP proof, a JWT
+// introspection answer; an access token where an ID token is asked for)
+// is never accepted (wrong_type).
 //
 // Signatures: HS* and EdDSA with golang-jwt's signing methods; RS*, PS* and
 // ES* with verifiers that prepare each key once, on its first use
@@ -64,8 +69,9 @@ type Issuer struct {
 	// Refresher, if not nil, is asked for a refresh on an unknown kid.
 	// Nil means unknown kids are rejected without a refresh.
 	Refresher Refresher
-	// Audiences: the token's aud must contain at least one of them.
-	// Empty means the audience is not checked.
+	// Audiences: an access token's aud must contain at least one of them
+	// (an ID token's is held to IDToken.ClientIDs instead). Empty means the
+	// audience is not checked.
 	Audiences []string
 	// Algorithms is the allowlist of JWS alg values. Empty means every
 	// asymmetric algorithm (RS*, PS*, ES*, EdDSA), plus HS256/384/512 when
@@ -84,7 +90,11 @@ type Issuer struct {
 	RequiredClaims []string
 	// Type, if set, is the required typ header (compared case-insensitively,
 	// with or without the "application/" prefix, RFC 7515 §4.1.9; "at+jwt"
-	// accepts "application/at+jwt", RFC 9068 §4). Empty means not checked.
+	// accepts "application/at+jwt", RFC 9068 §4) of access tokens; ID
+	// tokens are not held to it. Empty means not checked. Whatever it
+	// says, a token with an events claim or a typ of logout+jwt,
+	// secevent+jwt, dpop+jwt or token-introspection+jwt is never accepted
+	// (wrong_type).
 	Type string
 	// ExtractClaims names claims whose values are rendered once at verify
 	// time into [Result.Extracted] (forward-auth headers). A value that
@@ -119,6 +129,10 @@ type Issuer struct {
 	// long, so that no token outlives an entry that names it. Zero means
 	// no bound.
 	MaxLifetime time.Duration
+	// IDToken says which ID tokens the issuer accepts
+	// ([Verifier.VerifyIDToken]). The zero value accepts none. Audiences,
+	// Type and RequiredClaims apply to access tokens only.
+	IDToken IDTokenPolicy
 }
 
 // Options configure a [Verifier].
@@ -288,7 +302,10 @@ type Confirmation struct {
 type Step struct {
 	// Check names the check, in the order the verifier runs them: "size",
 	// "structure", "header", "crit", "issuer", "alg", "key", "signature",
-	// "exp", "nbf", "aud", "typ", "claims" (docs/ARCHITECTURE.md).
+	// "kind", "exp", "nbf", "aud", "typ", "claims" (docs/ARCHITECTURE.md); an ID
+	// token's ([Verifier.ExplainIDTokenAt]) then "iat", "azp", and those
+	// of the inputs given: "nonce", "at_hash", "c_hash", "auth_time",
+	// "acr".
 	Check string `json:"check"`
 	// OK reports whether the check passed.
 	OK bool `json:"ok"`

@@ -149,6 +149,11 @@ func TestEveryErrorClass(t *testing.T) {
 	afterVerify["missing_token"] = true
 	// revoked is the server's revocation stage's (package server's tests).
 	afterVerify["revoked"] = true
+	// The ID-token classes come only from VerifyIDToken
+	// (TestVerifyIDTokenRules produces each one).
+	for _, c := range []string{"wrong_nonce", "wrong_hash", "wrong_azp", "wrong_acr", "auth_too_old"} {
+		afterVerify[c] = true
+	}
 	for _, c := range verify.Classes() {
 		// forbidden is the policy layer's (package policy tests produce it):
 		// the verifier never refuses a valid token.
@@ -799,7 +804,7 @@ func TestExplain(t *testing.T) {
 		}
 		names = append(names, s.Check)
 	}
-	want := []string{"size", "structure", "header", "crit", "issuer", "alg", "key", "signature", "exp", "nbf", "aud", "typ", "claims"}
+	want := []string{"size", "structure", "header", "crit", "issuer", "alg", "key", "signature", "kind", "exp", "nbf", "aud", "typ", "claims"}
 	if !slices.Equal(names, want) {
 		t.Errorf("Explain() steps = %v, want %v", names, want)
 	}
@@ -810,8 +815,8 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("Explain() = %v, %v, want %v", res, err, verify.ErrExpired)
 	}
 	last := steps[len(steps)-1]
-	if last.Check != "exp" || last.OK || len(steps) != 9 {
-		t.Errorf("Explain() last step = %+v of %d, want a failed exp, the 9th", last, len(steps))
+	if last.Check != "exp" || last.OK || len(steps) != 10 {
+		t.Errorf("Explain() last step = %+v of %d, want a failed exp, the 10th", last, len(steps))
 	}
 	for _, s := range steps {
 		if strings.Contains(s.Detail, tok) || strings.Contains(s.Detail, strings.Split(tok, ".")[2]) {

@@ -48,6 +48,39 @@ type verifyFlags struct {
 	// policy names the policy to decide by; method, host and path are the
 	// original request the config's routes choose one by (as /v1/authz).
 	policy, method, host, path string
+	// kind is access_token or id_token; an ID token is checked with the
+	// inputs nonce, accessToken, code, maxAge and acr (as /v1/verify).
+	kind, nonce, accessToken, code, maxAge string
+	acr                                    []string
+}
+
+// idToken returns the ID-token inputs the flags ask for, nil for an access
+// token, or a usage error: an unknown --kind, inputs without --kind
+// id_token, a bad --max-age.
+func (f *verifyFlags) idToken() (*verify.IDTokenChecks, error) {
+	inputs := f.nonce != "" || f.accessToken != "" || f.code != "" || f.maxAge != "" || len(f.acr) > 0
+	switch kind := cmp.Or(f.kind, server.KindAccessToken); {
+	case kind == server.KindAccessToken && inputs:
+		return nil, errors.New("--nonce, --access-token, --code, --max-age and --acr need --kind id_token")
+	case kind == server.KindAccessToken:
+		return nil, nil
+	case kind != server.KindIDToken:
+		return nil, fmt.Errorf("--kind %q: want access_token or id_token", f.kind)
+	case f.dpop != "":
+		return nil, errors.New("--dpop: an ID token has no sender constraint")
+	}
+	in := &verify.IDTokenChecks{Nonce: f.nonce, AccessToken: f.accessToken, Code: f.code, ACRValues: f.acr}
+	if f.maxAge != "" {
+		d, err := time.ParseDuration(f.maxAge)
+		if n, nerr := strconv.ParseInt(f.maxAge, 10, 64); nerr == nil {
+			d, err = time.Duration(n)*time.Second, nil
+		}
+		if err != nil || d < 0 {
+			return nil, fmt.Errorf("--max-age %q: want seconds (300) or a duration (5m), not negative", f.maxAge)
+		}
+		in.MaxAge, in.HasMaxAge = d, true
+	}
+	return in, nil
 }
 
 // authorizes reports whether the flags ask for a policy decision.
@@ -76,6 +109,12 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	fs.StringVar(&f.method, "method", "", "the original request's `method` (default GET when --host or --path is given): --config's routes choose the policy, as /v1/authz")
 	fs.StringVar(&f.host, "host", "", "the original request's `host`")
 	fs.StringVar(&f.path, "path", "", "the original request's `path` (default /), normalized as forward-auth normalizes it")
+	fs.StringVar(&f.kind, "kind", "", "what the token must be: access_token (default) or id_token (an OIDC ID token: --audience gives the client IDs)")
+	fs.StringVar(&f.nonce, "nonce", "", "with --kind id_token: the `nonce` of the authentication request")
+	fs.StringVar(&f.accessToken, "access-token", "", "with --kind id_token: the access `token` issued with it (at_hash)")
+	fs.StringVar(&f.code, "code", "", "with --kind id_token: the authorization `code` issued with it (c_hash)")
+	fs.StringVar(&f.maxAge, "max-age", "", "with --kind id_token: the max_age of the authentication request, `seconds` or a duration (auth_time)")
+	fs.Func("acr", "with --kind id_token: an accepted acr value (repeatable: the acr_values)", appendTo(&f.acr))
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -97,6 +136,10 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	if err != nil {
 		return exitUsage, err
 	}
+	idt, err := f.idToken()
+	if err != nil {
+		return exitUsage, err
+	}
 	plan, vo, err := a.verifyPlan(f)
 	if err != nil {
 		return exitUsage, err
@@ -113,7 +156,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		token = rest
 	}
 
-	issuers, err := f.issuers(plan, token, leeway)
+	issuers, err := f.issuers(plan, token, leeway, idt != nil)
 	if err != nil {
 		return exitUsage, err
 	}
@@ -123,12 +166,19 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 	}
 	var steps []verify.Step
 	var res *verify.Result
-	if f.explain {
+	switch {
+	case idt != nil && f.explain:
+		steps, res, err = v.ExplainIDTokenAt(ctx, token, at, *idt)
+	case idt != nil:
+		res, err = v.VerifyIDTokenAt(ctx, token, at, *idt)
+	case f.explain:
 		steps, res, err = v.ExplainAt(ctx, token, at)
-	} else {
+	default:
 		res, err = v.VerifyAt(ctx, token, at)
 	}
-	if err == nil && (f.dpop != "" || plan != nil) {
+	// An ID token has no sender constraint (the server's binding stage
+	// skips it too).
+	if err == nil && idt == nil && (f.dpop != "" || plan != nil) {
 		var bsteps []verify.Step
 		bsteps, err = senderBinding(ctx, f, plan, v, res, token, at)
 		steps = append(steps, bsteps...)
@@ -206,8 +256,9 @@ func (a *app) verifyPlan(f verifyFlags) (*config.Plan, verify.Options, error) {
 
 // issuers returns the issuers to verify token with: the plan's (the one of
 // --issuer, if given) or the one of the key source flags, with --audience,
-// --alg and --leeway replacing each one's own.
-func (f *verifyFlags) issuers(plan *config.Plan, token string, leeway time.Duration) ([]config.Issuer, error) {
+// --alg and --leeway replacing each one's own. For an ID token (idToken),
+// --audience replaces the client IDs (id_token.client_ids) instead.
+func (f *verifyFlags) issuers(plan *config.Plan, token string, leeway time.Duration, idToken bool) ([]config.Issuer, error) {
 	var issuers []config.Issuer
 	if plan != nil {
 		for _, is := range plan.Issuers {
@@ -219,6 +270,9 @@ func (f *verifyFlags) issuers(plan *config.Plan, token string, leeway time.Durat
 			return nil, fmt.Errorf("--issuer %q is not configured in %s", f.issuer, f.config)
 		}
 	} else {
+		if idToken && len(f.audiences) == 0 {
+			return nil, errors.New("--kind id_token needs --audience: the client IDs the ID token's aud must hold")
+		}
 		is, err := flagIssuer(*f, peekKid(token))
 		if err != nil {
 			return nil, err
@@ -227,7 +281,10 @@ func (f *verifyFlags) issuers(plan *config.Plan, token string, leeway time.Durat
 	}
 	for i := range issuers {
 		v := &issuers[i].Verify
-		if len(f.audiences) > 0 {
+		switch {
+		case len(f.audiences) > 0 && idToken:
+			v.IDToken.ClientIDs = f.audiences
+		case len(f.audiences) > 0:
 			v.Audiences = f.audiences
 		}
 		if len(f.algs) > 0 {

@@ -527,3 +527,53 @@ func jwksverifyBin(t *testing.T) string {
 	}
 	return binPath
 }
+
+// TestHelmMint: with mint.secretName the chart mounts the Secret's private
+// JWKS read-only (mode 0440, the pod's fsGroup), names it as
+// config.mint.keys_file, and refuses a keys_file of the values or a mint
+// section without its Secret.
+func TestHelmMint(t *testing.T) {
+	const set = "mint.secretName=jv-mint,config.mint.issuer=https://jwksverify.internal,config.mint.signing_kid=k1"
+	k, _ := renderChart(t, set)
+	var cfg struct {
+		Mint map[string]string `yaml:"mint"`
+	}
+	if err := yaml.Unmarshal([]byte(k.configMap.Data["config.yaml"]), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Mint["keys_file"] != "/etc/jwksverify-mint/mint.jwks" || cfg.Mint["signing_kid"] != "k1" {
+		t.Errorf("config.yaml mint = %v", cfg.Mint)
+	}
+	pod := k.deployment.Spec.Template.Spec
+	var mounted bool
+	for _, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == "mint-keys" && m.MountPath == "/etc/jwksverify-mint" && m.ReadOnly {
+			mounted = true
+		}
+	}
+	var secret bool
+	for _, v := range pod.Volumes {
+		if s := v.Secret; v.Name == "mint-keys" && s != nil && s.SecretName == "jv-mint" && s.DefaultMode != nil && *s.DefaultMode == 0o440 &&
+			len(s.Items) == 1 && s.Items[0].Key == "mint.jwks" {
+			secret = true
+		}
+	}
+	if !mounted || !secret || pod.SecurityContext.FSGroup == nil || *pod.SecurityContext.FSGroup != 65532 {
+		t.Errorf("mint keys mounted %v, Secret volume %v, fsGroup %v", mounted, secret, pod.SecurityContext.FSGroup)
+	}
+	if out, err := helm(t, "lint", "--strict", chartDir, "--set", set); err != nil {
+		t.Errorf("helm lint --strict with mint: %v\n%s", err, out)
+	}
+	for _, tc := range []struct{ set, want string }{
+		{set + ",config.mint.keys_file=/x", "config.mint.keys_file is set by the chart"},
+		{"config.mint.issuer=https://jwksverify.internal", "set mint.secretName"},
+		{"mint.secretName=jv-mint", "config.mint is not"},
+	} {
+		if out, err := helm(t, "template", "jv", chartDir, "--set", tc.set); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("helm template --set %s = %v, want an error with %q\n%s", tc.set, err, tc.want, out)
+		}
+	}
+	if k, _ := renderChart(t, ""); k.deployment.Spec.Template.Spec.SecurityContext.FSGroup != nil {
+		t.Error("without mint the pod has an fsGroup")
+	}
+}

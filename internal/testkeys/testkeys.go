@@ -195,3 +195,35 @@ func JWKJSON(k JWK) json.RawMessage {
 	}
 	return b
 }
+
+// PrivateJWKS returns a JWKS document holding keys with their private
+// members (d, p, q, ...) when Key is a private key: a keys file of
+// jwksverify's minting (package mint).
+func PrivateJWKS(keys ...JWK) []byte {
+	doc := struct {
+		Keys []json.RawMessage `json:"keys"`
+	}{Keys: []json.RawMessage{}}
+	for _, k := range keys {
+		var ops []jwkset.KEYOPS
+		for _, o := range k.KeyOps {
+			ops = append(ops, jwkset.KEYOPS(o))
+		}
+		j, err := jwkset.NewJWKFromKey(k.Key, jwkset.JWKOptions{
+			Marshal:  jwkset.JWKMarshalOptions{Private: true},
+			Metadata: jwkset.JWKMetadataOptions{KID: k.Kid, ALG: jwkset.ALG(k.Alg), USE: jwkset.USE(k.Use), KEYOPS: ops},
+		})
+		if err != nil {
+			panic(fmt.Sprintf("testkeys: JWK %s: %v", k.Kid, err))
+		}
+		b, err := json.Marshal(j.Marshal())
+		if err != nil {
+			panic(err)
+		}
+		doc.Keys = append(doc.Keys, b)
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}

@@ -141,7 +141,7 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 		ctx, span = a.s.StartSpan(ctx, carrier, authv3.Authorization_Check_FullMethodName)
 		defer span.End()
 	}
-	c := server.Call{Endpoint: server.EndpointGRPC}
+	c := server.Call{Endpoint: server.EndpointGRPC, Mint: true}
 	if hr != nil {
 		c.Headers, c.ClientCert = envoyHeaders{hr}, attrs.GetSource().GetCertificate()
 		c.Original, c.OriginalErr = original(hr)
@@ -198,7 +198,9 @@ func originalQuery(hr *authv3.AttributeContext_HttpRequest) string {
 
 // allow builds the OK response: each configured claim header set to the
 // token's value (overwriting one the client sent), or removed when the
-// token has none; Authorization removed when StripAuthorization is set.
+// token has none; the minted token in its header (replacing the caller's
+// Authorization) when the policy mints; Authorization removed when
+// StripAuthorization is set and nothing was minted into it.
 func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 	ok := &authv3.OkHttpResponse{}
 	for name, value := range d.ClaimHeaders() {
@@ -213,6 +215,10 @@ func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 			// which would keep a client's forged value next to ours.
 			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 		})
+	}
+	if name, value, minted := d.MintedHeader(); minted {
+		// The minted token replaces the caller's credential in its header.
+		ok.Headers = append(ok.Headers, header(strings.ToLower(name), value))
 	}
 	if d.RemoveAuthorization {
 		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")

@@ -26,6 +26,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
 // grpcEnv is an env served over gRPC on a real TCP listener.
@@ -267,6 +268,16 @@ func TestGRPCCheckDenies(t *testing.T) {
 		{"repeated-raw-header", rawHeaders(envoyRequest("GET", "/", bearer(tok["valid"])), [2]string{"authorization", "Bearer " + tok["expired"]}), "malformed", false},
 		{"no-attributes", &authv3.CheckRequest{}, "missing_token", true},
 		{"no-http-attributes", noHTTP, "missing_token", true},
+	}
+	// Tokens of other kinds (logout tokens, SETs, DPoP proofs, JWT
+	// introspection answers) are never access tokens.
+	for name, kt := range servertest.KindTokens() {
+		tests = append(tests, struct {
+			name      string
+			req       *authv3.CheckRequest
+			wantClass string
+			noToken   bool
+		}{"kind-" + name, envoyRequest("GET", "/", bearer(kt)), "wrong_type", false})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

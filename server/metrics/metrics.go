@@ -20,6 +20,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/introspect"
+	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/server"
@@ -290,6 +291,11 @@ func (m *Metrics) Use(v *verify.Verifier) {
 	m.col.cur.Store(&collected{v: v, issuers: issuers})
 }
 
+// UseMinter makes the minting metrics (jwksverify_mint_*) report m, the
+// minter of the generation being served; nil leaves them out. A new
+// minter starts its counters from zero.
+func (m *Metrics) UseMinter(mt *mint.Minter) { m.col.minter.Store(mt) }
+
 // Reloaded counts one configuration reload with its result (ReloadSuccess
 // or ReloadFailure).
 func (m *Metrics) Reloaded(result string) { m.reloads.WithLabelValues(result).Inc() }
@@ -373,10 +379,11 @@ type introspectionStats interface {
 // verifier count: fetch counters, key-set age and size, readiness, token
 // cache counters and the crypto cross-checks.
 type collector struct {
-	cur   atomic.Pointer[collected]
-	now   func() time.Time
-	d     collectorDescs
-	redis func() (redisconn.Stats, bool) // nil: none
+	cur    atomic.Pointer[collected]
+	minter atomic.Pointer[mint.Minter] // nil: no minting
+	now    func() time.Time
+	d      collectorDescs
+	redis  func() (redisconn.Stats, bool) // nil: none
 }
 
 // collected is what the collector reads: the current verifier and its
@@ -422,6 +429,9 @@ func newCollectorDescs() collectorDescs {
 		introWaits:  desc("introspection_shared_cache_waits_total", "Shared introspection cache lookups that waited for another replica's upstream call instead of making one.", "issuer"),
 		redisErrors: desc("redis_errors_total", "Redis commands and pipelines that failed (network, timeout, error answers): the requests behind them got 503 keys_unavailable. Rises during a failover."),
 		redisNotRep: desc("redis_not_replicated_total", "Writes refused because WAIT reported fewer replicas than redis.acknowledge_replicas (503, nothing acknowledged)."),
+		mintTokens:  desc("mint_tokens_total", `Tokens minted for upstreams ("minted": signed; "reused": handed out again from the minted-token cache).`, "result"),
+		mintReloads: desc("mint_keys_reloads_total", `Changes of mint.keys_file seen: "success" (taken), "failure" (refused; the previous keys keep signing).`, "result"),
+		mintEntries: desc("mint_cache_entries", "Tokens in the minted-token cache."),
 		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
@@ -432,6 +442,7 @@ type collectorDescs struct {
 	failures, keys, skipped, age, remaining, ready                       *prometheus.Desc
 	hits, misses, evictions, entries, bytes                              *prometheus.Desc
 	crossChecks                                                          *prometheus.Desc
+	mintTokens, mintReloads, mintEntries                                 *prometheus.Desc
 	introCalls, introHits, introStale, introSize, introBusy, introFlight *prometheus.Desc
 	introShared, introWaits, redisErrors, redisNotRep                    *prometheus.Desc
 }
@@ -443,6 +454,7 @@ func (d collectorDescs) all() []*prometheus.Desc {
 		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
 		d.introCalls, d.introHits, d.introStale, d.introSize, d.introBusy, d.introFlight,
 		d.introShared, d.introWaits, d.redisErrors, d.redisNotRep,
+		d.mintTokens, d.mintReloads, d.mintEntries,
 	}
 }
 
@@ -517,4 +529,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	mismatches := min(crypto.Mismatches, crypto.CrossChecks) // two loads: never more mismatches than checks
 	counter(d.crossChecks, crypto.CrossChecks-mismatches, "agree")
 	counter(d.crossChecks, mismatches, "mismatch")
+	if mt := c.minter.Load(); mt != nil {
+		st := mt.Stats()
+		counter(d.mintTokens, st.Mints, "minted")
+		counter(d.mintTokens, st.Hits, "reused")
+		counter(d.mintReloads, st.Reloads, "success")
+		counter(d.mintReloads, st.ReloadFailures, "failure")
+		gauge(d.mintEntries, float64(st.Entries))
+	}
 }

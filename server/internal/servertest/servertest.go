@@ -135,6 +135,7 @@ func NewEnv(t testing.TB, cfg Config) *Env {
 		Keys:          e.KeysA,
 		Audiences:     []string{Audience},
 		ExtractClaims: []string{"scope", "sub"},
+		IDToken:       verify.IDTokenPolicy{ClientIDs: []string{ClientID}},
 	}}
 	if !cfg.NoDown {
 		issuers = append(issuers, verify.Issuer{Issuer: IssuerDown, Keys: e.KeysD, Audiences: []string{Audience}})
@@ -219,8 +220,60 @@ var ClassSentinels = []error{
 	verify.ErrUnknownKid, verify.ErrBadSignature, verify.ErrExpired, verify.ErrNotYetValid,
 	verify.ErrWrongIssuer, verify.ErrWrongAudience, verify.ErrMissingClaim, verify.ErrWrongType,
 	verify.ErrUnsupportedCrit, verify.ErrKeysUnavailable, verify.ErrForbidden, verify.ErrInactive,
-	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch, verify.ErrMissingToken, verify.ErrRevoked,
-	verify.ErrLifetimeExceeded,
+	verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch, verify.ErrMissingToken,
+	verify.ErrWrongNonce, verify.ErrWrongHash, verify.ErrWrongAZP, verify.ErrWrongACR, verify.ErrAuthTooOld,
+	verify.ErrRevoked, verify.ErrLifetimeExceeded,
+}
+
+// ClientID is the client ID IssuerA accepts ID tokens for.
+const ClientID = "web-app"
+
+// Nonce, AccessToken and Code are the inputs an [IDToken] satisfies.
+const (
+	Nonce       = "n-0S6_WzA2Mj"
+	AccessToken = "SlAV32hkKG"
+	Code        = "Qcb0Orv1zh30vL1MPRsbm-diHiMwcLyZvn1arpZv-Jxf_11jnpEX3Tgfvk"
+)
+
+// IDToken is an ID token of IssuerA for ClientID (RS256), with the nonce
+// Nonce, at_hash and c_hash of AccessToken and Code, auth_time a minute
+// before Epoch and acr "silver"; header members and claims overridden as
+// Claims does.
+func IDToken(header map[string]any, over map[string]any) string {
+	at, _ := verify.HalfHash("RS256", AccessToken)
+	ch, _ := verify.HalfHash("RS256", Code)
+	c := Claims(map[string]any{"aud": ClientID, "nonce": Nonce, "at_hash": at, "c_hash": ch,
+		"auth_time": Epoch.Add(-time.Minute).Unix(), "acr": "silver", "scope": nil, "jti": nil})
+	for k, v := range over {
+		if v == nil {
+			delete(c, k)
+			continue
+		}
+		c[k] = v
+	}
+	h := map[string]any{"kid": "rsa-a"}
+	for k, v := range header {
+		h[k] = v
+	}
+	return testkeys.Mint("RS256", testkeys.Private(testkeys.RSA2048A), h, c)
+}
+
+// KindTokens are the tokens of other kinds, each refused (wrong_type)
+// wherever an access token is asked for: a logout token, a SET, a DPoP
+// proof, a JWT introspection answer, all valid otherwise; the logout token
+// also where an ID token is asked for.
+func KindTokens() map[string]string {
+	events := map[string]any{"events": map[string]any{"http://schemas.openid.net/event/backchannel-logout": map[string]any{}}}
+	mintTyp := func(typ string, over map[string]any) string {
+		return testkeys.Mint("RS256", testkeys.Private(testkeys.RSA2048A), map[string]any{"kid": "rsa-a", "typ": typ}, Claims(over))
+	}
+	return map[string]string{
+		"logout-token":         mintTyp("logout+jwt", events),
+		"events-claim":         Mint(Claims(events)),
+		"set":                  mintTyp("application/secevent+jwt", nil),
+		"dpop-proof":           mintTyp("dpop+jwt", nil),
+		"introspection-answer": mintTyp("token-introspection+jwt", nil),
+	}
 }
 
 // APIDoc reads docs/API.md, at path from the test's package directory.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 )
@@ -74,6 +75,12 @@ type Input struct {
 	// Authorization from an allowed request before the application (Envoy
 	// does it from jwksverify's answer).
 	StripAuthorization bool
+	// MintHeader is the configuration's mint.header (canonical) when it
+	// mints, "" when it has no mint section: the proxy sends the
+	// application the minted token from jwksverify's answer (replacing the
+	// client's Authorization), and a route that mints nothing keeps what it
+	// had.
+	MintHeader string
 }
 
 // headerSources are the places a configuration names claim headers in:
@@ -158,6 +165,9 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 	}
 	if p.GRPCListen != "" {
 		in.GRPC = dialable(p.GRPCListen)
+	}
+	if p.Mint != nil {
+		in.MintHeader = textproto.CanonicalMIMEHeaderKey(cmp.Or(p.Mint.Header, mint.DefaultHeader))
 	}
 	return in, nil
 }

@@ -358,3 +358,53 @@ func TestWriteEnvoySendsDecidedHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteMint: with a mint section, every proxy sends the application
+// the minted token from jwksverify's answer: nginx through a map that
+// keeps the client's Authorization when nothing was minted, Caddy through
+// a response matcher on the header (never copy_headers, whose Caddy 2.6
+// placeholder would reach routes that mint nothing), Traefik and Envoy by
+// their lists of answer headers; another mint.header carries the bare JWT
+// and a client's copy of it is dropped. Without mint none of it is written.
+func TestWriteMint(t *testing.T) {
+	const mintSection = "mint: {issuer: https://jwksverify.internal, keys_file: mint.jwks, signing_kid: k1%s}\n"
+	for _, tt := range []struct {
+		name   string
+		px     request.Proxy
+		header string // mint.header ("" default)
+		want   []string
+	}{
+		{"nginx", request.Nginx, "", []string{"auth_request_set $jwksverify_minted $upstream_http_authorization;",
+			"map $jwksverify_minted $jwksverify_authorization {\n        \"\"      $http_authorization;", "proxy_set_header Authorization $jwksverify_authorization;"}},
+		{"nginx-other-header", request.Nginx, "X-Internal-Token", []string{"auth_request_set $jwksverify_minted $upstream_http_x_internal_token;",
+			"proxy_set_header X-Internal-Token $jwksverify_minted;"}},
+		{"caddy", request.Caddy, "", []string{"@jwksverify_minted {\n\t\t\t\tstatus 2xx\n\t\t\t\theader Authorization *\n\t\t\t}",
+			"request_header Authorization {http.reverse_proxy.header.Authorization}", "@jwksverify_allowed status 2xx"}},
+		{"caddy-other-header", request.Caddy, "X-Internal-Token", []string{"request_header -X-Internal-Token\n", "request_header -X_internal_token\n",
+			"request_header X-Internal-Token {http.reverse_proxy.header.X-Internal-Token}"}},
+		{"traefik", request.Traefik, "", []string{"          - Authorization\n"}},
+		{"envoy", request.Envoy, "", []string{"replaces the request's.\n                    - exact: authorization\n"}},
+	} {
+		for _, minting := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s-%t", tt.name, minting), func(t *testing.T) {
+				yaml := threeHeaders
+				if minting {
+					h := ""
+					if tt.header != "" {
+						h = ", header: " + tt.header
+					}
+					yaml += fmt.Sprintf(mintSection, h)
+				}
+				out := writeFor(t, yaml, tt.px)
+				for _, w := range tt.want {
+					if got := strings.Contains(out, w); got != minting {
+						t.Errorf("proxy-config %s has %q: %t, want %t:\n%s", tt.px, w, got, minting, out)
+					}
+				}
+				if tt.px == request.Caddy && minting && strings.Contains(out, "\t\t\tcopy_headers ") {
+					t.Errorf("proxy-config caddy with mint uses copy_headers:\n%s", out)
+				}
+			})
+		}
+	}
+}

@@ -59,6 +59,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $cache "key_file" (printf "%s/key" (include "jwksverify.redisDir" "cache-key")) -}}
 {{- end -}}
 {{- end -}}
+{{- if .Values.mint.secretName -}}
+{{- if not (hasKey $cfg "mint") -}}
+{{- fail "mint.secretName is set but config.mint is not: set config.mint.issuer and config.mint.signing_kid" -}}
+{{- end -}}
+{{- if hasKey $cfg.mint "keys_file" -}}
+{{- fail "config.mint.keys_file is set by the chart; use the mint.secretName value" -}}
+{{- end -}}
+{{- $_ := set $cfg.mint "keys_file" (printf "/etc/jwksverify-mint/%s" .Values.mint.secretKey) -}}
+{{- else if hasKey $cfg "mint" -}}
+{{- fail "config.mint needs its keys from a Secret: set mint.secretName (and mint.secretKey)" -}}
+{{- end -}}
 {{- $k := .Values.kubernetesServiceAccountIssuer -}}
 {{- if $k.enabled -}}
 {{- $entry := deepCopy ($k.issuerConfig | default dict) -}}

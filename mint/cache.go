@@ -1,0 +1,101 @@
+package mint
+
+import (
+	"crypto/sha256"
+	"sync"
+	"time"
+)
+
+// maxCacheBytes bounds the bytes of the source tokens and minted tokens a
+// minted-token cache holds (source tokens may be up to
+// limits.max_token_bytes each).
+const maxCacheBytes = 32 << 20
+
+// tokenCache holds minted tokens by source token and policy, for one keys
+// file (a change of the file starts a new one). It is bounded in entries
+// and in bytes: an insert into a full cache first drops the entries past
+// their reuse, then, if still full, arbitrary ones. Lookups take a read
+// lock and do not allocate.
+type tokenCache struct {
+	mu       sync.RWMutex
+	m        map[cacheKey]cacheEntry
+	max      int
+	bytes    int // of every entry's source token and minted token
+	maxBytes int
+}
+
+// cacheKey is a source token under a policy. The token is kept as it came
+// (the verified-token cache keeps it too); the policy by pointer: a
+// reloaded policy is a new one.
+type cacheKey struct {
+	token string
+	p     *Policy
+}
+
+type cacheEntry struct {
+	t          Token
+	reuseUntil int64 // Unix ns
+	size       int   // bytes counted against maxBytes
+}
+
+func newTokenCache(max int) *tokenCache {
+	return &tokenCache{m: make(map[cacheKey]cacheEntry), max: max, maxBytes: maxCacheBytes}
+}
+
+// get returns the token cached for token under p when now is before its
+// reuse limit.
+func (c *tokenCache) get(token string, p *Policy, now time.Time) (Token, bool) {
+	c.mu.RLock()
+	e, ok := c.m[cacheKey{token, p}]
+	c.mu.RUnlock()
+	if !ok || now.UnixNano() >= e.reuseUntil {
+		return Token{}, false
+	}
+	return e.t, true
+}
+
+// put caches t for token under p until reuseUntil.
+func (c *tokenCache) put(token string, p *Policy, t Token, reuseUntil int64, now time.Time) {
+	size := len(token) + 2*len(t.JWT) + len("Bearer ")
+	if size > c.maxBytes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := cacheKey{token, p}
+	if old, ok := c.m[k]; ok {
+		c.drop(k, old)
+	}
+	full := func() bool { return len(c.m) >= c.max || c.bytes+size > c.maxBytes }
+	if full() {
+		n := now.UnixNano()
+		for k, e := range c.m {
+			if n >= e.reuseUntil {
+				c.drop(k, e)
+			}
+		}
+		for k, e := range c.m {
+			if !full() {
+				break
+			}
+			c.drop(k, e)
+		}
+	}
+	c.m[k] = cacheEntry{t: t, reuseUntil: reuseUntil, size: size}
+	c.bytes += size
+}
+
+// drop deletes the entry k, e.
+func (c *tokenCache) drop(k cacheKey, e cacheEntry) {
+	delete(c.m, k)
+	c.bytes -= e.size
+}
+
+func (c *tokenCache) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
+}
+
+// sha256Sum is the identity of a keys file's content.
+func sha256Sum(b []byte) [32]byte { return sha256.Sum256(b) }

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/textproto"
+	"time"
+
+	mintpkg "github.com/jwksverify/jwksverify/mint"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// This file is the mint stage, after the policy: an allowed decision under
+// a policy with mint carries the token minted for the upstream (package
+// mint) to the renderer, which puts it in the mint header of forward-auth
+// and gRPC answers (replacing the caller's Authorization) and in
+// /v1/verify's "minted". It also serves the minter's public keys,
+// /.well-known/jwks.json.
+
+// JWKSPath is where the public keys of the minted tokens are served, on
+// the main and the admin handler, when a minter is configured.
+const JWKSPath = "/.well-known/jwks.json"
+
+// jwksCacheControl lets consumers cache the minted tokens' keys for five
+// minutes: the rotation procedure (docs/OPERATIONS.md) waits longer than
+// that between publishing a key and signing with it.
+var jwksCacheControl = []string{"public, max-age=300"}
+
+// setMint checks and keeps the minter and the policies that mint.
+func (s *Server) setMint(opts Options) error {
+	if opts.Minter == nil {
+		if len(opts.MintPolicies) > 0 {
+			return invalidOption("MintPolicies", "policies mint but no Minter is set")
+		}
+		return nil
+	}
+	s.minter = opts.Minter
+	s.mintHeader = textproto.CanonicalMIMEHeaderKey(opts.Minter.Header())
+	if err := CheckMintHeader(s.mintHeader); err != nil {
+		return invalidOption("Minter", "header: %w", err)
+	}
+	for _, is := range s.issuers {
+		for _, h := range is.answer {
+			if h.header == s.mintHeader {
+				return invalidOption("Minter", "header %s is also a claims_to_headers header", s.mintHeader)
+			}
+		}
+	}
+	for name, h := range s.policyHeaders {
+		for _, ch := range h {
+			if ch.header == s.mintHeader {
+				return invalidOption("Minter", "header %s is also policy %s's claims_to_headers header", s.mintHeader, name)
+			}
+		}
+	}
+	s.mintPolicies = make(map[string]*mintpkg.Policy, len(opts.MintPolicies))
+	for name, p := range opts.MintPolicies {
+		if _, ok := s.policies.Lookup(name); !ok || p == nil {
+			return invalidOption("MintPolicies["+name+"]", "no such policy")
+		}
+		s.mintPolicies[name] = p
+	}
+	return nil
+}
+
+// CheckMintHeader reports whether name may carry a minted token to the
+// upstream: Authorization (where it replaces the caller's credential), or
+// a header that may carry a claim ([CheckClaimHeader]). The message has no
+// package prefix.
+func CheckMintHeader(name string) error {
+	if textproto.CanonicalMIMEHeaderKey(name) == "Authorization" {
+		return nil
+	}
+	return CheckClaimHeader(name)
+}
+
+// mint is the mint stage: the token of the allowed decision d under the
+// policy of st when it mints, minted for (or reused from the cache of) the
+// source token. A token that cannot be minted fails closed: 503, as keys
+// that are unavailable (the upstream expects the minted token; the
+// request never passes without it).
+func (s *Server) mint(d Decision, st *policyStage, token string, now time.Time) Decision {
+	if s.minter == nil || st.p == nil || d.Result == nil {
+		return d
+	}
+	mp := s.mintPolicies[st.name]
+	if mp == nil {
+		return d
+	}
+	t, err := s.minter.Mint(token, d.Result, mp, now)
+	if err != nil {
+		out := s.rejection(fmt.Errorf("%w: minting the upstream token: %w", verify.ErrKeysUnavailable, err), false)
+		out.Issuer = d.Issuer
+		return out
+	}
+	d.Minted, d.minted, d.mintHeader = t.JWT, t.Value, s.mintHeader
+	if s.mintHeader == "Authorization" {
+		// The minted Authorization replaces the caller's; removing
+		// Authorization (strip_authorization) would remove it too.
+		d.RemoveAuthorization = false
+	}
+	return d
+}
+
+// MintedHeader returns, for an allowed decision carrying a minted token,
+// the header the upstream receives it in (canonical) and its value
+// ("Bearer <jwt>" for Authorization, else the JWT); ok is false when there
+// is none.
+func (d Decision) MintedHeader() (name, value string, ok bool) {
+	if !d.Allowed() || d.minted == nil {
+		return "", "", false
+	}
+	return d.mintHeader, d.minted[0], true
+}
+
+// serveJWKS is GET /.well-known/jwks.json: the public part of every key of
+// the minter's keys file, cacheable for five minutes.
+func (s *Server) serveJWKS(w http.ResponseWriter, _ *http.Request) {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["X-Content-Type-Options"] = s.static.nosniff
+	h["Cache-Control"] = jwksCacheControl
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(s.minter.JWKS())
+}

@@ -7,11 +7,17 @@
 // token it came with, in a fixed order ([Checker.Explain] names each one):
 // one proof, its structure, the required claims, typ dpop+jwt, an asymmetric
 // alg of the allowlist, a public jwk (no private members) that fits the alg
-// by package verify's rules, the signature (golang-jwt's signing methods,
-// i.e. the standard library), htm, htu, iat within [now - MaxAge, now +
-// leeway], ath, the token's cnf.jkt equal to the key's RFC 7638 thumbprint,
-// and last the jti, recorded once in a [ReplayStore] so that a replayed
-// proof fails at every replica that shares the store.
+// by package verify's rules, the signature (the standard library's
+// crypto/ecdsa, crypto/ed25519 or crypto/rsa), htm, htu, iat within
+// [now - MaxAge, now + leeway], ath, the token's cnf.jkt equal to the key's
+// RFC 7638 thumbprint, and last the jti, recorded once in a [ReplayStore]
+// so that a replayed proof fails at every replica that shares the store.
+//
+// The proof is read with the strict JSON scanner package verify reads
+// tokens with, and a returning client's key is not parsed again: a bounded
+// cache keyed by the key's RFC 7638 thumbprint holds it parsed
+// (Options.KeyCacheSize, [Checker.KeyStats]); the signature is checked
+// with it every time.
 //
 // Errors wrap verify.ErrInvalidDPoPProof, verify.ErrBindingMismatch (the
 // proof is valid but its key is not the token's), or verify.ErrKeysUnavailable
@@ -19,21 +25,15 @@
 package dpop
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"math"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/request"
@@ -77,6 +77,11 @@ type Options struct {
 	MaxProofBytes int
 	// Replay records each accepted proof's jti. Required.
 	Replay ReplayStore
+	// KeyCacheSize is how many proof keys are kept parsed, by their RFC
+	// 7638 thumbprint, so that a returning client's proof costs no key
+	// parsing (its signature is checked every time). Zero means
+	// [DefaultKeyCacheSize]; negative means none.
+	KeyCacheSize int
 }
 
 // Checker verifies DPoP proofs. It is safe for concurrent use; Check blocks
@@ -87,6 +92,7 @@ type Checker struct {
 	maxBytes int
 	replay   ReplayStore
 	b64      *base64.Encoding
+	keys     *keyCache
 }
 
 // CheckOptions reports whether [New] accepts opts, Replay aside (a command
@@ -128,6 +134,7 @@ func New(opts Options) (*Checker, error) {
 		maxBytes: cmpOr(opts.MaxProofBytes, DefaultMaxProofBytes),
 		replay:   opts.Replay,
 		b64:      base64.RawURLEncoding.Strict(),
+		keys:     newKeyCache(cmpOr(opts.KeyCacheSize, DefaultKeyCacheSize)),
 	}, nil
 }
 
@@ -240,28 +247,32 @@ func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace
 	if err != nil {
 		return nil, tr.fail("dpop-structure", err)
 	}
-	tr.ok("dpop-structure", "compact JWS, header and claims are JSON objects")
+	if tr != nil {
+		tr.ok("dpop-structure", "compact JWS, header and claims are JSON objects")
+	}
 
 	// 3. Required claims (§4.3 3, §4.2).
 	pc, err := readClaims(cl, in.AccessToken != "")
 	if err != nil {
 		return nil, tr.fail("dpop-claims", err)
 	}
-	tr.ok("dpop-claims", "jti, htm, htu and iat present (ath: %t)", pc.hasAth)
+	if tr != nil {
+		tr.ok("dpop-claims", "jti, htm, htu and iat present (ath: %t)", pc.hasAth)
+	}
 
 	// 4. typ (§4.3 4).
-	if err := checkTyp(hdr, tr); err != nil {
+	if err := checkTyp(&hdr, tr); err != nil {
 		return nil, err
 	}
 
 	// 5. alg: asymmetric, in the allowlist (§4.3 5).
-	alg, err := c.checkAlg(hdr, tr)
+	alg, err := c.checkAlg(&hdr, tr)
 	if err != nil {
 		return nil, err
 	}
 
 	// 6. jwk: a public key only (§4.3 7), that fits alg.
-	key, err := checkJWK(hdr, alg, tr)
+	key, err := c.checkJWK(&hdr, alg, tr)
 	if err != nil {
 		return nil, err
 	}
@@ -314,13 +325,15 @@ func (c *Checker) checkOne(proofs []string, tr *trace) (string, error) {
 	if len(proof) > c.maxBytes {
 		return "", tr.fail("dpop-header", invalid("proof of %d bytes, limit %d", len(proof), c.maxBytes))
 	}
-	tr.ok("dpop-header", "one DPoP header, %d bytes", len(proof))
+	if tr != nil {
+		tr.ok("dpop-header", "one DPoP header, %d bytes", len(proof))
+	}
 	return proof, nil
 }
 
 // checkTyp is step 4: the header's typ is dpop+jwt.
-func checkTyp(hdr map[string]json.RawMessage, tr *trace) error {
-	typ, err := stringMember(hdr, "typ")
+func checkTyp(hdr *header, tr *trace) error {
+	typ, err := stringMember("typ", hdr.typ)
 	if err != nil || !strings.EqualFold(typ, "dpop+jwt") {
 		return tr.fail("dpop-typ", invalid("typ %s, want \"dpop+jwt\"", quote(typ)))
 	}
@@ -329,35 +342,40 @@ func checkTyp(hdr map[string]json.RawMessage, tr *trace) error {
 }
 
 // checkAlg is step 5: the header's alg is in the allowlist. It returns it.
-func (c *Checker) checkAlg(hdr map[string]json.RawMessage, tr *trace) (string, error) {
-	alg, err := stringMember(hdr, "alg")
+func (c *Checker) checkAlg(hdr *header, tr *trace) (string, error) {
+	alg, err := stringMember("alg", hdr.alg)
 	if err != nil || !slices.Contains(c.algs, alg) {
 		return "", tr.fail("dpop-alg", invalid("alg %s is not in the allowlist %v", quote(alg), c.algs))
 	}
-	tr.ok("dpop-alg", "%s is in the allowlist %v", alg, c.algs)
+	if tr != nil {
+		tr.ok("dpop-alg", "%s is in the allowlist %v", alg, c.algs)
+	}
 	return alg, nil
 }
 
 // checkJWK is step 6: the header's jwk is a public key that fits alg. It
 // returns the key.
-func checkJWK(hdr map[string]json.RawMessage, alg string, tr *trace) (*cache.Key, error) {
-	key, err := publicKey(hdr["jwk"], alg)
+func (c *Checker) checkJWK(hdr *header, alg string, tr *trace) (*cache.Key, error) {
+	key, err := c.publicKey(hdr.jwk, alg)
 	if err != nil {
 		return nil, tr.fail("dpop-jwk", err)
 	}
-	tr.ok("dpop-jwk", "public %s %s key, thumbprint %s", key.Kty, key.Crv, key.Thumbprint)
+	if tr != nil {
+		tr.ok("dpop-jwk", "public %s %s key, thumbprint %s", key.Kty, key.Crv, key.Thumbprint)
+	}
 	return key, nil
 }
 
 // checkSignature is step 7: the signature over signing verifies with the
-// proof's key, by golang-jwt's signing method of alg (the standard library
-// underneath).
+// proof's key, by the standard library (verify.StandardSignature:
+// crypto/ecdsa, crypto/ed25519, crypto/rsa).
 func checkSignature(alg, signing string, sig []byte, key *cache.Key, tr *trace) error {
-	method := jwt.GetSigningMethod(alg)
-	if method == nil || method.Verify(signing, sig, key.Public) != nil {
+	if !verify.StandardSignature(alg, key, signing, sig) {
 		return tr.fail("dpop-signature", invalid("%s signature does not verify with the proof's jwk", alg))
 	}
-	tr.ok("dpop-signature", "%s verified with the proof's jwk", alg)
+	if tr != nil {
+		tr.ok("dpop-signature", "%s verified with the proof's jwk", alg)
+	}
 	return nil
 }
 
@@ -369,7 +387,9 @@ func checkHTM(in *Input, htm string, tr *trace) error {
 	if htm != in.Request.Method {
 		return tr.fail("dpop-htm", invalid("htm %s, request method %s", quote(htm), quote(in.Request.Method)))
 	}
-	tr.ok("dpop-htm", "htm %q is the request's method", htm)
+	if tr != nil {
+		tr.ok("dpop-htm", "htm %q is the request's method", htm)
+	}
 	return nil
 }
 
@@ -387,7 +407,9 @@ func checkHTU(in *Input, htu string, tr *trace) error {
 	if want := in.Request.URL(); got != want {
 		return tr.fail("dpop-htu", invalid("htu %s is not the request's %s", quote(got), quote(want)))
 	}
-	tr.ok("dpop-htu", "htu is %q (without query and fragment)", got)
+	if tr != nil {
+		tr.ok("dpop-htu", "htu is %q (without query and fragment)", got)
+	}
 	return nil
 }
 
@@ -400,7 +422,9 @@ func (c *Checker) checkIAT(iat, now time.Time, leeway time.Duration, tr *trace) 
 	case -age > leeway:
 		return tr.fail("dpop-iat", invalid("iat %s is %s ahead, leeway %s", iat.Format(time.RFC3339), (-age).Round(time.Second), leeway))
 	}
-	tr.ok("dpop-iat", "iat %s within [now - %s, now + %s]", iat, c.maxAge, leeway)
+	if tr != nil {
+		tr.ok("dpop-iat", "iat %s within [now - %s, now + %s]", iat, c.maxAge, leeway)
+	}
 	return nil
 }
 
@@ -410,8 +434,9 @@ func checkATH(accessToken, ath string, tr *trace) error {
 	if accessToken == "" {
 		return nil
 	}
-	sum := sha256.Sum256([]byte(accessToken))
-	if ath != base64.RawURLEncoding.EncodeToString(sum[:]) {
+	sum := sha256.Sum256(readOnlyBytes(accessToken))
+	var want [43]byte
+	if ath != string(base64.RawURLEncoding.AppendEncode(want[:0], sum[:])) {
 		return tr.fail("dpop-ath", invalid("ath is not the hash of the access token presented"))
 	}
 	tr.ok("dpop-ath", "ath is the access token's SHA-256")
@@ -441,7 +466,9 @@ func (c *Checker) useJTI(ctx context.Context, issuer, jti string, now time.Time,
 	if !fresh {
 		return tr.fail("dpop-jti", ErrReplayed)
 	}
-	tr.ok("dpop-jti", "jti unused; remembered for %s", c.maxAge+leeway)
+	if tr != nil {
+		tr.ok("dpop-jti", "jti unused; remembered for %s", c.maxAge+leeway)
+	}
 	return nil
 }
 
@@ -459,119 +486,6 @@ func ReplayKey(issuer, jti string) [32]byte {
 	var k [32]byte
 	h.Sum(k[:0])
 	return k
-}
-
-// parse splits a compact JWS and decodes its header and claims.
-func (c *Checker) parse(proof string) (hdr, cl map[string]json.RawMessage, signing string, sig []byte, err error) {
-	parts := strings.Split(proof, ".")
-	if len(parts) != 3 {
-		return nil, nil, "", nil, invalid("not a compact JWS of three segments")
-	}
-	hb, err1 := c.b64.DecodeString(parts[0])
-	cb, err2 := c.b64.DecodeString(parts[1])
-	sig, err3 := c.b64.DecodeString(parts[2])
-	if err1 != nil || err2 != nil || err3 != nil {
-		return nil, nil, "", nil, invalid("a segment is not base64url")
-	}
-	if hdr, err = object(hb); err != nil {
-		return nil, nil, "", nil, invalid("header: %v", err)
-	}
-	if cl, err = object(cb); err != nil {
-		return nil, nil, "", nil, invalid("claims: %v", err)
-	}
-	if _, ok := hdr["crit"]; ok {
-		return nil, nil, "", nil, invalid("crit header: no extension is understood")
-	}
-	return hdr, cl, parts[0] + "." + parts[1], sig, nil
-}
-
-var errDuplicate = errors.New("duplicate member")
-
-// object decodes a JSON object into its members, refusing duplicate names
-// (two parsers must never disagree on a member) and trailing data.
-func object(b []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, errors.New("not a JSON object")
-	}
-	m := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, errors.New("not a JSON object")
-		}
-		name, _ := tok.(string)
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, errors.New("not a JSON object")
-		}
-		if _, dup := m[name]; dup {
-			return nil, fmt.Errorf("%w %s", errDuplicate, quote(name))
-		}
-		m[name] = v
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, errors.New("not a JSON object")
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("data after the object")
-	}
-	return m, nil
-}
-
-// stringMember returns the string member name of m.
-func stringMember(m map[string]json.RawMessage, name string) (string, error) {
-	raw, ok := m[name]
-	if !ok {
-		return "", fmt.Errorf("no %s", name)
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", fmt.Errorf("%s is not a string", name)
-	}
-	return s, nil
-}
-
-func readClaims(cl map[string]json.RawMessage, withToken bool) (proofClaims, error) {
-	var pc proofClaims
-	for _, f := range []struct {
-		name string
-		dst  *string
-	}{{"jti", &pc.jti}, {"htm", &pc.htm}, {"htu", &pc.htu}} {
-		s, err := stringMember(cl, f.name)
-		if err != nil {
-			return pc, invalid("%v", err)
-		}
-		if s == "" {
-			return pc, invalid("empty %s", f.name)
-		}
-		*f.dst = s
-	}
-	if len(pc.jti) > MaxJTIBytes {
-		return pc, invalid("jti of %d bytes, limit %d", len(pc.jti), MaxJTIBytes)
-	}
-	raw, ok := cl["iat"]
-	if !ok {
-		return pc, invalid("no iat")
-	}
-	var iat float64
-	if err := json.Unmarshal(raw, &iat); err != nil || math.IsNaN(iat) || math.Abs(iat) > 1e11 {
-		return pc, invalid("iat is not a NumericDate")
-	}
-	sec, frac := math.Modf(iat)
-	pc.iat = time.Unix(int64(sec), int64(frac*1e9)).UTC()
-	if _, ok := cl["ath"]; ok {
-		s, err := stringMember(cl, "ath")
-		if err != nil {
-			return pc, invalid("%v", err)
-		}
-		pc.ath, pc.hasAth = s, true
-	}
-	if withToken && !pc.hasAth {
-		return pc, invalid("no ath, and the proof comes with an access token")
-	}
-	return pc, nil
 }
 
 // normalizeHTU returns htu as scheme://host[:port]/path the way the
@@ -595,45 +509,4 @@ func normalizeHTU(htu string) (string, error) {
 		return "", invalid("htu path: %v", err)
 	}
 	return request.Original{Scheme: scheme, Host: request.NormalizeHost(u.Host), Port: u.Port(), Path: p}.URL(), nil
-}
-
-// privateMembers are the JWK members of private (or symmetric) keys
-// (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2).
-var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
-
-// publicKey builds the proof's jwk header into a key (cache.NewKey applies
-// the key-size and curve rules), refusing private members, and checks that
-// it fits alg by package verify's rule.
-func publicKey(raw json.RawMessage, alg string) (*cache.Key, error) {
-	if raw == nil {
-		return nil, invalid("no jwk header (a kid alone is not accepted)")
-	}
-	m, err := object(raw)
-	if err != nil {
-		return nil, invalid("jwk: %v", err)
-	}
-	for _, p := range privateMembers {
-		if _, ok := m[p]; ok {
-			return nil, invalid("jwk holds the private member %s", quote(p))
-		}
-	}
-	str := func(name string) string { s, _ := stringMember(m, name); return s }
-	pub, err := jwkPublic(str("kty"), str("crv"), str)
-	if err != nil {
-		return nil, invalid("jwk: %v", err)
-	}
-	meta := cache.KeyMeta{Alg: str("alg"), Use: str("use")}
-	if _, ok := m["key_ops"]; ok {
-		if err := json.Unmarshal(m["key_ops"], &meta.KeyOps); err != nil || meta.KeyOps == nil {
-			return nil, invalid("jwk: key_ops is not an array of strings")
-		}
-	}
-	key, err := cache.NewKey(pub, meta)
-	if err != nil {
-		return nil, invalid("jwk: %v", err)
-	}
-	if err := verify.KeyFits(key, alg); err != nil {
-		return nil, invalid("jwk does not fit %s: %v", alg, err)
-	}
-	return key, nil
 }

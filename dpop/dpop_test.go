@@ -2,6 +2,9 @@ package dpop_test
 
 import (
 	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -358,5 +361,112 @@ func TestNewRefuses(t *testing.T) {
 func TestReplayKeyDistinct(t *testing.T) {
 	if dpop.ReplayKey("ab", "c") == dpop.ReplayKey("a", "bc") {
 		t.Error("ReplayKey(ab, c) == ReplayKey(a, bc)")
+	}
+}
+
+// TestKeyCache checks that a returning client's proof costs no key
+// parsing, that a key is reused only with the same alg, use and key_ops,
+// that a refused key is never cached, and that a negative size turns the
+// cache off.
+func TestKeyCache(t *testing.T) {
+	jktEC := thumb(t, testkeys.EC256A)
+	ecJWK := testkeys.JWKJSON(testkeys.JWK{Key: testkeys.Public(testkeys.EC256A)})
+	var withUse map[string]any
+	_ = json.Unmarshal(ecJWK, &withUse)
+	withUse["use"] = "sig"
+	tests := []struct {
+		name       string
+		size       int
+		proofs     []string
+		wantParses uint64
+		wantHits   uint64
+	}{
+		{"returning-client", 0, []string{
+			proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": "a"}),
+			proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": "b"}),
+			proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": "c"}),
+		}, 1, 2},
+		{"other-metadata-parsed-again", 0, []string{
+			proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": "a"}),
+			proof("ES256", testkeys.EC256A, map[string]any{"jwk": withUse}, map[string]any{"jti": "b"}),
+			proof("ES256", testkeys.EC256A, map[string]any{"jwk": withUse}, map[string]any{"jti": "c"}),
+		}, 2, 1},
+		{"cache-off", -1, []string{
+			proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": "a"}),
+			proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": "b"}),
+		}, 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newChecker(t, dpop.Options{KeyCacheSize: tt.size})
+			for _, p := range tt.proofs {
+				if _, err := c.Check(context.Background(), input(p, jktEC), t0); err != nil {
+					t.Fatalf("Check() = %v, want nil", err)
+				}
+			}
+			if got := c.KeyStats(); got.Parses != tt.wantParses || got.Hits != tt.wantHits {
+				t.Errorf("KeyStats() = %+v, want %d parses and %d hits", got, tt.wantParses, tt.wantHits)
+			}
+		})
+	}
+	t.Run("refused-key-not-cached", func(t *testing.T) {
+		c := newChecker(t, dpop.Options{})
+		weak := proof("RS256", testkeys.RSA1024, nil, nil)
+		for range 2 {
+			if _, err := c.Check(context.Background(), input(weak, "x"), t0); !errors.Is(err, verify.ErrInvalidDPoPProof) {
+				t.Fatalf("Check() = %v, want %v", err, verify.ErrInvalidDPoPProof)
+			}
+		}
+		if got := c.KeyStats(); got.Parses != 2 || got.Hits != 0 {
+			t.Errorf("KeyStats() = %+v, want 2 parses and no hit", got)
+		}
+	})
+	t.Run("cached-key-checks-signature", func(t *testing.T) {
+		c := newChecker(t, dpop.Options{})
+		if _, err := c.Check(context.Background(), input(proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": "a"}), jktEC), t0); err != nil {
+			t.Fatal(err)
+		}
+		// EC256B signs, the header names EC256A's (cached) key.
+		forged := proof("ES256", testkeys.EC256B, map[string]any{"jwk": ecJWK}, map[string]any{"jti": "b"})
+		if _, err := c.Check(context.Background(), input(forged, jktEC), t0); !errors.Is(err, verify.ErrInvalidDPoPProof) {
+			t.Fatalf("Check() = %v, want %v", err, verify.ErrInvalidDPoPProof)
+		}
+		if got := c.KeyStats(); got.Hits != 1 {
+			t.Errorf("KeyStats() = %+v, want the forged proof's key from the cache", got)
+		}
+	})
+}
+
+// TestPSSSaltIsHashLength: a PS256 proof verifies with a salt of the
+// hash's length only (RFC 7518 §3.5), as an access token does; the
+// largest salt, which some signers use, is refused at the signature.
+func TestPSSSaltIsHashLength(t *testing.T) {
+	good := proof("PS256", testkeys.RSA2048A, nil, nil)
+	dot := strings.LastIndexByte(good, '.')
+	sum := sha256.Sum256([]byte(good[:dot]))
+	key := testkeys.Private(testkeys.RSA2048A).(*rsa.PrivateKey)
+	for _, tc := range []struct {
+		name    string
+		salt    int
+		wantErr error
+	}{
+		{"hash-length", rsa.PSSSaltLengthEqualsHash, nil},
+		{"largest", rsa.PSSSaltLengthAuto, verify.ErrInvalidDPoPProof},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sig, err := rsa.SignPSS(rand.Reader, key, crypto.SHA256, sum[:], &rsa.PSSOptions{SaltLength: tc.salt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := newChecker(t, dpop.Options{})
+			p := good[:dot+1] + base64.RawURLEncoding.EncodeToString(sig)
+			steps, _, err := c.Explain(context.Background(), input(p, thumb(t, testkeys.RSA2048A)), t0)
+			if !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Fatalf("Explain() = %v, want %v", err, tc.wantErr)
+			}
+			if last := steps[len(steps)-1]; tc.wantErr != nil && last.Check != "dpop-signature" {
+				t.Errorf("failing step = %+v, want dpop-signature", last)
+			}
+		})
 	}
 }

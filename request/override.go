@@ -122,6 +122,11 @@ func (o Original) withOverride(m string) (Original, error) {
 
 // isOverrideHeader reports whether name is one of [OverrideHeaders],
 // ignoring case and '-' against '_', without allocating.
+// IsOverrideHeader reports whether a header named name counts as one of
+// [OverrideHeaders] (ignoring case and the difference between '-' and
+// '_'), so that a front end reads the value of such a header only.
+func IsOverrideHeader(name string) bool { return isOverrideHeader(name) }
+
 func isOverrideHeader(name string) bool {
 	switch len(name) {
 	case len("X-HTTP-Method-Override"), len("X-HTTP-Method"), len("X-Method-Override"):

@@ -3,6 +3,8 @@ package verify
 import (
 	"iter"
 	"unsafe"
+
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 )
 
 // This file lets the layers above the verifier (authorization policies)
@@ -230,40 +232,10 @@ func JSONString(v string) (string, bool) {
 	if plain {
 		return in, true
 	}
-	m := members{s: v}
-	if _, err := m.str(); err != nil || m.i != len(v) {
-		return "", false
-	}
-	return unescape(in), true
+	return jsonscan.String(v)
 }
 
 // JSONElements yields the JSON text of each element of v when v is a JSON
 // array, and nothing for any other value (or invalid JSON: it stops at the
 // first element that does not scan). It does not allocate.
-func JSONElements(v string) iter.Seq[string] {
-	return func(yield func(string) bool) {
-		if len(v) < 2 || v[0] != '[' {
-			return
-		}
-		m := members{s: v, i: 1}
-		m.ws()
-		if m.i < len(v) && v[m.i] == ']' {
-			return
-		}
-		for {
-			m.ws()
-			start := m.i
-			if m.value(2) != nil {
-				return
-			}
-			if !yield(v[start:m.i]) {
-				return
-			}
-			m.ws()
-			if m.i >= len(v) || v[m.i] != ',' {
-				return
-			}
-			m.i++
-		}
-	}
-}
+func JSONElements(v string) iter.Seq[string] { return jsonscan.Elements(v) }

@@ -80,42 +80,6 @@ func parseHeader(raw []byte) (*header, error) {
 	return h, nil
 }
 
-// names records member names to detect duplicates (RFC 7519 §4: a claims
-// set with duplicate names is rejected, so that no two parsers can disagree
-// on which value counts). Small objects need no allocation.
-type names struct {
-	small [24]string
-	n     int
-	big   map[string]struct{}
-}
-
-// add records name and reports false if it was already present.
-func (d *names) add(name string) bool {
-	if d.big != nil {
-		if _, dup := d.big[name]; dup {
-			return false
-		}
-		d.big[name] = struct{}{}
-		return true
-	}
-	for _, s := range d.small[:d.n] {
-		if s == name {
-			return false
-		}
-	}
-	if d.n < len(d.small) {
-		d.small[d.n] = name
-		d.n++
-		return true
-	}
-	d.big = make(map[string]struct{}, 2*len(d.small))
-	for _, s := range d.small {
-		d.big[s] = struct{}{}
-	}
-	d.big[name] = struct{}{}
-	return true
-}
-
 // claims are the registered claims of a token, decoded without a map.
 type claims struct {
 	present            uint16 // cl* bits of the registered claims present

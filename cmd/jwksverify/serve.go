@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
+	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/deadline"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/service"
@@ -214,6 +216,10 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 		logger.Error("cannot listen", "err", err)
 		return nil, exitFailure
 	}
+	// Coarse deadlines (swept every quarter second) instead of a runtime
+	// timer moved four or five times per request: the timeouts are kept,
+	// enforced at most a tick late (docs/DECISIONS.md).
+	s.ln = deadline.NewListener(s.ln, 0)
 	s.http = newHTTPServer(svc.Handler(), plan.HTTP, logger)
 	attrs := []any{"http", s.ln.Addr().String(), "tls", httpTLS != nil}
 	warnPlaintext(logger, "HTTP", plan.Listen, httpTLS != nil)
@@ -232,6 +238,7 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 		warnPlaintext(logger, "gRPC", plan.GRPCListen, grpcTLS != nil)
 	}
 	if s.aln != nil {
+		s.aln = deadline.NewListener(s.aln, 0)
 		s.admin = newHTTPServer(svc.AdminHandler(), plan.HTTP, logger)
 		attrs = append(attrs, "admin", s.aln.Addr().String())
 	}
@@ -384,19 +391,32 @@ func drain(plan *config.Plan, signalled bool, httpSrv, adminSrv *http.Server, gr
 
 // freshConns are the HTTP connections that have not sent a request yet. The
 // drain closes them with the idle ones: net/http's Shutdown would wait up to
-// 5s for each (clients open connections they may never use).
-type freshConns struct{ sync.Map }
+// 5s for each (clients open connections they may never use). track runs
+// twice per request (active, idle); n counts the fresh connections so that,
+// when there are none (keep-alive traffic), it costs one atomic load and no
+// map lookup. A connection's own transitions follow its StateNew, which
+// counted it, so it is never skipped while fresh.
+type freshConns struct {
+	m sync.Map
+	n atomic.Int64
+}
 
 func (f *freshConns) track(c net.Conn, st http.ConnState) {
 	if st == http.StateNew {
-		f.Store(c, nil)
-	} else {
-		f.Delete(c)
+		f.m.Store(c, nil)
+		f.n.Add(1)
+		return
+	}
+	if f.n.Load() == 0 {
+		return
+	}
+	if _, ok := f.m.LoadAndDelete(c); ok {
+		f.n.Add(-1)
 	}
 }
 
 func (f *freshConns) close() {
-	f.Range(func(c, _ any) bool {
+	f.m.Range(func(c, _ any) bool {
 		c.(net.Conn).Close()
 		return true
 	})

@@ -441,3 +441,33 @@ issuers: [{issuer: "https://a.test/", jwks_file: jwks.json, claims_to_headers: {
 		t.Errorf("exited %s after SIGTERM, want after shutdown_delay %s and well within shutdown_timeout %s", took, shutdownDelay, shutdownTimeout)
 	}
 }
+
+// TestFreshConns: a connection is fresh from StateNew until its first
+// transition, and close closes the fresh ones only.
+func TestFreshConns(t *testing.T) {
+	var f freshConns
+	a1, a2 := net.Pipe()
+	b1, b2 := net.Pipe()
+	defer a2.Close()
+	defer b2.Close()
+	f.track(a1, http.StateNew)
+	f.track(b1, http.StateNew)
+	f.track(b1, http.StateActive)
+	f.track(b1, http.StateIdle)
+	if n := f.n.Load(); n != 1 {
+		t.Fatalf("fresh = %d, want 1 (a1)", n)
+	}
+	f.close()
+	if _, err := a1.Write([]byte("x")); !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("fresh conn Write() = %v, want it closed", err)
+	}
+	go func() { _, _ = b2.Read(make([]byte, 1)) }()
+	if _, err := b1.Write([]byte("x")); err != nil {
+		t.Errorf("used conn Write() = %v, want it open", err)
+	}
+	b1.Close()
+	f.track(a1, http.StateClosed)
+	if n := f.n.Load(); n != 0 {
+		t.Errorf("fresh = %d after the fresh conn closed, want 0", n)
+	}
+}

@@ -8,9 +8,11 @@
 package extauthz
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -111,8 +113,12 @@ func (a authzService) Check(ctx context.Context, req *authv3.CheckRequest) (*aut
 type authzGRPC struct {
 	authv3.UnimplementedAuthorizationServer
 	s *server.Server
-	// meta keeps the claims Structs of recent tokens for dynamic_metadata.
+	// meta keeps the claims Structs of recent tokens for dynamic_metadata,
+	// and their last OK answers.
 	meta metaCache
+	// denied keeps the denied answers, by what they are built from.
+	deniedMu sync.RWMutex
+	denied   map[deniedKey]deniedAnswer
 }
 
 func newAuthzGRPC(s *server.Server) *authzGRPC { return &authzGRPC{s: s} }
@@ -135,7 +141,7 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 	if a.s.Tracing() {
 		var carrier propagation.TextMapCarrier = mdCarrier(metadataOf(ctx))
 		if carrier.Get("traceparent") == "" {
-			carrier = envoyHeaders{hr}
+			carrier = &envoyHeaders{hr: hr}
 		}
 		var span trace.Span
 		ctx, span = a.s.StartSpan(ctx, carrier, authv3.Authorization_Check_FullMethodName)
@@ -143,7 +149,7 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 	}
 	c := server.Call{Endpoint: server.EndpointGRPC, Mint: true}
 	if hr != nil {
-		c.Headers, c.ClientCert = envoyHeaders{hr}, attrs.GetSource().GetCertificate()
+		c.Headers, c.ClientCert = &envoyHeaders{hr: hr}, attrs.GetSource().GetCertificate()
 		c.Original, c.OriginalErr = original(hr)
 		c.Policy, c.Routed = attrs.GetContextExtensions()["policy"], true
 	}
@@ -177,13 +183,32 @@ func original(hr *authv3.AttributeContext_HttpRequest) (request.Original, error)
 		return o, err
 	}
 	o.RawQuery = originalQuery(hr)
+	// Both forms Envoy sends: with encode_raw_headers the headers map is
+	// empty and header_map holds every header (a repeated one repeated).
 	return o.WithHeaderOverrides(func(yield func(string, string) bool) {
+		if hm := hr.GetHeaderMap(); hm != nil {
+			for _, e := range hm.GetHeaders() {
+				if request.IsOverrideHeader(e.GetKey()) && !yield(e.GetKey(), headerValue(e)) {
+					return
+				}
+			}
+			return
+		}
 		for name, v := range hr.GetHeaders() {
 			if !yield(name, v) {
 				return
 			}
 		}
 	})
+}
+
+// headerValue is the value of a header_map entry: its raw_value when set
+// (encode_raw_headers), else its value.
+func headerValue(e *corev3.HeaderValue) string {
+	if raw := e.GetRawValue(); len(raw) > 0 {
+		return string(raw)
+	}
+	return e.GetValue()
 }
 
 // originalQuery is the query of the original request target: after the '?'
@@ -196,12 +221,73 @@ func originalQuery(hr *authv3.AttributeContext_HttpRequest) string {
 	return hr.GetQuery()
 }
 
-// allow builds the OK response: each configured claim header set to the
+// allow returns the OK response: each configured claim header set to the
 // token's value (overwriting one the client sent), or removed when the
 // token has none; the minted token in its header (replacing the caller's
 // Authorization) when the policy mints; Authorization removed when
-// StripAuthorization is set and nothing was minted into it.
+// StripAuthorization is set and nothing was minted into it. For a Result
+// the metadata cache keeps (a token-cache hit), the answer built for it
+// last is returned again when d asks for the same one: the same policy,
+// claim headers, minted header and Authorization removal (gRPC only reads
+// an answer it sends, so one may go to many calls).
 func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
+	if d.Result == nil {
+		return buildAllow(d, nil)
+	}
+	e, raw := a.meta.entry(d.Result)
+	if e == nil {
+		return buildAllow(d, raw)
+	}
+	if ans := e.ok.Load(); ans != nil && ans.answers(&d) {
+		return ans.resp
+	}
+	resp := buildAllow(d, raw)
+	e.ok.Store(newOKAnswer(&d, resp))
+	return resp
+}
+
+// okAnswer is an OK answer and what it was built from.
+type okAnswer struct {
+	policy     string
+	removeAuth bool
+	headers    []string // name, value, name, value…: d.ClaimHeaders()
+	minted     [2]string
+	hasMinted  bool
+	resp       *authv3.CheckResponse
+}
+
+func newOKAnswer(d *server.Decision, resp *authv3.CheckResponse) *okAnswer {
+	ans := &okAnswer{policy: d.Policy, removeAuth: d.RemoveAuthorization, resp: resp}
+	name, value, minted := d.MintedHeader()
+	ans.minted, ans.hasMinted = [2]string{name, value}, minted
+	for name, value := range d.ClaimHeaders() {
+		ans.headers = append(ans.headers, name, value)
+	}
+	return ans
+}
+
+// answers reports whether ans is the OK answer of d (whose Result it was
+// built with).
+func (ans *okAnswer) answers(d *server.Decision) bool {
+	if ans.policy != d.Policy || ans.removeAuth != d.RemoveAuthorization {
+		return false
+	}
+	if name, value, minted := d.MintedHeader(); minted != ans.hasMinted || [2]string{name, value} != ans.minted {
+		return false
+	}
+	i := 0
+	for name, value := range d.ClaimHeaders() {
+		if i+1 >= len(ans.headers) || ans.headers[i] != name || ans.headers[i+1] != value {
+			return false
+		}
+		i += 2
+	}
+	return i == len(ans.headers)
+}
+
+// buildAllow builds the OK response of d, with raw the encoding of its
+// Result's metadata (metaCache.fields).
+func buildAllow(d server.Decision, raw []byte) *authv3.CheckResponse {
 	ok := &authv3.OkHttpResponse{}
 	for name, value := range d.ClaimHeaders() {
 		name = strings.ToLower(name)
@@ -226,7 +312,7 @@ func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 	return &authv3.CheckResponse{
 		Status:          &rpcstatus.Status{Code: int32(codes.OK)},
 		HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: ok},
-		DynamicMetadata: a.dynamicMetadata(d),
+		DynamicMetadata: metadataStruct(d, raw),
 	}
 }
 
@@ -235,11 +321,49 @@ func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
 // routing (metadata matchers on filter "envoy.filters.http.ext_authz").
 const MetadataNamespace = "jwksverify"
 
-// deny builds the DENIED response: HTTP 401 (the rpc status
+// deny returns the DENIED response of d, built once per status, class,
+// challenge and body (there are a few dozen: the classes, and a 403's
+// challenge per policy) and then shared, as forward-auth shares its
+// answers' header values. Past maxDeniedAnswers distinct answers, the
+// others are built for each call.
+func (a *authzGRPC) deny(d server.Decision) *authv3.CheckResponse {
+	k := deniedKey{d.Status, d.Class, d.Challenge}
+	a.deniedMu.RLock()
+	ans, ok := a.denied[k]
+	a.deniedMu.RUnlock()
+	if ok && bytes.Equal(ans.body, d.Body) {
+		return ans.resp
+	}
+	resp := buildDeny(d)
+	a.deniedMu.Lock()
+	defer a.deniedMu.Unlock()
+	if a.denied == nil {
+		a.denied = make(map[deniedKey]deniedAnswer)
+	}
+	if _, ok := a.denied[k]; !ok && len(a.denied) < maxDeniedAnswers {
+		a.denied[k] = deniedAnswer{body: bytes.Clone(d.Body), resp: resp}
+	}
+	return resp
+}
+
+// maxDeniedAnswers bounds the denied answers an authzGRPC keeps.
+const maxDeniedAnswers = 256
+
+type deniedKey struct {
+	status           int
+	class, challenge string
+}
+
+type deniedAnswer struct {
+	body []byte
+	resp *authv3.CheckResponse
+}
+
+// buildDeny builds the DENIED response: HTTP 401 (the rpc status
 // UNAUTHENTICATED) or, for a valid token a policy refused, 403 (the rpc
 // status PERMISSION_DENIED), with the forward-auth challenge and JSON body,
 // the rpc status carrying the class word.
-func (a *authzGRPC) deny(d server.Decision) *authv3.CheckResponse {
+func buildDeny(d server.Decision) *authv3.CheckResponse {
 	headers := []*corev3.HeaderValueOption{
 		header("content-type", "application/json"),
 		header("cache-control", "no-store"),
@@ -377,38 +501,91 @@ func (c mdCarrier) Keys() []string {
 // envoyHeaders reads the forwarded request's headers: as server.Headers
 // (every value of a key), and as a read-only trace-context carrier. Envoy
 // sends header keys in lower case; with encode_raw_headers, as header_map,
-// where a repeated header stays repeated.
+// where a repeated header stays repeated. One is made per Check: it
+// remembers the values of the first few keys asked for, so that a key read
+// again (Authorization by the scheme check and by the token source) costs
+// neither a second scan of header_map nor an allocation.
 type envoyHeaders struct {
-	hr *authv3.AttributeContext_HttpRequest
+	hr   *authv3.AttributeContext_HttpRequest
+	memo [4]headerValues
+	n    int
 }
 
-// Values returns the values of the header key (any case).
-func (h envoyHeaders) Values(key string) []string {
+// headerValues are the values of one key, backed by one when single.
+type headerValues struct {
+	key  string
+	vals []string
+	one  [1]string
+}
+
+// Values returns the values of the header key (any case). The slice is
+// shared by later calls with key: read it, never modify it.
+func (h *envoyHeaders) Values(key string) []string {
+	for i := range h.memo[:h.n] {
+		if h.memo[i].key == key {
+			return h.memo[i].vals
+		}
+	}
+	slot := &headerValues{}
+	if h.n < len(h.memo) {
+		slot = &h.memo[h.n]
+		h.n++
+	}
+	slot.key, slot.vals = key, h.lookup(key, &slot.one)
+	return slot.vals
+}
+
+// lookup reads the values of key from the request; a single value is put
+// in one.
+func (h *envoyHeaders) lookup(key string, one *[1]string) []string {
 	if hm := h.hr.GetHeaderMap(); hm != nil {
 		var out []string
 		for _, e := range hm.GetHeaders() {
 			if strings.EqualFold(e.GetKey(), key) {
-				v := e.GetValue()
-				if len(e.GetRawValue()) > 0 {
-					v = string(e.GetRawValue())
+				if out == nil {
+					one[0] = headerValue(e)
+					out = one[:]
+					continue
 				}
-				out = append(out, v)
+				out = append(out[:len(out):len(out)], headerValue(e))
 			}
 		}
 		return out
 	}
-	if v, ok := h.hr.GetHeaders()[strings.ToLower(key)]; ok {
-		return []string{v}
+	m := h.hr.GetHeaders()
+	if len(m) == 0 {
+		return nil
 	}
-	return nil
+	var buf [64]byte
+	var v string
+	var ok bool
+	if len(key) <= len(buf) {
+		// The lower-case key in a stack buffer: a map index by
+		// string(bytes) does not allocate.
+		for i := 0; i < len(key); i++ {
+			c := key[i]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			buf[i] = c
+		}
+		v, ok = m[string(buf[:len(key)])]
+	} else {
+		v, ok = m[strings.ToLower(key)]
+	}
+	if !ok {
+		return nil
+	}
+	one[0] = v
+	return one[:]
 }
 
 // Get returns the first value of key, or "".
-func (h envoyHeaders) Get(key string) string {
+func (h *envoyHeaders) Get(key string) string {
 	if v := h.Values(key); len(v) > 0 {
 		return v[0]
 	}
 	return ""
 }
-func (envoyHeaders) Set(string, string) {}
-func (envoyHeaders) Keys() []string     { return nil }
+func (*envoyHeaders) Set(string, string) {}
+func (*envoyHeaders) Keys() []string     { return nil }

@@ -566,23 +566,35 @@ func TestGRPCHealthWatch(t *testing.T) {
 
 // BenchmarkGRPCCheck measures the ext_authz handler itself (no network):
 // building the token view of Envoy's attributes, deciding, and building the
-// OK response, for a repeated (cached) token; "marshaled" also encodes the
-// answer as gRPC sends it (the dynamic_metadata's claims are part of every
-// OK answer's bytes).
+// answer, for a repeated (cached) token with the headers map ("handler")
+// and with encode_raw_headers' header_map, and for a denied token;
+// "marshaled" also encodes the answer as gRPC sends it (the
+// dynamic_metadata's claims are part of every OK answer's bytes). The
+// allocations are deterministic.
 func BenchmarkGRPCCheck(b *testing.B) {
-	for _, marshal := range []bool{false, true} {
-		b.Run(map[bool]string{false: "handler", true: "marshaled"}[marshal], func(b *testing.B) {
-			e := newEnv(b, envConfig{tokenCache: 1000})
+	tok := mint(claims(nil))
+	for _, bc := range []struct {
+		name    string
+		req     *authv3.CheckRequest
+		marshal bool
+		want    codes.Code
+	}{
+		{"handler", envoyRequest("GET", "/orders/7", bearer(tok)), false, codes.OK},
+		{"marshaled", envoyRequest("GET", "/orders/7", bearer(tok)), true, codes.OK},
+		{"header-map", rawHeaders(envoyRequest("GET", "/orders/7", bearer(tok))), false, codes.OK},
+		{"denied", envoyRequest("GET", "/orders/7", bearer(tokens()["expired"])), false, codes.Unauthenticated},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			e := newEnv(b, envConfig{tokenCache: 1000, quiet: true})
 			a := newAuthzGRPC(e.srv)
-			req := envoyRequest("GET", "/orders/7", bearer(mint(claims(nil))))
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				resp, err := a.Check(ctx, req)
-				if err != nil || resp.GetOkResponse() == nil {
-					b.Fatalf("Check() = %v, %v; want OK", resp, err)
+				resp, err := a.Check(ctx, bc.req)
+				if err != nil || codes.Code(resp.GetStatus().GetCode()) != bc.want {
+					b.Fatalf("Check() = %v, %v; want %v", resp, err, bc.want)
 				}
-				if marshal {
+				if bc.marshal {
 					if _, err := proto.Marshal(resp); err != nil {
 						b.Fatal(err)
 					}

@@ -35,12 +35,45 @@ func TestEnvoyHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := envoyHeaders{tt.hr}
+			h := &envoyHeaders{hr: tt.hr}
 			if got := h.Values(tt.key); !slices.Equal(got, tt.want) {
 				t.Errorf("Values(%q) = %q, want %q", tt.key, got, tt.want)
 			}
 			if got, want := h.Get(tt.key), append(tt.want, "")[0]; got != want {
 				t.Errorf("Get(%q) = %q, want %q", tt.key, got, want)
+			}
+		})
+	}
+}
+
+// TestOriginalOverrides: the method-override headers are read from both
+// forms Envoy sends the headers in (the headers map, and header_map with
+// encode_raw_headers), and a value that is not a method is refused.
+func TestOriginalOverrides(t *testing.T) {
+	hr := func(headers map[string]string, entries ...*corev3.HeaderValue) *authv3.AttributeContext_HttpRequest {
+		r := &authv3.AttributeContext_HttpRequest{Method: "GET", Scheme: "https", Host: "api.example.com", Path: "/orders/1", Headers: headers}
+		if entries != nil {
+			r.HeaderMap = &corev3.HeaderMap{Headers: entries}
+		}
+		return r
+	}
+	tests := []struct {
+		name    string
+		hr      *authv3.AttributeContext_HttpRequest
+		want    string
+		wantErr bool
+	}{
+		{"map", hr(map[string]string{"x-http-method-override": "DELETE"}), "DELETE", false},
+		{"header-map-raw", hr(nil, &corev3.HeaderValue{Key: "x-http-method-override", RawValue: []byte("DELETE")}), "DELETE", false},
+		{"header-map-value", hr(nil, &corev3.HeaderValue{Key: "X-Method-Override", Value: "PUT"}), "PUT", false},
+		{"header-map-other-headers", hr(nil, &corev3.HeaderValue{Key: "authorization", RawValue: []byte("Bearer x")}), "", false},
+		{"header-map-not-a-method", hr(nil, &corev3.HeaderValue{Key: "x-http-method", RawValue: []byte("GET, DELETE")}), "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := original(tt.hr)
+			if (err != nil) != tt.wantErr || o.Overrides != tt.want {
+				t.Errorf("original() = %q, %v; want overrides %q (error: %t)", o.Overrides, err, tt.want, tt.wantErr)
 			}
 		})
 	}

@@ -48,6 +48,7 @@ type envConfig struct {
 	sources    []server.TokenSource
 	noDown     bool
 	emptyKeys  bool
+	quiet      bool // log nowhere (benchmarks)
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
@@ -58,6 +59,10 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 	if err != nil {
 		t.Fatalf("metrics.New() = %v", err)
 	}
+	logger := slog.New(slog.NewJSONHandler(e.logs, nil))
+	if cfg.quiet {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	e.srv, err = server.New(server.Options{
 		Verifier:           ve.V,
 		TokenSources:       cfg.sources,
@@ -65,7 +70,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		StripAuthorization: true,
 		Metrics:            m,
 		MetricsHandler:     m.Handler(),
-		Logger:             slog.New(slog.NewJSONHandler(e.logs, nil)),
+		Logger:             logger,
 		Now:                e.clock.Now,
 		// gRPC reads attributes.request.http whatever the preset: nginx's
 		// headers are never consulted here.

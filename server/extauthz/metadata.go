@@ -3,6 +3,7 @@ package extauthz
 import (
 	"encoding/json"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -19,6 +20,9 @@ const (
 	metaMaxEntries    = 8192
 	metaMaxBytes      = 16 << 20
 	metaEntryOverhead = 96
+	// okAnswerOverhead is what an entry's OK answer adds: its messages;
+	// the header values are the Result's own strings.
+	okAnswerOverhead = 512
 )
 
 // metaCache keeps, for recent verified tokens, the protobuf encoding of
@@ -30,18 +34,22 @@ const (
 // stays alive while its entry does, so an address is never reused under a
 // live entry. Entries are evicted at random when a bound is reached. The
 // bytes are shared by every answer built from them and never modified.
+// An entry also keeps the last OK answer built with its Result (okAnswer),
+// which a later Check whose decision asks for the same answer returns
+// as is.
 type metaCache struct {
 	// keep reports whether an encoding for res is worth keeping; nil means
 	// res.Cached() (tests set it to build entries without a verifier).
 	keep    func(res *verify.Result) bool
 	mu      sync.RWMutex
-	entries map[*verify.Result]metaEntry
+	entries map[*verify.Result]*metaEntry
 	bytes   int64
 }
 
 type metaEntry struct {
 	raw  []byte
 	size int64
+	ok   atomic.Pointer[okAnswer]
 }
 
 // fields returns the wire encoding of the Struct entries "issuer" and
@@ -49,30 +57,37 @@ type metaEntry struct {
 // without "claims" when they are not a JSON object (never the case for a
 // verified Result).
 func (c *metaCache) fields(res *verify.Result) []byte {
+	_, raw := c.entry(res)
+	return raw
+}
+
+// entry returns the entry of res, made if need be, and its encoding (see
+// fields); the entry is nil when res is not kept.
+func (c *metaCache) entry(res *verify.Result) (*metaEntry, []byte) {
 	if keep := c.keep; keep == nil && !res.Cached() || keep != nil && !keep(res) {
 		// Made for this call (token cache off or full, an opaque token):
 		// never asked for again, so not kept.
-		return encodeFields(res)
+		return nil, encodeFields(res)
 	}
 	c.mu.RLock()
 	e, ok := c.entries[res]
 	c.mu.RUnlock()
 	if ok {
-		return e.raw
+		return e, e.raw
 	}
 	raw := encodeFields(res)
 	// An entry keeps its Result alive too: its claims and header count.
-	size := int64(len(raw)+len(res.Claims)+len(res.Header)) + metaEntryOverhead
+	size := int64(len(raw)+len(res.Claims)+len(res.Header)) + metaEntryOverhead + okAnswerOverhead
 	if size > metaMaxBytes/16 {
-		return raw // too large to keep: built for this answer only
+		return nil, raw // too large to keep: built for this answer only
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = make(map[*verify.Result]metaEntry)
+		c.entries = make(map[*verify.Result]*metaEntry)
 	}
 	if e, ok := c.entries[res]; ok {
-		return e.raw // another Check stored it meanwhile
+		return e, e.raw // another Check stored it meanwhile
 	}
 	for len(c.entries) >= metaMaxEntries || c.bytes+size > metaMaxBytes {
 		for k, old := range c.entries { // map iteration starts at random
@@ -81,9 +96,10 @@ func (c *metaCache) fields(res *verify.Result) []byte {
 			break
 		}
 	}
-	c.entries[res] = metaEntry{raw: raw, size: size}
+	e = &metaEntry{raw: raw, size: size}
+	c.entries[res] = e
 	c.bytes += size
-	return raw
+	return e, raw
 }
 
 // encodeFields marshals a Struct holding res's "issuer" and "claims". A
@@ -114,9 +130,19 @@ func encodeFields(res *verify.Result) []byte {
 // claims. The issuer and claims entries are the cached encoding of
 // [metaCache], attached as unknown fields of the jwksverify Struct.
 func (a *authzGRPC) dynamicMetadata(d server.Decision) *structpb.Struct {
+	var raw []byte
+	if d.Result != nil {
+		raw = a.meta.fields(d.Result)
+	}
+	return metadataStruct(d, raw)
+}
+
+// metadataStruct is dynamicMetadata with the Result's encoding raw (nil
+// without a Result).
+func metadataStruct(d server.Decision, raw []byte) *structpb.Struct {
 	inner := &structpb.Struct{Fields: map[string]*structpb.Value{"policy": structpb.NewStringValue(d.Policy)}}
 	if d.Result != nil {
-		inner.ProtoReflect().SetUnknown(protoreflect.RawFields(a.meta.fields(d.Result)))
+		inner.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))
 	}
 	return &structpb.Struct{Fields: map[string]*structpb.Value{MetadataNamespace: structpb.NewStructValue(inner)}}
 }

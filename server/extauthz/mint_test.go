@@ -83,4 +83,32 @@ func TestCheckMints(t *testing.T) {
 			}
 		})
 	}
+	// The OK answer of a cached token is reused only while it is the
+	// answer: once the minted token expires and another is minted, the
+	// next answer carries the new one.
+	t.Run("reminted-after-expiry", func(t *testing.T) {
+		minted := func() string {
+			req := envoyRequest("GET", "/orders/1", map[string]string{"authorization": "Bearer " + tok})
+			req.Attributes.ContextExtensions = map[string]string{"policy": "minting"}
+			resp, err := g.authz.Check(t.Context(), req)
+			if err != nil || rpccode.Code(resp.GetStatus().GetCode()) != rpccode.Code_OK {
+				t.Fatalf("Check() = %v, %v; want OK", resp, err)
+			}
+			for _, h := range resp.GetOkResponse().GetHeaders() {
+				if h.GetHeader().GetKey() == "authorization" {
+					return h.GetHeader().GetValue()
+				}
+			}
+			t.Fatal("no minted authorization header")
+			return ""
+		}
+		first, again := minted(), minted()
+		if again != first {
+			t.Errorf("second answer's minted token differs within its lifetime")
+		}
+		ve.Clock.Add(2 * time.Minute)
+		if later := minted(); later == first {
+			t.Errorf("after the minted token's expiry, the answer still carries it")
+		}
+	})
 }

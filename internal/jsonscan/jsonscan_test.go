@@ -1,4 +1,4 @@
-package verify
+package jsonscan
 
 import (
 	"encoding/json"
@@ -9,20 +9,20 @@ import (
 
 // scanAll validates s with the members iterator, returning the names.
 func scanAll(s string) ([]string, error) {
-	it, err := newMembers(s)
+	it, err := NewMembers(s)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for {
-		mb, ok, err := it.next()
+		mb, ok, err := it.Next()
 		if err != nil {
 			return nil, err
 		}
 		if !ok {
 			return out, nil
 		}
-		out = append(out, mb.name)
+		out = append(out, mb.Name)
 	}
 }
 
@@ -48,7 +48,7 @@ func depth(s string) int {
 // reference says whether s is what the scanner must accept: one JSON object
 // (encoding/json), valid UTF-8, depth ≤ 64.
 func reference(s string) bool {
-	if !json.Valid([]byte(s)) || !utf8.ValidString(s) || depth(s) > maxDepth {
+	if !json.Valid([]byte(s)) || !utf8.ValidString(s) || depth(s) > MaxDepth {
 		return false
 	}
 	t := strings.TrimLeft(s, " \t\r\n")
@@ -82,8 +82,8 @@ func TestUnescapeMatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(`"`+s+`"`), &want); err != nil {
 			t.Fatalf("json.Unmarshal(%q) = %v", s, err)
 		}
-		if got := unescape(s); got != want {
-			t.Errorf("unescape(%q) = %q, want %q", s, got, want)
+		if got := Unescape(s); got != want {
+			t.Errorf("Unescape(%q) = %q, want %q", s, got, want)
 		}
 	}
 }
@@ -113,15 +113,15 @@ func FuzzScanner(f *testing.F) {
 }
 
 func TestNames(t *testing.T) {
-	var d names
+	var d Names
 	for i := range 100 {
-		if !d.add(strings.Repeat("x", i)) {
-			t.Fatalf("add(%d) = false, want true", i)
+		if !d.Add(strings.Repeat("x", i)) {
+			t.Fatalf("Add(%d) = false, want true", i)
 		}
 	}
 	for _, i := range []int{0, 5, 23, 24, 99} {
-		if d.add(strings.Repeat("x", i)) {
-			t.Errorf("add(%d) again = true, want false", i)
+		if d.Add(strings.Repeat("x", i)) {
+			t.Errorf("Add(%d) again = true, want false", i)
 		}
 	}
 }

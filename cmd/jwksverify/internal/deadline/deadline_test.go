@@ -1,0 +1,226 @@
+package deadline
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// pipeListener accepts the server ends of net.Pipe pairs sent on conns.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn, 1), closed: make(chan struct{})}
+}
+
+func (p *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-p.conns:
+		return c, nil
+	case <-p.closed:
+		return nil, net.ErrClosed
+	}
+}
+func (p *pipeListener) Close() error   { p.once.Do(func() { close(p.closed) }); return nil }
+func (p *pipeListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// accept returns a connection of l and the client end of its pipe.
+func accept(t *testing.T, pl *pipeListener, l *Listener) (net.Conn, net.Conn) {
+	t.Helper()
+	server, client := net.Pipe()
+	pl.conns <- server
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(); client.Close() })
+	return c, client
+}
+
+// TestDeadlines: a pending deadline expires a blocked Read at most one
+// tick late, with os.ErrDeadlineExceeded; a deadline cleared or moved
+// later does not expire; one in the past aborts a Read at once and a later
+// zero deadline clears it; a write deadline expires a blocked Write.
+func TestDeadlines(t *testing.T) {
+	const tick = 100 * time.Millisecond
+	tests := []struct {
+		name string
+		run  func(t *testing.T, c, client net.Conn)
+	}{
+		{"read-expires-within-a-tick", func(t *testing.T, c, _ net.Conn) {
+			start := time.Now()
+			_ = c.SetReadDeadline(start.Add(time.Second))
+			_, err := c.Read(make([]byte, 1))
+			if el := time.Since(start); !errors.Is(err, os.ErrDeadlineExceeded) || el < time.Second || el > time.Second+tick {
+				t.Errorf("Read() = %v after %v, want a deadline error within [1s, 1s+tick]", err, el)
+			}
+		}},
+		{"cleared-does-not-expire", func(t *testing.T, c, client net.Conn) {
+			_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			_ = c.SetReadDeadline(time.Time{})
+			go func() { time.Sleep(time.Second); client.Write([]byte("x")) }()
+			if n, err := c.Read(make([]byte, 1)); n != 1 || err != nil {
+				t.Errorf("Read() = %d, %v; want the byte written after the cleared deadline", n, err)
+			}
+		}},
+		{"moved-later", func(t *testing.T, c, client net.Conn) {
+			_ = c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			go func() { time.Sleep(time.Second); client.Write([]byte("x")) }()
+			if n, err := c.Read(make([]byte, 1)); n != 1 || err != nil {
+				t.Errorf("Read() = %d, %v; want the byte written before the later deadline", n, err)
+			}
+		}},
+		{"past-aborts-at-once-then-cleared", func(t *testing.T, c, client net.Conn) {
+			start := time.Now()
+			_ = c.SetReadDeadline(past)
+			if _, err := c.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) != 0 {
+				t.Errorf("Read() = %v after %v, want a deadline error at once", err, time.Since(start))
+			}
+			_ = c.SetReadDeadline(time.Time{})
+			go func() { client.Write([]byte("x")) }()
+			if n, err := c.Read(make([]byte, 1)); n != 1 || err != nil {
+				t.Errorf("Read() after clearing = %d, %v; want the byte", n, err)
+			}
+		}},
+		{"write-expires", func(t *testing.T, c, _ net.Conn) {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			if _, err := c.Write([]byte("nobody reads")); !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("Write() = %v, want a deadline error", err)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				pl := newPipeListener()
+				l := NewListener(pl, tick)
+				defer l.Close()
+				c, client := accept(t, pl, l)
+				tt.run(t, c, client)
+			})
+		})
+	}
+}
+
+// TestHTTPServer: an http.Server over a Listener answers keep-alive
+// requests, and closes a connection that sends no request within
+// ReadHeaderTimeout.
+func TestHTTPServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pl := newPipeListener()
+		l := NewListener(pl, 100*time.Millisecond)
+		srv := &http.Server{
+			Handler:           http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }),
+			ReadHeaderTimeout: 2 * time.Second, ReadTimeout: 3 * time.Second, WriteTimeout: 3 * time.Second, IdleTimeout: 10 * time.Second,
+		}
+		served := make(chan error, 1)
+		go func() { served <- srv.Serve(l) }()
+
+		server, client := net.Pipe()
+		pl.conns <- server
+		buf := make([]byte, 512)
+		for i := range 3 {
+			if _, err := io.WriteString(client, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			n, err := client.Read(buf)
+			if err != nil || n < 12 || string(buf[:12]) != "HTTP/1.1 204" {
+				t.Fatalf("answer %d = %q, %v; want 204", i, buf[:n], err)
+			}
+		}
+		// Silent past IdleTimeout: the server closes the connection.
+		start := time.Now()
+		if _, err := client.Read(buf); err == nil || time.Since(start) > 10*time.Second+200*time.Millisecond {
+			t.Errorf("idle Read() = %v after %v, want the connection closed after IdleTimeout", err, time.Since(start))
+		}
+		client.Close()
+		_ = srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve() = %v", err)
+		}
+	})
+}
+
+// BenchmarkSetDeadlines is the deadlines net/http sets per request with
+// its timeouts on, on a loopback TCP connection, directly and through a
+// Listener.
+func BenchmarkSetDeadlines(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := NewListener(ln, 0)
+	defer l.Close()
+	go func() {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err == nil {
+			defer c.Close()
+			_, _ = io.Copy(io.Discard, c)
+		}
+	}()
+	wrapped, err := l.Accept()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer wrapped.Close()
+	real := wrapped.(*conn).Conn
+	for _, bc := range []struct {
+		name string
+		c    net.Conn
+	}{{"net-conn", real}, {"coarse", wrapped}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				now := time.Now()
+				_ = bc.c.SetWriteDeadline(now.Add(10 * time.Second))
+				_ = bc.c.SetReadDeadline(now.Add(10 * time.Second))
+				_ = bc.c.SetWriteDeadline(time.Time{})
+				_ = bc.c.SetReadDeadline(now.Add(60 * time.Second))
+				_ = bc.c.SetReadDeadline(now.Add(5 * time.Second))
+			}
+		})
+	}
+}
+
+// TestCloseWrite: a TCP connection's CloseWrite reaches the real
+// connection (the peer reads EOF while the connection stays open for
+// reading).
+func TestCloseWrite(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := NewListener(ln, 0)
+	defer l.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	cw, ok := c.(interface{ CloseWrite() error })
+	if !ok {
+		t.Fatal("the connection has no CloseWrite")
+	}
+	if err := cw.CloseWrite(); err != nil {
+		t.Fatalf("CloseWrite() = %v", err)
+	}
+	if n, err := client.Read(make([]byte, 1)); n != 0 || err != io.EOF {
+		t.Errorf("peer Read() = %d, %v; want EOF", n, err)
+	}
+}

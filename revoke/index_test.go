@@ -152,6 +152,7 @@ func millionEntries() *Index {
 	x.Replace(es, t0)
 	return x
 }
+
 // TestIndexConcurrent: readers check while the writer adds, lifts and
 // grows the table (run with -race); an entry put stays visible to them.
 func TestIndexConcurrent(t *testing.T) {

@@ -81,11 +81,14 @@ func dpopAuthz(c *http.Client, base, token, proof string) (int, string, error) {
 	return forwardAuthErr(c, base, "DPoP", token, proof, "")
 }
 
+// dpopConfig is a DPoP-required issuer over the Redis at redisAddr. The
+// timeout is generous: 1000 concurrent requests on a busy 2-core machine
+// queue for the pool, and this test is about correctness, not latency.
 func dpopConfig(is *testIssuer, redisAddr string) string {
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 shutdown_timeout: 1s
 forward_auth: {proxy: nginx}
-dpop: {replay_store: redis, redis_url: "redis://%s", redis_timeout: 200ms}
+dpop: {replay_store: redis, redis_url: "redis://%s", redis_timeout: 1s}
 issuers:
 %s    sender_constraint: {dpop: required}
 `, redisAddr, is.IssuerConfig())

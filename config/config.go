@@ -38,6 +38,7 @@ import (
 	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/signals"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -96,6 +97,11 @@ type Plan struct {
 	// when the file has no redis section (nor dpop.redis_url). Its URL may
 	// hold a password.
 	Redis *redisconn.Options
+	// Signals is the plan of the revocation signals (back-channel logout,
+	// Shared Signals push and poll), nil when no issuer has
+	// backchannel_logout or ssf: a command builds the signals.Receiver
+	// (Server.Signals) and the pollers from it. It holds bearer tokens.
+	Signals *Signals
 	// LogLevel and LogFormat ("json" or "text") configure the process log.
 	LogLevel  slog.Level
 	LogFormat string
@@ -255,6 +261,12 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		if fi.SPIFFE != nil {
 			abs(&fi.SPIFFE.BundleFile)
 		}
+		if s := fi.SSF; s != nil && s.Push != nil {
+			abs(&s.Push.BearerTokenFile)
+		}
+		if s := fi.SSF; s != nil && s.Poll != nil {
+			abs(&s.Poll.BearerTokenFile)
+		}
 	}
 	return f.plan(ov, env)
 }
@@ -323,6 +335,9 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 		return nil, err
 	}
 	if err := f.planRevocation(p); err != nil {
+		return nil, err
+	}
+	if err := f.planSignals(p); err != nil {
 		return nil, err
 	}
 	if err := f.planMint(p); err != nil {
@@ -1058,6 +1073,7 @@ func optionField(err error) (field string, reason error, ok bool) {
 		re *replay.OptionError
 		ce *redisconn.OptionError
 		se *server.OptionError
+		ge *signals.OptionError
 		me *mint.OptionError
 	)
 	switch {
@@ -1075,6 +1091,8 @@ func optionField(err error) (field string, reason error, ok bool) {
 		return ce.Field, ce.Err, true
 	case errors.As(err, &se):
 		return se.Field, se.Err, true
+	case errors.As(err, &ge):
+		return ge.Field, ge.Err, true
 	case errors.As(err, &me):
 		return me.Field, me.Err, true
 	}

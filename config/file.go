@@ -182,6 +182,8 @@ type fileIssuer struct {
 	FetchBearerTokenFile string                   `yaml:"fetch_bearer_token_file"`
 	DiscoveryURL         string                   `yaml:"discovery_url"`
 	SPIFFE               *fileSPIFFE              `yaml:"spiffe"`
+	BackchannelLogout    *fileBackchannelLogout   `yaml:"backchannel_logout"`
+	SSF                  *fileSSF                 `yaml:"ssf"`
 	MaxLifetime          *duration                `yaml:"max_lifetime"`
 	IDToken              *fileIDToken             `yaml:"id_token"`
 }

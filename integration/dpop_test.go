@@ -88,7 +88,7 @@ func dpopConfig(is *testIssuer, redisAddr string) string {
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 shutdown_timeout: 1s
 forward_auth: {proxy: nginx}
-dpop: {replay_store: redis, redis_url: "redis://%s", redis_timeout: 1s}
+dpop: {replay_store: redis, redis_url: "redis://%s", redis_timeout: 2s}
 issuers:
 %s    sender_constraint: {dpop: required}
 `, redisAddr, is.IssuerConfig())

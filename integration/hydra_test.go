@@ -30,9 +30,11 @@ type hydra struct {
 	calls         atomic.Int64
 }
 
-// startHydra runs `hydra serve all --dev` (plain HTTP on loopback). The
-// binary comes from .ci/run (go install of github.com/ory/hydra/v2 v2.3.0).
-func startHydra(t *testing.T) *hydra {
+// startHydra runs `hydra serve all --dev` (plain HTTP on loopback), with
+// env added to its environment (Hydra reads its configuration keys from
+// it: OAUTH2_ALLOWED_TOP_LEVEL_CLAIMS=sid). The binary comes from .ci/run
+// (go install of github.com/ory/hydra/v2 v2.3.0).
+func startHydra(t *testing.T, env ...string) *hydra {
 	t.Helper()
 	bin := requireTool(t, "hydra", "(none: .ci/run installs it with the Go toolchain from .ci/hydra)")
 	pub, adm := freePort(t), freePort(t)
@@ -46,6 +48,7 @@ func startHydra(t *testing.T) *hydra {
 		"LOG_LEVEL=warn", "SQA_OPT_OUT=true",
 		"SECRETS_SYSTEM=integration-test-system-secret-0123456789",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	h.proc = startProcess(t, "hydra", cmd)
 	waitTCP(t, h.proc, fmt.Sprintf("127.0.0.1:%d", pub))
 	waitTCP(t, h.proc, fmt.Sprintf("127.0.0.1:%d", adm))
@@ -184,50 +187,16 @@ func (h *hydra) codeFlow(t *testing.T, strategy, scope, nonce, acr string) codeF
 	jar, _ := cookiejar.New(nil)
 	browser := httpClient()
 	browser.Jar = jar
-	// follow answers the Location of a redirect from u, and the value of
-	// its query parameter param.
-	follow := func(u, param string) string {
-		t.Helper()
-		resp, err := browser.Get(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		loc, err := url.Parse(resp.Header.Get("Location"))
-		if err != nil || loc.Query().Get(param) == "" {
-			t.Fatalf("GET %s: %d, Location %q: no %s", u, resp.StatusCode, resp.Header.Get("Location"), param)
-		}
-		return loc.Query().Get(param)
-	}
-	// accept PUTs body to the admin API's accept endpoint for a challenge
-	// and answers where the browser goes next.
-	accept := func(kind, challenge, body string) string {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPut, h.admin+"/admin/oauth2/auth/requests/"+kind+"/accept?"+kind+"_challenge="+url.QueryEscape(challenge), strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := httpClient().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var r struct {
-			RedirectTo string `json:"redirect_to"`
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.RedirectTo == "" {
-			t.Fatalf("accept %s: %d %v", kind, resp.StatusCode, err)
-		}
-		return r.RedirectTo
-	}
 	auth := h.public + "/oauth2/auth?response_type=code&scope=" + url.QueryEscape(scope) + "&state=integration-state&client_id=" +
 		url.QueryEscape(c.ID) + "&redirect_uri=" + url.QueryEscape(redirect)
 	if nonce != "" {
 		auth += "&nonce=" + url.QueryEscape(nonce)
 	}
 	login, _ := json.Marshal(map[string]string{"subject": "bob", "acr": acr})
-	next := accept("login", follow(auth, "login_challenge"), string(login))
+	next := h.accept(t, "login", hydraFollow(t, browser, auth, "login_challenge"), string(login))
 	grant, _ := json.Marshal(map[string][]string{"grant_scope": strings.Fields(scope)})
-	next = accept("consent", follow(next, "consent_challenge"), string(grant))
-	code := follow(next, "code")
+	next = h.accept(t, "consent", hydraFollow(t, browser, next, "consent_challenge"), string(grant))
+	code := hydraFollow(t, browser, next, "code")
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirect}, "client_id": {c.ID}, "client_secret": {c.Secret}}
 	resp, err = httpClient().PostForm(h.public+"/oauth2/token", form)
 	if err != nil {

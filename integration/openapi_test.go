@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -296,6 +297,51 @@ batch: {max_tokens: 3}
 		{name: "mint-introspect-jwt", method: "POST", target: "/introspect", header: jwtAccept, body: "token=" + good, status: 200, conforming: true},
 	}
 
+	// E: revocation signals (back-channel logout, SET push), with an
+	// issuer whose keys never load for the 503s. A SET body is text (a
+	// compact JWS), which the validator must be told.
+	openapi3filter.RegisterBodyDecoder("application/secevent+jwt", openapi3filter.PlainBodyDecoder)
+	t.Cleanup(func() { openapi3filter.UnregisterBodyDecoder("application/secevent+jwt") })
+	dir := t.TempDir()
+	pushA, pushDown := filepath.Join(dir, "push-a"), filepath.Join(dir, "push-down")
+	for f, v := range map[string]string{pushA: "openapi-push-bearer-a-0123456789", pushDown: "openapi-push-bearer-down-0123456789"} {
+		if err := os.WriteFile(f, []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	signalKeys := fmt.Sprintf("    backchannel_logout: {audiences: [web-app]}\n    ssf: {audiences: [%s], push: {bearer_token_file: %%s}}\n", setAudience)
+	sg := startJWKSVerifyWith(t, "listen: 127.0.0.1:0\nstate_dir: "+filepath.Join(dir, "state")+"\nrevocation: {store: memory}\nissuers:\n"+
+		is.IssuerConfig()+fmt.Sprintf(signalKeys, pushA)+
+		"  - issuer: "+down+"\n    jwks_url: http://127.0.0.1:1/jwks.json\n"+fmt.Sprintf(signalKeys, pushDown), jwksverifyOptions{Unready: true})
+	waitValid(t, sg.HTTP, good)
+	signed := func(typ string, c map[string]any) string {
+		return testkeys.Mint("RS256", testkeys.Private(testkeys.RSA2048A), map[string]any{"kid": "rsa-a", "typ": typ}, c)
+	}
+	logoutToken := func(iss, jti string) string {
+		return url.Values{"logout_token": {signed("logout+jwt", map[string]any{"iss": iss, "aud": "web-app", "iat": time.Now().Unix(),
+			"jti": jti, "sid": "s-1", "events": map[string]any{bclEvent: map[string]any{}}})}}.Encode()
+	}
+	set := func(iss, aud, jti string) string {
+		return signed("secevent+jwt", map[string]any{"iss": iss, "aud": aud, "iat": time.Now().Unix(), "jti": jti,
+			"sub_id": map[string]any{"format": "opaque", "id": "alice"}, "events": map[string]any{credChange: map[string]any{}}})
+	}
+	formCT := hdr("Content-Type", "application/x-www-form-urlencoded")
+	push := func(bearer string) http.Header {
+		return hdr("Content-Type", "application/secevent+jwt", "Authorization", "Bearer "+bearer)
+	}
+	casesSignals := []apiCase{
+		{name: "logout", method: "POST", target: "/v1/logout/backchannel", header: formCT, body: logoutToken(is.Issuer, "openapi-lt-1"), status: 200, conforming: true},
+		{name: "logout-replayed", method: "POST", target: "/v1/logout/backchannel", header: formCT, body: logoutToken(is.Issuer, "openapi-lt-1"), status: 400},
+		{name: "logout-access-token", method: "POST", target: "/v1/logout/backchannel", header: formCT, body: "logout_token=" + good, status: 400},
+		{name: "logout-get", method: "GET", target: "/v1/logout/backchannel", status: 405},
+		{name: "logout-keys-unavailable", method: "POST", target: "/v1/logout/backchannel", header: formCT, body: logoutToken(down, "openapi-lt-2"), status: 503, conforming: true},
+		{name: "ssf-push", method: "POST", target: "/v1/ssf/events", header: push("openapi-push-bearer-a-0123456789"), body: set(is.Issuer, setAudience, "openapi-set-1"), status: 202, conforming: true},
+		{name: "ssf-wrong-audience", method: "POST", target: "/v1/ssf/events", header: push("openapi-push-bearer-a-0123456789"), body: set(is.Issuer, "elsewhere", "openapi-set-2"), status: 400},
+		{name: "ssf-no-bearer", method: "POST", target: "/v1/ssf/events", header: hdr("Content-Type", "application/secevent+jwt"), body: set(is.Issuer, setAudience, "openapi-set-3"), status: 401},
+		{name: "ssf-get", method: "GET", target: "/v1/ssf/events", status: 405},
+		{name: "ssf-keys-unavailable", method: "POST", target: "/v1/ssf/events", header: push("openapi-push-bearer-down-0123456789"), body: set(down, setAudience, "openapi-set-4"), status: 503, conforming: true},
+	}
+
 	v := &openAPIValidator{doc: doc, seen: map[string][]int{}}
 	for _, cd := range casesD {
 		addr := d.HTTP
@@ -303,6 +349,9 @@ batch: {max_tokens: 3}
 			addr = d.Admin
 		}
 		t.Run(cd.name, func(t *testing.T) { v.check(t, addr, cd) })
+	}
+	for _, cs := range casesSignals {
+		t.Run(cs.name, func(t *testing.T) { v.check(t, sg.HTTP, cs) })
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { v.check(t, a.HTTP, c) })

@@ -58,7 +58,7 @@ var forwardAuthTemplates = map[string]string{
 }
 
 // TestOpenAPIRoutes checks that every route the server registers (with
-// metrics and resource metadata configured) is a path of api/openapi.yaml
+// metrics, resource metadata and revocation signals configured) is a path of api/openapi.yaml
 // with exactly its methods, that forward-auth is described for every
 // method, and that every path of the document is served.
 func TestOpenAPIRoutes(t *testing.T) {
@@ -77,6 +77,9 @@ func TestOpenAPIRoutes(t *testing.T) {
 			}
 			served[path] = slices.Sorted(slices.Values(rt.methods))
 		}
+	}
+	for _, rt := range newSignalEnv(t).srv.signalRoutes() {
+		served[rt.path] = slices.Sorted(slices.Values(rt.methods))
 	}
 	for path, methods := range served {
 		if got, ok := ops[path]; !ok {

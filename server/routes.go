@@ -46,6 +46,7 @@ func (s *Server) routeTable() []route {
 		{path: "/v1/issuers", methods: get, serve: s.serveIssuers, admin: true},
 		{path: "/openapi.yaml", methods: get, serve: serveOpenAPI(api.OpenAPI())},
 	}
+	routes = append(routes, s.signalRoutes()...)
 	if s.metricsHandler != nil {
 		routes = append(routes, route{path: "/metrics", methods: get, serve: s.metricsHandler.ServeHTTP, admin: true})
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/revoke"
+	"github.com/jwksverify/jwksverify/signals"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -105,6 +106,12 @@ type Options struct {
 	// certificate-bound tokens. The zero value reads none (gRPC Check
 	// reads attributes.source.certificate whatever it says).
 	ClientCert ClientCertSource
+	// Signals, if not nil, receives revocation signals: POST
+	// /v1/logout/backchannel when one of its issuers takes back-channel
+	// logout tokens, POST /v1/ssf/events when one takes pushed SETs (on the
+	// main listener: the identity provider calls them). Nil means neither
+	// is served (404).
+	Signals *signals.Receiver
 	// IntrospectionClients may call /introspect. Empty means every call to
 	// /introspect is refused with 401.
 	IntrospectionClients []IntrospectionClient
@@ -237,8 +244,9 @@ type Server struct {
 	handler        http.Handler
 	adminHandler   http.Handler
 	apiAuth        bool
-	revocations    Revocations   // nil: none
-	revIndex       *revoke.Index // revocations.Index()
+	signals        *signals.Receiver // nil: no signal endpoints
+	revocations    Revocations       // nil: none
+	revIndex       *revoke.Index     // revocations.Index()
 
 	drainOnce sync.Once
 	// drained is closed by SetDraining: readiness then says no, and open
@@ -291,6 +299,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
 	s.apiAuth = opts.APIAuth
+	s.signals = opts.Signals
 	if s.revocations = opts.Revocations; s.revocations != nil {
 		s.revIndex = s.revocations.Index()
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -277,6 +278,13 @@ func (s *Service) newServer(plan *config.Plan, v *verify.Verifier, m *mint.Minte
 	}
 	var err error
 	if so.DPoP, err = s.dpopChecker(plan.DPoP, plan.Redis); err != nil {
+		return nil, err
+	}
+	var store revoke.Adder
+	if so.Revocations != nil {
+		store = so.Revocations
+	}
+	if so.Signals, err = s.signalReceiver(plan, v, store); err != nil {
 		return nil, err
 	}
 	return server.New(so)

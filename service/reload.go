@@ -56,6 +56,10 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	s.metrics.SetConfigHash(next.Hash)
 	s.mu.Unlock()
 	s.metrics.Reloaded(metrics.ReloadSuccess)
+	if err := s.syncPollers(next); err != nil {
+		// config checked every poller's options: not expected.
+		s.opts.Logger.Error("reload: the SET pollers could not be started", "err", err)
+	}
 
 	old, oldClients := replaced(prev, g)
 	s.retire(old, oldClients, s.replacedRedis(), prev.plan.HTTP.Write)

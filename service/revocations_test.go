@@ -31,6 +31,11 @@ func TestRevocationsWired(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Ready(ctx); err != nil {
+		t.Fatalf("Ready: %v", err)
+	}
 	var adder revoke.Adder = s.Revocations()
 	if adder == nil {
 		t.Fatal("Revocations() = nil with revocation configured")

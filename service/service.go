@@ -110,6 +110,10 @@ type Service struct {
 	// section, or the redis section under it, needs a restart). Nil when
 	// revocation is not configured.
 	revocations *revocations
+
+	// The revocation signals' jti store, metrics and pollers outlive
+	// generations too (service/signals.go).
+	signals signalState
 }
 
 // redisStats are the counters of the Redis client in use (metrics.Options.Redis).
@@ -157,6 +161,9 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 		return fail(err)
 	}
 	s.metrics = m
+	if s.signals.metrics, err = m.UseSignals(); err != nil {
+		return fail(err)
+	}
 	if s.revocations != nil {
 		if src, ok := s.revocations.store.(metrics.RevocationSource); ok {
 			if err := m.UseRevocations(src); err != nil {
@@ -175,6 +182,10 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	s.grpc = extauthz.New(gen.server)
 	m.UseMinter(gen.minter)
 	s.cur.Store(gen)
+	if err := s.syncPollers(plan); err != nil {
+		s.closePollers()
+		return fail(err)
+	}
 	return s, nil
 }
 
@@ -266,6 +277,7 @@ func (s *Service) Drain() *config.Plan {
 func (s *Service) Close() error {
 	s.closed.Do(func() {
 		close(s.stop)
+		s.closePollers() // before the stores their SETs go to
 		s.retired.Wait()
 		g := s.cur.Load()
 		var fs []*jwks.Fetcher

@@ -1,0 +1,55 @@
+package replay_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/internal/redistest"
+	"github.com/jwksverify/jwksverify/redisconn"
+	"github.com/jwksverify/jwksverify/replay"
+)
+
+// releaser is a store that can give a used key back.
+type releaser interface {
+	Use(ctx context.Context, key [32]byte, ttl time.Duration, now time.Time) (bool, error)
+	Release(ctx context.Context, key [32]byte) error
+}
+
+// TestRelease: a released key is fresh again, once; other keys stay used.
+func TestRelease(t *testing.T) {
+	stores := map[string]func(t *testing.T) releaser{
+		"memory": func(t *testing.T) releaser {
+			m, err := replay.NewMemory(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		},
+		"redis": func(t *testing.T) releaser {
+			srv := redistest.Start(t)
+			return newRedis(t, redisconn.Options{URL: srv.URL(), Timeout: 2 * time.Second}, "test:"+t.Name()+":")
+		},
+	}
+	for name, build := range stores {
+		t.Run(name, func(t *testing.T) {
+			s, ctx := build(t), context.Background()
+			for _, k := range []byte{1, 2} {
+				if ok, err := s.Use(ctx, key(k), time.Minute, t0); !ok || err != nil {
+					t.Fatalf("Use(%d) = %t, %v; want fresh", k, ok, err)
+				}
+			}
+			if err := s.Release(ctx, key(1)); err != nil {
+				t.Fatalf("Release() = %v", err)
+			}
+			if ok, err := s.Use(ctx, key(1), time.Minute, t0.Add(time.Second)); !ok || err != nil {
+				t.Fatalf("Use() after Release = %t, %v; want fresh", ok, err)
+			}
+			for _, k := range []byte{1, 2} {
+				if ok, err := s.Use(ctx, key(k), time.Minute, t0.Add(2*time.Second)); ok || err != nil {
+					t.Fatalf("Use(%d) again = %t, %v; want replayed", k, ok, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jwksverify/jwksverify/config"
+)
+
+// TestSignalsAcrossReloads: a reload that does not change ssf.poll keeps
+// its poller (no second poller polls the same stream), one that changes it
+// replaces it, one that removes it closes it; the jtis used before a reload
+// stay used after it; Close stops every poller (TestMain's goleak holds it).
+func TestSignalsAcrossReloads(t *testing.T) {
+	jwksSrv := jwksServer(t)
+	var polls atomic.Int64
+	tx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		polls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"sets":{}}`))
+	}))
+	t.Cleanup(tx.Close)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	load := func(ssf string) *config.Plan {
+		t.Helper()
+		return writePlan(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
+state_dir: %s
+revocation: {store: memory}
+issuers:
+  - issuer: https://idp.example/
+    jwks_url: %s
+    backchannel_logout: {audiences: [web-app]}
+%s`, filepath.Join(dir, "state"), jwksSrv.URL, ssf))
+	}
+	poll := func(interval string) string {
+		return fmt.Sprintf("    ssf: {audiences: [a], poll: {url: %q, interval: %s}}\n", tx.URL, interval)
+	}
+	l := startLive(t, load(poll("1h")))
+	ctx := context.Background()
+	pollers := func() []*poller {
+		l.signals.mu.Lock()
+		defer l.signals.mu.Unlock()
+		return append([]*poller(nil), l.signals.pollers...)
+	}
+	// waitPolls waits until the transmitter has seen n polls (each poller
+	// polls once when it starts, then every hour).
+	waitPolls := func(n int64) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for polls.Load() < n && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if got := polls.Load(); got != n {
+			t.Fatalf("the transmitter saw %d polls, want %d (one per poller started)", got, n)
+		}
+	}
+	waitPolls(1)
+	first := pollers()
+	if len(first) != 1 {
+		t.Fatalf("pollers = %d, want 1", len(first))
+	}
+	// The receiver's jti store: a key used now stays used after reloads.
+	r := l.Server().Signals()
+	if r == nil {
+		t.Fatal("no signals receiver")
+	}
+	used := [32]byte{7}
+	if fresh, err := l.signals.memory.Use(ctx, used, time.Hour, time.Now()); !fresh || err != nil {
+		t.Fatalf("Use() = %t, %v", fresh, err)
+	}
+
+	mustReload(t, l, ctx, load(poll("1h")))
+	if got := pollers(); len(got) != 1 || got[0] != first[0] {
+		t.Errorf("an unchanged reload replaced the poller")
+	}
+	mustReload(t, l, ctx, load(poll("59m")))
+	second := pollers()
+	if len(second) != 1 || second[0] == first[0] {
+		t.Errorf("a changed interval kept the old poller")
+	}
+	if fresh, _ := l.signals.memory.Use(ctx, used, time.Hour, time.Now()); fresh {
+		t.Error("a reload forgot a used jti")
+	}
+	waitPolls(2) // the kept poller did not start again
+	mustReload(t, l, ctx, load(""))
+	if got := pollers(); len(got) != 0 {
+		t.Errorf("pollers after removing ssf = %d, want 0", len(got))
+	}
+}

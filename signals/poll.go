@@ -1,0 +1,289 @@
+package signals
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Poller defaults and bounds.
+const (
+	DefaultPollInterval  = 10 * time.Second
+	DefaultPollMaxEvents = 100
+	MinPollInterval      = time.Second
+	MaxPollInterval      = time.Hour
+	MaxPollMaxEvents     = 10_000
+	// MaxPollBackoff bounds the wait after failed polls.
+	MaxPollBackoff = 5 * time.Minute
+	// DefaultPollTimeout bounds one poll request.
+	DefaultPollTimeout = 30 * time.Second
+	// pollBytesPerEvent is the response budget of one SET (a SET of the
+	// largest token size, JSON-escaped, and its jti).
+	pollBytesPerEvent = 64 << 10
+)
+
+// PollOptions configure a [Poller].
+type PollOptions struct {
+	// Issuer names the stream's issuer in logs.
+	Issuer string
+	// URL is the transmitter's RFC 8936 polling endpoint: https, or http
+	// with InsecureAllowHTTP. Required.
+	URL string
+	// InsecureAllowHTTP accepts an http URL. It MUST NOT be used outside
+	// tests and loopback set-ups: SETs and the bearer token travel in the
+	// clear.
+	InsecureAllowHTTP bool
+	// BearerToken, if not empty, is sent as Authorization: Bearer. Empty
+	// means no Authorization header.
+	BearerToken string
+	// Interval is the wait between polls that found nothing more. Zero
+	// means [DefaultPollInterval]; [MinPollInterval, MaxPollInterval].
+	Interval time.Duration
+	// MaxEvents is maxEvents of each poll. Zero means
+	// [DefaultPollMaxEvents]; at most [MaxPollMaxEvents].
+	MaxEvents int
+	// MaxResponseBytes bounds a poll's response body, enforced while it is
+	// read. Zero means 64 KiB per event of MaxEvents.
+	MaxResponseBytes int64
+	// Client makes the requests. Nil means a client of its own whose
+	// requests time out after [DefaultPollTimeout].
+	Client *http.Client
+	// Receive applies one SET as if it had been pushed (a [Receiver]'s
+	// Receive with the issuer and revoke.SourceSSFPoll): nil or
+	// [ErrReplayed] acknowledges it, a refusal ([ErrInvalid]) reports it in
+	// setErrs with its [Code], anything else leaves it for the next poll.
+	// Required.
+	Receive func(ctx context.Context, set string) error
+	// Logger receives the poller's failures. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// PollStats are a Poller's counters.
+type PollStats struct {
+	// Polls counts the requests answered 200; Failures the others (and
+	// responses that could not be read).
+	Polls, Failures uint64
+	// Acked, Refused and Deferred count SETs: acknowledged, reported in
+	// setErrs, and left for a later poll (not stored).
+	Acked, Refused, Deferred uint64
+}
+
+// Poller polls a transmitter for SETs (RFC 8936) until it is closed: every
+// Interval, and at once while the transmitter says more are available or
+// acknowledgements are pending; after a failure it waits twice as long as
+// the last time, up to [MaxPollBackoff]. Each request acknowledges the
+// SETs the previous ones stored (ack) and reports those refused
+// (setErrs), asks for at most MaxEvents and returnImmediately. It owns one
+// goroutine, which [Poller.Close] stops and waits for.
+type Poller struct {
+	o      PollOptions
+	client *http.Client
+	log    *slog.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+
+	polls, failures, acked, refused, deferred atomic.Uint64
+}
+
+// CheckPollOptions reports whether [NewPoller] accepts o (Receive aside):
+// an error wrapping [ErrInvalidOptions] that names the field if not.
+func CheckPollOptions(o PollOptions) error {
+	u, err := url.Parse(o.URL)
+	switch {
+	case o.URL == "":
+		return invalidOption("URL", "required")
+	case err != nil || u.Host == "" || u.User != nil || u.Fragment != "":
+		return invalidOption("URL", "not an absolute URL without user info or fragment")
+	case u.Scheme != "https" && (u.Scheme != "http" || !o.InsecureAllowHTTP):
+		return invalidOption("URL", "scheme %q: https is required", u.Scheme)
+	case o.Interval != 0 && (o.Interval < MinPollInterval || o.Interval > MaxPollInterval):
+		return invalidOption("Interval", "%s is out of range [%s, %s]", o.Interval, MinPollInterval, MaxPollInterval)
+	case o.MaxEvents < 0 || o.MaxEvents > MaxPollMaxEvents:
+		return invalidOption("MaxEvents", "%d is out of range [1, %d]", o.MaxEvents, MaxPollMaxEvents)
+	case o.MaxResponseBytes < 0:
+		return invalidOption("MaxResponseBytes", "negative")
+	}
+	return nil
+}
+
+// NewPoller checks o and starts polling.
+func NewPoller(o PollOptions) (*Poller, error) {
+	if err := CheckPollOptions(o); err != nil {
+		return nil, err
+	}
+	if o.Receive == nil {
+		return nil, invalidOption("Receive", "required")
+	}
+	o.Interval = cmp.Or(o.Interval, DefaultPollInterval)
+	o.MaxEvents = cmp.Or(o.MaxEvents, DefaultPollMaxEvents)
+	o.MaxResponseBytes = cmp.Or(o.MaxResponseBytes, int64(o.MaxEvents)*pollBytesPerEvent)
+	p := &Poller{o: o, client: o.Client, log: cmp.Or(o.Logger, slog.Default()), done: make(chan struct{})}
+	if p.client == nil {
+		p.client = &http.Client{Timeout: DefaultPollTimeout}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	go p.run(ctx)
+	return p, nil
+}
+
+// Close stops polling and waits for the poll in flight to end (its
+// context is cancelled: a SET being stored is not acknowledged, and will be
+// delivered again). It is safe to call more than once.
+func (p *Poller) Close() {
+	p.once.Do(p.cancel)
+	<-p.done
+}
+
+// Stats returns the poller's counters. It is safe for concurrent use.
+func (p *Poller) Stats() PollStats {
+	return PollStats{Polls: p.polls.Load(), Failures: p.failures.Load(), Acked: p.acked.Load(),
+		Refused: p.refused.Load(), Deferred: p.deferred.Load()}
+}
+
+// setErr is one entry of setErrs (RFC 8936 §2.4.2).
+type setErr struct {
+	Err         string `json:"err"`
+	Description string `json:"description"`
+}
+
+// pollRequest is the body of a poll (RFC 8936 §2.4).
+type pollRequest struct {
+	Ack               []string          `json:"ack"`
+	SetErrs           map[string]setErr `json:"setErrs,omitempty"`
+	MaxEvents         int               `json:"maxEvents"`
+	ReturnImmediately bool              `json:"returnImmediately"`
+}
+
+func (p *Poller) run(ctx context.Context) {
+	defer close(p.done)
+	ack, errs := []string{}, map[string]setErr{}
+	backoff := time.Duration(0)
+	for {
+		more, err := p.poll(ctx, &ack, errs)
+		var wait time.Duration
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			p.failures.Add(1)
+			backoff = min(max(2*backoff, p.o.Interval), max(MaxPollBackoff, p.o.Interval))
+			wait = backoff
+			p.log.Warn("SET poll failed", "issuer", p.o.Issuer, "retry_in", wait, "err", err)
+		case more || len(ack) > 0 || len(errs) > 0:
+			backoff = 0
+		default:
+			backoff, wait = 0, p.o.Interval
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}
+}
+
+// poll makes one request that acknowledges *ack and reports errs, and
+// applies the SETs of its answer. Once the transmitter answered 200, *ack
+// and errs hold what the next poll must report: the SETs this answer
+// brought. It reports whether the transmitter has more.
+func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr) (bool, error) {
+	body, err := json.Marshal(pollRequest{Ack: *ack, SetErrs: errs, MaxEvents: p.o.MaxEvents, ReturnImmediately: true})
+	if err != nil {
+		return false, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.o.URL, bytes.NewReader(body))
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if p.o.BearerToken != "" {
+		req.Header.Set("Authorization", "Bearer "+p.o.BearerToken)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, p.o.MaxResponseBytes+1))
+	if err != nil {
+		return false, fmt.Errorf("reading the response: %w", err)
+	}
+	if int64(len(data)) > p.o.MaxResponseBytes {
+		return false, fmt.Errorf("the response is larger than %d bytes", p.o.MaxResponseBytes)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("the transmitter answered %s", resp.Status)
+	}
+	sets, more, err := ParsePollResponse(data)
+	if err != nil {
+		return false, err
+	}
+	// The transmitter has the acknowledgements and errors it was sent.
+	p.polls.Add(1)
+	*ack = (*ack)[:0]
+	clear(errs)
+	jtis := make([]string, 0, len(sets))
+	for jti := range sets {
+		jtis = append(jtis, jti)
+	}
+	sort.Strings(jtis)
+	for _, jti := range jtis {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		err := p.o.Receive(ctx, sets[jti])
+		switch {
+		case err == nil || errors.Is(err, ErrReplayed):
+			*ack = append(*ack, jti)
+			p.acked.Add(1)
+		case errors.Is(err, ErrInvalid):
+			errs[jti] = setErr{Err: Code(err), Description: err.Error()}
+			p.refused.Add(1)
+		default:
+			p.deferred.Add(1)
+		}
+	}
+	return more, nil
+}
+
+// ParsePollResponse reads the body of a poll's answer (RFC 8936 §2.5): a
+// JSON object whose sets member maps each jti to its SET (a string) and
+// whose moreAvailable, when present, is a boolean. Duplicate member names
+// at any depth are refused.
+func ParsePollResponse(data []byte) (sets map[string]string, more bool, err error) {
+	o, err := parseObject(data)
+	if err != nil {
+		return nil, false, fmt.Errorf("poll response: %w", err)
+	}
+	raw, ok := o["sets"]
+	if !ok {
+		return nil, false, errors.New("poll response: sets is required")
+	}
+	if err := json.Unmarshal(raw, &sets); err != nil || sets == nil {
+		return nil, false, errors.New("poll response: sets is not an object of strings")
+	}
+	if m, ok := o["moreAvailable"]; ok {
+		if err := json.Unmarshal(m, &more); err != nil {
+			return nil, false, errors.New("poll response: moreAvailable is not a boolean")
+		}
+	}
+	return sets, more, nil
+}

@@ -256,6 +256,7 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 		abs(&fi.FetchBearerTokenFile)
 		if fi.Introspection != nil {
 			abs(&fi.Introspection.ClientSecretFile)
+			abs(&fi.Introspection.Cache.KeyFile)
 		}
 		if fi.SPIFFE != nil {
 			abs(&fi.SPIFFE.BundleFile)
@@ -315,6 +316,11 @@ func (f *file) plan(ov Overrides, env func(string) (string, bool)) (*Plan, error
 	}
 	if err := f.planSenders(p); err != nil {
 		return nil, err
+	}
+	for i, is := range p.Issuers {
+		if is.Introspection != nil && is.Introspection.SharedCache && p.Redis == nil {
+			return nil, fmt.Errorf("issuers[%d].introspection.cache.shared: true, and there is no redis section; set redis.url (or redis.sentinel, redis.cluster)", i)
+		}
 	}
 	if p.Redis != nil {
 		// A request waits at most once for Redis (a DPoP proof's SET or
@@ -925,6 +931,12 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 		MaxTTL: orDuration(c.MaxTTL, 0), NegativeTTL: orDuration(c.NegativeTTL, 0), StaleFor: orDuration(c.StaleFor, 0),
 		MaxEntries:    int(deref(c.MaxEntries)),
 		MaxConcurrent: int(deref(in.MaxConcurrent)), MaxWait: orDuration(in.MaxWait, 0),
+		SharedCache: c.Shared, SharedKeyFile: c.KeyFile,
+	}
+	if c.KeyFile != "" {
+		if _, err := os.Stat(c.KeyFile); err != nil {
+			return nil, fmt.Errorf("%s.cache.key_file: %w", path, err)
+		}
 	}
 	check := *o
 	if check.URL == "" {
@@ -936,6 +948,7 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 			"StaleFor": path + ".cache.stale_for", "MaxEntries": path + ".cache.max_entries",
 			"MaxConcurrent": path + ".max_concurrent", "MaxWait": path + ".max_wait",
 			"ClientID": path + ".client_id", "ClientSecretFile": path + ".client_secret_file",
+			"SharedKeyFile": path + ".cache.key_file",
 		})
 	}
 	return o, nil

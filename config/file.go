@@ -204,6 +204,8 @@ type fileIssuerIntrospection struct {
 }
 
 type fileIntrospectionCache struct {
+	Shared      bool      `yaml:"shared"`
+	KeyFile     string    `yaml:"key_file"`
 	MaxTTL      *span     `yaml:"max_ttl"`
 	NegativeTTL *span     `yaml:"negative_ttl"`
 	StaleFor    *span     `yaml:"stale_for"`

@@ -116,3 +116,41 @@ func TestPlanRedis(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanSharedIntrospectionCache: cache.shared needs the redis section
+// and a key file; key_file without shared is refused.
+func TestPlanSharedIntrospectionCache(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cache-key"), []byte(strings.Repeat("k", 32)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const is = "issuers:\n  - issuer: https://idp.example.com/\n    discovery: true\n    introspection: {url: \"https://idp.example.com/introspect\", "
+	const redisURL = "redis: {url: \"redis://127.0.0.1:6379\"}\n"
+	tests := []struct {
+		name, doc, wantErr string
+	}{
+		{"shared", is + "cache: {shared: true, key_file: cache-key}}\n" + redisURL, ""},
+		{"shared-without-redis", is + "cache: {shared: true, key_file: cache-key}}\n", "issuers[0].introspection.cache.shared: true, and there is no redis section"},
+		{"shared-without-key", is + "cache: {shared: true}}\n" + redisURL, "issuers[0].introspection.cache.key_file: empty"},
+		{"key-without-shared", is + "cache: {key_file: cache-key}}\n" + redisURL, "issuers[0].introspection.cache.key_file: set, and SharedCache is off"},
+		{"key-file-missing", is + "cache: {shared: true, key_file: nope}}\n" + redisURL, "issuers[0].introspection.cache.key_file: "},
+		{"shared-with-max-entries", is + "cache: {shared: true, key_file: cache-key, max_entries: 5}}\n" + redisURL, "issuers[0].introspection.cache.max_entries: set, and SharedCache is on"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := Parse([]byte(tt.doc), dir, Overrides{}, noEnv)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Parse() = %v", err)
+				}
+				if o := p.Issuers[0].Introspection; !o.SharedCache || o.SharedKeyFile != filepath.Join(dir, "cache-key") {
+					t.Errorf("Introspection = %+v", o)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Parse() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -27,13 +27,14 @@ type redisProc struct {
 	t    *testing.T
 	bin  string
 	port int
-	dir  string
+	args []string // extra arguments (--replicaof, --requirepass, ...)
+	dir  string   // with AOF (appendfsync always) in dir; "" = no persistence
 	p    *process
 }
 
-func startRedis(t *testing.T) *redisProc {
+func startRedis(t *testing.T, args ...string) *redisProc {
 	t.Helper()
-	r := &redisProc{t: t, bin: requireTool(t, "redis-server", "redis-server"), port: freePort(t)}
+	r := &redisProc{t: t, bin: requireTool(t, "redis-server", "redis-server"), port: freePort(t), args: args}
 	r.start()
 	return r
 }
@@ -44,7 +45,7 @@ func (r *redisProc) start() {
 	if r.dir != "" {
 		args = append(args[:len(args)-1], "yes", "--appendfsync", "always", "--dir", r.dir)
 	}
-	r.p = startProcess(r.t, "redis-server", exec.Command(r.bin, args...))
+	r.p = startProcess(r.t, "redis-server:"+strconv.Itoa(r.port), exec.Command(r.bin, append(args, r.args...)...))
 	waitTCP(r.t, r.p, r.addr())
 }
 
@@ -80,6 +81,9 @@ func dpopAuthz(c *http.Client, base, token, proof string) (int, string, error) {
 	return forwardAuthErr(c, base, "DPoP", token, proof, "")
 }
 
+// dpopConfig is a DPoP-required issuer over the Redis at redisAddr. The
+// timeout is generous: 1000 concurrent requests on a busy 2-core machine
+// queue for the pool, and this test is about correctness, not latency.
 func dpopConfig(is *testIssuer, redisAddr string) string {
 	return fmt.Sprintf(`listen: 127.0.0.1:0
 shutdown_timeout: 1s

@@ -95,6 +95,8 @@ func TestMonitoredMetricsExist(t *testing.T) {
 shutdown_timeout: 1s
 state_dir: %s
 revocation: {}
+# The redis_* metrics exist with a redis section (never dialled here).
+redis: {url: "redis://127.0.0.1:1"}
 issuers:
   - issuer: %s
     discovery: true

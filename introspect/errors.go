@@ -23,6 +23,9 @@ var (
 	ErrOverloaded = errors.New("introspect: too many introspection calls in flight")
 	// ErrClosed reports a call on a closed [Client].
 	ErrClosed = errors.New("introspect: client closed")
+	// ErrShared reports a failure of the shared cache's Redis: the answer
+	// is keys_unavailable (never a stale answer, never an allow).
+	ErrShared = errors.New("introspect: the shared cache (Redis) failed")
 )
 
 // OptionError is an option that [New] or [CheckOptions] refuses: the

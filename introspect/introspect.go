@@ -15,6 +15,12 @@
 // its end (never past the token's exp); after that the answer is
 // keys_unavailable. The cache is bounded in entries and bytes.
 //
+// With Options.SharedCache the answers are kept in Redis instead, shared by
+// every replica (shared.go): keyed by an HMAC of the token under a key every
+// replica reads from a file, one upstream call per token and cache lifetime
+// for the whole fleet (a short Redis lock; the other replicas poll for its
+// answer), and any Redis failure answers keys_unavailable.
+//
 // The upstream calls in flight at once are bounded too (MaxConcurrent): a
 // flood of distinct unknown tokens is not an unbounded load on the
 // authorization server. A call that finds no free slot within MaxWait (or
@@ -42,6 +48,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/internal/tokenid"
 	"github.com/jwksverify/jwksverify/jwks"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -132,6 +139,22 @@ type Options struct {
 	// In [MinMaxWait, MaxMaxWait]; zero means 200ms.
 	MaxWait time.Duration
 
+	// SharedCache keeps the answers in Redis instead of in the process,
+	// shared by every replica whose Redis and SharedKeyFile are the same
+	// (see shared.go): one upstream call per token and cache lifetime for
+	// the whole fleet. MaxEntries and MaxBytes then bound nothing; each
+	// entry is bounded by MaxAnswerBytes and expires at its stale end. Any
+	// Redis failure answers keys_unavailable.
+	SharedCache bool
+	// SharedKeyFile holds the key of the MAC that names a token's entry
+	// (raw bytes, at least [MinSharedKeyBytes]); every replica must read
+	// the same key. Required with SharedCache, refused without. It is read
+	// by New.
+	SharedKeyFile string
+	// Redis is the client of the shared cache; required by New with
+	// SharedCache (CheckOptions does not look at it).
+	Redis *redisconn.Client
+
 	// Logger receives failed calls (never the token or the secret). Nil
 	// means slog.Default().
 	Logger *slog.Logger
@@ -149,6 +172,10 @@ type Stats struct {
 	// Overloaded counts calls not made because MaxConcurrent calls were in
 	// flight for all of MaxWait.
 	Overloaded uint64
+	// SharedErrors counts the shared cache's Redis failures (each answered
+	// keys_unavailable); SharedWaits the flights that waited for another
+	// replica's upstream call instead of making their own.
+	SharedErrors, SharedWaits uint64
 	// InFlight is the number of upstream calls in flight now.
 	InFlight int
 	// Entries and Bytes are the cache's current size.
@@ -191,6 +218,8 @@ type Client struct {
 	waiting atomic.Int64  // calls waiting in acquire for a slot
 
 	active, inactive, errs, hits, stale, overloaded atomic.Uint64
+
+	shared *shared // nil: the cache is in the process
 
 	smu         sync.Mutex
 	lastSuccess time.Time
@@ -271,6 +300,12 @@ func (o Options) withDefaults() (Options, error) {
 		return invalid("ClientSecretFile", "set without ClientID; they go together")
 	case o.CAFile != "" && o.HTTPClient != nil:
 		return invalid("", "CAFile cannot be combined with HTTPClient")
+	case o.SharedCache && o.SharedKeyFile == "":
+		return invalid("SharedKeyFile", "empty, and SharedCache is on; every replica needs the same key")
+	case !o.SharedCache && o.SharedKeyFile != "":
+		return invalid("SharedKeyFile", "set, and SharedCache is off")
+	case o.SharedCache && (o.MaxEntries != 0 || o.MaxBytes != 0):
+		return invalid("MaxEntries", "set, and SharedCache is on: Redis holds the answers, each until its lifetime ends")
 	case o.MaxTTL < 0 || o.NegativeTTL < 0 || o.Timeout < 0 || o.MaxBytes < 0 || o.MaxAnswerBytes < 0 || o.MaxWait < 0:
 		return invalid("", "negative durations or bounds")
 	}
@@ -318,10 +353,10 @@ func (o Options) withDefaults() (Options, error) {
 // function, is never the same (a function cannot be compared), HTTPClient
 // and Logger only when they are the same one.
 func Same(a, b Options) bool {
-	if a.Endpoint != nil || b.Endpoint != nil || a.HTTPClient != b.HTTPClient || a.Logger != b.Logger {
+	if a.Endpoint != nil || b.Endpoint != nil || a.HTTPClient != b.HTTPClient || a.Logger != b.Logger || a.Redis != b.Redis {
 		return false
 	}
-	a.HTTPClient, a.Logger, b.HTTPClient, b.Logger = nil, nil, nil, nil
+	a.HTTPClient, a.Logger, a.Redis, b.HTTPClient, b.Logger, b.Redis = nil, nil, nil, nil, nil, nil
 	return reflect.DeepEqual(a, b)
 }
 
@@ -367,6 +402,11 @@ func New(opts Options) (*Client, error) {
 		calls:   make(map[tokenid.ID]*call),
 		slots:   make(chan struct{}, opts.MaxConcurrent),
 	}
+	if opts.SharedCache {
+		if c.shared, err = newShared(opts); err != nil {
+			return nil, err
+		}
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	return c, nil
 }
@@ -395,9 +435,17 @@ func (c *Client) Close() error {
 // Client's Timeout and by ctx.
 func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*verify.Introspection, error) {
 	id := c.ids.Of(token)
-	c.mu.RLock()
-	e := c.entries[id]
-	c.mu.RUnlock()
+	var e *entry
+	if c.shared != nil {
+		var err error
+		if e, err = c.shared.get(ctx, c.shared.key(token)); err != nil {
+			return nil, c.sharedFailed(err)
+		}
+	} else {
+		c.mu.RLock()
+		e = c.entries[id]
+		c.mu.RUnlock()
+	}
 	if e != nil && now.Before(e.fresh) {
 		c.hits.Add(1)
 		return e.answer()
@@ -423,10 +471,11 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 		return nil, fmt.Errorf("%w: introspection: %w", verify.ErrKeysUnavailable, ctx.Err())
 	}
 	if cl.err != nil {
-		if errors.Is(cl.err, ErrOverloaded) {
+		if errors.Is(cl.err, ErrOverloaded) || errors.Is(cl.err, ErrShared) {
 			// Not the endpoint failing: anyone can fill the slots with
 			// random tokens, and a stale answer here would keep a token
 			// the server has since revoked alive for as long as they do.
+			// A shared cache that failed fails closed.
 			return nil, cl.err
 		}
 		return c.staleOr(e, now, cl.err)
@@ -461,6 +510,10 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 		c.fmu.Unlock()
 		close(cl.done)
 	}()
+	if c.shared != nil {
+		c.runShared(token, now, cl)
+		return
+	}
 	// An answer another flight stored since the caller looked (groupcache:
 	// check again inside the flight).
 	c.mu.RLock()
@@ -470,12 +523,21 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 		cl.e = e
 		return
 	}
+	if e, cl.err = c.call(c.ctx, token, now); cl.err == nil {
+		cl.e = e
+		c.store(id, e, now)
+	}
+}
+
+// call takes a slot and makes one upstream call under ctx (bounded by
+// Timeout too), and returns the entry of its answer or an error wrapping
+// verify.ErrKeysUnavailable.
+func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry, error) {
 	if err := c.acquire(now); err != nil {
-		cl.err = fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
-		return
+		return nil, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
 	}
 	defer func() { <-c.slots }()
-	ctx, cancel := context.WithTimeout(c.ctx, c.opts.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	a, err := c.ask(ctx, token)
 	if err != nil {
@@ -486,13 +548,12 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 		if ok, n := c.failLog.allow(now); ok && c.ctx.Err() == nil {
 			c.log.Warn("introspection failed", "err", err.Error(), "suppressed", n)
 		}
-		cl.err = fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
-		return
+		return nil, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
 	}
 	c.smu.Lock()
 	c.lastSuccess, c.lastErr = now, ""
 	c.smu.Unlock()
-	e = &entry{size: entryOverhead}
+	e := &entry{size: entryOverhead}
 	if a.Active {
 		c.active.Add(1)
 		e.ans = &verify.Introspection{Claims: a.Claims}
@@ -509,8 +570,7 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 		e.fresh = now.Add(c.opts.NegativeTTL)
 		e.stale = e.fresh.Add(c.opts.StaleFor)
 	}
-	cl.e = e
-	c.store(id, e, now)
+	return e, nil
 }
 
 // acquire takes one of the MaxConcurrent slots, waiting at most MaxWait.
@@ -689,11 +749,15 @@ func (c *Client) Stats() Stats {
 	c.mu.RLock()
 	n, b := len(c.entries), c.bytes
 	c.mu.RUnlock()
-	return Stats{
+	st := Stats{
 		Active: c.active.Load(), Inactive: c.inactive.Load(), Errors: c.errs.Load(),
 		Hits: c.hits.Load(), Stale: c.stale.Load(), Entries: n, Bytes: b,
 		Overloaded: c.overloaded.Load(), InFlight: len(c.slots),
 	}
+	if c.shared != nil {
+		st.SharedErrors, st.SharedWaits = c.shared.errs.Load(), c.shared.waits.Load()
+	}
+	return st
 }
 
 // Status returns the endpoint in use, the last outcome and the counters.

@@ -258,7 +258,7 @@ type Client struct {
 	timeout  time.Duration
 	replicas int
 
-	writes, notReplicated atomic.Uint64
+	writes, notReplicated, failed atomic.Uint64
 }
 
 // Stats are a [Client]'s counters.
@@ -266,6 +266,36 @@ type Stats struct {
 	// Writes counts the calls of [Client.Write]; NotReplicated those that
 	// failed with [ErrNotReplicated].
 	Writes, NotReplicated uint64
+	// Errors counts the commands and pipelines that failed (a network
+	// error, a timeout, an error answer; not redis.Nil, which is an
+	// answer): during a failover it rises, and the requests behind it got
+	// 503.
+	Errors uint64
+}
+
+// errorHook counts failed commands and pipelines in c.failed.
+type errorHook struct{ c *Client }
+
+func (h errorHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h errorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if err != nil && !errors.Is(err, redis.Nil) {
+			h.c.failed.Add(1)
+		}
+		return err
+	}
+}
+
+func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if firstFailure(cmds, err) != nil {
+			h.c.failed.Add(1)
+		}
+		return err
+	}
 }
 
 // New returns a Client. It reads the password and TLS files (an error
@@ -332,6 +362,7 @@ func New(o Options) (*Client, error) {
 			ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true,
 		})
 	}
+	c.AddHook(errorHook{c})
 	return c, nil
 }
 
@@ -343,7 +374,7 @@ func (c *Client) AcknowledgeReplicas() int { return c.replicas }
 
 // Stats returns the client's counters. It is safe for concurrent use.
 func (c *Client) Stats() Stats {
-	return Stats{Writes: c.writes.Load(), NotReplicated: c.notReplicated.Load()}
+	return Stats{Writes: c.writes.Load(), NotReplicated: c.notReplicated.Load(), Errors: c.failed.Load()}
 }
 
 // Write queues, through queue, commands that touch key (or keys in key's

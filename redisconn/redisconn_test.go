@@ -260,9 +260,22 @@ func TestWriteAcknowledgeReplicas(t *testing.T) {
 	}
 	t.Run("replica-gone", func(t *testing.T) {
 		c := newClient(t, redisconn.Options{URL: master.URL(), AcknowledgeReplicas: 1, Timeout: time.Second})
+		if s := c.Stats(); s.Errors != 0 {
+			t.Errorf("Stats() = %+v before any failure, want no errors", s)
+		}
 		replica.Stop()
 		if err := set(c, "k:gone"); !errors.Is(err, redisconn.ErrNotReplicated) {
 			t.Errorf("Write() with the replica gone = %v, want %v", err, redisconn.ErrNotReplicated)
+		}
+	})
+	t.Run("errors-counted", func(t *testing.T) {
+		c := newClient(t, redisconn.Options{URL: "redis://127.0.0.1:1", Timeout: 100 * time.Millisecond})
+		if err := set(c, "k"); err == nil {
+			t.Fatal("Write() to a closed port = nil")
+		}
+		_ = c.Get(ctx, "k").Err()
+		if s := c.Stats(); s.Errors != 2 {
+			t.Errorf("Stats() = %+v, want 2 errors (a pipeline, a command)", s)
 		}
 	})
 	t.Run("nil-is-an-answer", func(t *testing.T) {

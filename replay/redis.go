@@ -71,9 +71,21 @@ func (r *Redis) Use(ctx context.Context, key [32]byte, ttl time.Duration, _ time
 	}
 	k := r.prefix + hex.EncodeToString(key[:])
 	var set *redis.Cmd
-	_, err := r.c.Write(ctx, k, func(p redis.Pipeliner) {
-		set = p.Do(ctx, "SET", k, "1", "NX", "PX", ms)
-	})
+	var err error
+	if r.c.AcknowledgeReplicas() == 0 {
+		// One command, no WAIT: no pipeline either (the hot path). One
+		// deadline for the call keeps it within Timeout as a whole.
+		ctx, cancel := context.WithTimeout(ctx, r.c.Timeout())
+		defer cancel()
+		set = r.c.Do(ctx, "SET", k, "1", "NX", "PX", ms)
+		if err = set.Err(); errors.Is(err, redis.Nil) {
+			err = nil
+		}
+	} else {
+		_, err = r.c.Write(ctx, k, func(p redis.Pipeliner) {
+			set = p.Do(ctx, "SET", k, "1", "NX", "PX", ms)
+		})
+	}
 	if set == nil { // the write failed before its commands were queued
 		r.failed.Add(1)
 		return false, fmt.Errorf("replay: redis: %w", err)

@@ -174,3 +174,18 @@ func BenchmarkRedisUse(b *testing.B) {
 		})
 	})
 }
+
+// TestRedisAcknowledgeReplicas: with acknowledge_replicas and no replica to
+// acknowledge, a fresh proof is an error (its key may be on the master only:
+// never "fresh"), and its second use is refused as replayed.
+func TestRedisAcknowledgeReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	st := newRedis(t, redisconn.Options{URL: srv.URL(), AcknowledgeReplicas: 1, Timeout: time.Second}, "")
+	ctx := context.Background()
+	if ok, err := st.Use(ctx, key(1), time.Minute, t0); ok || !errors.Is(err, redisconn.ErrNotReplicated) {
+		t.Errorf("Use() without a replica = %t, %v; want %v", ok, err, redisconn.ErrNotReplicated)
+	}
+	if ok, err := st.Use(ctx, key(1), time.Minute, t0); ok || err != nil {
+		t.Errorf("second Use() = %t, %v; want replayed", ok, err)
+	}
+}

@@ -94,10 +94,15 @@ func (b *builder) build(plan *config.Plan) (*generation, error) {
 }
 
 // assemble builds the parts of plan's generation in dependency order:
-// token cache, then per issuer its fetcher and client, then the verifier
-// over them, then the server over the verifier.
+// the Redis client, the token cache, then per issuer its fetcher and
+// client, then the verifier over them, then the server over the verifier.
 func (b *builder) assemble(plan *config.Plan) (*generation, error) {
 	g := &generation{plan: plan}
+	// The one Redis client of the plan (redisconn.New connects nothing):
+	// what uses it below takes it from the service.
+	if _, err := b.s.redisClient(plan.Redis); err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
 	vo := plan.Verify
 	vo.Logger, vo.Tracer = b.s.opts.Logger, b.s.opts.Tracer
 	if o := plan.Verify.TokenCache; o.MaxEntries > 0 {
@@ -167,12 +172,20 @@ func (b *builder) issuer(g *generation, is config.Issuer, taken map[*jwks.Fetche
 		is.Verify.Keys, is.Verify.Refresher = f.Keys(), f
 	}
 	if is.Introspection != nil {
-		c, err := b.client(*is.Introspection, f, takenClient)
+		o := *is.Introspection
+		if o.SharedCache {
+			// The answers are in Redis: the service's one client.
+			var err error
+			if o.Redis, err = b.s.redisClient(g.plan.Redis); err != nil {
+				return is.Verify, fmt.Errorf("introspection: %w", err)
+			}
+		}
+		c, err := b.client(o, f, takenClient)
 		if err != nil {
 			return is.Verify, fmt.Errorf("introspection: %w", err)
 		}
 		g.clients = append(g.clients, c)
-		g.intro = append(g.intro, introClient{opts: *is.Introspection, f: f, c: c})
+		g.intro = append(g.intro, introClient{opts: o, f: f, c: c})
 		is.Verify.Introspector = c
 	}
 	return is.Verify, nil

@@ -46,6 +46,7 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 		return nil
 	}
 	s.cur.Store(g)
+	s.useRedis(next)
 	s.grpc.Swap(g.server)
 	s.metrics.Use(g.server.Verifier())
 	s.metrics.UseMinter(g.minter)

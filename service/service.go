@@ -101,6 +101,9 @@ type Service struct {
 	redis     *redisconn.Client
 	redisOpts redisconn.Options
 	redisAll  []*redisconn.Client
+	// redisInUse is the client of the current generation's plan (nil
+	// without Redis), for the metrics, which read it at each scrape.
+	redisInUse atomic.Pointer[redisconn.Client]
 
 	// The revocation store outlives generations too: it is opened with
 	// the first plan and kept (a reload that changes the revocation
@@ -111,6 +114,24 @@ type Service struct {
 	// The revocation signals' jti store, metrics and pollers outlive
 	// generations too (service/signals.go).
 	signals signalState
+}
+
+// redisStats are the counters of the Redis client in use (metrics.Options.Redis).
+func (s *Service) redisStats() (redisconn.Stats, bool) {
+	c := s.redisInUse.Load()
+	if c == nil {
+		return redisconn.Stats{}, false
+	}
+	return c.Stats(), true
+}
+
+// useRedis records the Redis client of plan, the one in use from now on.
+func (s *Service) useRedis(plan *config.Plan) {
+	if plan.Redis == nil {
+		s.redisInUse.Store(nil)
+		return
+	}
+	s.redisInUse.Store(s.redis)
 }
 
 // New builds the service of plan and starts its fetchers and clients. It
@@ -133,7 +154,9 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	if err != nil {
 		return fail(err)
 	}
-	m, err := metrics.New(metrics.Options{Verifier: gen.server.Verifier(), Version: o.Version, Revision: o.Revision, Policies: plan.Server.Policies})
+	s.useRedis(plan)
+	m, err := metrics.New(metrics.Options{Verifier: gen.server.Verifier(), Version: o.Version, Revision: o.Revision, Policies: plan.Server.Policies,
+		Redis: s.redisStats})
 	if err != nil {
 		return fail(err)
 	}

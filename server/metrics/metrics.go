@@ -22,6 +22,7 @@ import (
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -46,6 +47,10 @@ type Options struct {
 	// names label policy_decisions_total. Nil means none (the labels of
 	// server's PolicyAnyToken, PolicyUnknown and PolicyUnrouted only).
 	Policies *policy.Set
+	// Redis returns the counters of the Redis client in use and true, or
+	// false while none is configured (then no redis_* series). It is called
+	// at each scrape. Nil means none.
+	Redis func() (redisconn.Stats, bool)
 }
 
 // Metrics are the instruments of one server. Every label value is bounded:
@@ -115,7 +120,7 @@ func New(opts Options) (*Metrics, error) {
 		is.introspection, _ = vi.Introspector.(introspectionStats)
 		issuers = append(issuers, is)
 	}
-	col := &collector{now: now, d: newCollectorDescs()}
+	col := &collector{now: now, d: newCollectorDescs(), redis: opts.Redis}
 	col.cur.Store(&collected{v: opts.Verifier, issuers: issuers})
 
 	vs := newVecs()
@@ -378,6 +383,7 @@ type collector struct {
 	minter atomic.Pointer[mint.Minter] // nil: no minting
 	now    func() time.Time
 	d      collectorDescs
+	redis  func() (redisconn.Stats, bool) // nil: none
 }
 
 // collected is what the collector reads: the current verifier and its
@@ -419,6 +425,10 @@ func newCollectorDescs() collectorDescs {
 		introSize:   desc("introspection_cache_entries", "Entries in the issuer's introspection cache.", "issuer"),
 		introBusy:   desc("introspection_overloaded_total", "Introspection calls not made because max_concurrent calls were in flight for all of max_wait: their tokens got a stale cached answer or keys_unavailable.", "issuer"),
 		introFlight: desc("introspection_calls_in_flight", "Upstream introspection calls in flight now (at most max_concurrent).", "issuer"),
+		introShared: desc("introspection_shared_cache_errors_total", "Redis failures of the shared introspection cache (cache.shared): each answered keys_unavailable.", "issuer"),
+		introWaits:  desc("introspection_shared_cache_waits_total", "Shared introspection cache lookups that waited for another replica's upstream call instead of making one.", "issuer"),
+		redisErrors: desc("redis_errors_total", "Redis commands and pipelines that failed (network, timeout, error answers): the requests behind them got 503 keys_unavailable. Rises during a failover."),
+		redisNotRep: desc("redis_not_replicated_total", "Writes refused because WAIT reported fewer replicas than redis.acknowledge_replicas (503, nothing acknowledged)."),
 		mintTokens:  desc("mint_tokens_total", `Tokens minted for upstreams ("minted": signed; "reused": handed out again from the minted-token cache).`, "result"),
 		mintReloads: desc("mint_keys_reloads_total", `Changes of mint.keys_file seen: "success" (taken), "failure" (refused; the previous keys keep signing).`, "result"),
 		mintEntries: desc("mint_cache_entries", "Tokens in the minted-token cache."),
@@ -434,6 +444,7 @@ type collectorDescs struct {
 	crossChecks                                                          *prometheus.Desc
 	mintTokens, mintReloads, mintEntries                                 *prometheus.Desc
 	introCalls, introHits, introStale, introSize, introBusy, introFlight *prometheus.Desc
+	introShared, introWaits, redisErrors, redisNotRep                    *prometheus.Desc
 }
 
 func (d collectorDescs) all() []*prometheus.Desc {
@@ -442,6 +453,7 @@ func (d collectorDescs) all() []*prometheus.Desc {
 		d.failures, d.keys, d.skipped, d.age, d.remaining, d.ready,
 		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
 		d.introCalls, d.introHits, d.introStale, d.introSize, d.introBusy, d.introFlight,
+		d.introShared, d.introWaits, d.redisErrors, d.redisNotRep,
 		d.mintTokens, d.mintReloads, d.mintEntries,
 	}
 }
@@ -497,6 +509,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(d.introSize, float64(st.Entries), is.name)
 			counter(d.introBusy, st.Overloaded, is.name)
 			gauge(d.introFlight, float64(st.InFlight), is.name)
+			counter(d.introShared, st.SharedErrors, is.name)
+			counter(d.introWaits, st.SharedWaits, is.name)
+		}
+	}
+	if c.redis != nil {
+		if rs, ok := c.redis(); ok {
+			counter(d.redisErrors, rs.Errors)
+			counter(d.redisNotRep, rs.NotReplicated)
 		}
 	}
 	cs := cur.v.CacheStats()

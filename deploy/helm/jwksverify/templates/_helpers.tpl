@@ -30,9 +30,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* jwksverify's config.yaml: .Values.config plus the keys the chart owns. */}}
 {{- define "jwksverify.config" -}}
 {{- $cfg := deepCopy .Values.config -}}
-{{- range $k := list "listen" "grpc_listen" "admin_listen" "tls" "state_dir" -}}
+{{- range $k := list "listen" "grpc_listen" "admin_listen" "tls" "state_dir" "redis" -}}
 {{- if hasKey $.Values.config $k -}}
-{{- fail (printf "config.%s is set by the chart; use the ports and tls values" $k) -}}
+{{- fail (printf "config.%s is set by the chart; use the ports, tls and redis values" $k) -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $cfg "listen" (printf "0.0.0.0:%d" (int .Values.ports.http)) -}}
@@ -46,6 +46,19 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $cfg "tls" (dict "cert_file" "/etc/jwksverify-tls/tls.crt" "key_file" "/etc/jwksverify-tls/tls.key") -}}
 {{- end -}}
 {{- $_ := set $cfg "state_dir" "/var/lib/jwksverify" -}}
+{{- with (include "jwksverify.redis" . | fromYaml) -}}
+{{- $_ := set $cfg "redis" . -}}
+{{- end -}}
+{{- $r := .Values.redis -}}
+{{- range $i, $is := ($cfg.issuers | default list) -}}
+{{- $cache := ((($is.introspection | default dict).cache) | default dict) -}}
+{{- if and $cache.shared (not $cache.key_file) -}}
+{{- if not $r.cacheKeySecret.name -}}
+{{- fail (printf "config.issuers[%d].introspection.cache.shared needs a key: set redis.cacheKeySecret.name (or the issuer's cache.key_file)" $i) -}}
+{{- end -}}
+{{- $_ := set $cache "key_file" (printf "%s/key" (include "jwksverify.redisDir" "cache-key")) -}}
+{{- end -}}
+{{- end -}}
 {{- if .Values.mint.secretName -}}
 {{- if not (hasKey $cfg "mint") -}}
 {{- fail "mint.secretName is set but config.mint is not: set config.mint.issuer and config.mint.signing_kid" -}}
@@ -92,4 +105,51 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The ServiceAccount of the pods with kubernetesServiceAccountIssuer. */}}
 {{- define "jwksverify.serviceAccountName" -}}
 {{- .Values.kubernetesServiceAccountIssuer.serviceAccountName | default (include "jwksverify.fullname" .) -}}
+{{- end -}}
+
+
+{{/* Where the chart mounts a Redis Secret: jwksverify.redisDir "password" and so on. */}}
+{{- define "jwksverify.redisDir" -}}
+/etc/jwksverify-redis/{{ . }}
+{{- end -}}
+
+{{/* The config's redis section from .Values.redis, "" without Redis. */}}
+{{- define "jwksverify.redis" -}}
+{{- $r := .Values.redis -}}
+{{- $out := dict -}}
+{{- if eq $r.mode "url" -}}
+{{- if not $r.url -}}{{- fail "redis.url is required with redis.mode url" -}}{{- end -}}
+{{- if contains "@" $r.url -}}{{- fail "redis.url must hold no user or password: use redis.username and redis.passwordSecret" -}}{{- end -}}
+{{- $_ := set $out "url" $r.url -}}
+{{- else if eq $r.mode "sentinel" -}}
+{{- if not $r.sentinel.addrs -}}{{- fail "redis.sentinel.addrs is required with redis.mode sentinel" -}}{{- end -}}
+{{- $s := dict "master" $r.sentinel.master "addrs" $r.sentinel.addrs -}}
+{{- if $r.sentinel.passwordSecret.name -}}
+{{- $_ := set $s "password_file" (printf "%s/password" (include "jwksverify.redisDir" "sentinel")) -}}
+{{- end -}}
+{{- $_ := set $out "sentinel" $s -}}
+{{- else if eq $r.mode "cluster" -}}
+{{- if not $r.cluster.addrs -}}{{- fail "redis.cluster.addrs is required with redis.mode cluster" -}}{{- end -}}
+{{- $_ := set $out "cluster" (dict "addrs" $r.cluster.addrs) -}}
+{{- else if $r.mode -}}
+{{- fail (printf "redis.mode %q is not one of \"\", url, sentinel, cluster" $r.mode) -}}
+{{- end -}}
+{{- if $r.mode -}}
+{{- if $r.username -}}{{- $_ := set $out "username" $r.username -}}{{- end -}}
+{{- if $r.passwordSecret.name -}}
+{{- $_ := set $out "password_file" (printf "%s/password" (include "jwksverify.redisDir" "password")) -}}
+{{- end -}}
+{{- if $r.tls.secretName -}}
+{{- $dir := include "jwksverify.redisDir" "tls" -}}
+{{- $t := dict "ca_file" (printf "%s/ca.crt" $dir) -}}
+{{- if $r.tls.clientCert -}}
+{{- $_ := set $t "cert_file" (printf "%s/tls.crt" $dir) -}}
+{{- $_ := set $t "key_file" (printf "%s/tls.key" $dir) -}}
+{{- end -}}
+{{- $_ := set $out "tls" $t -}}
+{{- end -}}
+{{- $_ := set $out "timeout" $r.timeout -}}
+{{- $_ := set $out "acknowledge_replicas" (int $r.acknowledgeReplicas) -}}
+{{- toYaml $out -}}
+{{- end -}}
 {{- end -}}

@@ -1,0 +1,289 @@
+package introspect
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/jwksverify/jwksverify/redisconn"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// The shared cache (Options.SharedCache) keeps each answer in Redis under
+//
+//	jwksverify:introspect:{MAC}        the answer, expiring at its stale end
+//	jwksverify:introspect:{MAC}:lock   held by the replica calling upstream
+//
+// where MAC is the hex of the first 128 bits of HMAC-SHA256 under the
+// shared key of the issuer, a zero byte and the token: never the token, nor
+// a hash anyone could compute from it. The braces are a hash tag: both keys
+// of a token are in one slot of a Redis Cluster, as the script that stores
+// the answer and releases the lock needs.
+//
+// A replica that finds no fresh answer takes the lock (SET NX PX) and calls
+// upstream; the others, on every replica, poll the answer until it appears
+// (or the lock is gone: then one of them takes it), within the flight's
+// budget (Timeout + MaxWait). So N replicas asking about one token make one
+// upstream call per cache lifetime, for inactive answers too.
+const (
+	sharedPrefix = "jwksverify:introspect:"
+	// MinSharedKeyBytes is the shortest key of Options.SharedKeyFile.
+	MinSharedKeyBytes = 32
+	// maxSharedKeyBytes bounds the key file.
+	maxSharedKeyBytes = 4096
+	// sharedVersion starts every stored answer: a change of the encoding
+	// changes it, and an answer of another version is a miss.
+	sharedVersion = 1
+	// sharedHeader is the version, the active flag and the fresh and
+	// stale ends (Unix milliseconds).
+	sharedHeader = 1 + 1 + 8 + 8
+	// The first and the longest pause of a replica polling for another's
+	// answer.
+	firstPoll, maxPoll = 10 * time.Millisecond, 100 * time.Millisecond
+)
+
+// storeScript stores an answer (PX: until its stale end) and releases the
+// lock when this flight still holds it. KEYS: answer, lock (one hash tag).
+var storeScript = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('GET', KEYS[2]) == ARGV[3] then redis.call('DEL', KEYS[2]) end
+return 1`)
+
+// releaseScript releases the lock when this flight still holds it (its
+// call failed: another replica may try at once).
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0`)
+
+// shared is a Client's Redis cache.
+type shared struct {
+	rc     *redisconn.Client
+	mac    []byte // the HMAC key
+	issuer string
+	// lockTTL outlives the holder's flight: a replica that dies holding
+	// the lock blocks the others for at most this long.
+	lockTTL time.Duration
+	budget  time.Duration // of one flight: MaxWait + Timeout
+
+	errs, waits atomic.Uint64
+}
+
+func newShared(o Options) (*shared, error) {
+	if o.Redis == nil {
+		return nil, invalidOption("Redis", "nil, and SharedCache is on")
+	}
+	key, err := readKey(o.SharedKeyFile)
+	if err != nil {
+		return nil, invalidOption("SharedKeyFile", "%w", err)
+	}
+	budget := o.MaxWait + o.Timeout
+	return &shared{rc: o.Redis, mac: key, issuer: o.Issuer, lockTTL: budget + time.Second, budget: budget}, nil
+}
+
+// readKey reads a shared key file: raw bytes, at least MinSharedKeyBytes.
+func readKey(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSharedKeyBytes+1))
+	switch {
+	case err != nil:
+		return nil, err
+	case len(b) > maxSharedKeyBytes:
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxSharedKeyBytes)
+	case len(b) < MinSharedKeyBytes:
+		return nil, fmt.Errorf("%s holds %d bytes; the key must be at least %d (openssl rand 32 > FILE)", path, len(b), MinSharedKeyBytes)
+	}
+	return b, nil
+}
+
+// key returns the Redis key of token's answer.
+func (s *shared) key(token string) string {
+	m := hmac.New(sha256.New, s.mac)
+	m.Write([]byte(s.issuer))
+	m.Write([]byte{0})
+	m.Write([]byte(token))
+	var sum [sha256.Size]byte
+	tag := m.Sum(sum[:0])[:16]
+	return sharedPrefix + "{" + hex.EncodeToString(tag) + "}"
+}
+
+// get returns the stored answer of key, nil when there is none (or one
+// this version cannot read), within the Redis client's Timeout.
+func (s *shared) get(ctx context.Context, key string) (*entry, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.rc.Timeout())
+	defer cancel()
+	b, err := s.rc.Get(ctx, key).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return decodeShared(b), nil
+}
+
+// encodeShared is an entry as stored: the header, then the claims of an
+// active answer.
+func encodeShared(e *entry) []byte {
+	b := make([]byte, sharedHeader, sharedHeader+len(e.claims()))
+	b[0] = sharedVersion
+	if e.ans != nil {
+		b[1] = 1
+	}
+	binary.BigEndian.PutUint64(b[2:], uint64(e.fresh.UnixMilli()))
+	binary.BigEndian.PutUint64(b[10:], uint64(e.stale.UnixMilli()))
+	return append(b, e.claims()...)
+}
+
+// decodeShared reads a stored entry; nil for one it cannot read (a miss:
+// the flight asks upstream and stores it again).
+func decodeShared(b []byte) *entry {
+	if len(b) < sharedHeader || b[0] != sharedVersion || b[1] > 1 || (b[1] == 1) == (len(b) == sharedHeader) {
+		return nil
+	}
+	e := &entry{
+		fresh: time.UnixMilli(int64(binary.BigEndian.Uint64(b[2:]))),
+		stale: time.UnixMilli(int64(binary.BigEndian.Uint64(b[10:]))),
+	}
+	if b[1] == 1 {
+		// The verifier checks the claims again (a JSON object in UTF-8).
+		e.ans = &verify.Introspection{Claims: b[sharedHeader:]}
+	}
+	return e
+}
+
+// claims are the entry's claims, nil when inactive.
+func (e *entry) claims() []byte {
+	if e.ans == nil {
+		return nil
+	}
+	return e.ans.Claims
+}
+
+// sharedFailed counts a Redis failure of the shared cache and returns its
+// error: keys_unavailable.
+func (c *Client) sharedFailed(err error) error {
+	c.shared.errs.Add(1)
+	if ok, n := c.failLog.allow(time.Now()); ok {
+		c.log.Warn("introspection shared cache failed", "err", err.Error(), "suppressed", n)
+	}
+	return fmt.Errorf("%w: %w: %w", verify.ErrKeysUnavailable, ErrShared, err)
+}
+
+// runShared is the flight of one token with the shared cache: the answer
+// another replica stored meanwhile, else this replica's upstream call under
+// the token's lock, else (another replica holds the lock) the answer it
+// stores, polled until the flight's budget ends.
+func (c *Client) runShared(token string, now time.Time, cl *call) {
+	s := c.shared
+	ctx, cancel := context.WithTimeout(c.ctx, s.budget)
+	defer cancel()
+	key := s.key(token)
+	lock := key + ":lock"
+	var owner [16]byte
+	rand.Read(owner[:]) // never fails (crypto/rand)
+	holder := hex.EncodeToString(owner[:])
+	pause := firstPoll
+	for waited := false; ; waited = true {
+		e, err := s.get(ctx, key)
+		if err != nil {
+			cl.err = c.sharedFailed(err)
+			return
+		}
+		if e != nil && now.Before(e.fresh) {
+			cl.e = e
+			return
+		}
+		took, err := c.lock(ctx, lock, holder)
+		if err != nil {
+			cl.err = c.sharedFailed(err)
+			return
+		}
+		if took {
+			break
+		}
+		if !waited {
+			s.waits.Add(1)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			// Like an endpoint that does not answer: a stale answer may
+			// serve (Introspect), else keys_unavailable.
+			cl.err = fmt.Errorf("%w: introspection: another replica's call did not answer within %s", verify.ErrKeysUnavailable, s.budget)
+			return
+		}
+		pause = min(2*pause, maxPoll)
+	}
+	// Check again under the lock: the replica that held it may have
+	// stored its answer and released it between this flight's GET and SET.
+	if e, err := s.get(ctx, key); err != nil || e != nil && now.Before(e.fresh) {
+		c.release(lock, holder)
+		if err != nil {
+			cl.err = c.sharedFailed(err)
+		}
+		cl.e = e
+		return
+	}
+	e, err := c.call(ctx, token, now)
+	if err != nil {
+		c.release(lock, holder)
+		cl.err = err
+		return
+	}
+	cl.e = e
+	c.storeShared(key, lock, holder, e, now)
+}
+
+// lock tries to take the token's lock for this flight.
+func (c *Client) lock(ctx context.Context, lock, holder string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.shared.rc.Timeout())
+	defer cancel()
+	return c.shared.rc.SetNX(ctx, lock, holder, c.shared.lockTTL).Result()
+}
+
+// release releases the lock when this flight holds it. A failure is only
+// counted: the lock expires by itself.
+func (c *Client) release(lock, holder string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.shared.rc.Timeout())
+	defer cancel()
+	if err := releaseScript.Run(ctx, c.shared.rc, []string{lock}, holder).Err(); err != nil {
+		c.shared.errs.Add(1)
+	}
+}
+
+// storeShared stores e until its stale end and releases the lock. A
+// failure is counted and logged; the answer, the authorization server's,
+// still serves this flight's callers (other replicas ask again when the
+// lock expires or is gone).
+func (c *Client) storeShared(key, lock, holder string, e *entry, now time.Time) {
+	ttl := e.stale.Sub(now)
+	if e.fresh.After(e.stale) {
+		ttl = e.fresh.Sub(now)
+	}
+	if ttl < time.Millisecond {
+		c.release(lock, holder)
+		return // nothing to serve later (exp already past)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.shared.rc.Timeout())
+	defer cancel()
+	if err := storeScript.Run(ctx, c.shared.rc, []string{key, lock}, encodeShared(e), ttl.Milliseconds(), holder).Err(); err != nil {
+		_ = c.sharedFailed(err)
+	}
+}

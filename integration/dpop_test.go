@@ -41,9 +41,12 @@ func startRedis(t *testing.T, args ...string) *redisProc {
 
 func (r *redisProc) start() {
 	r.t.Helper()
-	args := []string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"}
+	// Every process gets a directory of its own: a replica's full
+	// synchronization writes dump.rdb there even with --save "" (into the
+	// test's working directory, the checkout, without --dir).
+	args := []string{"--port", strconv.Itoa(r.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", r.t.TempDir()}
 	if r.dir != "" {
-		args = append(args[:len(args)-1], "yes", "--appendfsync", "always", "--dir", r.dir)
+		args = append(args[:len(args)-3], "yes", "--appendfsync", "always", "--dir", r.dir)
 	}
 	r.p = startProcess(r.t, "redis-server:"+strconv.Itoa(r.port), exec.Command(r.bin, append(args, r.args...)...))
 	waitTCP(r.t, r.p, r.addr())

@@ -2,7 +2,6 @@ package revoke
 
 import (
 	"hash/maphash"
-	"maps"
 	"math/bits"
 	"slices"
 	"sync"
@@ -17,7 +16,15 @@ import (
 // stores: readers never wait on writers, and an Add costs O(1), not a copy
 // of a million entries (a snapshot swapped whole would). The table is
 // rebuilt, and swapped through an atomic pointer, only when it grows or
-// when many of its nodes are empty.
+// when much of what it holds is garbage.
+//
+// Nothing it holds per entry contains a pointer. Entries, nodes and their
+// strings live in flat chunks (records, nodes, bytes) addressed by
+// integers, so the garbage collector marks a million entries as a few
+// hundred pointer-free objects and never scans them: an index of
+// pointers (a map of Entry values, a node with two strings each) made
+// every collection of a loaded server mark ~50 MB at 100 000 entries
+// (docs/BENCHMARKS.md, revocation on the hot path).
 
 // Token is what the index reads of a verified token (or of an opaque
 // token's introspection answer). Empty strings are absent claims; a zero
@@ -40,18 +47,23 @@ type Index struct {
 	tab      atomic.Pointer[table]
 	syncedAt atomic.Int64 // unix nanoseconds of the last proof the copy was whole; 0 never
 
-	mu      sync.Mutex // writers
-	entries map[string]Entry
-	groups  map[pair][]string // the IDs of the entries naming each pair
-	issuers map[string]string // each issuer's one string ([Index.intern])
+	mu      sync.Mutex        // writers; everything below
+	recs    []rec             // the entries, live and dead, in the table's bytes
+	ids     map[uint64]int32  // maphash of an ID → its first record (then rec.idNext)
+	strs    map[uint64]strRef // interned issuer and source strings, by maphash
+	live    int               // live records
+	garbage int               // dead records and replaced nodes since the last rebuild
 	swept   time.Time
 }
 
-// table is the hash table readers probe. Its slots are written in place
-// by the single writer (under Index.mu); a grown table replaces it whole.
+// table is the hash table readers probe, with the nodes and bytes it
+// names. Its slots are written in place by the single writer (under
+// Index.mu); a rebuild replaces it whole, with fresh nodes and bytes.
 type table struct {
 	mask  uint64
 	slots []slot
+	nodes chunks[node]
+	bytes arena
 	used  int // slots with a node; writer only
 	dead  int // slots whose node holds nothing; writer only
 	// kinds has bit 1<<k set when a node of kind k may exist: a token
@@ -59,23 +71,43 @@ type table struct {
 	kinds atomic.Uint32
 }
 
+// slot is one place of the table: the pair's hash (0: empty) and its
+// node's number plus one (0: none yet).
 type slot struct {
-	h atomic.Uint64 // 0: empty
-	n atomic.Pointer[node]
+	h atomic.Uint64
+	n atomic.Uint32
 }
 
 // node is everything the index knows about one (issuer, value) pair:
-// value "" is the issuer itself. It is immutable; a change stores a new
-// one in the slot.
+// value "" is the issuer itself. It is immutable once its slot names it;
+// a change appends a new one and stores its number in the slot.
 type node struct {
-	issuer, value string
-	n             int // the entries it was built from
-	// until is, per kind, the unix nanoseconds before which the kind's
-	// entry holds (0: no entry of that kind); before is the issued_before
-	// of the cut-off kinds (sub, client_id, issuer), the latest of their
-	// entries.
+	issuer, value strRef
+	head          int32 // the first record of the pair (then rec.next); -1 none
+	n             int32 // the entries it was built from
+	// last is, per kind, the unix nanoseconds before which some entry of
+	// the kind holds (0: none): all a jti or sid entry needs, and what a
+	// token without iat is matched by. For the cut-off kinds (sub,
+	// client_id, issuer), before is the latest issued_before of their
+	// entries and until when that entry ends. A token with iat is matched
+	// by that entry alone: an entry with an earlier issued_before names
+	// only tokens it names too, and once it has ended those tokens have
+	// too (they were issued before it was created, and no token outlives
+	// the retention: config refuses a max_lifetime above it, and an
+	// issued_before in the future).
+	last   [numKinds]int64
 	until  [numKinds]int64
 	before [numKinds]int64
+}
+
+// rec is one entry, as the writer keeps it. Times are unix nanoseconds, 0
+// for a zero time.
+type rec struct {
+	id, issuer, value, source strRef
+	before, created, expires  int64
+	idNext, next              int32 // the next record with the same ID hash, of the same pair; -1 none
+	kind                      uint8 // kJTI…
+	live                      bool
 }
 
 // Kind indexes in node arrays and the table's kinds bits.
@@ -104,13 +136,16 @@ func kindIndex(k Kind) int {
 	return -1
 }
 
+// kinds is kindIndex's inverse.
+var kinds = [numKinds]Kind{KindJTI, KindSID, KindSub, KindClientID, KindIssuer}
+
 // NewIndex returns an empty index. maxStale, if positive, makes
 // [Index.Check] answer [ErrStale] once the copy was last proven whole
 // ([Index.Synced]) longer ago than that; an index that never synced is
 // stale then. Zero means the copy is the store itself (store: memory) and
 // never stale.
 func NewIndex(maxStale time.Duration) *Index {
-	x := &Index{seed: maphash.MakeSeed(), maxStale: maxStale, created: time.Now(), entries: map[string]Entry{}, groups: map[pair][]string{}, issuers: map[string]string{}}
+	x := &Index{seed: maphash.MakeSeed(), maxStale: maxStale, created: time.Now(), ids: map[uint64]int32{}, strs: map[uint64]strRef{}}
 	x.empty = maphash.String(x.seed, "")
 	x.tab.Store(newTable(64))
 	return x
@@ -173,15 +208,29 @@ func (x *Index) match(tab *table, ih uint64, issuer, value string, k int, now, i
 	if value == "" && k != kIssuer {
 		return false
 	}
-	nd := tab.find(x.hash(ih, value), issuer, value)
-	if nd == nil || now >= nd.until[k] {
+	// tab.find, without the call: most lookups miss at the first empty
+	// slot, and the call was a fifth of their cost.
+	h := x.hash(ih, value)
+	var nd *node
+	for i := h & tab.mask; ; i = (i + 1) & tab.mask {
+		sh := tab.slots[i].h.Load()
+		if sh == 0 {
+			return false
+		}
+		if sh == h {
+			if nd = tab.nodeAt(i, issuer, value); nd != nil {
+				break
+			}
+		}
+	}
+	if now >= nd.last[k] {
 		return false
 	}
 	switch k {
 	case kJTI, kSID:
 		return true
 	}
-	return iat == 0 || iat < nd.before[k]
+	return iat == 0 || iat < nd.before[k] && now < nd.until[k]
 }
 
 // hash mixes the issuer's hash into the value's; never 0 (an empty slot).
@@ -197,20 +246,34 @@ func (x *Index) hash(ih uint64, value string) uint64 {
 	return h
 }
 
-// find returns the node of (issuer, value) with hash h, or nil.
-func (t *table) find(h uint64, issuer, value string) *node {
+// find returns the slot and the node of (issuer, value) with hash h; a
+// nil node when the table has none (and then the empty slot where it
+// would go).
+func (t *table) find(h uint64, issuer, value string) (uint64, *node) {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
-		s := &t.slots[i]
-		sh := s.h.Load()
+		sh := t.slots[i].h.Load()
 		if sh == 0 {
-			return nil
+			return i, nil
 		}
 		if sh == h {
-			if nd := s.n.Load(); nd != nil && nd.value == value && nd.issuer == issuer {
-				return nd
+			if nd := t.nodeAt(i, issuer, value); nd != nil {
+				return i, nd
 			}
 		}
 	}
+}
+
+// nodeAt returns the node in slot i if it is (issuer, value)'s.
+func (t *table) nodeAt(i uint64, issuer, value string) *node {
+	ref := t.slots[i].n.Load()
+	if ref == 0 {
+		return nil
+	}
+	nd := t.nodes.at(ref - 1)
+	if t.bytes.equal(nd.value, value) && t.bytes.equal(nd.issuer, issuer) {
+		return nd
+	}
+	return nil
 }
 
 // Synced records that the copy was proven whole as of at (a store's full
@@ -264,52 +327,25 @@ func (x *Index) Put(e Entry, now time.Time) {
 	if !e.ExpiresAt.After(now) || kindIndex(e.Kind) < 0 {
 		return
 	}
-	if old, ok := x.entries[e.ID]; ok {
-		delete(x.entries, e.ID)
-		x.unlink(old.pair(), old.ID)
-		x.refresh(old.pair())
+	tab := x.tab.Load()
+	if i := x.lookup(tab, e.ID); i >= 0 {
+		x.remove(tab, i)
 	}
-	e = x.intern(e)
-	x.entries[e.ID] = e
-	x.link(e.pair(), e.ID)
-	x.refresh(e.pair())
-}
-
-// intern makes e share its issuer, kind and source strings with every
-// other entry (a decoded entry has copies of its own): at 100 000 entries
-// that is 300 000 fewer objects for the garbage collector to mark in
-// every cycle (docs/BENCHMARKS.md, revocation on the hot path). Called
-// with x.mu held.
-func (x *Index) intern(e Entry) Entry {
-	if iss, ok := x.issuers[e.Issuer]; ok {
-		e.Issuer = iss
-	} else {
-		x.issuers[e.Issuer] = e.Issuer
-	}
-	for _, k := range [...]Kind{KindJTI, KindSID, KindSub, KindClientID, KindIssuer} {
-		if e.Kind == k {
-			e.Kind = k
-		}
-	}
-	for _, src := range [...]Source{SourceBackchannelLogout, SourceSSFPush, SourceSSFPoll, SourceAdmin} {
-		if e.Source == src {
-			e.Source = src
-		}
-	}
-	return e
+	x.insert(x.tab.Load(), x.add(x.tab.Load(), e), true)
+	x.maybeRebuild()
 }
 
 // Remove removes the entry id; it reports whether there was one.
 func (x *Index) Remove(id string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e, ok := x.entries[id]
-	if !ok {
+	tab := x.tab.Load()
+	i := x.lookup(tab, id)
+	if i < 0 {
 		return false
 	}
-	delete(x.entries, id)
-	x.unlink(e.pair(), id)
-	x.refresh(e.pair())
+	x.remove(tab, i)
+	x.maybeRebuild()
 	return true
 }
 
@@ -318,31 +354,33 @@ func (x *Index) Remove(id string) bool {
 func (x *Index) Replace(es []Entry, now time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	x.entries = make(map[string]Entry, len(es))
-	x.groups = map[pair][]string{}
+	x.recs, x.live, x.garbage = nil, 0, 0
+	clear(x.ids)
+	clear(x.strs)
+	tab := newTable(2 * (len(es) + 1))
 	for _, e := range es {
 		if e.ExpiresAt.After(now) && kindIndex(e.Kind) >= 0 {
-			if old, ok := x.entries[e.ID]; ok {
-				x.unlink(old.pair(), old.ID)
+			if i := x.lookup(tab, e.ID); i >= 0 {
+				x.remove(tab, i)
 			}
-			e = x.intern(e)
-			x.entries[e.ID] = e
-			x.link(e.pair(), e.ID)
+			x.insert(tab, x.add(tab, e), false)
 		}
 	}
 	x.swept = now
-	x.rebuild()
+	x.tab.Store(tab)
+	x.maybeRebuild() // replaced duplicates
 }
 
 // Get returns the live entry id.
 func (x *Index) Get(id string, now time.Time) (Entry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	e, ok := x.entries[id]
-	if !ok || !e.ExpiresAt.After(now) {
+	tab := x.tab.Load()
+	i := x.lookup(tab, id)
+	if i < 0 || x.recs[i].expires <= now.UnixNano() {
 		return Entry{}, false
 	}
-	return e, true
+	return x.entry(tab, &x.recs[i]), true
 }
 
 // List returns the live entries of issuer ("" every issuer), oldest
@@ -350,10 +388,13 @@ func (x *Index) Get(id string, now time.Time) (Entry, bool) {
 func (x *Index) List(issuer string, now time.Time) []Entry {
 	x.mu.Lock()
 	x.sweepLocked(now)
+	tab := x.tab.Load()
+	n := now.UnixNano()
 	var out []Entry
-	for _, e := range x.entries {
-		if issuer == "" || e.Issuer == issuer {
-			out = append(out, e)
+	for i := range x.recs {
+		r := &x.recs[i]
+		if r.live && r.expires > n && (issuer == "" || tab.bytes.equal(r.issuer, issuer)) {
+			out = append(out, x.entry(tab, r))
 		}
 	}
 	x.mu.Unlock()
@@ -374,9 +415,17 @@ func (x *Index) Counts(now time.Time) map[string]int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.sweepLocked(now)
-	c := map[string]int{}
-	for _, e := range x.entries {
-		c[e.Issuer]++
+	tab := x.tab.Load()
+	n := now.UnixNano()
+	byRef := map[strRef]int{}
+	for i := range x.recs {
+		if r := &x.recs[i]; r.live && r.expires > n {
+			byRef[r.issuer]++
+		}
+	}
+	c := make(map[string]int, len(byRef))
+	for ref, n := range byRef {
+		c[tab.bytes.string(ref)] += n
 	}
 	return c
 }
@@ -386,7 +435,7 @@ func (x *Index) Counts(now time.Time) map[string]int {
 func (x *Index) Len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return len(x.entries)
+	return x.live
 }
 
 // sweepInterval is how often a writer drops expired entries. Check ignores
@@ -399,79 +448,246 @@ func (x *Index) sweepLocked(now time.Time) {
 		return
 	}
 	x.swept = now
-	n := len(x.entries)
-	maps.DeleteFunc(x.entries, func(_ string, e Entry) bool {
-		if e.ExpiresAt.After(now) {
-			return false
+	n := now.UnixNano()
+	expired := false
+	for i := range x.recs {
+		if r := &x.recs[i]; r.live && r.expires <= n {
+			r.live = false
+			x.live--
+			expired = true
 		}
-		x.unlink(e.pair(), e.ID)
-		return true
-	})
-	if len(x.entries) != n {
-		x.rebuild()
+	}
+	if expired {
+		x.rebuild(x.tab.Load())
 	}
 }
 
-// nodeValue is the value of e's node: "" for an issuer entry.
-func (e Entry) nodeValue() string {
-	if e.Kind == KindIssuer {
-		return ""
+// lookup returns the live record of id in tab's bytes, or -1.
+func (x *Index) lookup(tab *table, id string) int32 {
+	i, ok := x.ids[maphash.String(x.seed, id)]
+	if !ok {
+		return -1
 	}
-	return e.Value
+	for ; i >= 0; i = x.recs[i].idNext {
+		if r := &x.recs[i]; r.live && tab.bytes.equal(r.id, id) {
+			return i
+		}
+	}
+	return -1
 }
 
-// pair names a node: an issuer and a value ("" the issuer itself).
-type pair struct{ issuer, value string }
-
-func (e Entry) pair() pair { return pair{e.Issuer, e.nodeValue()} }
-
-// link records that the entry id names p; unlink forgets it.
-func (x *Index) link(p pair, id string) { x.groups[p] = append(x.groups[p], id) }
-
-func (x *Index) unlink(p pair, id string) {
-	ids := x.groups[p]
-	if i := slices.Index(ids, id); i >= 0 {
-		ids = slices.Delete(slices.Clone(ids), i, i+1)
+// add appends e's record (strings into tab's bytes) and links its ID; it
+// returns the record's number.
+func (x *Index) add(tab *table, e Entry) int32 {
+	r := rec{
+		id: tab.bytes.add(e.ID), issuer: x.intern(tab, e.Issuer), source: x.intern(tab, string(e.Source)),
+		before: nanos(e.IssuedBefore), created: nanos(e.CreatedAt), expires: nanos(e.ExpiresAt),
+		next: -1, kind: uint8(kindIndex(e.Kind)), live: true,
 	}
-	if len(ids) == 0 {
-		delete(x.groups, p)
+	if r.kind != kIssuer {
+		r.value = tab.bytes.add(e.Value)
+	}
+	i := int32(len(x.recs))
+	h := maphash.String(x.seed, e.ID)
+	if head, ok := x.ids[h]; ok {
+		r.idNext = head
+	} else {
+		r.idNext = -1
+	}
+	x.ids[h] = i
+	x.recs = append(x.recs, r)
+	x.live++
+	return i
+}
+
+// intern returns s in tab's bytes, shared with every other string equal to
+// it that was interned (issuers and sources: a few strings, many times).
+func (x *Index) intern(tab *table, s string) strRef {
+	h := maphash.String(x.seed, s)
+	if ref, ok := x.strs[h]; ok && tab.bytes.equal(ref, s) {
+		return ref
+	}
+	ref := tab.bytes.add(s)
+	x.strs[h] = ref
+	return ref
+}
+
+// remove kills record i: it leaves its ID's chain and its pair's node.
+func (x *Index) remove(tab *table, i int32) {
+	r := &x.recs[i]
+	r.live = false
+	x.live--
+	x.garbage++
+	h := maphash.String(x.seed, tab.bytes.string(r.id))
+	if x.ids[h] == i {
+		if r.idNext >= 0 {
+			x.ids[h] = r.idNext
+		} else {
+			delete(x.ids, h)
+		}
+	} else {
+		for j := x.ids[h]; j >= 0; j = x.recs[j].idNext {
+			if x.recs[j].idNext == i {
+				x.recs[j].idNext = r.idNext
+				break
+			}
+		}
+	}
+	ph, issuer, value := x.pairOf(tab, r)
+	si, old := tab.find(ph, issuer, value)
+	if old == nil {
 		return
 	}
-	x.groups[p] = ids
-}
-
-// node builds the node of p from the entries that name it.
-func (x *Index) node(p pair) *node {
-	nd := &node{issuer: p.issuer, value: p.value}
-	for _, id := range x.groups[p] {
-		nd.merge(x.entries[id])
-	}
-	return nd
-}
-
-// merge adds e to the node.
-func (nd *node) merge(e Entry) {
-	k := kindIndex(e.Kind)
-	nd.n++
-	u := e.ExpiresAt.UnixNano()
-	switch k {
-	case kJTI, kSID:
-		nd.until[k] = max(nd.until[k], u)
-	default:
-		b := e.IssuedBefore.UnixNano()
-		// The latest issued_before decides: an entry with an earlier one
-		// names only tokens it names too, and cannot outlive it by more
-		// than the time between them (entries live for the same
-		// retention, which outlives every token's lifetime).
-		if nd.until[k] == 0 || b > nd.before[k] || b == nd.before[k] && u > nd.until[k] {
-			nd.before[k], nd.until[k] = b, u
+	nd := node{issuer: old.issuer, value: old.value, head: -1}
+	var last int32 = -1
+	for j := old.head; j >= 0; j = x.recs[j].next {
+		if j == i {
+			continue
 		}
+		if last < 0 {
+			nd.head = j
+		} else {
+			x.recs[last].next = j
+		}
+		last = j
+		nd.merge(&x.recs[j])
+	}
+	if last >= 0 {
+		x.recs[last].next = -1
+	}
+	r.next = -1
+	if nd.n == 0 {
+		tab.dead++
+	}
+	x.publish(tab, si, nd, true)
+}
+
+// insert adds record i to its pair's node; publish says whether readers
+// may already see tab (then a changed node is a new one).
+func (x *Index) insert(tab *table, i int32, published bool) {
+	r := &x.recs[i]
+	ph, issuer, value := x.pairOf(tab, r)
+	si, old := tab.find(ph, issuer, value)
+	nd := node{issuer: r.issuer, value: r.value, head: i}
+	if old != nil {
+		nd = *old
+		r.next = nd.head
+		nd.head = i
+		if nd.n == 0 {
+			tab.dead--
+		}
+	} else if (tab.used+1)*4 > len(tab.slots)*3 {
+		// Grow: a rebuild places every live record, this one included.
+		x.rebuild(tab)
+		return
+	}
+	nd.merge(r)
+	tab.kinds.Store(tab.kinds.Load() | nd.kinds())
+	if old != nil {
+		x.publish(tab, si, nd, published)
+		return
+	}
+	// The node first, then the hash that makes readers look at it.
+	tab.slots[si].n.Store(tab.nodes.add(nd) + 1)
+	tab.slots[si].h.Store(ph)
+	tab.used++
+}
+
+// publish stores nd as the node of slot si: in place while no reader can
+// see tab, else as a new node (the old one becomes garbage).
+func (x *Index) publish(tab *table, si uint64, nd node, published bool) {
+	ref := tab.slots[si].n.Load()
+	if !published {
+		*tab.nodes.at(ref - 1) = nd
+		return
+	}
+	tab.slots[si].n.Store(tab.nodes.add(nd) + 1)
+	x.garbage++
+}
+
+// pairOf returns the hash, issuer and value of record r's node (value ""
+// for an issuer entry).
+func (x *Index) pairOf(tab *table, r *rec) (uint64, string, string) {
+	issuer := tab.bytes.string(r.issuer)
+	value := ""
+	if r.kind != kIssuer {
+		value = tab.bytes.string(r.value)
+	}
+	return x.hash(maphash.String(x.seed, issuer), value), issuer, value
+}
+
+// maybeRebuild rebuilds when garbage (dead records, replaced nodes and the
+// bytes they hold) outweighs what is live, or dead slots half the table.
+func (x *Index) maybeRebuild() {
+	tab := x.tab.Load()
+	if x.garbage > 1024 && x.garbage > x.live || tab.dead > 1024 && tab.dead > tab.used/2 {
+		x.rebuild(tab)
+	}
+}
+
+// rebuild makes a table of the live records (whose strings are in old's
+// bytes), sized for them, with fresh nodes and bytes, and swaps it in.
+func (x *Index) rebuild(old *table) {
+	tab := newTable(2 * (x.live + 1))
+	recs := make([]rec, 0, x.live)
+	clear(x.ids)
+	clear(x.strs)
+	for i := range x.recs {
+		r := &x.recs[i]
+		if !r.live {
+			continue
+		}
+		n := rec{
+			id: tab.bytes.add(old.bytes.string(r.id)), issuer: x.intern(tab, old.bytes.string(r.issuer)),
+			source: x.intern(tab, old.bytes.string(r.source)), value: tab.bytes.add(old.bytes.string(r.value)),
+			before: r.before, created: r.created, expires: r.expires, next: -1, kind: r.kind, live: true,
+		}
+		j := int32(len(recs))
+		h := maphash.String(x.seed, old.bytes.string(r.id))
+		n.idNext = -1
+		if head, ok := x.ids[h]; ok {
+			n.idNext = head
+		}
+		x.ids[h] = j
+		recs = append(recs, n)
+	}
+	x.recs, x.garbage = recs, 0
+	for i := range x.recs {
+		x.insert(tab, int32(i), false)
+	}
+	x.tab.Store(tab)
+}
+
+// entry returns record r as an Entry.
+func (x *Index) entry(tab *table, r *rec) Entry {
+	e := Entry{
+		ID: tab.bytes.string(r.id), Issuer: tab.bytes.string(r.issuer), Kind: kinds[r.kind],
+		IssuedBefore: fromNanos(r.before), CreatedAt: fromNanos(r.created), ExpiresAt: fromNanos(r.expires),
+		Source: Source(tab.bytes.string(r.source)),
+	}
+	if r.kind != kIssuer {
+		e.Value = tab.bytes.string(r.value)
+	}
+	return e
+}
+
+// merge adds record r to the node.
+func (nd *node) merge(r *rec) {
+	k := int(r.kind)
+	nd.n++
+	u := r.expires
+	nd.last[k] = max(nd.last[k], u)
+	if k == kJTI || k == kSID {
+		return
+	}
+	if b := r.before; nd.until[k] == 0 || b > nd.before[k] || b == nd.before[k] && u > nd.until[k] {
+		nd.before[k], nd.until[k] = b, u
 	}
 }
 
 func (nd *node) kinds() uint32 {
 	var k uint32
-	for i, u := range nd.until {
+	for i, u := range nd.last {
 		if u != 0 {
 			k |= 1 << i
 		}
@@ -479,64 +695,18 @@ func (nd *node) kinds() uint32 {
 	return k
 }
 
-// refresh stores the node of p, rebuilt from its entries, in the table
-// (growing the table first when needed).
-func (x *Index) refresh(p pair) {
-	tab := x.tab.Load()
-	h := x.hash(maphash.String(x.seed, p.issuer), p.value)
-	nd := x.node(p)
-	i := h & tab.mask
-	for ; ; i = (i + 1) & tab.mask {
-		sh := tab.slots[i].h.Load()
-		if sh == 0 {
-			break
-		}
-		if old := tab.slots[i].n.Load(); sh == h && old.value == p.value && old.issuer == p.issuer {
-			switch {
-			case nd.n == 0 && old.n > 0:
-				tab.dead++
-			case nd.n > 0 && old.n == 0:
-				tab.dead--
-			}
-			tab.kinds.Store(tab.kinds.Load() | nd.kinds())
-			tab.slots[i].n.Store(nd)
-			if tab.dead > 1024 && tab.dead > tab.used/2 {
-				x.rebuild()
-			}
-			return
-		}
+// nanos is t in unix nanoseconds, 0 for the zero time; fromNanos the
+// inverse (in UTC).
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
 	}
-	if nd.n == 0 {
-		return
-	}
-	if (tab.used+1)*4 > len(tab.slots)*3 {
-		x.rebuild() // groups hold the new entry already
-		return
-	}
-	tab.kinds.Store(tab.kinds.Load() | nd.kinds())
-	// The node first, then the hash that makes readers look at it.
-	tab.slots[i].n.Store(nd)
-	tab.slots[i].h.Store(h)
-	tab.used++
+	return t.UnixNano()
 }
 
-// rebuild makes a table of the entries held, sized for them, and swaps it
-// in.
-func (x *Index) rebuild() {
-	tab := newTable(len(x.groups) * 2)
-	var kinds uint32
-	for p := range x.groups {
-		nd := x.node(p)
-		kinds |= nd.kinds()
-		h := x.hash(maphash.String(x.seed, p.issuer), p.value)
-		i := h & tab.mask
-		for tab.slots[i].h.Load() != 0 {
-			i = (i + 1) & tab.mask
-		}
-		tab.slots[i].n.Store(nd)
-		tab.slots[i].h.Store(h)
-		tab.used++
+func fromNanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
 	}
-	tab.kinds.Store(kinds)
-	x.tab.Store(tab)
+	return time.Unix(0, n).UTC()
 }

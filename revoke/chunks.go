@@ -42,9 +42,10 @@ func (c *chunks[T]) at(i uint32) *T {
 // than that gets a chunk of its own.
 const arenaShift = 16
 
-// strRef names a string in an [arena]: off is its chunk << arenaShift |
-// its start in the chunk; n its length. The zero strRef is "".
-type strRef struct{ off, n uint32 }
+// strRef names a string in an [arena]: its chunk, its start in the chunk
+// and its length. The zero strRef is "". (A chunk number of its own, not
+// bits of one offset: an arena of any size is addressed without overflow.)
+type strRef struct{ chunk, start, n uint32 }
 
 // arena is append-only bytes, in chunks that never move.
 type arena struct {
@@ -66,7 +67,7 @@ func (a *arena) add(s string) strRef {
 	}
 	c := len(a.list) - 1
 	copy(a.list[c][a.used:], s)
-	ref := strRef{off: uint32(c)<<arenaShift | uint32(a.used), n: uint32(len(s))}
+	ref := strRef{chunk: uint32(c), start: uint32(a.used), n: uint32(len(s))}
 	a.used += len(s)
 	if len(s) >= 1<<arenaShift {
 		a.used = len(a.list[c]) // a chunk of its own: full
@@ -81,8 +82,7 @@ func (a *arena) bytes(r strRef) []byte {
 		return nil
 	}
 	l := *a.pub.Load()
-	start := r.off & (1<<arenaShift - 1)
-	return l[r.off>>arenaShift][start : start+r.n]
+	return l[r.chunk][r.start : r.start+r.n]
 }
 
 // equal reports whether r is s. It does not allocate.

@@ -267,6 +267,15 @@ func testOutage(t *testing.T, key rhKey, breakIdP, heal func(*testing.T, *fakeId
 			step := backoffStep(i, r.minInterval)
 			lo := time.Duration(float64(step)*0.9) - 50*time.Millisecond
 			hi := time.Duration(float64(step)*1.1) + outageMargin
+			if hits[i-1].Kind == serveRedirectTLS {
+				// The attempt ends at the client, after the redirect is
+				// followed and the TLS twin's handshake fails, not when the
+				// IdP sent its 302: on a busy machine that is a second
+				// connection and handshake later (CI: 1.613 s against
+				// 1.6 s). The lower bound, which catches retry storms,
+				// stays as tight.
+				hi += outageMargin
+			}
 			if gap := hits[i].Start.Sub(hits[i-1].End); gap < lo || gap > hi {
 				t.Errorf("retry %d came %v after attempt %d failed, want %v..%v (backoff %v ±10%%)", i, gap.Round(time.Millisecond), i, lo, hi, step)
 			}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/revoke"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -94,6 +96,27 @@ func BenchmarkAuthz(b *testing.B) {
 	b.Run("cached-mint", func(b *testing.B) {
 		e, _ := newMintEnv(b, nil, nil)
 		behindNginx(b, quiet(e))
+	})
+	// A cached token with sid, client_id and azp, without and with a
+	// memory revocation store holding an entry of every kind for its
+	// issuer, none naming it: their difference is what the revocation
+	// stage adds to a token-cache hit.
+	withSession := mint(claims(map[string]any{"sid": "session-1", "client_id": "web", "azp": "web"}))
+	b.Run("cached-session", func(b *testing.B) {
+		bench(b, quiet(newEnv(b, envConfig{tokenCache: 1000})), withSession, http.StatusOK)
+	})
+	b.Run("cached-revocation", func(b *testing.B) {
+		e := newEnv(b, envConfig{tokenCache: 1000, revocations: true})
+		for i, k := range revoke.Kinds() {
+			ent := revoke.Entry{Issuer: issuerA, Kind: k, Value: fmt.Sprint("other-", i)}
+			if k == revoke.KindIssuer {
+				ent.Issuer, ent.Value = "https://other.example/", ""
+			}
+			if _, err := e.revocations.Add(context.Background(), ent); err != nil {
+				b.Fatal(err)
+			}
+		}
+		bench(b, quiet(e), withSession, http.StatusOK)
 	})
 	b.Run("uncached", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["valid"], http.StatusOK) })
 	b.Run("denied", func(b *testing.B) { bench(b, quiet(newEnv(b, envConfig{})), toks["expired"], http.StatusUnauthorized) })

@@ -87,8 +87,12 @@ type envConfig struct {
 
 func newEnv(t testing.TB, cfg envConfig) *env {
 	t.Helper()
+	var index []string
+	if cfg.revocations {
+		index = RevocationClaims() // as config plans it with revocation
+	}
 	ve := servertest.NewEnv(t, servertest.Config{TokenCache: cfg.tokenCache, NoDown: cfg.noDown, EmptyKeys: cfg.emptyKeys, MaxTokenSize: cfg.maxTokenSize,
-		SharedCache: cfg.sharedCache, Tracer: cfg.tracer})
+		SharedCache: cfg.sharedCache, Tracer: cfg.tracer, IndexClaims: index})
 	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}
 	var revs Revocations
 	if cfg.revocations {

@@ -99,20 +99,7 @@ type hydraClient struct{ id, secret string }
 // token strategy ("opaque" or "jwt").
 func (h *hydra) newClient(t *testing.T, strategy string) hydraClient {
 	t.Helper()
-	body := fmt.Sprintf(`{"grant_types":["client_credentials"],"scope":"read write","access_token_strategy":%q}`, strategy)
-	resp, err := httpClient().Post(h.admin+"/admin/clients", "application/json", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var c struct {
-		ID     string `json:"client_id"`
-		Secret string `json:"client_secret"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil || resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create client: %d %v", resp.StatusCode, err)
-	}
-	return hydraClient{c.ID, c.Secret}
+	return h.createClient(t, map[string]any{"grant_types": []string{"client_credentials"}, "scope": "read write", "access_token_strategy": strategy})
 }
 
 // token gets an access token for c with scope read (client_credentials).

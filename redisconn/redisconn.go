@@ -356,9 +356,12 @@ func New(o Options) (*Client, error) {
 		c.UniversalClient = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: slices.Clone(o.Cluster.Addrs), CredentialsProviderContext: creds, TLSConfig: tlsConf,
 			DialTimeout: t, ReadTimeout: t, WriteTimeout: t, PoolTimeout: t, PoolSize: o.PoolSize,
-			// MOVED and ASK are followed (the command was not run); a
-			// network error is not retried within the call's deadline
-			// either (see the package comment).
+			// MOVED and ASK are followed (the command was not run).
+			// MaxRetries -1 does not stop go-redis's cluster loop from
+			// retrying a command after a network error within the call's
+			// deadline: a proof's SET NX whose reply was lost then answers
+			// "replayed", a refusal, never a replay accepted
+			// (docs/DECISIONS.md).
 			ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true,
 		})
 	}

@@ -98,6 +98,7 @@ func TestVerifyIDTokenRules(t *testing.T) {
 		{name: "max-age-zero", extra: map[string]any{"auth_time": t0.Add(-10 * time.Second).Unix()}, in: with(func(in *verify.IDTokenChecks) { in.MaxAge = 0 })},
 		{name: "max-age-zero-old", in: with(func(in *verify.IDTokenChecks) { in.MaxAge = 0 }), wantErr: verify.ErrAuthTooOld},
 		{name: "auth-time-absent", extra: map[string]any{"auth_time": nil}, in: allInputs(), wantErr: verify.ErrMissingClaim},
+		{name: "auth-time-not-a-number", extra: map[string]any{"auth_time": "yesterday"}, in: allInputs(), wantErr: verify.ErrMalformed},
 		{name: "auth-time-absent-not-asked", extra: map[string]any{"auth_time": nil}, in: with(func(in *verify.IDTokenChecks) { in.HasMaxAge = false })},
 		{name: "wrong-acr", in: with(func(in *verify.IDTokenChecks) { in.ACRValues = []string{"urn:acr:gold"} }), wantErr: verify.ErrWrongACR},
 		{name: "acr-absent", extra: map[string]any{"acr": nil}, in: allInputs(), wantErr: verify.ErrMissingClaim},

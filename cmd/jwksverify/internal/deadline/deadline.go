@@ -10,7 +10,9 @@
 // Write then fails with os.ErrDeadlineExceeded, as with a real timer). A
 // deadline is thus enforced at most one tick late. A deadline within one
 // tick of now (net/http sets one in the past to abort a background read)
-// goes to the real connection at once.
+// goes to the real connection at once. Recording a deadline while the real
+// connection holds none, as every deadline of net/http's timeouts is, is one
+// atomic swap: no lock, no timer.
 package deadline
 
 import (
@@ -109,14 +111,20 @@ type conn struct {
 	net.Conn
 	l *Listener
 
-	mu sync.Mutex
-	// rd and wd are the pending deadlines (unix nanoseconds, 0: none);
-	// realR and realW report that the real connection holds a deadline
-	// (expired, or set directly), which a later deadline must clear.
-	rd, wd       int64
-	realR, realW bool
-	closed       bool
+	// rd and wd are the read and write deadlines: a pending deadline in
+	// unix nanoseconds (0: none), or onReal when the real connection holds
+	// one (set directly, or expired by the sweeper) that a later deadline
+	// must clear. Recording a later deadline is one atomic swap; mu orders
+	// every change of the real connection's deadlines and the closed flag.
+	rd, wd atomic.Int64
+	mu     sync.Mutex
+	closed bool
 }
+
+// onReal marks a direction whose deadline the real connection holds. No
+// pending deadline takes this value: a pending one is at least a tick past
+// the coarse clock, far after 1970.
+const onReal = -1
 
 // Close closes the connection and forgets it.
 func (c *conn) Close() error {
@@ -153,50 +161,59 @@ func (c *conn) SetDeadline(t time.Time) error {
 
 // SetReadDeadline records t as the read deadline.
 func (c *conn) SetReadDeadline(t time.Time) error {
-	return c.set(t, true)
+	return c.set(t, &c.rd, c.Conn.SetReadDeadline)
 }
 
 // SetWriteDeadline records t as the write deadline.
 func (c *conn) SetWriteDeadline(t time.Time) error {
-	return c.set(t, false)
+	return c.set(t, &c.wd, c.Conn.SetWriteDeadline)
 }
 
-// set records t as the read (or write) deadline, or sets it on the real
-// connection when it is within a tick of now; a deadline the real
-// connection holds is cleared.
-func (c *conn) set(t time.Time, read bool) error {
+// set records t as the deadline in st, or sets it on the real connection
+// (setReal) when it is within a tick of now; a deadline the real
+// connection holds is cleared. Recording a deadline while the real
+// connection holds none (every deadline net/http sets for its timeouts) is
+// one atomic swap, without the lock.
+func (c *conn) set(t time.Time, st *atomic.Int64, setReal func(time.Time) error) error {
 	var n int64
 	if !t.IsZero() {
 		n = t.UnixNano()
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	pending, real, setReal := &c.wd, &c.realW, c.Conn.SetWriteDeadline
-	if read {
-		pending, real, setReal = &c.rd, &c.realR, c.Conn.SetReadDeadline
-	}
 	if n != 0 && n < c.l.now.Load()+int64(c.l.tick) {
-		*pending, *real = 0, true
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		st.Store(onReal)
 		return setReal(t)
 	}
-	*pending = n
-	if *real {
-		*real = false
-		return setReal(time.Time{})
+	if st.Swap(n) != onReal {
+		return nil
 	}
-	return nil
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st.Load() == onReal {
+		// A deadline set or expired on the real connection since the
+		// swap is later than this one, and stands.
+		return nil
+	}
+	return setReal(time.Time{})
 }
 
 // expire expires on the real connection the deadlines before now.
 func (c *conn) expire(now int64) {
+	c.expireOne(now, &c.rd, c.Conn.SetReadDeadline)
+	c.expireOne(now, &c.wd, c.Conn.SetWriteDeadline)
+}
+
+// expireOne expires the deadline in st on the real connection (setReal)
+// if it is before now.
+func (c *conn) expireOne(now int64, st *atomic.Int64, setReal func(time.Time) error) {
+	d := st.Load()
+	if d <= 0 || d > now {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.rd != 0 && c.rd <= now {
-		c.rd, c.realR = 0, true
-		_ = c.Conn.SetReadDeadline(past)
-	}
-	if c.wd != 0 && c.wd <= now {
-		c.wd, c.realW = 0, true
-		_ = c.Conn.SetWriteDeadline(past)
+	if st.CompareAndSwap(d, onReal) { // not moved since the load
+		_ = setReal(past)
 	}
 }

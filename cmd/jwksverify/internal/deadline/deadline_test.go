@@ -224,3 +224,76 @@ func TestCloseWrite(t *testing.T) {
 		t.Errorf("peer Read() = %d, %v; want EOF", n, err)
 	}
 }
+
+// recordingConn is a net.Conn that records the deadlines set on it.
+type recordingConn struct {
+	net.Conn
+	mu     sync.Mutex
+	rd, wd time.Time
+}
+
+func (r *recordingConn) SetReadDeadline(t time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rd = t
+	return nil
+}
+
+func (r *recordingConn) SetWriteDeadline(t time.Time) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.wd = t
+	return nil
+}
+
+// TestConcurrentDeadlines: deadlines set from several goroutines (far
+// ones, recorded without the lock; near and past ones, set on the real
+// connection; zero ones) while the sweeper expires them leave the
+// connection consistent: the real connection holds a deadline exactly when
+// the recorded state says so, and a recorded pending deadline is the last
+// one set or expired.
+func TestConcurrentDeadlines(t *testing.T) {
+	const tick = int64(time.Second)
+	base := time.Unix(1_000_000, 0)
+	for round := range 200 {
+		l := &Listener{tick: time.Duration(tick)}
+		l.now.Store(base.UnixNano())
+		real := &recordingConn{}
+		c := &conn{Conn: real, l: l}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Go(func() {
+				for i := range 50 {
+					var d time.Time
+					switch (round + g + i) % 4 {
+					case 0: // far: recorded
+						d = base.Add(time.Duration(2+i%5) * time.Second)
+					case 1: // past: real at once
+						d = past
+					case 2: // zero: cleared
+					case 3: // near: real at once
+						d = base.Add(time.Duration(tick / 2))
+					}
+					_ = c.SetReadDeadline(d)
+					if i%7 == g {
+						c.expire(base.Add(4 * time.Second).UnixNano())
+					}
+				}
+			})
+		}
+		wg.Wait()
+		st := c.rd.Load()
+		real.mu.Lock()
+		onConn := !real.rd.IsZero()
+		real.mu.Unlock()
+		if (st == onReal) != onConn {
+			t.Fatalf("round %d: state %d, real deadline set %v: want the real connection to hold a deadline exactly when the state is onReal", round, st, onConn)
+		}
+		if st > 0 && st <= base.Add(4*time.Second).UnixNano() {
+			c.expire(base.Add(4 * time.Second).UnixNano())
+			if c.rd.Load() != onReal {
+				t.Fatalf("round %d: a pending deadline before now did not expire", round)
+			}
+		}
+	}
+}

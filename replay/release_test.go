@@ -14,9 +14,11 @@ import (
 type releaser interface {
 	Use(ctx context.Context, key [32]byte, ttl time.Duration, now time.Time) (bool, error)
 	Release(ctx context.Context, key [32]byte) error
+	Used(ctx context.Context, key [32]byte, now time.Time) (bool, error)
 }
 
 // TestRelease: a released key is fresh again, once; other keys stay used.
+// Used tells a key in use without using it.
 func TestRelease(t *testing.T) {
 	stores := map[string]func(t *testing.T) releaser{
 		"memory": func(t *testing.T) releaser {
@@ -34,13 +36,22 @@ func TestRelease(t *testing.T) {
 	for name, build := range stores {
 		t.Run(name, func(t *testing.T) {
 			s, ctx := build(t), context.Background()
+			if used, err := s.Used(ctx, key(1), t0); used || err != nil {
+				t.Fatalf("Used() of a key never used = %t, %v; want false", used, err)
+			}
 			for _, k := range []byte{1, 2} {
 				if ok, err := s.Use(ctx, key(k), time.Minute, t0); !ok || err != nil {
 					t.Fatalf("Use(%d) = %t, %v; want fresh", k, ok, err)
 				}
 			}
+			if used, err := s.Used(ctx, key(1), t0); !used || err != nil {
+				t.Fatalf("Used() of a used key = %t, %v; want true", used, err)
+			}
 			if err := s.Release(ctx, key(1)); err != nil {
 				t.Fatalf("Release() = %v", err)
+			}
+			if used, err := s.Used(ctx, key(1), t0); used || err != nil {
+				t.Fatalf("Used() of a released key = %t, %v; want false", used, err)
 			}
 			if ok, err := s.Use(ctx, key(1), time.Minute, t0.Add(time.Second)); !ok || err != nil {
 				t.Fatalf("Use() after Release = %t, %v; want fresh", ok, err)

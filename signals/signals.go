@@ -99,6 +99,17 @@ type Releaser interface {
 	Release(ctx context.Context, key [32]byte) error
 }
 
+// Peeker is a [ReplayStore] that can tell whether a key is in use without
+// using it. With one, the receiver marks a token's jti stored once its
+// entries are, and takes a replay for a replay only when that mark is
+// there: a jti another receiver used but has not stored (it may still
+// fail, and give the jti back) is [ErrUnavailable], so that a poller does
+// not acknowledge a SET nobody stored. Package replay's stores implement
+// it.
+type Peeker interface {
+	Used(ctx context.Context, key [32]byte, now time.Time) (bool, error)
+}
+
 // Metrics counts the events received, by issuer (the configured name, or
 // "" when a token named none), event (a short name such as
 // "caep/session-revoked", "backchannel-logout", "other", or "unknown" for a
@@ -298,8 +309,16 @@ func jtiKey(issuer, jti string) [32]byte {
 	return k
 }
 
+// storedKey is the key of the mark that the entries of the token whose
+// jti key is key are stored.
+func storedKey(key [32]byte) [32]byte {
+	return sha256.Sum256(append([]byte("jwksverify signal stored\x00"), key[:]...))
+}
+
 // commit uses the jti of a checked token once and stores its entries. A
-// jti already used is [ErrReplayed]; a store that cannot take the entries
+// jti already used is [ErrReplayed] — with a [Peeker] replay store, only
+// once the receiver that used it marked its entries stored, and
+// [ErrUnavailable] until then; a store that cannot take the entries
 // releases the jti again (when the replay store can) and is
 // [ErrUnavailable]. It returns the entries as stored.
 func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revoke.Entry, now time.Time) ([]revoke.Entry, error) {
@@ -312,7 +331,17 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 	if err != nil {
 		return nil, fmt.Errorf("%w: the replay store did not answer: %w", ErrUnavailable, err)
 	}
+	peek, _ := r.replay.(Peeker)
 	if !fresh {
+		if peek == nil {
+			return nil, ErrReplayed
+		}
+		switch done, err := peek.Used(ctx, storedKey(key), now); {
+		case err != nil:
+			return nil, fmt.Errorf("%w: the replay store did not answer: %w", ErrUnavailable, err)
+		case !done:
+			return nil, fmt.Errorf("%w: its jti is in use and its entries are not stored yet (another replica may be storing them, or may give the jti back); retry", ErrUnavailable)
+		}
 		return nil, ErrReplayed
 	}
 	stored := make([]revoke.Entry, 0, len(entries))
@@ -328,6 +357,14 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 			return nil, fmt.Errorf("%w: the revocation store did not take the entry: %w", ErrUnavailable, err)
 		}
 		stored = append(stored, got)
+	}
+	if peek != nil {
+		if _, err := r.replay.Use(ctx, storedKey(key), ttl, now); err != nil {
+			// The entries are stored: nothing is lost, but until the jti
+			// expires a retry of the token is answered 503, not replayed.
+			r.log.Warn("signal stored but not marked stored",
+				"issuer", s.ConfiguredIssuer, "consequence", "a retry of the same token is answered unavailable until its jti expires", "err", err)
+		}
 	}
 	return stored, nil
 }

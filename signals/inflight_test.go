@@ -122,15 +122,7 @@ func TestPollerDefersASETStoredElsewhere(t *testing.T) {
 	<-gated.entered
 
 	tr, srv := newTransmitter(t, map[string]string{"set-1": set})
-	p, err := signals.NewPoller(signals.PollOptions{URL: srv.URL, InsecureAllowHTTP: true, Interval: time.Second,
-		Logger: slog.New(slog.DiscardHandler),
-		Receive: func(ctx context.Context, s string) error {
-			_, _, err := e.r.Receive(ctx, issuerA, s, revoke.SourceSSFPoll, epoch)
-			return err
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pollInto(t, e, srv.URL)
 	defer p.Close()
 	tr.waitPolls(t, 2) // the first answer, and the poll after the deferral
 	reqs, pending := tr.snapshot()

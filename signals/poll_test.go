@@ -191,15 +191,7 @@ func TestPollerReplayedIsAcknowledged(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr, srv := newTransmitter(t, map[string]string{"set-1": set})
-	p, err := signals.NewPoller(signals.PollOptions{URL: srv.URL, InsecureAllowHTTP: true, Interval: time.Second,
-		Logger: slog.New(slog.DiscardHandler),
-		Receive: func(ctx context.Context, s string) error {
-			_, _, err := e.r.Receive(ctx, issuerA, s, revoke.SourceSSFPoll, epoch)
-			return err
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := pollInto(t, e, srv.URL)
 	tr.waitPolls(t, 2)
 	p.Close()
 	reqs, pending := tr.snapshot()
@@ -290,4 +282,19 @@ func TestParsePollResponse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pollInto polls url every second into e's receiver, as issuerA's stream.
+func pollInto(t *testing.T, e *env, url string) *signals.Poller {
+	t.Helper()
+	p, err := signals.NewPoller(signals.PollOptions{URL: url, InsecureAllowHTTP: true, Interval: time.Second,
+		Logger: slog.New(slog.DiscardHandler),
+		Receive: func(ctx context.Context, s string) error {
+			_, _, err := e.r.Receive(ctx, issuerA, s, revoke.SourceSSFPoll, epoch)
+			return err
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

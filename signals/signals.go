@@ -351,7 +351,7 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 			if rel, ok := r.replay.(Releaser); ok {
 				if rerr := rel.Release(context.WithoutCancel(ctx), key); rerr != nil {
 					r.log.Warn("signal jti not released after a store failure",
-						"issuer", s.ConfiguredIssuer, "consequence", "a retry of the same token is refused as replayed", "err", rerr)
+						"issuer", s.ConfiguredIssuer, "consequence", "a retry of the same token is answered unavailable until its jti expires", "err", rerr)
 				}
 			}
 			return nil, fmt.Errorf("%w: the revocation store did not take the entry: %w", ErrUnavailable, err)

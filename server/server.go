@@ -372,6 +372,10 @@ func (s *Server) AdminHandler() http.Handler { return s.adminHandler }
 // Verifier returns the verifier the server decides with.
 func (s *Server) Verifier() *verify.Verifier { return s.v }
 
+// DPoP returns the server's DPoP proof checker ([Options.DPoP]; nil: none),
+// for its metrics.
+func (s *Server) DPoP() *dpop.Checker { return s.dpop }
+
 // MaxBodyBytes returns the bound of a request body ([Options.MaxBodyBytes],
 // default applied): a gRPC server in front of it takes the same bound.
 func (s *Server) MaxBodyBytes() int64 { return s.maxBody }

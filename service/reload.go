@@ -50,6 +50,7 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	s.grpc.Swap(g.server)
 	s.metrics.Use(g.server.Verifier())
 	s.metrics.UseMinter(g.minter)
+	s.metrics.UseDPoP(g.server.DPoP())
 	if g.cache != nil {
 		g.cache.Keep(g.server.Verifier()) // the verdicts of removed and changed issuers go
 	}

@@ -181,6 +181,7 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	}
 	s.grpc = extauthz.New(gen.server)
 	m.UseMinter(gen.minter)
+	m.UseDPoP(gen.server.DPoP())
 	s.cur.Store(gen)
 	if err := s.syncPollers(plan); err != nil {
 		s.closePollers()

@@ -8,6 +8,7 @@ package metrics
 import (
 	"cmp"
 	"fmt"
+	"github.com/jwksverify/jwksverify/dpop"
 	"net/http"
 	"runtime"
 	"sync"
@@ -296,6 +297,11 @@ func (m *Metrics) Use(v *verify.Verifier) {
 // minter starts its counters from zero.
 func (m *Metrics) UseMinter(mt *mint.Minter) { m.col.minter.Store(mt) }
 
+// UseDPoP makes jwksverify_dpop_proof_keys_total report ck, the DPoP
+// checker of the generation being served; nil leaves it out. A new checker
+// starts its counters (and its key cache) from zero.
+func (m *Metrics) UseDPoP(ck *dpop.Checker) { m.col.dpop.Store(ck) }
+
 // Reloaded counts one configuration reload with its result (ReloadSuccess
 // or ReloadFailure).
 func (m *Metrics) Reloaded(result string) { m.reloads.WithLabelValues(result).Inc() }
@@ -380,7 +386,8 @@ type introspectionStats interface {
 // cache counters and the crypto cross-checks.
 type collector struct {
 	cur    atomic.Pointer[collected]
-	minter atomic.Pointer[mint.Minter] // nil: no minting
+	minter atomic.Pointer[mint.Minter]  // nil: no minting
+	dpop   atomic.Pointer[dpop.Checker] // nil: no DPoP
 	now    func() time.Time
 	d      collectorDescs
 	redis  func() (redisconn.Stats, bool) // nil: none
@@ -432,6 +439,7 @@ func newCollectorDescs() collectorDescs {
 		mintTokens:  desc("mint_tokens_total", `Tokens minted for upstreams ("minted": signed; "reused": handed out again from the minted-token cache).`, "result"),
 		mintReloads: desc("mint_keys_reloads_total", `Changes of mint.keys_file seen: "success" (taken), "failure" (refused; the previous keys keep signing).`, "result"),
 		mintEntries: desc("mint_cache_entries", "Tokens in the minted-token cache."),
+		dpopKeys:    desc("dpop_proof_keys_total", `Public keys of DPoP proofs whose signature was checked, by result ("parsed": the key was read from the proof's jwk; "reused": a returning client's key, by its RFC 7638 thumbprint, from the key cache).`, "result"),
 		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
 }
@@ -442,7 +450,7 @@ type collectorDescs struct {
 	failures, keys, skipped, age, remaining, ready                       *prometheus.Desc
 	hits, misses, evictions, entries, bytes                              *prometheus.Desc
 	crossChecks                                                          *prometheus.Desc
-	mintTokens, mintReloads, mintEntries                                 *prometheus.Desc
+	mintTokens, mintReloads, mintEntries, dpopKeys                       *prometheus.Desc
 	introCalls, introHits, introStale, introSize, introBusy, introFlight *prometheus.Desc
 	introShared, introWaits, redisErrors, redisNotRep                    *prometheus.Desc
 }
@@ -454,7 +462,7 @@ func (d collectorDescs) all() []*prometheus.Desc {
 		d.hits, d.misses, d.evictions, d.entries, d.bytes, d.crossChecks,
 		d.introCalls, d.introHits, d.introStale, d.introSize, d.introBusy, d.introFlight,
 		d.introShared, d.introWaits, d.redisErrors, d.redisNotRep,
-		d.mintTokens, d.mintReloads, d.mintEntries,
+		d.mintTokens, d.mintReloads, d.mintEntries, d.dpopKeys,
 	}
 }
 
@@ -536,5 +544,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.mintReloads, st.Reloads, "success")
 		counter(d.mintReloads, st.ReloadFailures, "failure")
 		gauge(d.mintEntries, float64(st.Entries))
+	}
+	if ck := c.dpop.Load(); ck != nil {
+		ks := ck.KeyStats()
+		counter(d.dpopKeys, ks.Parses, "parsed")
+		counter(d.dpopKeys, ks.Hits, "reused")
 	}
 }

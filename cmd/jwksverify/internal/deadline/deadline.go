@@ -12,7 +12,7 @@
 // tick of now (net/http sets one in the past to abort a background read)
 // goes to the real connection at once. Recording a deadline while the real
 // connection holds none, as every deadline of net/http's timeouts is, is one
-// atomic swap: no lock, no timer.
+// compare-and-swap: no lock, no timer.
 package deadline
 
 import (
@@ -30,9 +30,9 @@ var past = time.Unix(1, 0)
 
 // Listener wraps a net.Listener so that its connections keep coarse
 // deadlines. It is safe for concurrent use. Close closes the wrapped
-// listener and stops the sweeping goroutine, waiting for it; connections
-// already accepted keep working, with their deadlines no longer enforced
-// (http.Server.Shutdown closes them).
+// listener; the sweeping goroutine goes on enforcing the deadlines of the
+// connections already accepted — a drain's requests, tls.Conn.Close's
+// close_notify write — until the last of them is closed, then ends.
 type Listener struct {
 	net.Listener
 	tick  time.Duration
@@ -45,7 +45,8 @@ type Listener struct {
 }
 
 // NewListener returns ln with coarse deadlines, swept every tick (zero
-// means DefaultTick). The Listener owns a goroutine until Close.
+// means DefaultTick). The Listener owns a goroutine until it is closed and
+// its last connection is.
 func NewListener(ln net.Listener, tick time.Duration) *Listener {
 	if tick <= 0 {
 		tick = DefaultTick
@@ -69,11 +70,11 @@ func (l *Listener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// Close closes the wrapped listener and stops the sweeper.
+// Close closes the wrapped listener. The sweeper ends once every
+// connection accepted is closed too.
 func (l *Listener) Close() error {
 	err := l.Listener.Close()
 	l.once.Do(func() { close(l.stop) })
-	<-l.done
 	return err
 }
 
@@ -81,14 +82,25 @@ func (l *Listener) sweep() {
 	defer close(l.done)
 	t := time.NewTicker(l.tick)
 	defer t.Stop()
+	stop := l.stop
 	for {
 		select {
-		case <-l.stop:
-			return
+		case <-stop:
+			stop = nil // closed: sweep on while connections remain
 		case now := <-t.C:
 			l.expire(now)
 		}
+		if stop == nil && l.empty() {
+			return
+		}
 	}
+}
+
+// empty reports whether every connection accepted is closed.
+func (l *Listener) empty() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns) == 0
 }
 
 // expire refreshes the coarse clock and expires every deadline before now.
@@ -173,7 +185,8 @@ func (c *conn) SetWriteDeadline(t time.Time) error {
 // (setReal) when it is within a tick of now; a deadline the real
 // connection holds is cleared. Recording a deadline while the real
 // connection holds none (every deadline net/http sets for its timeouts) is
-// one atomic swap, without the lock.
+// one compare-and-swap, without the lock; leaving "the real connection
+// holds one" takes the lock, and clears the real connection first.
 func (c *conn) set(t time.Time, st *atomic.Int64, setReal func(time.Time) error) error {
 	var n int64
 	if !t.IsZero() {
@@ -185,17 +198,29 @@ func (c *conn) set(t time.Time, st *atomic.Int64, setReal func(time.Time) error)
 		st.Store(onReal)
 		return setReal(t)
 	}
-	if st.Swap(n) != onReal {
-		return nil
+	// Without the lock, only a state that is not onReal moves: the real
+	// connection holds no deadline for as long as the state is not onReal.
+	for {
+		old := st.Load()
+		if old == onReal {
+			break
+		}
+		if st.CompareAndSwap(old, n) {
+			return nil
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if st.Load() == onReal {
-		// A deadline set or expired on the real connection since the
-		// swap is later than this one, and stands.
+	if st.Load() != onReal {
+		// Another setter cleared the real connection's deadline.
+		st.Store(n)
 		return nil
 	}
-	return setReal(time.Time{})
+	// Clear the real connection's deadline before the state leaves onReal,
+	// so that no setter returns while a stale deadline stands.
+	err := setReal(time.Time{})
+	st.Store(n)
+	return err
 }
 
 // expire expires on the real connection the deadlines before now.

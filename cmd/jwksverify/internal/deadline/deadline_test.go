@@ -105,12 +105,45 @@ func TestDeadlines(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				pl := newPipeListener()
 				l := NewListener(pl, tick)
-				defer l.Close()
 				c, client := accept(t, pl, l)
 				tt.run(t, c, client)
+				// The sweeper ends once the listener and its last
+				// connection are closed (synctest fails a goroutine left).
+				l.Close()
+				c.Close()
+				time.Sleep(tick)
 			})
 		})
 	}
+}
+
+// TestDeadlinesAfterClose: a listener closed (a drain) goes on enforcing
+// the deadlines of the connections it accepted — a request still being
+// read, tls.Conn.Close's close_notify write — and its sweeper ends once
+// the last of them is closed.
+func TestDeadlinesAfterClose(t *testing.T) {
+	const tick = 100 * time.Millisecond
+	synctest.Test(t, func(t *testing.T) {
+		pl := newPipeListener()
+		l := NewListener(pl, tick)
+		c, _ := accept(t, pl, l)
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		_ = c.SetWriteDeadline(start.Add(time.Second))
+		if _, err := c.Write([]byte("nobody reads")); !errors.Is(err, os.ErrDeadlineExceeded) || time.Since(start) > time.Second+tick {
+			t.Errorf("Write() after the listener closed = %v after %v, want a deadline error within 1s+tick", err, time.Since(start))
+		}
+		c.Close()
+		time.Sleep(tick) // the sweeper's next tick
+		synctest.Wait()
+		select {
+		case <-l.done:
+		default:
+			t.Error("the sweeper still runs after the listener and its last connection closed")
+		}
+	})
 }
 
 // TestHTTPServer: an http.Server over a Listener answers keep-alive
@@ -296,4 +329,43 @@ func TestConcurrentDeadlines(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSetterSeesItsDeadline: a setter that records a far deadline returns
+// only once the real connection holds no stale deadline, even while another
+// goroutine is still clearing the one the real connection held (with
+// net.Conn's semantics, a Read after SetReadDeadline(far) returns cannot
+// time out at once).
+func TestSetterSeesItsDeadline(t *testing.T) {
+	l := &Listener{tick: time.Second}
+	l.now.Store(time.Unix(1_000_000, 0).UnixNano())
+	real := &recordingConn{}
+	c := &conn{Conn: real, l: l}
+	_ = c.SetReadDeadline(past) // abortPendingRead: the real connection holds it
+	c.mu.Lock()                 // stall the clearing setter at its lock
+	cleared := make(chan struct{})
+	go func() {
+		defer close(cleared)
+		_ = c.SetReadDeadline(time.Time{})
+	}()
+	time.Sleep(20 * time.Millisecond) // the clearing setter reaches the lock
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		_ = c.SetReadDeadline(time.Unix(1_000_010, 0)) // far: recorded
+	}()
+	select {
+	case <-returned:
+		real.mu.Lock()
+		stale := !real.rd.IsZero()
+		real.mu.Unlock()
+		if stale {
+			t.Errorf("SetReadDeadline(far) returned with the real connection still holding %v (state %d): a Read now times out spuriously", past, c.rd.Load())
+		}
+	case <-time.After(100 * time.Millisecond):
+		// waits for the lock: the stale deadline is cleared before it returns
+	}
+	c.mu.Unlock()
+	<-cleared
+	<-returned
 }

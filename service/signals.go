@@ -37,9 +37,9 @@ type poller struct {
 // signalReceiver builds the signals.Receiver of plan over v (nil when no
 // issuer has backchannel_logout or ssf), storing through store. Its jtis go
 // to the DPoP replay store when it is on Redis, else to a store over the
-// service's Redis client when redis is configured, else to the DPoP memory
-// store when there is one, else to a memory store of the service's own:
-// one store per process, so that a jti used once stays used.
+// service's Redis client when redis is configured, else to a memory store
+// of the service's own (never the DPoP memory store: see below): one store
+// per process, so that a jti used once stays used.
 func (s *Service) signalReceiver(plan *config.Plan, v *verify.Verifier, store revoke.Adder) (*signals.Receiver, error) {
 	if plan.Signals == nil {
 		return nil, nil
@@ -67,9 +67,11 @@ func (s *Service) signalReceiver(plan *config.Plan, v *verify.Verifier, store re
 			s.signals.redis, s.signals.client = r, rc
 		}
 		rs = s.signals.redis
-	case s.replayStore != nil:
-		rs = s.replayStore
 	default:
+		// Not the DPoP memory store: its purge walks the keys in the
+		// order of their use and stops at the first not expired, so a
+		// jti (24h) ahead of proofs (90s) would keep them counted against
+		// replay_max_entries until it expires, and fill the store.
 		if s.signals.memory == nil {
 			m, err := replay.NewMemory(0)
 			if err != nil {

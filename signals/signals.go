@@ -329,6 +329,10 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 	}
 	fresh, err := r.replay.Use(ctx, key, ttl, now)
 	if err != nil {
+		// The use may have been applied (Redis: SET NX done, then WAIT
+		// short of its replicas, or the reply lost to the timeout): give
+		// the jti back, or the sender's retry is 503 until it expires.
+		r.release(ctx, s, key)
 		return nil, fmt.Errorf("%w: the replay store did not answer: %w", ErrUnavailable, err)
 	}
 	peek, _ := r.replay.(Peeker)
@@ -348,18 +352,15 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 	for _, e := range entries {
 		got, err := r.store.Add(ctx, e)
 		if err != nil {
-			if rel, ok := r.replay.(Releaser); ok {
-				if rerr := rel.Release(context.WithoutCancel(ctx), key); rerr != nil {
-					r.log.Warn("signal jti not released after a store failure",
-						"issuer", s.ConfiguredIssuer, "consequence", "a retry of the same token is answered unavailable until its jti expires", "err", rerr)
-				}
-			}
+			r.release(ctx, s, key)
 			return nil, fmt.Errorf("%w: the revocation store did not take the entry: %w", ErrUnavailable, err)
 		}
 		stored = append(stored, got)
 	}
 	if peek != nil {
-		if _, err := r.replay.Use(ctx, storedKey(key), ttl, now); err != nil {
+		// Without ctx's cancellation (a poller closed by a reload, a
+		// transmitter that gave up): the entries are stored, so is the mark.
+		if _, err := r.replay.Use(context.WithoutCancel(ctx), storedKey(key), ttl, now); err != nil {
 			// The entries are stored: nothing is lost, but until the jti
 			// expires a retry of the token is answered 503, not replayed.
 			r.log.Warn("signal stored but not marked stored",
@@ -367,6 +368,20 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 		}
 	}
 	return stored, nil
+}
+
+// release gives key back when the replay store can (see [Releaser]): after
+// a failed store, and after a Use that failed but may have been applied.
+// In the second case the key may be another receiver's, whose entries are
+// then stored a second time by a retry: harmless, since entries are
+// idempotent, where a jti spent without its entries would lose them.
+func (r *Receiver) release(ctx context.Context, s *verify.Signed, key [32]byte) {
+	if rel, ok := r.replay.(Releaser); ok {
+		if rerr := rel.Release(context.WithoutCancel(ctx), key); rerr != nil {
+			r.log.Warn("signal jti not released after a store failure",
+				"issuer", s.ConfiguredIssuer, "consequence", "a retry of the same token is answered unavailable until its jti expires", "err", rerr)
+		}
+	}
 }
 
 // count records one event's result.

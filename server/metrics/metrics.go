@@ -8,7 +8,6 @@ package metrics
 import (
 	"cmp"
 	"fmt"
-	"github.com/jwksverify/jwksverify/dpop"
 	"net/http"
 	"runtime"
 	"sync"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"

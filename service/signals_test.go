@@ -94,3 +94,27 @@ issuers:
 		t.Errorf("pollers after removing ssf = %d, want 0", len(got))
 	}
 }
+
+// TestSignalsOwnMemoryStore: without Redis, the signal jtis (kept a day)
+// do not go to the DPoP memory store, whose purge in order of use they
+// would hold back until it filled and refused proofs.
+func TestSignalsOwnMemoryStore(t *testing.T) {
+	jwksSrv := jwksServer(t)
+	dir := t.TempDir()
+	l := startLive(t, writePlan(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(`listen: 127.0.0.1:0
+state_dir: %s
+revocation: {store: memory}
+dpop: {replay_store: memory}
+issuers:
+  - issuer: https://idp.example/
+    jwks_url: %s
+    sender_constraint: {dpop: optional}
+    backchannel_logout: {audiences: [web-app]}
+`, filepath.Join(dir, "state"), jwksSrv.URL)))
+	if l.Server().Signals() == nil || l.replayStore == nil {
+		t.Fatal("want a signals receiver and a DPoP replay store")
+	}
+	if l.signals.memory == nil || any(l.signals.memory) == any(l.replayStore) {
+		t.Errorf("signal jtis in %p, DPoP proofs in %p: want a memory store of their own", l.signals.memory, l.replayStore)
+	}
+}

@@ -372,9 +372,9 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 
 // release gives key back when the replay store can (see [Releaser]): after
 // a failed store, and after a Use that failed but may have been applied.
-// In the second case the key may be another receiver's, whose entries are
-// then stored a second time by a retry: harmless, since entries are
-// idempotent, where a jti spent without its entries would lose them.
+// In the second case the key may be another receiver's, whose entries a
+// retry then stores a second time: the same revocation, listed twice —
+// where a jti spent without its entries would lose them.
 func (r *Receiver) release(ctx context.Context, s *verify.Signed, key [32]byte) {
 	if rel, ok := r.replay.(Releaser); ok {
 		if rerr := rel.Release(context.WithoutCancel(ctx), key); rerr != nil {

@@ -126,7 +126,7 @@ type conn struct {
 	// rd and wd are the read and write deadlines: a pending deadline in
 	// unix nanoseconds (0: none), or onReal when the real connection holds
 	// one (set directly, or expired by the sweeper) that a later deadline
-	// must clear. Recording a later deadline is one atomic swap; mu orders
+	// must clear. Recording a later deadline is one compare-and-swap; mu orders
 	// every change of the real connection's deadlines and the closed flag.
 	rd, wd atomic.Int64
 	mu     sync.Mutex

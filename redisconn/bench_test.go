@@ -23,7 +23,7 @@ import (
 // started by the benchmark and in the same run: a bare go-redis GET (the
 // floor), a hit of the shared introspection cache (one GET, the MAC of the
 // token and the decoding of the stored answer), and the DPoP replay check
-// of one fresh proof (one SET NX PX; with acknowledge_replicas, a WAIT on
+// of one fresh proof (one set-if-absent script; with acknowledge_replicas, a WAIT on
 // the same connection too, not measured here: it needs a replica). Compare
 // each with bare-get: the difference is jwksverify's own cost. It skips
 // when redis-server is not installed.

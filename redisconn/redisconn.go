@@ -359,9 +359,10 @@ func New(o Options) (*Client, error) {
 			// MOVED and ASK are followed (the command was not run).
 			// MaxRetries -1 does not stop go-redis's cluster loop from
 			// retrying a command after a network error within the call's
-			// deadline: a proof's SET NX whose reply was lost then answers
-			// "replayed", a refusal, never a replay accepted
-			// (docs/DECISIONS.md).
+			// deadline: a proof's set-if-absent whose reply was lost is
+			// then sent again with its own value, and the replay store
+			// reads its own write as fresh (replay.Redis,
+			// docs/DECISIONS.md).
 			ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true,
 		})
 	}

@@ -2,8 +2,8 @@ package replay
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -26,16 +26,17 @@ type RedisOptions struct {
 
 // Redis is a replay store shared by every replica that uses the same Redis
 // (a single server, a Sentinel master or a Cluster: one key per proof):
-// each proof is one SET key 1 NX PX ttl, atomic on the server, so of any
-// number of concurrent uses of one proof, across any number of replicas,
-// exactly one is fresh. With the client's AcknowledgeReplicas a proof is
-// fresh only once that many replicas hold its key (WAIT), so that a
-// failover right after cannot forget it. A failed call is never retried (a
-// SET whose reply was lost may have been applied: retrying would refuse the
-// proof as replayed) and never answered "fresh": it is an error. The client
-// reconnects on its own and follows a failover or a slot move, so Redis is
-// used again without a restart of jwksverify. It is safe for concurrent
-// use; it does not own the client.
+// each proof is one set-if-absent, atomic on the server ([useScript]), so
+// of any number of concurrent uses of one proof, across any number of
+// replicas, exactly one is fresh. Each use writes a value of its own, so
+// that a command the client sends again after losing its reply (go-redis's
+// cluster loop does) finds its own value and is fresh, not a replay of
+// itself. With the client's AcknowledgeReplicas a proof is fresh only once
+// that many replicas hold its key (WAIT), so that a failover right after
+// cannot forget it. A failed call is never answered "fresh": it is an
+// error. The client reconnects on its own and follows a failover or a slot
+// move, so Redis is used again without a restart of jwksverify. It is safe
+// for concurrent use; it does not own the client.
 type Redis struct {
 	c      *redisconn.Client
 	prefix string
@@ -62,14 +63,35 @@ func NewRedis(c *redisconn.Client, opts RedisOptions) (*Redis, error) {
 	return &Redis{c: c, prefix: prefix}, nil
 }
 
-// Use implements dpop.ReplayStore with SET prefix+hex(key) 1 NX PX ttl,
-// bounded by the client's Timeout as a whole.
+// useScript sets KEYS[1] to ARGV[1] for ARGV[2] milliseconds if it is
+// absent (1), answers 2 if it already holds ARGV[1] (this use's own
+// command, sent again after its reply was lost), and 0 if it holds another
+// use's value (a replay). It is SET NX PX that knows its caller: SET … NX
+// GET would do the same, but only from Redis 7.0 on, and Debian 11's and
+// Ubuntu 22.04's servers are 6.0 (the revocation store already needs
+// scripting).
+const useScript = `local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if v == ARGV[1] then return 2 end
+return 0`
+
+// Use implements dpop.ReplayStore with one [useScript] call on
+// prefix+hex(key), bounded by the client's Timeout as a whole.
 func (r *Redis) Use(ctx context.Context, key [32]byte, ttl time.Duration, _ time.Time) (bool, error) {
+	return r.use(ctx, key, ttl, rand.Text())
+}
+
+// use is Use with the value this use writes: one unique to the call.
+func (r *Redis) use(ctx context.Context, key [32]byte, ttl time.Duration, value string) (bool, error) {
 	ms := max(ttl.Milliseconds(), 1)
 	if ttl%time.Millisecond != 0 {
 		ms++ // round up: never forget a proof early
 	}
 	k := r.prefix + hex.EncodeToString(key[:])
+	keys := []string{k}
 	var set *redis.Cmd
 	var err error
 	if r.c.AcknowledgeReplicas() == 0 {
@@ -77,22 +99,20 @@ func (r *Redis) Use(ctx context.Context, key [32]byte, ttl time.Duration, _ time
 		// deadline for the call keeps it within Timeout as a whole.
 		ctx, cancel := context.WithTimeout(ctx, r.c.Timeout())
 		defer cancel()
-		set = r.c.Do(ctx, "SET", k, "1", "NX", "PX", ms)
-		if err = set.Err(); errors.Is(err, redis.Nil) {
-			err = nil
-		}
+		set = r.c.Eval(ctx, useScript, keys, value, ms)
+		err = set.Err()
 	} else {
 		_, err = r.c.Write(ctx, k, func(p redis.Pipeliner) {
-			set = p.Do(ctx, "SET", k, "1", "NX", "PX", ms)
+			set = p.Eval(ctx, useScript, keys, value, ms)
 		})
 	}
 	if set == nil { // the write failed before its commands were queued
 		r.failed.Add(1)
 		return false, fmt.Errorf("replay: redis: %w", err)
 	}
-	res, serr := set.Result()
+	res, serr := set.Int64()
 	switch {
-	case errors.Is(serr, redis.Nil):
+	case serr == nil && res == 0:
 		// Used before: a refusal is safe whatever the WAIT said.
 		r.replayed.Add(1)
 		return false, nil
@@ -102,9 +122,9 @@ func (r *Redis) Use(ctx context.Context, key [32]byte, ttl time.Duration, _ time
 	case serr != nil:
 		r.failed.Add(1)
 		return false, fmt.Errorf("replay: redis: %w", serr)
-	case res != "OK":
+	case res != 1 && res != 2:
 		r.failed.Add(1)
-		return false, fmt.Errorf("replay: redis answered %v to SET NX", res)
+		return false, fmt.Errorf("replay: redis answered %d to the set-if-absent script", res)
 	}
 	r.fresh.Add(1)
 	return true, nil

@@ -146,8 +146,8 @@ func TestNewMemoryBounds(t *testing.T) {
 	}
 }
 
-// BenchmarkRedisUse is one SET NX PX round trip to a redis-server on
-// loopback, sequential and with 16 callers in parallel.
+// BenchmarkRedisUse is one set-if-absent round trip (the use script) to a
+// redis-server on loopback, sequential and with 16 callers in parallel.
 func BenchmarkRedisUse(b *testing.B) {
 	srv := redistest.Start(b)
 	st := newRedis(b, redisconn.Options{URL: srv.URL()}, "")

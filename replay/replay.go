@@ -1,7 +1,7 @@
 // Package replay holds the stores that remember used DPoP proofs
 // (dpop.ReplayStore): [Memory], bounded and per process, and [Redis],
-// shared by every replica through one atomic SET NX PX per proof, so that a
-// proof replayed at another replica is refused there too.
+// shared by every replica through one atomic set-if-absent per proof, so
+// that a proof replayed at another replica is refused there too.
 //
 // A store decides "fresh or replayed" atomically and fails closed: a store
 // that cannot answer (Redis unreachable, memory full) returns an error, which

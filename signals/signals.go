@@ -329,7 +329,7 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 	}
 	fresh, err := r.replay.Use(ctx, key, ttl, now)
 	if err != nil {
-		// The use may have been applied (Redis: SET NX done, then WAIT
+		// The use may have been applied (Redis: the key set, then WAIT
 		// short of its replicas, or the reply lost to the timeout): give
 		// the jti back, or the sender's retry is 503 until it expires.
 		r.release(ctx, s, key)

@@ -1,7 +1,9 @@
 package replay_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/hex"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -18,12 +20,12 @@ import (
 )
 
 // replyDropper is a TCP proxy in front of a redis-server that, once armed,
-// lets the next command reach the server and then closes that connection
-// instead of passing its reply on: a reply lost after the command was
-// applied.
+// lets the next command that holds match reach the server and then closes
+// that connection instead of passing its reply on: a reply lost after the
+// command was applied.
 type replyDropper struct {
 	ln      net.Listener
-	target  string
+	match   []byte // lower case
 	armed   atomic.Bool
 	dropped atomic.Int32
 	wg      sync.WaitGroup
@@ -31,13 +33,13 @@ type replyDropper struct {
 	conns   []net.Conn
 }
 
-func newReplyDropper(t *testing.T) *replyDropper {
+func newReplyDropper(t *testing.T, match string) *replyDropper {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &replyDropper{ln: ln}
+	d := &replyDropper{ln: ln, match: []byte(strings.ToLower(match))}
 	t.Cleanup(d.close)
 	return d
 }
@@ -46,7 +48,6 @@ func (d *replyDropper) port() int { return d.ln.Addr().(*net.TCPAddr).Port }
 
 // serve proxies every connection to target until closed.
 func (d *replyDropper) serve(target string) {
-	d.target = target
 	d.wg.Go(func() {
 		for {
 			c, err := d.ln.Accept()
@@ -59,13 +60,13 @@ func (d *replyDropper) serve(target string) {
 				continue
 			}
 			d.track(c, s)
-			var sent atomic.Bool // a command went to the server while armed
+			var sent atomic.Bool // a matching command went to the server while armed
 			d.wg.Go(func() {
 				buf := make([]byte, 32<<10)
 				for {
 					n, err := c.Read(buf)
 					if n > 0 {
-						if d.armed.Load() {
+						if d.armed.Load() && bytes.Contains(bytes.ToLower(buf[:n]), d.match) {
 							sent.Store(true)
 						}
 						if _, werr := s.Write(buf[:n]); werr != nil {
@@ -125,7 +126,10 @@ func (d *replyDropper) close() {
 // afterwards. With a plain SET NX the retry answered "replayed": a
 // legitimate proof refused.
 func TestRedisClusterLostReply(t *testing.T) {
-	d := newReplyDropper(t)
+	prefix := "test:" + t.Name() + ":"
+	// The use of key(2): the command naming its key (prefix + hex).
+	k2 := key(2)
+	d := newReplyDropper(t, prefix+hex.EncodeToString(k2[:]))
 	// A one-node cluster announcing the proxy's port: the cluster client
 	// learns the node from CLUSTER SLOTS and talks to it through the proxy.
 	srv := redistest.Start(t, "--cluster-enabled", "yes",
@@ -151,7 +155,7 @@ func TestRedisClusterLostReply(t *testing.T) {
 	d.serve(srv.Addr())
 
 	st := newRedis(t, redisconn.Options{Cluster: redisconn.Cluster{Addrs: []string{d.ln.Addr().String()}}, Timeout: 5 * time.Second},
-		"test:"+t.Name()+":")
+		prefix)
 	// Warm up: the slot map is known and a pooled connection is open.
 	if ok, err := st.Use(ctx, key(1), time.Minute, t0); !ok || err != nil {
 		t.Fatalf("Use() of a first key = %t, %v; want fresh", ok, err)

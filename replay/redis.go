@@ -69,13 +69,19 @@ func NewRedis(c *redisconn.Client, opts RedisOptions) (*Redis, error) {
 // use's value (a replay). It is SET NX PX that knows its caller: SET … NX
 // GET would do the same, but only from Redis 7.0 on, and Debian 11's and
 // Ubuntu 22.04's servers are 6.0 (the revocation store already needs
-// scripting).
+// scripting). Its own value found, it writes too (PEXPIRE): a WAIT after
+// it then counts the replicas that hold the key, since WAIT covers only
+// the writes of its own connection and a command sent again comes on
+// another one.
 const useScript = `local v = redis.call('GET', KEYS[1])
 if not v then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
   return 1
 end
-if v == ARGV[1] then return 2 end
+if v == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 2
+end
 return 0`
 
 // Use implements dpop.ReplayStore with one [useScript] call on

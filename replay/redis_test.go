@@ -2,12 +2,15 @@ package replay_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/jwksverify/jwksverify/internal/redistest"
 	"github.com/jwksverify/jwksverify/redisconn"
@@ -187,5 +190,49 @@ func TestRedisAcknowledgeReplicas(t *testing.T) {
 	}
 	if ok, err := st.Use(ctx, key(1), time.Minute, t0); ok || err != nil {
 		t.Errorf("second Use() = %t, %v; want replayed", ok, err)
+	}
+}
+
+// TestRedisOwnValue: the same use sent again (its value) is fresh and
+// keeps the key; another use (another value) is a replay, and so is a key
+// an older version set to "1".
+func TestRedisOwnValue(t *testing.T) {
+	srv := redistest.Start(t)
+	prefix := "test:" + t.Name() + ":"
+	st := newRedis(t, redisconn.Options{URL: srv.URL(), Timeout: 2 * time.Second}, prefix)
+	ctx := context.Background()
+	for i, tt := range []struct {
+		value string
+		fresh bool
+	}{
+		{"use-a", true},  // absent: set
+		{"use-a", true},  // its own value: the same use, sent again
+		{"use-b", false}, // another use's value: a replay
+		{"use-a", true},
+	} {
+		if ok, err := st.UseAs(ctx, key(1), time.Minute, tt.value); ok != tt.fresh || err != nil {
+			t.Errorf("#%d UseAs(%q) = %t, %v; want %t", i, tt.value, ok, err, tt.fresh)
+		}
+	}
+	if ok, err := st.Use(ctx, key(1), time.Minute, t0); ok || err != nil {
+		t.Errorf("Use() of a key another use holds = %t, %v; want replayed", ok, err)
+	}
+
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr(), DisableIdentity: true})
+	defer admin.Close()
+	k := key(2)
+	if err := admin.Set(ctx, prefix+hex.EncodeToString(k[:]), "1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.Use(ctx, k, time.Minute, t0); ok || err != nil {
+		t.Errorf("Use() of a key set to 1 (an older version's use) = %t, %v; want replayed", ok, err)
+	}
+	// A key of another type is an error, never fresh.
+	k = key(3)
+	if err := admin.HSet(ctx, prefix+hex.EncodeToString(k[:]), "f", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.Use(ctx, k, time.Minute, t0); ok || err == nil {
+		t.Errorf("Use() of a key holding a hash = %t, %v; want an error", ok, err)
 	}
 }

@@ -76,7 +76,7 @@ func TestMarkOutlivesTheReceiptsContext(t *testing.T) {
 }
 
 // appliedThenFailed is a memory replay store whose first Use is applied and
-// answered with an error: Redis's SET NX applied, then WAIT short of
+// answered with an error: Redis's set-if-absent applied, then WAIT short of
 // acknowledge_replicas, or the reply lost to the client's timeout.
 type appliedThenFailed struct {
 	ctxReplay

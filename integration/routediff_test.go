@@ -337,6 +337,11 @@ func fixedVariants() []variant {
 		{method: "GET", target: "/public/..%2Fadmin/secret", token: levelReader},
 		{method: "GET", target: "/public/..\\admin/secret", token: levelReader},
 		{method: "GET", target: "/anon/..;/admin/secret"},
+		// Hosts nginx serves as admin.internal that a host parser of the
+		// URL kind reads otherwise (a red team's find).
+		{method: "GET", target: "/public/x", token: levelReader, host: "admin.internal:1:2"},
+		{method: "GET", target: "/public/x", token: levelReader, host: "admin.internal:x:"},
+		{method: "GET", target: "/public/x", token: levelReader, headers: [][2]string{{"X-Forwarded-Host", "admin.internal:1:2"}}},
 	}
 	for i := range vs {
 		vs[i].id = -1 - i
@@ -477,6 +482,10 @@ func appHosts(rec received) []string {
 		h = strings.Trim(strings.TrimSpace(h), `"`)
 		if hh, _, err := net.SplitHostPort(h); err == nil {
 			h = hh
+		} else if i := strings.IndexByte(h, ':'); i > 0 && !strings.HasPrefix(h, "[") {
+			// nginx's reading (ngx_http_validate_host): the host ends at
+			// the first ':', whatever follows ("admin.internal:1:2").
+			h = h[:i]
 		}
 		h = strings.TrimSuffix(strings.ToLower(h), ".")
 		if !slices.Contains(hosts, h) {

@@ -12,7 +12,8 @@ var (
 	ErrMissing = errors.New("request: original request not forwarded by the proxy")
 	// ErrAmbiguous: the original request is one that the application behind
 	// the proxy could read differently from jwksverify ([ErrAmbiguousPath],
-	// [ErrAmbiguousMethod]). It is denied whatever the routes say.
+	// [ErrAmbiguousMethod], [ErrAmbiguousHost]). It is denied whatever the
+	// routes say.
 	ErrAmbiguous = errors.New("request: ambiguous")
 	// ErrAmbiguousPath: the path holds a dot segment ("." or "..", raw or
 	// percent-encoded in any spelling), an empty segment ("//"), an encoded
@@ -24,4 +25,12 @@ var (
 	// or a _method query parameter) names something that is not a method
 	// token. It matches [ErrAmbiguous].
 	ErrAmbiguousMethod = fmt.Errorf("%w method override", ErrAmbiguous)
+	// ErrAmbiguousHost: the host is not exactly a name or an IPv4 address
+	// (letters, digits, '-', '_', '.'; no empty label) or a bracketed IPv6
+	// address without a zone, followed by nothing or by ':' and at most
+	// five digits.
+	// nginx reads "admin.example.com:1:2" as admin.example.com, and Unicode
+	// case folding reads "\u212Aiosk" as kiosk, while jwksverify would route
+	// another host. It matches [ErrAmbiguous].
+	ErrAmbiguousHost = fmt.Errorf("%w host", ErrAmbiguous)
 )

@@ -2,6 +2,7 @@ package request_test
 
 import (
 	"errors"
+	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -89,4 +90,44 @@ func dotOrEmptySegment(path string) bool {
 		}
 	}
 	return false
+}
+
+// FuzzFromPartsHost checks that a host FromParts accepts is read alike by
+// nginx (the host ends at the first ':'; ASCII letters lower-cased; one
+// trailing '.' dropped) and by Go's net.SplitHostPort, with a port of
+// digits only; and that every host it refuses is ErrAmbiguousHost.
+func FuzzFromPartsHost(f *testing.F) {
+	for _, s := range []string{"api.example.com", "API.example.com.:8443", "admin.example.com:1:2", "admin.example.com:x:", "h:",
+		"[::1]:80", "[::1", "[fe80::1%25eth0]", "\u212Aiosk.example.com", "a..b", ".", "", "svc_a:80", "10.0.0.1", "a,b", "u@h", "h:123456"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, host string) {
+		o, err := request.FromParts("GET", "", host, "/")
+		if err != nil {
+			if !errors.Is(err, request.ErrAmbiguousHost) {
+				t.Fatalf("FromParts(host %q) error %v is not ErrAmbiguousHost", host, err)
+			}
+			return
+		}
+		for i := 0; i < len(o.Host); i++ {
+			if c := o.Host[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._:", c) >= 0) {
+				t.Fatalf("FromParts(host %q).Host = %q holds %q", host, o.Host, c)
+			}
+		}
+		if strings.Trim(o.Port, "0123456789") != "" || len(o.Port) > 5 {
+			t.Fatalf("FromParts(host %q).Port = %q", host, o.Port)
+		}
+		if !strings.HasPrefix(host, "[") {
+			nginx, _, _ := strings.Cut(host, ":")
+			if got := strings.TrimSuffix(strings.ToLower(nginx), "."); got != o.Host {
+				t.Fatalf("FromParts(host %q).Host = %q; nginx reads %q", host, o.Host, got)
+			}
+		}
+		if o.Port != "" {
+			h, p, err := net.SplitHostPort(host)
+			if err != nil || strings.TrimSuffix(strings.ToLower(h), ".") != o.Host || p != o.Port {
+				t.Fatalf("FromParts(host %q) = %q, %q; net.SplitHostPort reads %q, %q, %v", host, o.Host, o.Port, h, p, err)
+			}
+		}
+	})
 }

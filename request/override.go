@@ -62,9 +62,9 @@ func (o Original) withHTTPOverrides(h http.Header) (Original, error) {
 
 // withQueryOverrides adds the methods that _method query parameters name.
 // A parameter counts when its name, percent-decoded with '+' as a space,
-// is _method in any case once PHP's mangling is applied (leading spaces
-// dropped, ' ', '.' and '[' read as '_': PHP hands ".method" to Laravel as
-// "_method"); "_method[...]" (an array to the framework) is ambiguous, as is
+// is _method in any case once PHP's mangling is applied (cut at a NUL,
+// leading spaces dropped, ' ', '.' and '[' read as '_': PHP hands
+// ".method" and "_method%00" to Laravel as "_method"); "_method[...]" (an array to the framework) is ambiguous, as is
 // a name that cannot be decoded but spells "method". Pairs are split at '&'
 // and ';' (Rack before 3.0 splits at both).
 func (o Original) withQueryOverrides(query string) (Original, error) {
@@ -170,11 +170,16 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
-// phpName applies PHP's mangling of request variable names: leading spaces
-// dropped, then ' ', '.' and '[' (the first, when no ']' closes it) read as
-// '_'. Only what decides whether a name is _method matters here, so every
-// '[' after the first character is kept: "_method[" stays an array name.
+// phpName applies PHP's mangling of request variable names: the name cut at
+// its first NUL (PHP reads it as a C string: "_method%00" is _method),
+// leading spaces dropped, then ' ', '.' and '[' (the first, when no ']'
+// closes it) read as '_'. Only what decides whether a name is _method
+// matters here, so every '[' after the first character is kept: "_method["
+// stays an array name.
 func phpName(key string) string {
+	if i := strings.IndexByte(key, 0); i >= 0 {
+		key = key[:i]
+	}
 	key = strings.TrimLeft(key, " ")
 	if key == "" {
 		return key

@@ -12,10 +12,12 @@
 package request
 
 import (
+	"errors"
 	"fmt"
 	"iter"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 )
 
@@ -134,7 +136,22 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 	case None:
 		return Original{}, ErrMissing
 	case Envoy:
-		uri := r.URL.EscapedPath()
+		// The request target as received: Envoy appends the original
+		// path, as the client sent it, to its path_prefix. r.URL's
+		// EscapedPath would rebuild it from the decoded path when it holds
+		// a byte Go escapes ('|', '{', '^', …), turning an encoded '/'
+		// into a real one that the application never sees.
+		target := r.RequestURI
+		if target == "" { // a request a client built, not one a server read
+			target = r.URL.EscapedPath()
+			if r.URL.RawQuery != "" || r.URL.ForceQuery {
+				target += "?" + r.URL.RawQuery
+			}
+		}
+		uri, query, hasQuery := strings.Cut(target, "?")
+		if p, ok := cutAbsolute(uri); ok { // absolute-form ("http://host/path")
+			uri = p
+		}
 		rest, ok := strings.CutPrefix(uri, prefix)
 		if !ok || (rest != "" && rest[0] != '/') {
 			return Original{}, fmt.Errorf("%w: path %q is not below %q", ErrMissing, uri, prefix)
@@ -142,8 +159,8 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 		if rest == "" {
 			rest = "/"
 		}
-		if r.URL.RawQuery != "" || r.URL.ForceQuery {
-			rest += "?" + r.URL.RawQuery
+		if hasQuery {
+			rest += "?" + query
 		}
 		scheme := "http"
 		if r.TLS != nil {
@@ -193,6 +210,9 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	if method == "" {
 		return Original{}, fmt.Errorf("%w: empty method", ErrMissing)
 	}
+	if err := checkHost(host); err != nil {
+		return Original{}, err
+	}
 	o := Original{Method: NormalizeMethod(method), Scheme: strings.ToLower(scheme), Host: NormalizeHost(host), Port: hostPort(host)}
 	if o.Scheme != "" && o.Scheme != "http" && o.Scheme != "https" {
 		return Original{}, fmt.Errorf("%w: scheme %q", ErrMissing, scheme)
@@ -216,6 +236,66 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 		}
 	}
 	return o, nil
+}
+
+// checkHost returns [ErrAmbiguousHost] unless host is empty, or a name or
+// IPv4 address (ASCII letters, digits, '-', '_' and '.', no empty label
+// but a single trailing '.') or a bracketed IPv6 address without a zone,
+// followed by nothing or by ':' and at most five digits. Every
+// proxy and application then reads the same host and port from it.
+func checkHost(host string) error {
+	name, port := host, ""
+	if strings.HasPrefix(host, "[") {
+		end := strings.IndexByte(host, ']')
+		if end < 0 {
+			return fmt.Errorf("%w: %q: an IPv6 literal without ']'", ErrAmbiguousHost, host)
+		}
+		name, port = host[1:end], host[end+1:]
+		if a, err := netip.ParseAddr(name); err != nil || !a.Is6() || a.Zone() != "" {
+			return fmt.Errorf("%w: %q: not an IPv6 address without a zone", ErrAmbiguousHost, host)
+		}
+	} else {
+		if i := strings.IndexByte(host, ':'); i >= 0 {
+			name, port = host[:i], host[i:]
+		}
+		if err := checkHostName(name); err != nil {
+			return fmt.Errorf("%w: %q: %s", ErrAmbiguousHost, host, err)
+		}
+	}
+	if port == "" {
+		return nil
+	}
+	digits, ok := strings.CutPrefix(port, ":")
+	if !ok || len(digits) > 5 || strings.Trim(digits, "0123456789") != "" {
+		return fmt.Errorf("%w: %q: the port is not ':' and at most five digits", ErrAmbiguousHost, host)
+	}
+	return nil
+}
+
+// checkHostName reports what is wrong with a host name without its port.
+func checkHostName(name string) error {
+	if name == "" {
+		return nil // no host: the routes that name one do not match
+	}
+	name = strings.TrimSuffix(name, ".") // one trailing dot: the same name
+	label := 0
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '.':
+			if label == 0 {
+				return errors.New("an empty label")
+			}
+			label = 0
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_':
+			label++
+		default:
+			return fmt.Errorf("holds %q (only ASCII letters, digits, '-', '_' and '.')", c)
+		}
+	}
+	if label == 0 {
+		return errors.New("an empty label")
+	}
+	return nil
 }
 
 // hostPort returns the port that host ("h:8443", "[::1]:8443") names, or "".
@@ -266,8 +346,9 @@ func NormalizeMethod(method string) string {
 	return method
 }
 
-// NormalizeHost returns host lower-cased, without its port and trailing dot.
-// "[::1]:8080" becomes "::1".
+// NormalizeHost returns host with its ASCII letters lower-cased (never a
+// Unicode folding: "\u212A" is not 'k' to a proxy), without its port and
+// trailing dot. "[::1]:8080" becomes "::1".
 func NormalizeHost(host string) string {
 	if !strings.ContainsAny(host, ":[]") && !strings.HasSuffix(host, ".") && !needsLower(host) {
 		return host // already normal: the common case, without allocating
@@ -281,7 +362,19 @@ func normalizeHost(host string) string {
 		host = h
 	}
 	host = strings.TrimPrefix(strings.TrimSuffix(host, "]"), "[")
-	return strings.ToLower(strings.TrimSuffix(host, "."))
+	return lowerASCII(strings.TrimSuffix(host, "."))
+}
+
+// lowerASCII returns s with its ASCII letters lower-cased, every other
+// byte kept.
+func lowerASCII(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // NormalizePath returns the path routes are matched against: percent-escapes

@@ -101,6 +101,9 @@ func TestNormalizeHost(t *testing.T) {
 		"[::1]:8080":           "::1",
 		"[::1]":                "::1",
 		"":                     "",
+		// ASCII letters only: U+212A (KELVIN SIGN) stays itself, where
+		// strings.ToLower would make it 'k'.
+		"\u212AIOSK.example.com": "\u212Aiosk.example.com",
 	} {
 		if got := request.NormalizeHost(in); got != want {
 			t.Errorf("NormalizeHost(%q) = %q, want %q", in, got, want)
@@ -146,6 +149,11 @@ func TestProxyFrom(t *testing.T) {
 		{"envoy-not-below-prefix", request.Envoy, "/v1/authzx", nil, request.Original{}, request.ErrMissing},
 		{"envoy-encoded-slash", request.Envoy, "/v1/authz/public%2F..%2Fadmin", nil, request.Original{}, request.ErrAmbiguousPath},
 		{"envoy-dot-dot", request.Envoy, "/v1/authz/../../admin", nil, request.Original{}, request.ErrAmbiguousPath},
+		// The target as sent: Go's EscapedPath rebuilds a path holding '|'
+		// from its decoded form, and the encoded '/' would become a real one.
+		{"envoy-encoded-slash-beside-pipe", request.Envoy, "/v1/authz/users/a%2Fb|/admin", nil, request.Original{}, request.ErrAmbiguousPath},
+		{"envoy-pipe", request.Envoy, "/v1/authz/a|b?x=1", nil, request.Original{Method: "GET", Scheme: "http", Host: "api.example.com", Path: "/a|b", RawQuery: "x=1"}, nil},
+		{"nginx-host-two-colons", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"GET"}, "X-Original-Uri": {"/x"}, "X-Original-Host": {"admin.example.com:1:2"}}, request.Original{}, request.ErrAmbiguousHost},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,6 +222,28 @@ func TestFromParts(t *testing.T) {
 		{"query-override-bad-escape", "POST", "", "h", "/o?_method=%zz", request.Original{}, request.ErrAmbiguousMethod},
 		{"query-bad-escape-name", "POST", "", "h", "/o?%zzmethod=x", request.Original{}, request.ErrAmbiguousMethod},
 		{"query-other-method-param", "POST", "", "h", "/o?payment_method=card&method=x", request.Original{Method: "POST", Host: "h", Path: "/o", RawQuery: "payment_method=card&method=x"}, nil},
+		// PHP reads a name as a C string: "_method%00x" is its _method.
+		{"query-override-php-nul", "POST", "", "h", "/o?_method%00x=DELETE", request.Original{Method: "POST", Host: "h", Path: "/o", RawQuery: "_method%00x=DELETE", Overrides: "DELETE"}, nil},
+		// Hosts every proxy and application reads alike, and those they
+		// do not: nginx takes everything before the first ':' as the host,
+		// Unicode case folding reads U+212A as 'k'.
+		{"host-trailing-dot", "GET", "", "Api.Example.com.", "/", request.Original{Method: "GET", Host: "api.example.com", Path: "/"}, nil},
+		{"host-empty-port", "GET", "", "h:", "/", request.Original{Method: "GET", Host: "h", Path: "/"}, nil},
+		{"host-underscore", "GET", "", "svc_a.internal:80", "/", request.Original{Method: "GET", Host: "svc_a.internal", Port: "80", Path: "/"}, nil},
+		{"host-ipv4", "GET", "", "10.0.0.1:8080", "/", request.Original{Method: "GET", Host: "10.0.0.1", Port: "8080", Path: "/"}, nil},
+		{"host-none", "GET", "", "", "/", request.Original{Method: "GET", Path: "/"}, nil},
+		{"host-two-colons", "GET", "", "admin.example.com:1:2", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-port-not-digits", "GET", "", "admin.example.com:x", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-port-too-long", "GET", "", "h:123456", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-unicode", "GET", "", "\u212Aiosk.example.com", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-escaped", "GET", "", "admin%2eexample.com", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-list", "GET", "", "a.example.com, admin.example.com", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-empty-label", "GET", "", "admin..example.com", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-only-dot", "GET", "", ".", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-userinfo", "GET", "", "user@admin.example.com", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-ipv6-unclosed", "GET", "", "[::1", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-ipv6-zone", "GET", "", "[fe80::1%25eth0]", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-ipv6-trailing", "GET", "", "[::1]x", "/", request.Original{}, request.ErrAmbiguousHost},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,6 +60,9 @@ func (s *Server) extract(c *Call) credential {
 	if s.malformedScheme(c.Headers) {
 		return credential{err: errMalformedScheme}
 	}
+	if s.mergedCredential(c.Headers) {
+		return credential{err: errAmbiguousToken}
+	}
 	if s.constraints != nil && s.dpop != nil {
 		if tok, ok := dpopToken(c.Headers); ok {
 			if s.otherToken(c, 0, tok) {
@@ -130,6 +133,51 @@ func (s *Server) malformedScheme(h Headers) bool {
 		}
 	}
 	return false
+}
+
+// mergedCredential reports whether Authorization, or a header token
+// source, holds a list: a ',' followed (after spaces or tabs) by a Bearer
+// or DPoP credential, or by the source's prefix. Envoy joins a repeated
+// header with ',' (the gRPC Check's headers map, and its HTTP authorization
+// request): "Basic x,Bearer y" came as two headers, and the application
+// may read the second one, which nothing here verified.
+func (s *Server) mergedCredential(h Headers) bool {
+	for _, v := range values(h, "Authorization") {
+		if listsCredential(v, "") {
+			return true
+		}
+	}
+	for i := range s.sources {
+		if src := &s.sources[i]; src.header != "" && src.header != "Authorization" {
+			for _, v := range values(h, src.header) {
+				if listsCredential(v, src.prefix) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// listsCredential reports whether v holds, after a ',', a Bearer or DPoP
+// credential or (when not empty) prefix, in any case. A token holds no
+// ',', so the common case costs one IndexByte.
+func listsCredential(v, prefix string) bool {
+	for {
+		i := strings.IndexByte(v, ',')
+		if i < 0 {
+			return false
+		}
+		v = strings.TrimLeft(v[i+1:], " \t")
+		for _, scheme := range [...]string{"Bearer", "DPoP"} {
+			if len(v) >= len(scheme) && strings.EqualFold(v[:len(scheme)], scheme) && (len(v) == len(scheme) || !isTchar(v[len(scheme)])) {
+				return true
+			}
+		}
+		if _, ok := cutPrefixFold(v, prefix); ok && prefix != "" {
+			return true
+		}
+	}
 }
 
 // badScheme reports whether v starts with the Bearer or DPoP auth-scheme

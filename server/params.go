@@ -131,13 +131,17 @@ func phpSame(k, name string, query bool) bool {
 	if strings.ContainsAny(k, "%+") {
 		d, ok = unescapeName(k, query)
 	}
-	return ok && strings.ContainsAny(d, " .[") && strings.EqualFold(phpName(d), phpName(name))
+	return ok && strings.ContainsAny(d, " .[\x00") && strings.EqualFold(phpName(d), phpName(name))
 }
 
-// phpName is the decoded name k as PHP registers it: leading spaces
-// dropped, ' ' and '.' read as '_', and from the first '[' on the base name
-// of an array (x[...]) or, without a closing ']', a '_'.
+// phpName is the decoded name k as PHP registers it: cut at its first NUL
+// (PHP reads it as a C string: "access_token%00" is access_token), leading
+// spaces dropped, ' ' and '.' read as '_', and from the first '[' on the
+// base name of an array (x[...]) or, without a closing ']', a '_'.
 func phpName(k string) string {
+	if i := strings.IndexByte(k, 0); i >= 0 {
+		k = k[:i]
+	}
 	k = strings.TrimLeft(k, " ")
 	b := make([]byte, 0, len(k))
 	for i := 0; i < len(k); i++ {

@@ -387,6 +387,12 @@ func checkHTM(in *Input, htm string, tr *trace) error {
 	if htm != in.Request.Method {
 		return tr.fail("dpop-htm", invalid("htm %s, request method %s", quote(htm), quote(in.Request.Method)))
 	}
+	if in.Request.Overrides != "" {
+		// The application may run it as another method (X-HTTP-Method-
+		// Override, _method): a proof names one, and a proof for a GET
+		// must not become a DELETE.
+		return tr.fail("dpop-htm", invalid("the request also names the method(s) %s (an override); a proof names one", quote(in.Request.Overrides)))
+	}
 	if tr != nil {
 		tr.ok("dpop-htm", "htm %q is the request's method", htm)
 	}
@@ -417,7 +423,7 @@ func checkHTU(in *Input, htu string, tr *trace) error {
 // more than leeway.
 func (c *Checker) checkIAT(iat, now time.Time, leeway time.Duration, tr *trace) error {
 	switch age := now.Sub(iat); {
-	case age > c.maxAge:
+	case age >= c.maxAge: // at max_age the jti's replay entry (max_age + leeway after a first use at iat - leeway) may be gone
 		return tr.fail("dpop-iat", invalid("iat %s is %s old, max_age %s", iat.Format(time.RFC3339), age.Round(time.Second), c.maxAge))
 	case -age > leeway:
 		return tr.fail("dpop-iat", invalid("iat %s is %s ahead, leeway %s", iat.Format(time.RFC3339), (-age).Round(time.Second), leeway))
@@ -504,7 +510,7 @@ func normalizeHTU(htu string) (string, error) {
 	if u.User != nil {
 		return "", invalid("htu holds user information")
 	}
-	p, err := request.NormalizePath(u.EscapedPath())
+	p, err := request.NormalizePath(request.RawPath(u)) // as sent, as the request's path is
 	if err != nil {
 		return "", invalid("htu path: %v", err)
 	}

@@ -137,8 +137,27 @@ func TestCheck(t *testing.T) {
 		{"iat-at-leeway", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(30 * time.Second).Unix()}), jktEC)
 		}, dpop.Options{}, nil, ""},
+		{"iat-just-under-max-age", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(-59 * time.Second).Unix()}), jktEC)
+		}, dpop.Options{}, nil, ""},
+		// At max_age itself a proof first used at iat - leeway has lost its
+		// replay entry (kept max_age + leeway from that use): refused, or
+		// it could be used twice.
 		{"iat-at-max-age", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(-60 * time.Second).Unix()}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-iat"},
+		// The application may run the request as another method: a proof
+		// names one.
+		{"method-override", func() dpop.Input {
+			in := input(good, jktEC)
+			in.Request.Overrides = "DELETE"
+			return in
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htm"},
+		// htu's path as the client sent it, as the request's is.
+		{"htu-raw-path", func() dpop.Input {
+			in := input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://api.example.com/search/a|b"}), jktEC)
+			in.Request.Path = "/search/a|b"
+			return in
 		}, dpop.Options{}, nil, ""},
 
 		// §4.3 1: exactly one DPoP header.

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 )
 
@@ -136,22 +137,9 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 	case None:
 		return Original{}, ErrMissing
 	case Envoy:
-		// The request target as received: Envoy appends the original
-		// path, as the client sent it, to its path_prefix. r.URL's
-		// EscapedPath would rebuild it from the decoded path when it holds
-		// a byte Go escapes ('|', '{', '^', …), turning an encoded '/'
-		// into a real one that the application never sees.
-		target := r.RequestURI
-		if target == "" { // a request a client built, not one a server read
-			target = r.URL.EscapedPath()
-			if r.URL.RawQuery != "" || r.URL.ForceQuery {
-				target += "?" + r.URL.RawQuery
-			}
-		}
-		uri, query, hasQuery := strings.Cut(target, "?")
-		if p, ok := cutAbsolute(uri); ok { // absolute-form ("http://host/path")
-			uri = p
-		}
+		// The path as Envoy sent it: Envoy appends the original path, as
+		// the client sent it, to its path_prefix.
+		uri := RawPath(r.URL)
 		rest, ok := strings.CutPrefix(uri, prefix)
 		if !ok || (rest != "" && rest[0] != '/') {
 			return Original{}, fmt.Errorf("%w: path %q is not below %q", ErrMissing, uri, prefix)
@@ -159,14 +147,14 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 		if rest == "" {
 			rest = "/"
 		}
-		if hasQuery {
-			rest += "?" + query
+		if r.URL.RawQuery != "" || r.URL.ForceQuery {
+			rest += "?" + r.URL.RawQuery
 		}
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		o, err := FromParts(r.Method, scheme, r.Host, rest)
+		// The scheme is unknown: r.TLS is the connection from Envoy, not
+		// the client's, and Envoy's authorization request carries no
+		// header of its own for it (a DPoP proof then fails: use gRPC,
+		// whose attributes carry the scheme).
+		o, err := FromParts(r.Method, "", r.Host, rest)
 		if err != nil {
 			return o, err
 		}
@@ -236,6 +224,18 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 		}
 	}
 	return o, nil
+}
+
+// RawPath returns u's path as it was sent: u.RawPath when set (the sent
+// form differs from Go's default encoding of u.Path), else u.EscapedPath(),
+// which is then that form. u.EscapedPath() alone rebuilds the path from
+// its decoded form when the sent one holds a byte Go would escape ('|',
+// '{', '^', a byte ≥ 0x80), which turns an encoded '/' into a real one.
+func RawPath(u *url.URL) string {
+	if u.RawPath != "" {
+		return u.RawPath
+	}
+	return u.EscapedPath()
 }
 
 // checkHost returns [ErrAmbiguousHost] unless host is empty, or a name or

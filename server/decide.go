@@ -131,6 +131,9 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 			d = s.mint(d, &pol, cred.token, now)
 		}
 	}
+	if c.Mint && d.Allowed() && d.minted == nil && s.minter != nil && s.mintHeader != "Authorization" {
+		d.unminted = s.mintHeader
+	}
 	d.Policy, d.authorized = cmp.Or(d.forbiddenBy, pol.name), pol.run
 	s.render(&d)
 	s.observe(ctx, c, &d, &pol, &bc, now, cred.token)

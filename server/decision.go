@@ -134,10 +134,14 @@ type Decision struct {
 	// [Decision.MintedHeader] says where the upstream receives it.
 	Minted string
 
-	minted     []string      // Minted as its header value, shared
-	mintHeader string        // the header minted carries it in
-	headers    []claimHeader // of the allowed token's issuer (sorted by claim), then every other identity header
-	www        []string      // Challenge as a header value, shared
+	minted     []string // Minted as its header value, shared
+	mintHeader string   // the header minted carries it in
+	// unminted is the mint header (not Authorization) of an allowed call
+	// that asked for minting and got no token in it: a front end that
+	// sets the upstream's headers removes the client's own copy.
+	unminted string
+	headers  []claimHeader // of the allowed token's issuer (sorted by claim), then every other identity header
+	www      []string      // Challenge as a header value, shared
 	// forbiddenBy names the policy whose 403 a forbidden decision is
 	// answered with ("" none could be chosen: the generic one).
 	forbiddenBy string

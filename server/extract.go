@@ -170,7 +170,9 @@ func listsCredential(v, prefix string) bool {
 		}
 		v = strings.TrimLeft(v[i+1:], " \t")
 		for _, scheme := range [...]string{"Bearer", "DPoP"} {
-			if len(v) >= len(scheme) && strings.EqualFold(v[:len(scheme)], scheme) && (len(v) == len(scheme) || !isTchar(v[len(scheme)])) {
+			// The scheme as a credential's first word: the end, or a space,
+			// tab or ',' after it ("bearer=2" is an auth-param).
+			if len(v) >= len(scheme) && strings.EqualFold(v[:len(scheme)], scheme) && (len(v) == len(scheme) || strings.IndexByte(" \t,", v[len(scheme)]) >= 0) {
 				return true
 			}
 		}

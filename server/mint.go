@@ -113,6 +113,17 @@ func (d Decision) MintedHeader() (name, value string, ok bool) {
 	return d.mintHeader, d.minted[0], true
 }
 
+// UnmintedHeader returns, for an allowed decision of a call that asked for
+// minting ([Call.Mint]) on a server that mints into a header other than
+// Authorization, that header (canonical) when nothing was minted into it:
+// the policy mints nothing, or the request passed without a token. A front
+// end that sets the upstream's headers (gRPC Check) removes it, so that a
+// client's own copy never reaches the upstream as if jwksverify had minted
+// it.
+func (d Decision) UnmintedHeader() (name string, ok bool) {
+	return d.unminted, d.unminted != ""
+}
+
 // serveJWKS is GET /.well-known/jwks.json: the public part of every key of
 // the minter's keys file, cacheable for five minutes.
 func (s *Server) serveJWKS(w http.ResponseWriter, _ *http.Request) {

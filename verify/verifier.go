@@ -123,12 +123,25 @@ func New(opts Options) (*Verifier, error) {
 	// no issuer over: the verdicts cached under the predecessor include that
 	// verifier's, which the operator has just stopped trusting.
 	carry := opts.Previous != nil && !v.sig.prepared.drops(opts.Previous.sig.prepared)
-	cfgs := make([]Issuer, 0, len(opts.Issuers))
+	compiled := make([]*issuer, 0, len(opts.Issuers))
 	for _, ic := range opts.Issuers {
 		is, err := compile(ic)
 		if err != nil {
 			return nil, err
 		}
+		compiled = append(compiled, is)
+	}
+	// Nor does a reload that routes some token to another issuer: one that
+	// adds an issuer name, a {tenantid} template or a SPIFFE trust domain,
+	// or reorders them. An exact issuer added beside a template, or beside a
+	// trust domain, takes tokens that the unchanged template or trust domain
+	// verified, and their cached verdicts would answer under the old
+	// issuer's rules. Removing issuers routes no remaining issuer's token
+	// elsewhere: an exact name, a trust domain and the first matching
+	// template still win.
+	carry = carry && subsequence(routingKeys(compiled), routingKeys(opts.Previous.issuers))
+	cfgs := make([]Issuer, 0, len(opts.Issuers))
+	for _, is := range compiled {
 		if carry {
 			is = opts.Previous.carry(is)
 		}
@@ -168,6 +181,30 @@ func New(opts Options) (*Verifier, error) {
 	opts.Previous = nil // not kept: a chain of reloads must not pin every old verifier
 	v.opts = opts
 	return v, nil
+}
+
+// routingKeys lists, in order, what routes a token to each issuer of list:
+// its name, whether it is a template, its SPIFFE trust domain. Two lists
+// with equal keys route every token alike.
+func routingKeys(list []*issuer) []string {
+	keys := make([]string, len(list))
+	for i, is := range list {
+		keys[i] = fmt.Sprintf("%q %t %q %t", is.cfg.Issuer, is.template, is.spiffe, is.cfg.SkipIssuerCheck)
+	}
+	return keys
+}
+
+// subsequence reports whether sub is seq with some elements removed, the
+// others in their order.
+func subsequence(sub, seq []string) bool {
+	for _, k := range sub {
+		i := slices.Index(seq, k)
+		if i < 0 {
+			return false
+		}
+		seq = seq[i+1:]
+	}
+	return true
 }
 
 // carry returns v's compiled issuer equal to is, when it has one, else is:

@@ -253,6 +253,7 @@ type okAnswer struct {
 	headers    []string // name, value, name, value…: d.ClaimHeaders()
 	minted     [2]string
 	hasMinted  bool
+	unminted   string
 	resp       *authv3.CheckResponse
 }
 
@@ -260,6 +261,7 @@ func newOKAnswer(d *server.Decision, resp *authv3.CheckResponse) *okAnswer {
 	ans := &okAnswer{policy: d.Policy, removeAuth: d.RemoveAuthorization, resp: resp}
 	name, value, minted := d.MintedHeader()
 	ans.minted, ans.hasMinted = [2]string{name, value}, minted
+	ans.unminted, _ = d.UnmintedHeader()
 	for name, value := range d.ClaimHeaders() {
 		ans.headers = append(ans.headers, name, value)
 	}
@@ -273,6 +275,9 @@ func (ans *okAnswer) answers(d *server.Decision) bool {
 		return false
 	}
 	if name, value, minted := d.MintedHeader(); minted != ans.hasMinted || [2]string{name, value} != ans.minted {
+		return false
+	}
+	if name, _ := d.UnmintedHeader(); name != ans.unminted {
 		return false
 	}
 	i := 0
@@ -305,6 +310,10 @@ func buildAllow(d server.Decision, raw []byte) *authv3.CheckResponse {
 	if name, value, minted := d.MintedHeader(); minted {
 		// The minted token replaces the caller's credential in its header.
 		ok.Headers = append(ok.Headers, header(strings.ToLower(name), value))
+	}
+	if name, unminted := d.UnmintedHeader(); unminted {
+		// Nothing minted: a client's own copy must not pass as ours.
+		ok.HeadersToRemove = append(ok.HeadersToRemove, strings.ToLower(name))
 	}
 	if d.RemoveAuthorization {
 		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")

@@ -18,11 +18,11 @@ import (
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
-// TestCheckMints: an OK answer under a policy that mints carries the
-// minted token in authorization (OVERWRITE_IF_EXISTS_OR_ADD, replacing the
-// caller's), and does not remove authorization even with
-// strip_authorization; a policy that mints nothing adds none.
-func TestCheckMints(t *testing.T) {
+// startMinting starts gRPC Check over a server made of o with a minter
+// (into header; "" for Authorization) whose policy "minting" mints and
+// "plain" does not, and the environment (its clock) it verifies in.
+func startMinting(t *testing.T, o server.Options, header string) (*grpcEnv, *servertest.Env) {
+	t.Helper()
 	ve := servertest.NewEnv(t, servertest.Config{TokenCache: 10})
 	set, err := policy.New(policy.Options{Policies: []policy.Spec{{Name: "minting"}, {Name: "plain"}}})
 	if err != nil {
@@ -32,19 +32,27 @@ func TestCheckMints(t *testing.T) {
 	if err := os.WriteFile(path, testkeys.PrivateJWKS(testkeys.JWK{Key: testkeys.Private(testkeys.Ed25519A), Kid: "m1"}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m, err := mintpkg.New(mintpkg.Options{Issuer: "https://jwksverify.internal", KeysFile: path, SigningKid: "m1", TTL: time.Minute})
+	m, err := mintpkg.New(mintpkg.Options{Issuer: "https://jwksverify.internal", KeysFile: path, SigningKid: "m1", TTL: time.Minute, Header: header})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
+	t.Cleanup(func() { m.Close() })
 	mp, _ := mintpkg.NewPolicy(mintpkg.PolicySpec{Audience: "orders-service"})
-	srv, err := server.New(server.Options{Verifier: ve.V, Policies: set, Proxy: "envoy", StripAuthorization: true,
-		Minter: m, MintPolicies: map[string]*mintpkg.Policy{"minting": mp},
-		Logger: slog.New(slog.NewJSONHandler(ve.Logs, nil)), Now: ve.Clock.Now})
+	o.Verifier, o.Policies, o.Proxy, o.Minter, o.MintPolicies = ve.V, set, "envoy", m, map[string]*mintpkg.Policy{"minting": mp}
+	o.Logger, o.Now = slog.New(slog.NewJSONHandler(ve.Logs, nil)), ve.Clock.Now
+	srv, err := server.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := startGRPC(t, &env{clock: ve.Clock, keysA: ve.KeysA, v: ve.V, srv: srv, logs: ve.Logs})
+	return startGRPC(t, &env{clock: ve.Clock, keysA: ve.KeysA, v: ve.V, srv: srv, logs: ve.Logs}), ve
+}
+
+// TestCheckMints: an OK answer under a policy that mints carries the
+// minted token in authorization (OVERWRITE_IF_EXISTS_OR_ADD, replacing the
+// caller's), and does not remove authorization even with
+// strip_authorization; a policy that mints nothing adds none.
+func TestCheckMints(t *testing.T) {
+	g, ve := startMinting(t, server.Options{StripAuthorization: true}, "")
 	tok := mint(claims(nil))
 	for _, tt := range []struct {
 		policy     string

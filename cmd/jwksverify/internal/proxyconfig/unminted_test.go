@@ -1,0 +1,37 @@
+package proxyconfig
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/jwksverify/jwksverify/request"
+)
+
+// TestEnvoyMintHeaderCleared: with mint.header X-Internal-Token, every
+// proxy must drop a client's own copy (DECISIONS: "cleared like a claim
+// header"), so that a route that mints nothing does not pass a forged or
+// replayed one to the application.
+func TestEnvoyMintHeaderCleared(t *testing.T) {
+	yaml := threeHeaders + "mint: {issuer: https://jwksverify.internal, keys_file: mint.jwks, signing_kid: k1, header: X-Internal-Token}\n"
+	for _, tt := range []struct {
+		px   request.Proxy
+		want string
+	}{
+		{request.Caddy, "request_header -X-Internal-Token\n"},
+		{request.Nginx, "proxy_set_header X-Internal-Token $jwksverify_minted;"},
+		{request.Traefik, "- X-Internal-Token"},
+		{request.Envoy, "- remove: x-internal-token\n"},
+	} {
+		out := writeFor(t, yaml, tt.px)
+		if !strings.Contains(out, tt.want) {
+			t.Errorf("%s: client's X-Internal-Token is not cleared (no %q)", tt.px, tt.want)
+			if tt.px == request.Envoy {
+				for _, l := range strings.Split(out, "\n") {
+					if strings.Contains(strings.ToLower(l), "internal-token") || strings.Contains(l, "- remove:") {
+						t.Log(l)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,30 @@
+package server
+
+import "testing"
+
+// TestListsCredential: a Bearer or DPoP credential (or a source's prefix)
+// after a ',' is a merged repeated header; auth-params and quoted strings
+// of other schemes that merely spell a scheme's name are not.
+func TestListsCredential(t *testing.T) {
+	for _, tt := range []struct {
+		v, prefix string
+		want      bool
+	}{
+		{"Bearer abc.def.ghi", "", false},
+		{"Basic YTpi,Bearer abc.def.ghi", "", true},
+		{"Basic YTpi, bearer abc", "", true},
+		{"Basic YTpi,\tDPoP abc", "", true},
+		{"Basic YTpi,Bearer", "", true},
+		{"Basic YTpi,Bearer,", "", true},
+		{"Custom a=1, bearer=2", "", false},
+		{`Digest username="Bearer, DPoP", realm="x"`, "", false},
+		{"AWS4-HMAC-SHA256 Credential=a/b, SignedHeaders=host, Signature=c", "", false},
+		{"Basic YTpi,Bearerish x", "", false},
+		{"tok1,Token tok2", "Token ", true},
+		{"tok1,tok2", "", false},
+	} {
+		if got := listsCredential(tt.v, tt.prefix); got != tt.want {
+			t.Errorf("listsCredential(%q, %q) = %v, want %v", tt.v, tt.prefix, got, tt.want)
+		}
+	}
+}

@@ -404,7 +404,7 @@ func checkHTM(in *Input, htm string, tr *trace) error {
 // RFC 3986 §6.2.2 and §6.2.3 say.
 func checkHTU(in *Input, htu string, tr *trace) error {
 	if in.Request.Scheme == "" {
-		return tr.fail("dpop-htu", invalid("the proxy did not forward the request's scheme (its proto header)"))
+		return tr.fail("dpop-htu", invalid("the request's scheme is unknown: the proxy did not forward its proto header (Envoy over HTTP has none: use ext_authz over gRPC)"))
 	}
 	got, err := normalizeHTU(htu)
 	if err != nil {

@@ -30,6 +30,10 @@ type stateFile struct {
 	DiscoveryURL          string `json:"discovery_url,omitempty"`
 	JWKSURI               string `json:"jwks_uri,omitempty"`
 	IntrospectionEndpoint string `json:"introspection_endpoint,omitempty"`
+	// Location is [Fetcher.location] of the fetcher that saved it: Source
+	// leaves a URL's query out (it may hold a secret), and another query
+	// can name other keys (Azure AD B2C's ?p=<policy>).
+	Location string `json:"location_sha256,omitempty"`
 }
 
 // statePath names the state file of an issuer (or, without issuer, of a
@@ -103,7 +107,7 @@ func (f *Fetcher) loadState() {
 	case err != nil:
 		f.log.Warn("jwks state not loaded", "path", f.statePath, "err", err.Error())
 		return
-	case s.Issuer != f.opts.Issuer || s.Source != f.source || s.FetchedAt.IsZero():
+	case s.Issuer != f.opts.Issuer || s.Source != f.source || !f.savedHere(s) || s.FetchedAt.IsZero():
 		f.log.Info("jwks state ignored: another issuer or source", "path", f.statePath)
 		return
 	}
@@ -130,6 +134,33 @@ func (f *Fetcher) loadState() {
 	}
 }
 
+// location is a SHA-256 of where f's keys come from in full: the JWKS URL,
+// or with discovery the document's URL ("" for the issuer's), query
+// included.
+func (f *Fetcher) location() string {
+	loc := "url\x00" + f.opts.URL
+	if f.opts.Discovery {
+		loc = "discovery\x00" + f.opts.DiscoveryURL
+	}
+	sum := sha256.Sum256([]byte(loc))
+	return hex.EncodeToString(sum[:])
+}
+
+// savedHere reports whether s was saved by a fetcher of f's location. A
+// file an older version saved has no Location: its Source is the whole
+// URL only when the URL has no query, and with discovery it names its
+// document's URL.
+func (f *Fetcher) savedHere(s stateFile) bool {
+	switch {
+	case s.Location != "":
+		return s.Location == f.location()
+	case f.opts.Discovery:
+		return s.DiscoveryURL == f.opts.DiscoveryURL
+	default:
+		return f.source == f.opts.URL
+	}
+}
+
 // inherit starts from the last good set of prev, the fetcher this one
 // replaces (Options.Previous), as loadState from a file: when prev read
 // the same source for the same issuer and has a fetched set of it; with
@@ -137,8 +168,8 @@ func (f *Fetcher) loadState() {
 // reports whether it published a set.
 func (f *Fetcher) inherit(prev *Fetcher) bool {
 	if prev == nil || prev.opts.Issuer != f.opts.Issuer || prev.source != f.source || !prev.sourced.Load() ||
-		prev.opts.URL != f.opts.URL || prev.opts.TrustDomain != f.opts.TrustDomain {
-		return false // source is the URL without its query: compare the URL itself
+		prev.location() != f.location() || prev.opts.TrustDomain != f.opts.TrustDomain {
+		return false // source is the URL without its query: compare the whole location
 	}
 	prev.mu.Lock()
 	st := prev.st
@@ -212,7 +243,7 @@ func (f *Fetcher) saveState(st *fetchState, now time.Time) {
 	}
 	s := stateFile{
 		Issuer: f.opts.Issuer, Source: f.source, FetchedAt: now,
-		ETag: st.etag, LastModified: st.lastModified, JWKS: st.body,
+		ETag: st.etag, LastModified: st.lastModified, JWKS: st.body, Location: f.location(),
 	}
 	if f.opts.Discovery {
 		s.DiscoveryURL, s.JWKSURI = f.opts.DiscoveryURL, st.jwksURL

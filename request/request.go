@@ -227,13 +227,18 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 }
 
 // RawPath returns u's path as it was sent: u.RawPath when set (the sent
-// form differs from Go's default encoding of u.Path), else u.EscapedPath(),
+// form differs from Go's default encoding of u.Path) and still u.Path
+// escaped, else u.EscapedPath(),
 // which is then that form. u.EscapedPath() alone rebuilds the path from
 // its decoded form when the sent one holds a byte Go would escape ('|',
 // '{', '^', a byte ≥ 0x80), which turns an encoded '/' into a real one.
 func RawPath(u *url.URL) string {
 	if u.RawPath != "" {
-		return u.RawPath
+		// Only while it still spells u.Path: a handler that changed Path
+		// alone left a stale RawPath.
+		if p, err := url.PathUnescape(u.RawPath); err == nil && p == u.Path {
+			return u.RawPath
+		}
 	}
 	return u.EscapedPath()
 }

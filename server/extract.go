@@ -170,11 +170,17 @@ func listsCredential(v, prefix string) bool {
 		}
 		v = strings.TrimLeft(v[i+1:], " \t")
 		for _, scheme := range [...]string{"Bearer", "DPoP"} {
-			// The scheme as a credential's first word: the end, or a space,
-			// tab or ',' after it ("bearer=2" is an auth-param).
-			if len(v) >= len(scheme) && strings.EqualFold(v[:len(scheme)], scheme) && (len(v) == len(scheme) || strings.IndexByte(" \t,", v[len(scheme)]) >= 0) {
-				return true
+			if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+				continue
 			}
+			rest := v[len(scheme):]
+			if rest != "" && isTchar(rest[0]) {
+				continue // another word ("Bearerish")
+			}
+			if strings.HasPrefix(strings.TrimLeft(rest, " \t"), "=") {
+				continue // an auth-param of another scheme ("bearer=2")
+			}
+			return true // "Bearer x", "Bearer:x", a bare "Bearer"
 		}
 		if _, ok := cutPrefixFold(v, prefix); ok && prefix != "" {
 			return true

@@ -3,8 +3,9 @@ package server
 import "testing"
 
 // TestListsCredential: a Bearer or DPoP credential (or a source's prefix)
-// after a ',' is a merged repeated header; auth-params and quoted strings
-// of other schemes that merely spell a scheme's name are not.
+// after a ',' is a merged repeated header, in any spelling an application
+// could read as one ("Bearer:x"); an auth-param of another scheme that
+// spells a scheme's name ("bearer=2") is not.
 func TestListsCredential(t *testing.T) {
 	for _, tt := range []struct {
 		v, prefix string
@@ -17,7 +18,11 @@ func TestListsCredential(t *testing.T) {
 		{"Basic YTpi,Bearer", "", true},
 		{"Basic YTpi,Bearer,", "", true},
 		{"Custom a=1, bearer=2", "", false},
-		{`Digest username="Bearer, DPoP", realm="x"`, "", false},
+		{"Custom a=1, bearer = 2", "", false},
+		{"Basic YTpi,Bearer:abc", "", true},
+		// A quoted string is not parsed: a Digest user named ", DPoP" is
+		// refused (fail closed).
+		{`Digest username="Bearer, DPoP", realm="x"`, "", true},
 		{"AWS4-HMAC-SHA256 Credential=a/b, SignedHeaders=host, Signature=c", "", false},
 		{"Basic YTpi,Bearerish x", "", false},
 		{"tok1,Token tok2", "Token ", true},

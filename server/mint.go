@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"time"
 
 	mintpkg "github.com/jwksverify/jwksverify/mint"
@@ -50,6 +51,16 @@ func (s *Server) setMint(opts Options) error {
 		for _, ch := range h {
 			if ch.header == s.mintHeader {
 				return invalidOption("Minter", "header %s is also policy %s's claims_to_headers header", s.mintHeader, name)
+			}
+		}
+	}
+	if s.mintHeader != "Authorization" {
+		// The proxies drop a client's own mint header (and its twins)
+		// before the authorization call: a token source there would never
+		// reach jwksverify.
+		for _, src := range s.sources {
+			if src.header != "" && (src.header == s.mintHeader || slices.Contains(src.twins, s.mintHeader)) {
+				return invalidOption("Minter", "header %s is also a token source's header (%s)", s.mintHeader, src.header)
 			}
 		}
 	}

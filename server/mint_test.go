@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	mintpkg "github.com/jwksverify/jwksverify/mint"
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
@@ -210,13 +212,18 @@ func TestJWKSEndpoint(t *testing.T) {
 
 func TestMintOptionsRefused(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		header string
-		pols   func(p *mintpkg.Policy) map[string]*mintpkg.Policy
+		name    string
+		header  string
+		pols    func(p *mintpkg.Policy) map[string]*mintpkg.Policy
+		sources []TokenSource
 	}{
-		{"unknown-policy", "", func(p *mintpkg.Policy) map[string]*mintpkg.Policy { return map[string]*mintpkg.Policy{"nope": p} }},
-		{"claim-header", "X-Auth-Subject", nil},
-		{"reserved-header", "Host", nil},
+		{"unknown-policy", "", func(p *mintpkg.Policy) map[string]*mintpkg.Policy { return map[string]*mintpkg.Policy{"nope": p} }, nil},
+		{"claim-header", "X-Auth-Subject", nil, nil},
+		{"reserved-header", "Host", nil, nil},
+		// The proxies drop a client's own mint header before the call: a
+		// token source there (or at a CGI twin of it) would never arrive.
+		{"token-source-header", "X-Internal-Token", nil, []TokenSource{{Header: "X-Internal-Token"}}},
+		{"token-source-twin", "X-Internal-Token", nil, []TokenSource{{Header: "X_Internal_Token"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "mint.jwks")
@@ -228,7 +235,7 @@ func TestMintOptionsRefused(t *testing.T) {
 			defer m.Close()
 			p, _ := mintpkg.NewPolicy(mintpkg.PolicySpec{Audience: "a"})
 			e := newPolicyEnv(t, nil)
-			o := Options{Verifier: e.v, ClaimsToHeaders: map[string]map[string]string{issuerA: {"sub": "X-Auth-Subject"}}, Minter: m, Proxy: e.srv.proxy, Policies: e.srv.policies}
+			o := Options{Verifier: e.v, ClaimsToHeaders: map[string]map[string]string{issuerA: {"sub": "X-Auth-Subject"}}, Minter: m, Proxy: e.srv.proxy, Policies: e.srv.policies, TokenSources: tc.sources}
 			if tc.pols != nil {
 				o.MintPolicies = tc.pols(p)
 			}
@@ -293,6 +300,47 @@ func TestIntrospectionJWT(t *testing.T) {
 			ti, _ := c["token_introspection"].(map[string]any)
 			if ti["active"] != tc.wantActive || (tc.wantActive && ti["sub"] != "alice") || (!tc.wantActive && len(ti) != 1) {
 				t.Errorf("token_introspection = %v", ti)
+			}
+		})
+	}
+}
+
+// TestEnvoyHTTPRemovesUnmintedHeader: behind Envoy over HTTP, a route whose
+// policy mints nothing answers X-Envoy-Auth-Headers-To-Remove with the
+// mint header (Envoy would keep a client's own copy of a header the answer
+// does not carry); a minting route carries the token instead; other
+// presets' files drop it themselves.
+func TestEnvoyHTTPRemovesUnmintedHeader(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		proxy      request.Proxy
+		path       string
+		strip      bool
+		wantRemove []string
+	}{
+		{"envoy-plain", request.Envoy, "/v1/authz/public/x", false, []string{"x-internal-token"}},
+		{"envoy-plain-strip", request.Envoy, "/v1/authz/public/x", true, []string{"x-internal-token", "authorization"}},
+		{"envoy-minting", request.Envoy, "/v1/authz/orders/1", false, nil},
+		{"nginx-plain", request.Nginx, "", false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, _ := newMintEnv(t, func(o *mintpkg.Options) { o.Header = "X-Internal-Token" }, func(o *Options) {
+				o.Proxy, o.StripAuthorization = tc.proxy, tc.strip
+			})
+			tok := mint(claims(map[string]any{"scope": "orders:read"}))
+			var r *http.Request
+			if tc.proxy == request.Envoy {
+				r = httptest.NewRequest(http.MethodGet, "http://api.example.com"+tc.path, nil)
+				r.Header.Set("Authorization", "Bearer "+tok)
+			} else {
+				r = nginxAuthz("GET", "/public/x", tok, nil)
+			}
+			w := do(e.handler, r)
+			if w.Code != http.StatusOK {
+				t.Fatalf("status %d, want 200", w.Code)
+			}
+			if got := w.Header().Values("X-Envoy-Auth-Headers-To-Remove"); !slices.Equal(got, tc.wantRemove) {
+				t.Errorf("X-Envoy-Auth-Headers-To-Remove = %q, want %q", got, tc.wantRemove)
 			}
 		})
 	}

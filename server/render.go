@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -152,7 +153,16 @@ func (s *Server) writeForwardAuth(w http.ResponseWriter, d *Decision) {
 	if d.minted != nil {
 		h[d.mintHeader] = d.minted
 	}
-	if d.RemoveAuthorization {
+	switch {
+	case d.unminted != "" && s.proxy == request.Envoy:
+		// Envoy keeps a client's own copy of a header the answer does not
+		// carry: remove it, as gRPC's answer does (UnmintedHeader).
+		rm := []string{strings.ToLower(d.unminted)}
+		if d.RemoveAuthorization {
+			rm = append(rm, "authorization")
+		}
+		h["X-Envoy-Auth-Headers-To-Remove"] = rm
+	case d.RemoveAuthorization:
 		h["X-Envoy-Auth-Headers-To-Remove"] = s.static.stripAuthz
 	}
 	h["Cache-Control"] = s.static.noStore

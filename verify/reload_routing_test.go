@@ -58,21 +58,31 @@ func TestReloadRoutingChange(t *testing.T) {
 		})
 	}
 
-	// A reload that changes no routing carries the unchanged issuer's
+	// A reload that reroutes nothing carries the unchanged issuer's
 	// verdicts over: the token is a cache hit.
-	tc, err := verify.NewTokenCache(verify.TokenCacheOptions{MaxEntries: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
 	is := verify.Issuer{Issuer: issX, Keys: allKeys(t), Audiences: []string{aud}}
-	v1 := newVerifier(t, verify.Options{Issuers: []verify.Issuer{is}, Cache: tc})
-	tok := mint("ES256", kidFor("ES256"), map[string]any{"iss": issX})
-	if _, err := v1.Verify(context.Background(), tok); err != nil {
-		t.Fatal(err)
-	}
-	v2 := newVerifier(t, verify.Options{Issuers: []verify.Issuer{is}, Cache: tc, Previous: v1})
-	hits := tc.Stats().Hits
-	if _, err := v2.Verify(context.Background(), tok); err != nil || tc.Stats().Hits != hits+1 {
-		t.Errorf("after a reload that changed nothing: Verify = %v, hits %d → %d; want a cache hit", err, hits, tc.Stats().Hits)
+	for _, tt := range []struct {
+		name  string
+		after []verify.Issuer
+	}{
+		{"unchanged", []verify.Issuer{is}},
+		{"exact-beside-exact", []verify.Issuer{{Issuer: "https://y.example.com/", Keys: allKeys(t), Audiences: []string{aud}}, is}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tc, err := verify.NewTokenCache(verify.TokenCacheOptions{MaxEntries: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v1 := newVerifier(t, verify.Options{Issuers: []verify.Issuer{is}, Cache: tc})
+			tok := mint("ES256", kidFor("ES256"), map[string]any{"iss": issX})
+			if _, err := v1.Verify(context.Background(), tok); err != nil {
+				t.Fatal(err)
+			}
+			v2 := newVerifier(t, verify.Options{Issuers: tt.after, Cache: tc, Previous: v1})
+			hits := tc.Stats().Hits
+			if _, err := v2.Verify(context.Background(), tok); err != nil || tc.Stats().Hits != hits+1 {
+				t.Errorf("after the reload: Verify = %v, hits %d → %d; want a cache hit", err, hits, tc.Stats().Hits)
+			}
+		})
 	}
 }

@@ -131,15 +131,9 @@ func New(opts Options) (*Verifier, error) {
 		}
 		compiled = append(compiled, is)
 	}
-	// Nor does a reload that routes some token to another issuer: one that
-	// adds an issuer name, a {tenantid} template or a SPIFFE trust domain,
-	// or reorders them. An exact issuer added beside a template, or beside a
-	// trust domain, takes tokens that the unchanged template or trust domain
-	// verified, and their cached verdicts would answer under the old
-	// issuer's rules. Removing issuers routes no remaining issuer's token
-	// elsewhere: an exact name, a trust domain and the first matching
-	// template still win.
-	carry = carry && subsequence(routingKeys(compiled), routingKeys(opts.Previous.issuers))
+	// Nor does a reload that may route a cached token to another issuer:
+	// their cached verdicts would answer under the old issuer's rules.
+	carry = carry && !reroutes(opts.Previous.issuers, compiled)
 	cfgs := make([]Issuer, 0, len(opts.Issuers))
 	for _, is := range compiled {
 		if carry {
@@ -183,15 +177,38 @@ func New(opts Options) (*Verifier, error) {
 	return v, nil
 }
 
-// routingKeys lists, in order, what routes a token to each issuer of list:
-// its name, whether it is a template, its SPIFFE trust domain. Two lists
-// with equal keys route every token alike.
-func routingKeys(list []*issuer) []string {
-	keys := make([]string, len(list))
-	for i, is := range list {
-		keys[i] = fmt.Sprintf("%q %t %q %t", is.cfg.Issuer, is.template, is.spiffe, is.cfg.SkipIssuerCheck)
+// reroutes reports whether a token that old routed to an issuer that next
+// still has may route to another one under next (router.find: an exact
+// name first, then the SPIFFE trust domain of its sub, then the first
+// {tenantid} template it matches). That happens when next adds or
+// reorders a template or a trust domain (an earlier template, or a trust
+// domain checked before every template, takes tokens a template held), or
+// adds an exact name while it has a template or a trust domain (the name
+// takes the tokens of its iss from them). Removing issuers, or adding an
+// exact name beside exact names only, routes no cached token elsewhere:
+// a name that was not configured had no verdict to cache.
+func reroutes(old, next []*issuer) bool {
+	key := func(is *issuer) string {
+		return fmt.Sprintf("%q %t %q %t", is.cfg.Issuer, is.template, is.spiffe, is.cfg.SkipIssuerCheck)
 	}
-	return keys
+	var oldShaped, nextShaped []string // templates and trust domains, in order
+	oldExact := make(map[string]bool)
+	for _, is := range old {
+		if is.template || is.spiffe != "" {
+			oldShaped = append(oldShaped, key(is))
+		} else {
+			oldExact[key(is)] = true
+		}
+	}
+	addedExact := false
+	for _, is := range next {
+		if is.template || is.spiffe != "" {
+			nextShaped = append(nextShaped, key(is))
+		} else if !oldExact[key(is)] {
+			addedExact = true
+		}
+	}
+	return !subsequence(nextShaped, oldShaped) || (addedExact && len(nextShaped) > 0)
 }
 
 // subsequence reports whether sub is seq with some elements removed, the

@@ -2,6 +2,7 @@ package revoke
 
 import (
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"slices"
 	"sync"
@@ -697,12 +698,22 @@ func (nd *node) kinds() uint32 {
 
 // nanos is t in unix nanoseconds, 0 for the zero time; fromNanos the
 // inverse (in UTC).
+// Times outside what an int64 of nanoseconds holds (before 1678, after
+// 2262: an entry an older version stored) keep their order at the ends.
 func nanos(t time.Time) int64 {
-	if t.IsZero() {
+	switch {
+	case t.IsZero():
 		return 0
+	case t.Before(minNanos):
+		return math.MinInt64 + 1
+	case t.After(maxNanos):
+		return math.MaxInt64
 	}
 	return t.UnixNano()
 }
+
+// minNanos and maxNanos bound the times UnixNano holds.
+var minNanos, maxNanos = time.Unix(0, math.MinInt64+1), time.Unix(0, math.MaxInt64)
 
 func fromNanos(n int64) time.Time {
 	if n == 0 {

@@ -131,7 +131,12 @@ func Check(e Entry) error {
 
 // stamp completes e as a store stores it at now: an ID when it has none,
 // CreatedAt, ExpiresAt = now + retention, and IssuedBefore = now for a
-// cut-off kind without one. Times are in UTC.
+// cut-off kind without one, or above now (a signal's event_timestamp or
+// a logout token's iat ahead of this clock: a cut-off in the future would
+// refuse tokens issued after the entry was made, and the index keeps the
+// latest cut-off of a name on the understanding that none is later than
+// its entry), and no earlier than 1970 (a time the index's nanoseconds can
+// hold). Times are in UTC.
 func stamp(e Entry, now time.Time, retention time.Duration) Entry {
 	if e.ID == "" {
 		var b [16]byte
@@ -145,6 +150,12 @@ func stamp(e Entry, now time.Time, retention time.Duration) Entry {
 	}
 	if !e.IssuedBefore.IsZero() {
 		e.IssuedBefore = e.IssuedBefore.UTC()
+		if e.IssuedBefore.After(now) {
+			e.IssuedBefore = now
+		}
+		if epoch := time.Unix(0, 0).UTC(); e.IssuedBefore.Before(epoch) {
+			e.IssuedBefore = epoch
+		}
 	}
 	return e
 }

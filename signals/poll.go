@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -249,6 +251,13 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 		if ctx.Err() != nil {
 			return false, ctx.Err()
 		}
+		if got, ok := setJTI(sets[jti]); !ok || got != jti {
+			// Acknowledged by its member name: a SET filed under another
+			// jti would acknowledge one that nothing stored.
+			errs[jti] = setErr{Err: "invalid_request", Description: "the SET's jti is not the name it is listed under"}
+			p.refused.Add(1)
+			continue
+		}
 		err := p.o.Receive(ctx, sets[jti])
 		switch {
 		case err == nil || errors.Is(err, ErrReplayed):
@@ -262,6 +271,27 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 		}
 	}
 	return more, nil
+}
+
+// setJTI returns the jti claim of the SET token, read without verifying
+// it: Receive verifies these very bytes, and refuses the SET if they are
+// not what the transmitter signed.
+func setJTI(token string) (string, bool) {
+	_, rest, ok1 := strings.Cut(token, ".")
+	payload, _, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.Strict().DecodeString(payload)
+	if err != nil {
+		return "", false
+	}
+	o, err := parseObject(b)
+	if err != nil {
+		return "", false
+	}
+	jti, ok, err := o.str("jti")
+	return jti, ok && err == nil
 }
 
 // ParsePollResponse reads the body of a poll's answer (RFC 8936 §2.5): a

@@ -687,8 +687,13 @@ func (is *issuer) checkLifetime(exp, iat, now time.Time) error {
 }
 
 // checkNbf is step 10: an nbf of the claims c is not after now, plus the
-// leeway.
+// leeway; nor is an iat (a token issued in the future would escape every
+// issued_before revocation, and max_lifetime measures from iat).
 func (is *issuer) checkNbf(c *claims, now time.Time, tr *trace) error {
+	if c.has(clIat) && c.iat.After(now.Add(is.leeway)) {
+		return tr.fail("iat", fmt.Errorf("%w: iat %s is ahead of now %s, leeway %s", ErrNotYetValid,
+			c.iat.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
+	}
 	if c.has(clNbf) {
 		if c.nbf.After(now.Add(is.leeway)) {
 			return tr.fail("nbf", fmt.Errorf("%w: nbf %s, now %s, leeway %s", ErrNotYetValid,

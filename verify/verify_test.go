@@ -481,6 +481,11 @@ func TestLeeway(t *testing.T) {
 		{"nbf-default-leeway-outside", 0, nbf.Add(-31 * time.Second), "nbf", verify.ErrNotYetValid},
 		{"nbf-no-leeway-at", -1, nbf, "nbf", nil},
 		{"nbf-no-leeway-before", -1, nbf.Add(-time.Second), "nbf", verify.ErrNotYetValid},
+		// An iat ahead of now: a token issued in the future would escape
+		// every issued_before revocation.
+		{"iat-default-leeway-edge", 0, nbf.Add(-30 * time.Second), "iat", nil},
+		{"iat-default-leeway-outside", 0, nbf.Add(-31 * time.Second), "iat", verify.ErrNotYetValid},
+		{"iat-no-leeway-before", -1, nbf.Add(-time.Second), "iat", verify.ErrNotYetValid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -489,10 +494,13 @@ func TestLeeway(t *testing.T) {
 				Now:     func() time.Time { return tt.now },
 			})
 			extra := map[string]any{"aud": nil}
-			if tt.claim == "exp" {
-				extra["exp"] = exp.Unix()
-			} else {
-				extra["nbf"], extra["exp"] = nbf.Unix(), nbf.Add(time.Hour).Unix()
+			switch tt.claim {
+			case "exp":
+				extra["exp"], extra["iat"] = exp.Unix(), exp.Add(-time.Hour).Unix()
+			case "iat":
+				extra["iat"], extra["exp"] = nbf.Unix(), nbf.Add(time.Hour).Unix()
+			default:
+				extra["nbf"], extra["exp"], extra["iat"] = nbf.Unix(), nbf.Add(time.Hour).Unix(), nbf.Add(-time.Hour).Unix()
 			}
 			_, err := v.Verify(context.Background(), mint("ES256", "k-ES256", extra))
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {

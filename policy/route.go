@@ -23,7 +23,10 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 	if !ok {
 		return route{}, fmt.Errorf("policy: %q is not a configured policy", rt.Policy)
 	}
-	r := route{policy: p, methods: slices.Clone(rt.Methods)}
+	r := route{policy: p}
+	if len(rt.Methods) > 0 { // empty (methods: []) is any method, as absent is
+		r.methods = slices.Clone(rt.Methods)
+	}
 	for i, m := range rt.Methods {
 		if m == "" || strings.ToUpper(m) != m || strings.ContainsAny(m, " \t/") {
 			return route{}, fmt.Errorf("methods[%d]: %q is not an upper-case HTTP method", i, m)

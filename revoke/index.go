@@ -181,10 +181,8 @@ func (x *Index) Check(issuer string, t *Token, now time.Time) error {
 	}
 	ih := maphash.String(x.seed, issuer)
 	n := now.UnixNano()
-	iat := int64(0)
-	if !t.IssuedAt.IsZero() {
-		iat = t.IssuedAt.UnixNano()
-	}
+	iat := nanos(t.IssuedAt) // 0 without one; saturated, never wrapped
+
 	if kinds&(1<<kIssuer) != 0 && x.match(tab, ih, issuer, "", kIssuer, n, iat) {
 		return ErrRevoked
 	}

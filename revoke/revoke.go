@@ -129,14 +129,20 @@ func Check(e Entry) error {
 	return nil
 }
 
+// maxCutoffAhead bounds how far after its entry's creation a cut-off may
+// be: the largest issuer leeway, so that a logout token's iat or a SET's
+// event_timestamp from an identity provider whose clock runs ahead (within
+// its leeway) is kept as the provider meant it.
+const maxCutoffAhead = 10 * time.Minute
+
 // stamp completes e as a store stores it at now: an ID when it has none,
-// CreatedAt, ExpiresAt = now + retention, and IssuedBefore = now for a
-// cut-off kind without one, or above now (a signal's event_timestamp or
-// a logout token's iat ahead of this clock: a cut-off in the future would
-// refuse tokens issued after the entry was made, and the index keeps the
-// latest cut-off of a name on the understanding that none is later than
-// its entry), and no earlier than 1970 (a time the index's nanoseconds can
-// hold). Times are in UTC.
+// CreatedAt, IssuedBefore = now for a cut-off kind without one, clamped to
+// [1970, now + maxCutoffAhead] (a cut-off far ahead would refuse tokens
+// issued long after the entry was made; 1970 is a time the index's
+// nanoseconds hold), and ExpiresAt = the later of now and IssuedBefore,
+// plus retention: the index keeps a name's latest cut-off with its expiry,
+// which holds only while a later cut-off never expires earlier. Times are
+// in UTC.
 func stamp(e Entry, now time.Time, retention time.Duration) Entry {
 	if e.ID == "" {
 		var b [16]byte
@@ -150,11 +156,14 @@ func stamp(e Entry, now time.Time, retention time.Duration) Entry {
 	}
 	if !e.IssuedBefore.IsZero() {
 		e.IssuedBefore = e.IssuedBefore.UTC()
-		if e.IssuedBefore.After(now) {
-			e.IssuedBefore = now
+		if limit := now.Add(maxCutoffAhead); e.IssuedBefore.After(limit) {
+			e.IssuedBefore = limit
 		}
 		if epoch := time.Unix(0, 0).UTC(); e.IssuedBefore.Before(epoch) {
 			e.IssuedBefore = epoch
+		}
+		if e.IssuedBefore.After(now) {
+			e.ExpiresAt = e.IssuedBefore.Add(retention)
 		}
 	}
 	return e

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jwksverify/jwksverify/request"
@@ -25,6 +27,69 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 // never read, so it is too large.
 func (s *Server) tooLarge() error {
 	return fmt.Errorf("%w: the request body exceeds %d bytes", verify.ErrTokenTooLarge, s.maxBody)
+}
+
+// verifyMembers and requestMembers are the member names /v1/verify reads,
+// at the top and in "request".
+var (
+	verifyMembers  = []string{"token", "policy", "dpop", "request", "client_cert", "mint", "kind", "nonce", "access_token", "code", "max_age", "acr_values"}
+	requestMembers = []string{"method", "scheme", "host", "path"}
+)
+
+// exactMembers returns an error when the JSON object body, or its member
+// nested (an object), holds a member twice, or a member whose name equals
+// one of names (of nestedNames) in another case: encoding/json takes the
+// last of two and matches names in any case, while another reader of the
+// same body (a gateway, a log) may take the first or the exact one, and so
+// see another token or policy than the one decided.
+func exactMembers(body []byte, names []string, nested string, nestedNames []string) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var check func(names []string, depth int) error
+	check = func(names []string, depth int) error {
+		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+			return errors.New("not a JSON object")
+		}
+		seen := make(map[string]bool)
+		for dec.More() {
+			t, err := dec.Token()
+			if err != nil {
+				return err
+			}
+			key, _ := t.(string)
+			if seen[key] {
+				return fmt.Errorf("member %q appears twice", key)
+			}
+			seen[key] = true
+			for _, n := range names {
+				if key != n && strings.EqualFold(key, n) {
+					return fmt.Errorf("member %q is %q in another case", key, n)
+				}
+			}
+			if depth == 0 && key == nested && nestedNames != nil {
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					return err
+				}
+				if len(raw) > 0 && raw[0] == '{' {
+					inner := json.NewDecoder(bytes.NewReader(raw))
+					outer := dec
+					dec = inner
+					err := check(nestedNames, 1)
+					dec = outer
+					if err != nil {
+						return fmt.Errorf("request: %w", err)
+					}
+				}
+				continue
+			}
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return check(names, 0)
 }
 
 // serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,
@@ -54,6 +119,10 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"token": string}`)
+		return
+	}
+	if err := exactMembers(body, verifyMembers, "request", requestMembers); err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
 	if req.Token == nil {

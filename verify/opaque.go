@@ -120,6 +120,12 @@ func (v *Verifier) checkOpaque(ctx context.Context, token string, now time.Time,
 	if err := is.checkLifetime(res.ExpiresAt, res.IssuedAt, now); err != nil {
 		return nil, tr.fail("exp", err)
 	}
+	if !res.IssuedAt.IsZero() && res.IssuedAt.After(now.Add(is.leeway)) {
+		// As for a JWT: an answer issued in the future would escape every
+		// issued_before revocation.
+		return nil, tr.fail("iat", fmt.Errorf("%w: iat %s, now %s, leeway %s", ErrNotYetValid,
+			res.IssuedAt.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
+	}
 	if !res.NotBefore.IsZero() && res.NotBefore.After(now.Add(is.leeway)) {
 		return nil, tr.fail("nbf", fmt.Errorf("%w: nbf %s, now %s, leeway %s", ErrNotYetValid,
 			res.NotBefore.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))

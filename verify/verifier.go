@@ -509,7 +509,7 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	}
 
 	// 10. nbf
-	if err := is.checkNbf(&cl, now, tr); err != nil {
+	if err := is.checkNbf(&cl, now, kind != kindID, tr); err != nil { // an ID token's iat: checkIDToken, after aud
 		return nil, nil, nil, err
 	}
 
@@ -687,10 +687,11 @@ func (is *issuer) checkLifetime(exp, iat, now time.Time) error {
 }
 
 // checkNbf is step 10: an nbf of the claims c is not after now, plus the
-// leeway; nor is an iat (a token issued in the future would escape every
-// issued_before revocation, and max_lifetime measures from iat).
-func (is *issuer) checkNbf(c *claims, now time.Time, tr *trace) error {
-	if c.has(clIat) && c.iat.After(now.Add(is.leeway)) {
+// leeway; with iat, nor is an iat (a token issued in the future would
+// escape every issued_before revocation, and max_lifetime measures from
+// iat).
+func (is *issuer) checkNbf(c *claims, now time.Time, iat bool, tr *trace) error {
+	if iat && c.has(clIat) && c.iat.After(now.Add(is.leeway)) {
 		return tr.fail("iat", fmt.Errorf("%w: iat %s is ahead of now %s, leeway %s", ErrNotYetValid,
 			c.iat.Format(time.RFC3339), now.UTC().Format(time.RFC3339), is.leeway))
 	}

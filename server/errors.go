@@ -20,6 +20,10 @@ var (
 	// errMalformedScheme: an Authorization (or token-source) value names
 	// the Bearer or DPoP scheme but is not exactly "<scheme> <token>".
 	errMalformedScheme = fmt.Errorf("%w: a Bearer or DPoP credential that is not exactly '<scheme> <token>'", verify.ErrMalformed)
+	// errDPoPOff: Authorization: DPoP where no issuer has a DPoP
+	// constraint (or no DPoP checker): the token would pass an anonymous
+	// route unverified, and reach an application that reads it.
+	errDPoPOff = fmt.Errorf("%w: a DPoP credential, and DPoP is not enabled here", verify.ErrMalformed)
 )
 
 // OptionError is an option that [New] or [CheckOptions] refuses: the

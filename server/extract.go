@@ -63,13 +63,14 @@ func (s *Server) extract(c *Call) credential {
 	if s.mergedCredential(c.Headers) {
 		return credential{err: errAmbiguousToken}
 	}
-	if s.constraints != nil && s.dpop != nil {
-		if tok, ok := dpopToken(c.Headers); ok {
-			if s.otherToken(c, 0, tok) {
-				return credential{err: errAmbiguousToken}
-			}
-			return credential{token: tok, dpop: true, proofs: values(c.Headers, "Dpop")}
+	if tok, ok := dpopToken(c.Headers); ok {
+		if s.constraints == nil || s.dpop == nil {
+			return credential{err: errDPoPOff}
 		}
+		if s.otherToken(c, 0, tok) {
+			return credential{err: errAmbiguousToken}
+		}
+		return credential{token: tok, dpop: true, proofs: values(c.Headers, "Dpop")}
 	}
 	switch tok, st := s.sourcesToken(c); st {
 	case tokenFound:

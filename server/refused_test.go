@@ -27,6 +27,9 @@ func TestRefusedOrDecidedStrictly(t *testing.T) {
 		{"bearer-tab", nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": "Bearer\t" + read}), 401},
 		{"bearer-two-spaces", nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": "Bearer  " + read}), 401},
 		{"query-only-_method-array", nginxAuthz("GET", "/orders/1?_method[]=DELETE", read, nil), 403},
+		// DPoP is off here: a DPoP credential was no token at all, and an
+		// anonymous route let it through unverified.
+		{"dpop-scheme-dpop-off", nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": "DPoP " + read}), 401},
 	} {
 		w := do(e.handler, tc.r)
 		if w.Code != tc.want {

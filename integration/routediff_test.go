@@ -326,6 +326,7 @@ func fixedVariants() []variant {
 		{method: "POST", target: "/orders/1?_method=DELETE", token: levelWriter},
 		{method: "GET", target: "/anon/x", auth: "Bearer\tFORGED", forged: levelAdmin},
 		{method: "GET", target: "/anon/x", auth: "Bearer:FORGED", forged: levelAdmin},
+		{method: "GET", target: "/anon/x", auth: "DPoP FORGED", forged: levelAdmin}, // DPoP is off in this configuration
 		// Their neighbours: CGI twins (a WSGI or Rack application reads
 		// X_Forwarded_Host as X-Forwarded-Host: Puma's CVE-2024-45614), PHP's
 		// spellings of _method, and what held before.

@@ -109,7 +109,7 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	var bc bindCounts
 	switch {
 	case cred.missing && pol.anonymous:
-		d = Decision{Status: http.StatusOK, Issuer: UnknownIssuer, Anonymous: true, headers: s.identity}
+		d = Decision{Status: http.StatusOK, Issuer: UnknownIssuer, Anonymous: true, headers: s.identity, RemoveAuthorization: s.stripAuthz}
 	case cred.err != nil:
 		d = s.rejection(cred.err, cred.missing)
 	default:

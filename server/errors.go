@@ -24,6 +24,11 @@ var (
 	// constraint (or no DPoP checker): the token would pass an anonymous
 	// route unverified, and reach an application that reads it.
 	errDPoPOff = fmt.Errorf("%w: a DPoP credential, and DPoP is not enabled here", verify.ErrMalformed)
+	// errUnreadBearer: Authorization: Bearer where Authorization is not a
+	// token source: the token would pass an anonymous route unverified (or
+	// beside another source's token), and reach an application that reads
+	// it.
+	errUnreadBearer = fmt.Errorf("%w: a Bearer credential in Authorization, which is not a token source here", verify.ErrMalformed)
 )
 
 // OptionError is an option that [New] or [CheckOptions] refuses: the

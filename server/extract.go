@@ -63,6 +63,9 @@ func (s *Server) extract(c *Call) credential {
 	if s.mergedCredential(c.Headers) {
 		return credential{err: errAmbiguousToken}
 	}
+	if !s.readsAuthorization && bearerIn(c.Headers) {
+		return credential{err: errUnreadBearer}
+	}
 	if tok, ok := dpopToken(c.Headers); ok {
 		if s.constraints == nil || s.dpop == nil {
 			return credential{err: errDPoPOff}
@@ -266,6 +269,17 @@ func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
 		return queryParam(o.RawQuery, ts.query)
 	}
 	return "", tokenMissing
+}
+
+// bearerIn reports whether an Authorization value of h holds a Bearer
+// credential ("Bearer " and something, in any case).
+func bearerIn(h Headers) bool {
+	for _, v := range values(h, "Authorization") {
+		if tok, ok := cutPrefixFold(v, "Bearer "); ok && tok != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // dpopToken returns the token of an Authorization: DPoP header: exactly one

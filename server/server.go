@@ -206,18 +206,20 @@ type Server struct {
 	now           func() time.Time
 	version       string
 
-	sources     []tokenSource
-	issuers     []*issuerInfo          // configured order
-	byName      map[string]*issuerInfo // by configured issuer name
-	stripAuthz  bool
-	proxy       request.Proxy
-	clients     []introspectionClient
-	maxBody     int64
-	maxBatch    int
-	rejected    map[string]denial // class -> precomputed 401
-	unavailable map[string]denial // class -> precomputed 503
-	noTokenDeny denial
-	static      staticHeaders
+	sources []tokenSource
+	// readsAuthorization reports that a token source is Authorization.
+	readsAuthorization bool
+	issuers            []*issuerInfo          // configured order
+	byName             map[string]*issuerInfo // by configured issuer name
+	stripAuthz         bool
+	proxy              request.Proxy
+	clients            []introspectionClient
+	maxBody            int64
+	maxBatch           int
+	rejected           map[string]denial // class -> precomputed 401
+	unavailable        map[string]denial // class -> precomputed 503
+	noTokenDeny        denial
+	static             staticHeaders
 
 	policies       *policy.Set // nil: none
 	authorizes     bool        // forward-auth reads the original request and runs policies
@@ -339,6 +341,9 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 	var err error
 	if s.sources, err = newTokenSources(sources); err != nil {
 		return nil, err
+	}
+	for _, src := range s.sources {
+		s.readsAuthorization = s.readsAuthorization || src.header == "Authorization"
 	}
 	if s.issuers, s.byName, err = newIssuers(v.Issuers()); err != nil {
 		return nil, err

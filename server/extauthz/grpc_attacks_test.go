@@ -1,0 +1,171 @@
+package extauthz
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"slices"
+	"testing"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"google.golang.org/grpc/codes"
+
+	"github.com/jwksverify/jwksverify/mtls"
+	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/server/internal/servertest"
+)
+
+func rtServer(t *testing.T, o server.Options, set *policy.Set) *authzGRPC {
+	t.Helper()
+	ve := servertest.NewEnv(t, servertest.Config{TokenCache: 10, NoDown: true})
+	o.Verifier, o.Policies, o.Proxy = ve.V, set, "envoy"
+	o.Logger, o.Now = slog.New(slog.DiscardHandler), ve.Clock.Now
+	if o.ClaimsToHeaders == nil {
+		o.ClaimsToHeaders = servertest.ClaimsToHeaders()
+	}
+	srv, err := server.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newAuthzGRPC(srv)
+}
+
+func code(resp *authv3.CheckResponse, err error) codes.Code {
+	if err != nil {
+		return codes.Unknown
+	}
+	return codes.Code(resp.GetStatus().GetCode())
+}
+
+// TestUnreadBearerRefused: with a cookie-only token source, an
+// Authorization: Bearer <forged> was no credential here, so an anonymous
+// route let it through to the application, and the OK answer neither
+// refused nor removed it. It is now malformed.
+func TestUnreadBearerRefused(t *testing.T) {
+	set, err := policy.New(policy.Options{
+		Policies: []policy.Spec{{Name: "public", AllowAnonymous: true}, {Name: "strict", Scopes: policy.Scopes{All: []string{"orders:read"}}}},
+		Routes:   []policy.Route{{Path: "/public/**", Policy: "public"}, {Path: "/**", Policy: "strict"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := rtServer(t, server.Options{TokenSources: []server.TokenSource{{Cookie: "session"}}, StripAuthorization: true}, set)
+	forged := tokens()["bad-signature"]
+	for _, tc := range []struct {
+		name string
+		h    map[string]string
+	}{
+		{"anonymous-route", map[string]string{"authorization": "Bearer " + forged}},
+	} {
+		resp, err := a.Check(t.Context(), envoyRequest("GET", "/public/x", tc.h))
+		t.Logf("%s: code=%v removes=%v", tc.name, code(resp, err), resp.GetOkResponse().GetHeadersToRemove())
+		if code(resp, err) == codes.OK && !slices.Contains(resp.GetOkResponse().GetHeadersToRemove(), "authorization") {
+			t.Errorf("%s: OK with the forged Authorization passed to the application", tc.name)
+		}
+	}
+	// A valid cookie beside a forged bearer on a protected route.
+	resp, err := a.Check(t.Context(), envoyRequest("GET", "/orders", map[string]string{"cookie": "session=" + mint(claims(nil)), "authorization": "Bearer " + forged}))
+	t.Logf("cookie+forged bearer: code=%v removes=%v", code(resp, err), resp.GetOkResponse().GetHeadersToRemove())
+}
+
+// TestBothHeaderForms: with both header forms present, header_map is read
+// for the token and the overrides alike.
+func TestBothHeaderForms(t *testing.T) {
+	set, err := policy.New(policy.Options{
+		Policies: []policy.Spec{{Name: "admin", Scopes: policy.Scopes{All: []string{"orders:admin"}}}, {Name: "any"}},
+		Routes:   []policy.Route{{Methods: []string{"DELETE"}, Path: "/**", Policy: "admin"}, {Path: "/**", Policy: "any"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := rtServer(t, server.Options{}, set)
+	tok := mint(claims(nil))
+	// headers map: token + override DELETE; header_map: token only.
+	req := envoyRequest("POST", "/orders/1", map[string]string{"authorization": "Bearer " + tok, "x-http-method-override": "DELETE"})
+	hr := req.Attributes.Request.Http
+	hr.HeaderMap = &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "authorization", Value: "Bearer " + tok}}}
+	resp, err := a.Check(t.Context(), req)
+	t.Logf("headers has override, header_map has token only: %v", code(resp, err))
+	// header_map: override; headers: token.
+	req = envoyRequest("POST", "/orders/1", map[string]string{"authorization": "Bearer " + tok})
+	req.Attributes.Request.Http.HeaderMap = &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "authorization", Value: "Bearer " + tok}, {Key: "X-HTTP-Method-Override", RawValue: []byte("delete")}}}
+	resp, err = a.Check(t.Context(), req)
+	if code(resp, err) != codes.PermissionDenied {
+		t.Errorf("override in header_map: %v, want PERMISSION_DENIED", code(resp, err))
+	}
+}
+
+// TestOKCacheAcrossRequests: the OK answer cache is keyed by the Result; a
+// request on another path, method or host is decided again.
+func TestOKCacheAcrossRequests(t *testing.T) {
+	set, err := policy.New(policy.Options{
+		Policies: []policy.Spec{{Name: "admin", Scopes: policy.Scopes{All: []string{"orders:admin"}}}, {Name: "any"}},
+		Routes: []policy.Route{{Host: "admin.example.com", Policy: "admin"}, {Methods: []string{"DELETE"}, Path: "/**", Policy: "admin"},
+			{Path: "/admin/**", Policy: "admin"}, {Path: "/**", Policy: "any"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := rtServer(t, server.Options{}, set)
+	tok := mint(claims(nil))
+	ok := envoyRequest("GET", "/x", bearer(tok))
+	for i := 0; i < 2; i++ {
+		if c := code(a.Check(t.Context(), ok)); c != codes.OK {
+			t.Fatalf("warm %v", c)
+		}
+	}
+	for name, req := range map[string]*authv3.CheckRequest{
+		"path":       envoyRequest("GET", "/admin/x", bearer(tok)),
+		"path-case":  envoyRequest("GET", "/%61dmin/x", bearer(tok)),
+		"method":     envoyRequest("delete", "/x", bearer(tok)),
+		"query-ovr":  envoyRequest("GET", "/x?_method=DELETE", bearer(tok)),
+		"host": func() *authv3.CheckRequest {
+			r := envoyRequest("GET", "/x", bearer(tok))
+			r.Attributes.Request.Http.Host = "ADMIN.example.com.:443"
+			return r
+		}(),
+	} {
+		if c := code(a.Check(t.Context(), req)); c != codes.PermissionDenied {
+			t.Errorf("%s: %v, want PERMISSION_DENIED", name, c)
+		}
+	}
+}
+
+// TestSourceCertNoFallback: with source.certificate unreadable or blank,
+// there is no fallback to a client's XFCC header.
+func TestSourceCertNoFallback(t *testing.T) {
+	der := servertest.ClientCert(t, "c")
+	sum := sha256.Sum256(der)
+	a := rtServer(t, server.Options{
+		SenderConstraints: map[string]server.SenderConstraint{servertest.IssuerA: {MTLS: server.ConstraintOptional}},
+		ClientCert:        server.ClientCertSource{XFCC: true},
+	}, nil)
+	bound := mint(claims(map[string]any{"cnf": map[string]any{"x5t#S256": mtls.Thumbprint(der)}}))
+	for _, src := range []string{"garbage", "   ", "%20"} {
+		req := envoyRequest("GET", "/x", map[string]string{"authorization": "Bearer " + bound, "x-forwarded-client-cert": "Hash=" + hex.EncodeToString(sum[:])})
+		req.Attributes.Source.Certificate = src
+		if c := code(a.Check(t.Context(), req)); c == codes.OK {
+			t.Errorf("source.certificate %q with a client XFCC: OK", src)
+		}
+	}
+}
+
+// TestStripAuthorizationAnonymous: strip_authorization applies to an
+// anonymous allowed answer too (it was left out, and a client's
+// Authorization reached the upstream).
+func TestStripAuthorizationAnonymous(t *testing.T) {
+	set, err := policy.New(policy.Options{
+		Policies: []policy.Spec{{Name: "public", AllowAnonymous: true}},
+		Routes:   []policy.Route{{Path: "/**", Policy: "public"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := rtServer(t, server.Options{StripAuthorization: true}, set)
+	resp, err := a.Check(t.Context(), envoyRequest("GET", "/public/x", map[string]string{"authorization": "Basic Zm9vOmJhcg=="}))
+	if code(resp, err) == codes.OK && !slices.Contains(resp.GetOkResponse().GetHeadersToRemove(), "authorization") {
+		t.Errorf("strip_authorization: anonymous OK keeps Authorization (removes %v)", resp.GetOkResponse().GetHeadersToRemove())
+	}
+}

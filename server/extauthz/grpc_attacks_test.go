@@ -117,10 +117,10 @@ func TestOKCacheAcrossRequests(t *testing.T) {
 		}
 	}
 	for name, req := range map[string]*authv3.CheckRequest{
-		"path":       envoyRequest("GET", "/admin/x", bearer(tok)),
-		"path-case":  envoyRequest("GET", "/%61dmin/x", bearer(tok)),
-		"method":     envoyRequest("delete", "/x", bearer(tok)),
-		"query-ovr":  envoyRequest("GET", "/x?_method=DELETE", bearer(tok)),
+		"path":      envoyRequest("GET", "/admin/x", bearer(tok)),
+		"path-case": envoyRequest("GET", "/%61dmin/x", bearer(tok)),
+		"method":    envoyRequest("delete", "/x", bearer(tok)),
+		"query-ovr": envoyRequest("GET", "/x?_method=DELETE", bearer(tok)),
 		"host": func() *authv3.CheckRequest {
 			r := envoyRequest("GET", "/x", bearer(tok))
 			r.Attributes.Request.Http.Host = "ADMIN.example.com.:443"

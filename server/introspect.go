@@ -90,7 +90,7 @@ func (s *Server) clientAuthFailed(r *http.Request, reason, id string) {
 		s.metrics.ClientAuthFailed(reason)
 	}
 	ctx := r.Context()
-	if !s.log.Enabled(ctx, slog.LevelWarn) || !s.clientLogRate.allow(ctx, s.log, slog.LevelWarn, s.now()) {
+	if !s.log.Enabled(ctx, slog.LevelWarn) || !s.clientLogRate.Allow(ctx, s.log, slog.LevelWarn, s.now()) {
 		return
 	}
 	s.log.LogAttrs(ctx, slog.LevelWarn, "introspection client authentication failed",

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/loglimit"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -53,6 +54,14 @@ func (s *Server) observe(ctx context.Context, c *Call, d *Decision, st *policySt
 	}
 }
 
+// rejectionLimiter is the limiter of rejection lines at level.
+func (s *Server) rejectionLimiter(level slog.Level) *loglimit.Limiter {
+	if level >= slog.LevelWarn {
+		return s.logRateWarn
+	}
+	return s.logRate
+}
+
 // logRejected logs a rejected token (info), one that could not be decided
 // (warn), or a fault of no class (error).
 func (s *Server) logRejected(ctx context.Context, c *Call, d *Decision, now time.Time, token string) {
@@ -63,7 +72,7 @@ func (s *Server) logRejected(ctx context.Context, c *Call, d *Decision, now time
 			level = slog.LevelError // a fault, not a verdict (StatusOf)
 		}
 	}
-	if !s.log.Enabled(ctx, level) || !s.logRate.allow(ctx, s.log, level, now) {
+	if !s.log.Enabled(ctx, level) || !s.rejectionLimiter(level).Allow(ctx, s.log, level, now) {
 		return
 	}
 	var kid, hint string
@@ -93,7 +102,7 @@ func (s *Server) logForbidden(ctx context.Context, c *Call, d *Decision, st *pol
 	if errors.As(d.Err, &dn) && dn.Err != nil {
 		level = slog.LevelWarn
 	}
-	if !s.log.Enabled(ctx, level) || !s.logRate.allow(ctx, s.log, level, now) {
+	if !s.log.Enabled(ctx, level) || !s.rejectionLimiter(level).Allow(ctx, s.log, level, now) {
 		return
 	}
 	s.log.LogAttrs(ctx, level, "request forbidden",

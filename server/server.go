@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/internal/loglimit"
 	mintpkg "github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
@@ -198,11 +199,15 @@ type Options struct {
 // readiness (/readyz, gRPC health) turns away load balancers and Envoy while
 // the server still answers every request.
 type Server struct {
-	v       *verify.Verifier
-	log     *slog.Logger
-	logRate *logLimiter // nil: every rejection is logged
+	v   *verify.Verifier
+	log *slog.Logger
+	// logRate bounds the rejection lines at info (a flood of bad tokens),
+	// logRateWarn those at warn and error (could not decide, a fault), each
+	// on its own allowance so that junk tokens never hide them; nil: every
+	// line is logged.
+	logRate, logRateWarn *loglimit.Limiter
 	// clientLogRate bounds the lines of refused introspection clients.
-	clientLogRate *logLimiter
+	clientLogRate *loglimit.Limiter
 	now           func() time.Time
 	version       string
 
@@ -271,8 +276,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Now != nil {
 		s.now = opts.Now
 	}
-	s.logRate = newLogLimiter(opts.RejectionLogRate, "token rejections not logged")
-	s.clientLogRate = newLogLimiter(opts.RejectionLogRate, "introspection client failures not logged")
+	s.logRate = loglimit.New(opts.RejectionLogRate, "token rejections not logged")
+	s.logRateWarn = loglimit.New(opts.RejectionLogRate, "token rejections not logged")
+	s.clientLogRate = loglimit.New(opts.RejectionLogRate, "introspection client failures not logged")
 	s.version = opts.Version
 	if s.version == "" {
 		s.version = "dev"

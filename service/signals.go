@@ -84,6 +84,7 @@ func (s *Service) signalReceiver(plan *config.Plan, v *verify.Verifier, store re
 	return signals.New(signals.Options{
 		Verifier: v, Issuers: plan.Signals.Issuers, Replay: rs, Store: store,
 		JTITTL: signalJTITTL(plan), Metrics: s.signals.metrics, Logger: s.opts.Logger,
+		RefusalLogRate: plan.Server.RejectionLogRate,
 	})
 }
 

@@ -45,13 +45,13 @@ func (r *Receiver) Logout(ctx context.Context, token string, now time.Time) ([]r
 		}
 	case errors.Is(err, ErrReplayed):
 		r.count(issuer, logoutEventName, "replayed")
-		r.log.Info("back-channel logout token refused", "issuer", issuer, "err", err)
+		r.refused(ctx, now, "back-channel logout token refused", "issuer", issuer, "err", err)
 	case errors.Is(err, ErrUnavailable):
 		r.count(issuer, logoutEventName, "unavailable")
 		r.log.Warn("back-channel logout not stored", "issuer", issuer, "err", err)
 	default:
 		r.count(issuer, logoutEventName, "invalid")
-		r.log.Info("back-channel logout token refused", "issuer", issuer, "err", err)
+		r.refused(ctx, now, "back-channel logout token refused", "issuer", issuer, "err", err)
 	}
 	return entries, err
 }

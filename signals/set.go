@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -88,15 +89,22 @@ func (r *Receiver) Receive(ctx context.Context, issuer, token string, source rev
 		}
 	case errors.Is(err, ErrReplayed):
 		r.countAll(issuer, outcomes, "replayed")
-		r.log.Info("security event token refused", "issuer", issuer, "source", source, "err", err)
+		r.refused(ctx, now, "security event token refused", "issuer", issuer, "source", source, "err", err)
 	case errors.Is(err, ErrUnavailable):
 		r.countAll(issuer, outcomes, "unavailable")
 		r.log.Warn("security event token not stored", "issuer", issuer, "source", source, "err", err)
 	default:
 		r.countAll(issuer, outcomes, "invalid")
-		r.log.Info("security event token refused", "issuer", issuer, "source", source, "code", Code(err), "err", err)
+		r.refused(ctx, now, "security event token refused", "issuer", issuer, "source", source, "code", Code(err), "err", err)
 	}
 	return entries, outcomes, err
+}
+
+// refused logs one refused token at info, within the refusal rate.
+func (r *Receiver) refused(ctx context.Context, now time.Time, msg string, args ...any) {
+	if r.log.Enabled(ctx, slog.LevelInfo) && r.refusal.Allow(ctx, r.log, slog.LevelInfo, now) {
+		r.log.InfoContext(ctx, msg, args...)
+	}
 }
 
 // countAll records result for each event of outcomes, or for one

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/loglimit"
 	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -140,6 +141,12 @@ type Options struct {
 	// or not (issuer, event, result; never the token). Nil means
 	// slog.Default().
 	Logger *slog.Logger
+	// RefusalLogRate bounds the "token refused" lines per second (the
+	// back-channel logout endpoint takes unauthenticated requests): zero
+	// means loglimit.DefaultRate, negative means no limit. The lines past
+	// it are counted in one "signal refusals not logged" line; the metrics
+	// count every refusal.
+	RefusalLogRate int
 }
 
 // DefaultJTITTL is how long a jti is remembered by default: the default
@@ -158,6 +165,7 @@ type Receiver struct {
 	ttl     time.Duration
 	metrics Metrics
 	log     *slog.Logger
+	refusal *loglimit.Limiter // the "token refused" lines
 }
 
 // pushBearer is an issuer's push bearer token, hashed: compared in
@@ -189,6 +197,7 @@ func New(opts Options) (*Receiver, error) {
 	r := &Receiver{
 		v: opts.Verifier, issuers: map[string]*Issuer{}, replay: opts.Replay, store: opts.Store,
 		ttl: cmp.Or(opts.JTITTL, DefaultJTITTL), metrics: opts.Metrics, log: cmp.Or(opts.Logger, slog.Default()),
+		refusal: loglimit.New(opts.RefusalLogRate, "signal refusals not logged"),
 	}
 	for i, is := range opts.Issuers {
 		if !configured[is.Issuer] {

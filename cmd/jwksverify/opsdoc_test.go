@@ -12,19 +12,20 @@ import (
 	"testing"
 )
 
-// logMessageArg is, for each slog method (and newLogLimiter, whose second
-// argument is its summary line's message), the index of the message.
+// logMessageArg is, for each slog method (and loglimit.New, whose second
+// argument is its summary line's message, and signals' refused, which
+// logs its third), the index of the message.
 var logMessageArg = map[string]int{
 	"Debug": 0, "Info": 0, "Warn": 0, "Error": 0,
 	"DebugContext": 1, "InfoContext": 1, "WarnContext": 1, "ErrorContext": 1,
-	"Log": 2, "LogAttrs": 2, "newLogLimiter": 1,
+	"Log": 2, "LogAttrs": 2, "loglimit.New": 1, "refused": 2,
 }
 
 // codeLogMessages returns every log message literal of the module's
 // non-test Go files (bench/ and integration/ are other modules), with
 // where it is. A Log or LogAttrs call whose message is not a literal is an
-// error, except the limiter's summary (its message is newLogLimiter's
-// argument, scanned).
+// error, except the limiter's summary (its message is loglimit.New's
+// argument, scanned) and signals' refused (its message argument, scanned).
 func codeLogMessages(t *testing.T, root string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -33,6 +34,9 @@ func codeLogMessages(t *testing.T, root string) map[string]string {
 		switch fn := c.Fun.(type) {
 		case *ast.SelectorExpr:
 			name = fn.Sel.Name
+			if x, ok := fn.X.(*ast.Ident); ok && x.Name == "loglimit" {
+				name = "loglimit." + name
+			}
 		case *ast.Ident:
 			name = fn.Name
 		}
@@ -49,7 +53,7 @@ func codeLogMessages(t *testing.T, root string) map[string]string {
 				t.Fatalf("%s: %v", pos, err)
 			}
 			out[msg] = pos
-		case (name == "Log" || name == "LogAttrs") && !strings.HasSuffix(filepath.ToSlash(p), "server/loglimit.go"):
+		case (name == "Log" || name == "LogAttrs") && !strings.HasSuffix(filepath.ToSlash(p), "internal/loglimit/loglimit.go"):
 			t.Errorf("%s: a log message that is not a string literal: OPERATIONS.md cannot list it", pos)
 		}
 	})

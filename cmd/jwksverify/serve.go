@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/deadline"
@@ -228,7 +229,7 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 		s.ln = tls.NewListener(s.ln, httpTLS.Config())
 	}
 	if s.gln != nil {
-		gopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(svc.Server().MaxBodyBytes()))}
+		gopts := grpcServerOptions(int(svc.Server().MaxBodyBytes()), plan.HTTP)
 		if grpcTLS != nil {
 			gopts = append(gopts, grpc.Creds(credentials.NewTLS(grpcTLS.Config())))
 		}
@@ -268,6 +269,24 @@ func (s *servers) listen(plan *config.Plan) error {
 		}
 	}
 	return nil
+}
+
+// grpcMaxStreams bounds the concurrent streams of one gRPC connection:
+// Envoy opens another connection past it.
+const grpcMaxStreams = 1000
+
+// grpcServerOptions bounds the gRPC server as the HTTP one is bounded: a
+// message at most maxMsg bytes, a connection idle for t.Idle closed (an
+// idle or silent connection was held forever: grpc-go's default), the
+// handshake within t.ReadHeader, and at most grpcMaxStreams streams a
+// connection (grpc-go's default is unlimited).
+func grpcServerOptions(maxMsg int, t config.Timeouts) []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxMsg),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: t.Idle}),
+		grpc.ConnectionTimeout(t.ReadHeader),
+		grpc.MaxConcurrentStreams(grpcMaxStreams),
+	}
 }
 
 // newHTTPServer is an HTTP server of h with the plan's timeouts t.

@@ -1,4 +1,4 @@
-package server
+package loglimit
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func summaries(t *testing.T, buf *testlog.Buffer) []int {
 	return got
 }
 
-func TestLogLimiter(t *testing.T) {
+func TestLimiter(t *testing.T) {
 	tests := []struct {
 		name        string
 		perSecond   int
@@ -54,14 +54,14 @@ func TestLogLimiter(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				buf := new(testlog.Buffer)
 				log := slog.New(slog.NewJSONHandler(buf, nil))
-				l := newLogLimiter(tt.perSecond, "token rejections not logged")
+				l := New(tt.perSecond, "token rejections not logged")
 				start := time.Now()
 				allowed := 0
 				for _, off := range tt.calls {
 					if d := time.Until(start.Add(off)); d > 0 {
 						time.Sleep(d)
 					}
-					if l.allow(context.Background(), log, slog.LevelInfo, start.Add(off)) {
+					if l.Allow(context.Background(), log, slog.LevelInfo, start.Add(off)) {
 						allowed++
 					}
 				}
@@ -93,16 +93,16 @@ func equalInts(a, b []int) bool {
 // TestLogLimiterSummaryOnTime: the summary of a window's dropped lines is
 // written when the window closes, one second after it opened, although no
 // line follows; not before; at the level of the most severe line dropped.
-func TestLogLimiterSummaryOnTime(t *testing.T) {
+func TestLimiterSummaryOnTime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		buf := new(testlog.Buffer)
 		log := slog.New(slog.NewJSONHandler(buf, nil))
-		l := newLogLimiter(1, "token rejections not logged")
+		l := New(1, "token rejections not logged")
 		ctx := context.Background()
 		start := time.Now()
-		l.allow(ctx, log, slog.LevelInfo, start)
-		l.allow(ctx, log, slog.LevelInfo, start)
-		l.allow(ctx, log, slog.LevelWarn, start)
+		l.Allow(ctx, log, slog.LevelInfo, start)
+		l.Allow(ctx, log, slog.LevelInfo, start)
+		l.Allow(ctx, log, slog.LevelWarn, start)
 		time.Sleep(time.Second - time.Millisecond)
 		synctest.Wait()
 		if got := summaries(t, buf); len(got) != 0 {
@@ -117,7 +117,7 @@ func TestLogLimiterSummaryOnTime(t *testing.T) {
 			t.Errorf("summary %q, want it at WARN (a warning was dropped)", buf.String())
 		}
 		// The next line opens a new window: nothing is summarized twice.
-		l.allow(ctx, log, slog.LevelInfo, time.Now())
+		l.Allow(ctx, log, slog.LevelInfo, time.Now())
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		if got := summaries(t, buf); !equalInts(got, []int{2}) {
@@ -126,8 +126,8 @@ func TestLogLimiterSummaryOnTime(t *testing.T) {
 	})
 }
 
-func TestNewLogLimiterDefault(t *testing.T) {
-	if l := newLogLimiter(0, "x"); l == nil || l.perSecond != DefaultRejectionLogRate {
-		t.Errorf("newLogLimiter(0) = %+v, want the default rate %d", l, DefaultRejectionLogRate)
+func TestNewDefault(t *testing.T) {
+	if l := New(0, "x"); l == nil || l.perSecond != DefaultRate {
+		t.Errorf("New(0) = %+v, want the default rate %d", l, DefaultRate)
 	}
 }

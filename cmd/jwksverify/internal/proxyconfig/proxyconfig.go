@@ -81,6 +81,11 @@ type Input struct {
 	// client's Authorization), and a route that mints nothing keeps what it
 	// had.
 	MintHeader string
+	// SourceHeaders are the configuration's header token sources other than
+	// Authorization (canonical): Envoy sends the authorization call only
+	// the headers its file lists, and one it did not send would reach the
+	// application unverified.
+	SourceHeaders []string
 }
 
 // headerSources are the places a configuration names claim headers in:
@@ -168,6 +173,11 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 	}
 	if p.Mint != nil {
 		in.MintHeader = textproto.CanonicalMIMEHeaderKey(cmp.Or(p.Mint.Header, mint.DefaultHeader))
+	}
+	for _, ts := range p.Server.TokenSources {
+		if h := textproto.CanonicalMIMEHeaderKey(ts.Header); ts.Header != "" && h != "Authorization" && !slices.Contains(in.SourceHeaders, h) {
+			in.SourceHeaders = append(in.SourceHeaders, h)
+		}
 	}
 	return in, nil
 }

@@ -35,3 +35,15 @@ func TestEnvoyMintHeaderCleared(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvoySendsHeaderSources: Envoy sends the authorization call only the
+// headers its file lists: a header token source it left out never reached
+// jwksverify, and an anonymous route then passed it to the application
+// unverified. Both listeners list it.
+func TestEnvoySendsHeaderSources(t *testing.T) {
+	yaml := threeHeaders + "token_sources: [{header: Authorization, prefix: \"Bearer \"}, {header: X-Api-Token}]\n"
+	out := writeFor(t, yaml, request.Envoy)
+	if n := strings.Count(out, "- exact: x-api-token\n"); n != 2 {
+		t.Errorf("x-api-token listed in %d allowed_headers, want 2 (the gRPC and the HTTP listener)", n)
+	}
+}

@@ -31,6 +31,7 @@ type replyDropper struct {
 	wg      sync.WaitGroup
 	mu      sync.Mutex
 	conns   []net.Conn
+	closed  bool // close has run: a connection accepted since is closed at once
 }
 
 func newReplyDropper(t *testing.T, match string) *replyDropper {
@@ -59,7 +60,9 @@ func (d *replyDropper) serve(target string) {
 				c.Close()
 				continue
 			}
-			d.track(c, s)
+			if !d.track(c, s) {
+				return
+			}
 			var sent atomic.Bool // a matching command went to the server while armed
 			d.wg.Go(func() {
 				buf := make([]byte, 32<<10)
@@ -104,15 +107,25 @@ func (d *replyDropper) serve(target string) {
 	})
 }
 
-func (d *replyDropper) track(cs ...net.Conn) {
+// track keeps cs for close, or closes them and reports false when close
+// has already run (their copy goroutines would outlive it).
+func (d *replyDropper) track(cs ...net.Conn) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.closed {
+		for _, c := range cs {
+			c.Close()
+		}
+		return false
+	}
 	d.conns = append(d.conns, cs...)
+	return true
 }
 
 func (d *replyDropper) close() {
 	d.ln.Close()
 	d.mu.Lock()
+	d.closed = true
 	for _, c := range d.conns {
 		c.Close()
 	}

@@ -36,60 +36,39 @@ var (
 	requestMembers = []string{"method", "scheme", "host", "path"}
 )
 
-// exactMembers returns an error when the JSON object body, or its member
-// nested (an object), holds a member twice, or a member whose name equals
-// one of names (of nestedNames) in another case: encoding/json takes the
-// last of two and matches names in any case, while another reader of the
-// same body (a gateway, a log) may take the first or the exact one, and so
-// see another token or policy than the one decided.
-func exactMembers(body []byte, names []string, nested string, nestedNames []string) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var check func(names []string, depth int) error
-	check = func(names []string, depth int) error {
-		if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-			return errors.New("not a JSON object")
-		}
-		seen := make(map[string]bool)
-		for dec.More() {
-			t, err := dec.Token()
-			if err != nil {
-				return err
-			}
-			key, _ := t.(string)
-			if seen[key] {
-				return fmt.Errorf("member %q appears twice", key)
-			}
-			seen[key] = true
-			for _, n := range names {
-				if key != n && strings.EqualFold(key, n) {
-					return fmt.Errorf("member %q is %q in another case", key, n)
-				}
-			}
-			if depth == 0 && key == nested && nestedNames != nil {
-				var raw json.RawMessage
-				if err := dec.Decode(&raw); err != nil {
-					return err
-				}
-				if len(raw) > 0 && raw[0] == '{' {
-					inner := json.NewDecoder(bytes.NewReader(raw))
-					outer := dec
-					dec = inner
-					err := check(nestedNames, 1)
-					dec = outer
-					if err != nil {
-						return fmt.Errorf("request: %w", err)
-					}
-				}
-				continue
-			}
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return err
-			}
-		}
-		return nil
+// exactMembers returns the members of the JSON object data by name, or an
+// error when it holds a member twice, or a member whose name is one of
+// names in another case: encoding/json keeps the last of two and matches
+// names in any case, while another reader of the same body (a gateway, a
+// log) may take the first or the exact one, and so see another token or
+// policy than the one decided.
+func exactMembers(data []byte, names []string) (map[string]json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errors.New("not a JSON object")
 	}
-	return check(names, 0)
+	members := make(map[string]json.RawMessage)
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := t.(string)
+		if _, dup := members[key]; dup {
+			return nil, fmt.Errorf("member %q appears twice", key)
+		}
+		for _, n := range names {
+			if key != n && strings.EqualFold(key, n) {
+				return nil, fmt.Errorf("member %q is %q in another case", key, n)
+			}
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		members[key] = raw
+	}
+	return members, nil
 }
 
 // serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,
@@ -121,7 +100,13 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body must be a JSON object {"token": string}`)
 		return
 	}
-	if err := exactMembers(body, verifyMembers, "request", requestMembers); err != nil {
+	m, err := exactMembers(body, verifyMembers)
+	if rq := m["request"]; err == nil && len(rq) > 0 && rq[0] == '{' {
+		if _, err = exactMembers(rq, requestMembers); err != nil {
+			err = fmt.Errorf("request: %w", err)
+		}
+	}
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}

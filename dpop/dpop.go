@@ -33,6 +33,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
@@ -82,6 +83,13 @@ type Options struct {
 	// parsing (its signature is checked every time). Zero means
 	// [DefaultKeyCacheSize]; negative means none.
 	KeyCacheSize int
+	// Replaces is the checker this one takes over from (a reload), or nil.
+	// When both record proofs in the same Replay store and Replaces
+	// allowed older proofs less long (a smaller MaxAge), the proofs of
+	// Replaces' time stay held to its MaxAge: their replay entries were
+	// stored for that shorter time, so a longer MaxAge would accept each
+	// of them again once its entry is gone. See [Checker.Check].
+	Replaces *Checker
 }
 
 // Checker verifies DPoP proofs. It is safe for concurrent use; Check blocks
@@ -93,7 +101,31 @@ type Checker struct {
 	replay   ReplayStore
 	b64      *base64.Encoding
 	keys     *keyCache
+	// priors are the shorter MaxAges of the checkers this one replaced
+	// over the same store, oldest first (see [Options.Replaces]).
+	priors []*prior
 }
+
+// prior is the MaxAge of a replaced checker whose proofs' replay entries
+// may outlive it for less than this checker's MaxAge.
+type prior struct {
+	maxAge time.Duration
+	// since is the first instant (Unix nanoseconds) this checker was asked
+	// to check a proof, 0 until then: a proof used by the replaced checker
+	// was used no later, since a reload swaps checkers before the
+	// requests that reach the new one begin.
+	since atomic.Int64
+}
+
+// priorMargin is how long after a checker's first check a proof may still
+// have been used by the checker it replaced: the largest leeway a proof's
+// iat may be ahead of its use, and a minute for requests of the replaced
+// generation still running.
+const priorMargin = verify.MaxLeeway + time.Minute
+
+// priorKept is how long after its since a prior can still decide: beyond
+// it, a proof issued by since + priorMargin is older than any MaxAge.
+const priorKept = priorMargin + MaxMaxAge
 
 // CheckOptions reports whether [New] accepts opts, Replay aside (a command
 // checks its configuration before it builds the store): an error wrapping
@@ -128,14 +160,42 @@ func New(opts Options) (*Checker, error) {
 	if len(algs) == 0 {
 		algs = DefaultAlgorithms()
 	}
-	return &Checker{
+	c := &Checker{
 		algs:     slices.Clone(algs),
 		maxAge:   cmpOr(opts.MaxAge, DefaultMaxAge),
 		maxBytes: cmpOr(opts.MaxProofBytes, DefaultMaxProofBytes),
 		replay:   opts.Replay,
 		b64:      base64.RawURLEncoding.Strict(),
 		keys:     newKeyCache(cmpOr(opts.KeyCacheSize, DefaultKeyCacheSize)),
-	}, nil
+	}
+	c.priors = opts.Replaces.priorsFor(c)
+	return c, nil
+}
+
+// priorsFor returns the priors of next, which replaces c: those of c's
+// own that are shorter than next's MaxAge and may still decide, and c's
+// MaxAge when it is shorter than next's. Their MaxAges increase along the
+// list. A prior may no longer decide once a later one was first used
+// priorKept after it. A checker over another store starts with none (that
+// store never saw c's proofs: docs/DECISIONS.md).
+func (c *Checker) priorsFor(next *Checker) []*prior {
+	if c == nil || c.replay != next.replay {
+		return nil
+	}
+	var latest int64
+	for _, p := range c.priors {
+		latest = max(latest, p.since.Load())
+	}
+	var ps []*prior
+	for _, p := range c.priors {
+		if s := p.since.Load(); (s == 0 || latest-s < int64(priorKept)) && p.maxAge < next.maxAge {
+			ps = append(ps, p)
+		}
+	}
+	if c.maxAge < next.maxAge {
+		ps = append(ps, &prior{maxAge: c.maxAge})
+	}
+	return ps
 }
 
 // CheckAlgorithm reports whether alg may sign a DPoP proof: an algorithm of
@@ -420,13 +480,24 @@ func checkHTU(in *Input, htu string, tr *trace) error {
 }
 
 // checkIAT is step 11: iat is not older than MaxAge, nor ahead of now by
-// more than leeway.
+// more than leeway; and a proof that a replaced checker with a shorter
+// MaxAge may have used is not older than that MaxAge.
 func (c *Checker) checkIAT(iat, now time.Time, leeway time.Duration, tr *trace) error {
 	switch age := now.Sub(iat); {
 	case age >= c.maxAge: // at max_age the jti's replay entry (max_age + leeway after a first use at iat - leeway) may be gone
 		return tr.fail("dpop-iat", invalid("iat %s is %s old, max_age %s", iat.Format(time.RFC3339), age.Round(time.Second), c.maxAge))
 	case -age > leeway:
 		return tr.fail("dpop-iat", invalid("iat %s is %s ahead, leeway %s", iat.Format(time.RFC3339), (-age).Round(time.Second), leeway))
+	}
+	for _, p := range c.priors {
+		since := p.since.Load()
+		if since == 0 {
+			p.since.CompareAndSwap(0, now.UnixNano())
+			since = p.since.Load()
+		}
+		if age := now.Sub(iat); age >= p.maxAge && !iat.After(time.Unix(0, since).Add(priorMargin)) {
+			return tr.fail("dpop-iat", invalid("iat %s is %s old, and a proof of that time is held to the max_age before the last reload, %s (its replay entry may be gone)", iat.Format(time.RFC3339), age.Round(time.Second), p.maxAge))
+		}
 	}
 	if tr != nil {
 		tr.ok("dpop-iat", "iat %s within [now - %s, now + %s]", iat, c.maxAge, leeway)

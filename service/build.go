@@ -147,7 +147,11 @@ func (b *builder) assemble(plan *config.Plan) (*generation, error) {
 			g.mintOpts.Watch = 0
 		}
 	}
-	if g.server, err = b.s.newServer(plan, v, g.minter); err != nil {
+	var replaced *dpop.Checker
+	if b.prev != nil {
+		replaced = b.prev.server.DPoP()
+	}
+	if g.server, err = b.s.newServer(plan, v, g.minter, replaced); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -262,8 +266,9 @@ func (b *builder) client(o introspect.Options, f *jwks.Fetcher, taken map[*intro
 }
 
 // newServer builds plan's server over v and the minter m (nil: none), with
-// the service's metrics (nil before they exist) and tracer.
-func (s *Service) newServer(plan *config.Plan, v *verify.Verifier, m *mint.Minter) (*server.Server, error) {
+// the service's metrics (nil before they exist) and tracer; its DPoP
+// checker replaces replaced, the running generation's (nil: none).
+func (s *Service) newServer(plan *config.Plan, v *verify.Verifier, m *mint.Minter, replaced *dpop.Checker) (*server.Server, error) {
 	so := plan.Server
 	so.Verifier, so.Logger, so.Version, so.ConfigHash = v, s.opts.Logger, s.opts.Version, plan.Hash
 	if s.revocations != nil {
@@ -277,7 +282,7 @@ func (s *Service) newServer(plan *config.Plan, v *verify.Verifier, m *mint.Minte
 		so.Tracer, so.Propagator = s.opts.Tracer, s.opts.Propagator
 	}
 	var err error
-	if so.DPoP, err = s.dpopChecker(plan.DPoP, plan.Redis); err != nil {
+	if so.DPoP, err = s.dpopChecker(plan.DPoP, plan.Redis, replaced); err != nil {
 		return nil, err
 	}
 	var store revoke.Adder
@@ -312,8 +317,10 @@ func (s *Service) redisClient(p *redisconn.Options) (*redisconn.Client, error) {
 
 // dpopChecker builds the DPoP checker of plan p (nil: none) over the
 // service's replay store, which it starts when there is none or p asks for
-// another one: another store, bound or Redis client.
-func (s *Service) dpopChecker(p *config.DPoP, redisOpts *redisconn.Options) (*dpop.Checker, error) {
+// another one: another store, bound or Redis client. It replaces replaced
+// (dpop.Options.Replaces): a raised max_age does not outlast the replay
+// entries stored under the shorter one.
+func (s *Service) dpopChecker(p *config.DPoP, redisOpts *redisconn.Options, replaced *dpop.Checker) (*dpop.Checker, error) {
 	if p == nil {
 		return nil, nil
 	}
@@ -352,7 +359,7 @@ func (s *Service) dpopChecker(p *config.DPoP, redisOpts *redisconn.Options) (*dp
 		s.replayPlan = p
 	}
 	opts := p.Checker
-	opts.Replay = s.replayStore
+	opts.Replay, opts.Replaces = s.replayStore, replaced
 	return dpop.New(opts)
 }
 

@@ -173,7 +173,7 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	}
 	// The server is built again now that the metrics exist: they count
 	// every generation's decisions.
-	if gen.server, err = s.newServer(plan, gen.server.Verifier(), gen.minter); err != nil {
+	if gen.server, err = s.newServer(plan, gen.server.Verifier(), gen.minter, nil); err != nil {
 		return fail(err)
 	}
 	if plan.Hash != "" {

@@ -33,7 +33,7 @@ func Thumbprint(der []byte) string {
 }
 
 // ParseForwarded returns the DER of a certificate as a proxy forwards it:
-// URL-escaped or plain PEM (the first CERTIFICATE block), or standard or
+// URL-escaped or plain PEM (one CERTIFICATE block, nothing else), or standard or
 // URL-safe base64 of the DER (URL-escaped or not). The result is parsed by
 // crypto/x509, so that only a certificate is ever hashed. An empty value is
 // [ErrNoCertificate]; anything else unreadable is [ErrMalformed].
@@ -61,9 +61,16 @@ func ParseForwarded(v string) ([]byte, error) {
 	}
 	var der []byte
 	if strings.HasPrefix(v, "-----BEGIN") {
-		b, _ := pem.Decode([]byte(v))
+		// Exactly one block, and nothing after it: two certificates (a
+		// repeated header joined with ',', as Envoy's CheckRequest headers
+		// map does) are not one client certificate, and the first of them
+		// is the client's own when a proxy appends.
+		b, rest := pem.Decode([]byte(v))
 		if b == nil || b.Type != "CERTIFICATE" {
 			return nil, fmt.Errorf("%w: no PEM CERTIFICATE block", ErrMalformed)
+		}
+		if strings.Count(v, "-----BEGIN") != 1 || len(strings.TrimSpace(string(rest))) != 0 {
+			return nil, fmt.Errorf("%w: more than one PEM block, or data after it", ErrMalformed)
 		}
 		der = b.Bytes
 	} else {

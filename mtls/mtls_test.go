@@ -112,3 +112,26 @@ func FuzzForwarded(f *testing.F) {
 		_, _ = mtls.ThumbprintXFCC(v)
 	})
 }
+
+// TestParseForwardedOneCertificate: a forwarded value holding two
+// certificates is not one client certificate. Envoy's CheckRequest headers
+// map joins a repeated header with ',' (a client's own header beside the
+// one the proxy appended), and a proxy may join the lines of a repeated
+// header likewise: the first certificate (the client's, when the proxy
+// appends) was hashed and the rest ignored.
+func TestParseForwardedOneCertificate(t *testing.T) {
+	a, b := cert(t), cert(t)
+	pa := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: a}))
+	pb := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: b}))
+	for name, v := range map[string]string{
+		"escaped-merged-comma": url.PathEscape(pa) + "," + url.PathEscape(pb),
+		"escaped-merged-space": url.PathEscape(pa) + ", " + url.PathEscape(pb),
+		"query-escaped-merged": url.QueryEscape(pa) + "," + url.QueryEscape(pb),
+		"pem-two-blocks":       pa + pb,
+		"pem-trailing-junk":    pa + "junk",
+	} {
+		if d, err := mtls.ParseForwarded(v); !errors.Is(err, mtls.ErrMalformed) {
+			t.Errorf("%s: ParseForwarded() = %d bytes, %v; want ErrMalformed", name, len(d), err)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package extauthz
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/pem"
 	"log/slog"
+	"net/url"
 	"slices"
 	"testing"
 
@@ -167,5 +169,43 @@ func TestStripAuthorizationAnonymous(t *testing.T) {
 	resp, err := a.Check(t.Context(), envoyRequest("GET", "/public/x", map[string]string{"authorization": "Basic Zm9vOmJhcg=="}))
 	if code(resp, err) == codes.OK && !slices.Contains(resp.GetOkResponse().GetHeadersToRemove(), "authorization") {
 		t.Errorf("strip_authorization: anonymous OK keeps Authorization (removes %v)", resp.GetOkResponse().GetHeadersToRemove())
+	}
+}
+
+// TestMergedClientCertHeader: Envoy's CheckRequest headers map joins a
+// repeated header with ','. A client holding a stolen certificate-bound
+// token sends the victim's (public) certificate in mtls.client_cert_header;
+// a proxy that appends its own (Envoy's request_headers_to_add default,
+// APPEND_IF_EXISTS_OR_ADD) makes the map value "<victim>,<client's own>".
+// The first certificate was hashed and the rest ignored, so the binding
+// held for a client that has only its own key. A header present twice is
+// binding_mismatch (DECISIONS "mTLS sources"), merged or not; header_map
+// (two entries) is refused already.
+func TestMergedClientCertHeader(t *testing.T) {
+	victim, attacker := servertest.ClientCert(t, "victim"), servertest.ClientCert(t, "attacker")
+	esc := func(der []byte) string {
+		return url.PathEscape(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	}
+	a := rtServer(t, server.Options{
+		SenderConstraints: map[string]server.SenderConstraint{servertest.IssuerA: {MTLS: server.ConstraintRequired}},
+		ClientCert:        server.ClientCertSource{Header: "X-Client-Cert"},
+	}, nil)
+	stolen := mint(claims(map[string]any{"cnf": map[string]any{"x5t#S256": mtls.Thumbprint(victim)}}))
+	// Control: the attacker's own certificate alone does not pass.
+	req := envoyRequest("GET", "/x", map[string]string{"authorization": "Bearer " + stolen, "x-client-cert": esc(attacker)})
+	if c := code(a.Check(t.Context(), req)); c != codes.Unauthenticated {
+		t.Fatalf("attacker's certificate alone: %v, want UNAUTHENTICATED", c)
+	}
+	// Two entries in header_map: refused.
+	req = envoyRequest("GET", "/x", map[string]string{"authorization": "Bearer " + stolen})
+	req.Attributes.Request.Http.HeaderMap = &corev3.HeaderMap{Headers: []*corev3.HeaderValue{
+		{Key: "authorization", Value: "Bearer " + stolen}, {Key: "x-client-cert", Value: esc(victim)}, {Key: "x-client-cert", Value: esc(attacker)}}}
+	if c := code(a.Check(t.Context(), req)); c != codes.Unauthenticated {
+		t.Errorf("header_map with two certificates: %v, want UNAUTHENTICATED", c)
+	}
+	// The same two headers merged into the headers map.
+	req = envoyRequest("GET", "/x", map[string]string{"authorization": "Bearer " + stolen, "x-client-cert": esc(victim) + "," + esc(attacker)})
+	if c := code(a.Check(t.Context(), req)); c != codes.Unauthenticated {
+		t.Errorf("merged headers value <victim>,<attacker>: %v, want UNAUTHENTICATED", c)
 	}
 }

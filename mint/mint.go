@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/textproto"
 	"os"
 	"sort"
 	"strconv"
@@ -127,6 +128,10 @@ func (o Options) withDefaults() (Options, error) {
 	if !httpguts.ValidHeaderFieldName(o.Header) {
 		return o, invalidOption("Header", "%q is not a header name", o.Header)
 	}
+	// Header names are case-insensitive: "authorization" is Authorization,
+	// which carries "Bearer <jwt>" (Header and the bearer form read it
+	// canonical).
+	o.Header = textproto.CanonicalMIMEHeaderKey(o.Header)
 	switch {
 	case o.MaxEntries == 0:
 		o.MaxEntries = DefaultMaxEntries

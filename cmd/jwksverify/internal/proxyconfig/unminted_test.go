@@ -10,7 +10,9 @@ import (
 // TestEnvoyMintHeaderCleared: with mint.header X-Internal-Token, every
 // proxy must drop a client's own copy (DECISIONS: "cleared like a claim
 // header"), so that a route that mints nothing does not pass a forged or
-// replayed one to the application.
+// replayed one to the application; and its underscore twins where the
+// proxy passes them (a CGI, FastCGI or WSGI upstream reads
+// X_Internal_Token as HTTP_X_INTERNAL_TOKEN; nginx drops such headers).
 func TestEnvoyMintHeaderCleared(t *testing.T) {
 	yaml := threeHeaders + "mint: {issuer: https://jwksverify.internal, keys_file: mint.jwks, signing_kid: k1, header: X-Internal-Token}\n"
 	for _, tt := range []struct {
@@ -21,6 +23,8 @@ func TestEnvoyMintHeaderCleared(t *testing.T) {
 		{request.Nginx, "proxy_set_header X-Internal-Token $jwksverify_minted;"},
 		{request.Traefik, "- X-Internal-Token"},
 		{request.Envoy, "- remove: x-internal-token\n"},
+		{request.Caddy, "request_header -X_internal_token\n"},
+		{request.Traefik, "X_internal_token: \"\"\n"},
 	} {
 		out := writeFor(t, yaml, tt.px)
 		if !strings.Contains(out, tt.want) {

@@ -164,15 +164,28 @@ func kindError(h *header, c *claims, k tokenKind) error {
 	if !h.hasTyp {
 		return nil
 	}
+	typ := mediaType(h.typ)
 	for _, t := range foreignTypes {
-		if typeMatches(t, h.typ) {
+		if typeMatches(t, typ) {
 			return fmt.Errorf("%w: typ %s is never an %s", ErrWrongType, quote(h.typ), k)
 		}
 	}
-	if k == kindID && typeMatches(typeAT, h.typ) {
+	if k == kindID && typeMatches(typeAT, typ) {
 		return fmt.Errorf("%w: typ %s is an access token, never an ID token", ErrWrongType, quote(h.typ))
 	}
 	return nil
+}
+
+// mediaType is typ read as a media type is for the kind check: without
+// its parameters (from the first ';') and the white space around the type
+// (RFC 9110 §8.3.1), so that "application/dpop+jwt; charset=utf-8" or
+// "logout+jwt " still names its kind. Only the refusals read it: the
+// issuer's own Type and a logout token's typ are still matched exactly.
+func mediaType(typ string) string {
+	if i := strings.IndexByte(typ, ';'); i >= 0 {
+		typ = typ[:i]
+	}
+	return strings.Trim(typ, " \t")
 }
 
 // checkKind is the step "kind", right after the signature: nothing in the

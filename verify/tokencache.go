@@ -140,6 +140,12 @@ func (e *tokenEntry) valid(now time.Time) bool {
 	if !r.NotBefore.IsZero() && r.NotBefore.After(now.Add(is.leeway)) {
 		return false
 	}
+	// iat ahead of now beyond the leeway is not_yet_valid for both kinds
+	// (checkNbf, checkIDClaims): a verdict cached at a later now must not
+	// answer an earlier one.
+	if !r.IssuedAt.IsZero() && r.IssuedAt.After(now.Add(is.leeway)) {
+		return false
+	}
 	set := is.cfg.Keys.Load()
 	if !set.Usable(now) {
 		return false

@@ -273,6 +273,10 @@ func KindTokens() map[string]string {
 		"set":                  mintTyp("application/secevent+jwt", nil),
 		"dpop-proof":           mintTyp("dpop+jwt", nil),
 		"introspection-answer": mintTyp("token-introspection+jwt", nil),
+		// typ compares as a media type: parameters and white space
+		// around the type do not make it another.
+		"introspection-answer-charset": mintTyp("application/token-introspection+jwt; charset=utf-8", nil),
+		"dpop-proof-space":             mintTyp("dpop+jwt ", nil),
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -76,6 +77,10 @@ type Redis struct {
 
 	mu      sync.Mutex // applied, and the order of applying changes
 	applied int64      // the version the copy holds
+	// behind is set when a change of a version the copy already holds
+	// is not in the copy: Redis's versions went back (a failover lost a
+	// write) and are reused; the next poll reads everything again.
+	behind atomic.Bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -189,7 +194,10 @@ func (r *Redis) Add(ctx context.Context, e Entry) (Entry, error) {
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	r.apply(v, func() { r.idx.Put(e, now) })
+	r.apply(v, func() { r.idx.Put(e, now) }, func() bool {
+		_, ok := r.idx.Get(e.ID, now)
+		return ok
+	})
 	r.counts.add(e)
 	return e, nil
 }
@@ -206,7 +214,10 @@ func (r *Redis) Delete(ctx context.Context, id string) error {
 	if v == 0 {
 		return ErrNotFound
 	}
-	r.apply(v, func() { r.idx.Remove(id) })
+	r.apply(v, func() { r.idx.Remove(id) }, func() bool {
+		_, ok := r.idx.Get(id, r.opts.Now())
+		return !ok
+	})
 	return nil
 }
 
@@ -233,11 +244,19 @@ func (r *Redis) Close() error {
 
 // apply runs change, of version v, unless the copy holds v already; the
 // version moves on only when v is the next one (a gap is closed by the
-// follower's next full read).
-func (r *Redis) apply(v int64, change func()) {
+// follower's next full read). A version the copy holds whose change is
+// not in it (in reports whether it is) means Redis's versions went back
+// and v is reused: the change is applied all the same (an entry Redis
+// acknowledged is enforced here at once) and the next poll reads
+// everything again.
+func (r *Redis) apply(v int64, change func(), in func() bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if v <= r.applied {
+		if !in() {
+			change()
+			r.behind.Store(true)
+		}
 		return
 	}
 	change()
@@ -350,10 +369,10 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 	next := v == r.applied+1
 	old := v <= r.applied
 	r.mu.Unlock()
-	if old {
+	if old && op != "a" && op != "d" {
 		return nil
 	}
-	if !next {
+	if !old && !next {
 		return r.reread(ctx)
 	}
 	now := r.opts.Now()
@@ -363,9 +382,15 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 		if json.Unmarshal([]byte(arg), &e) != nil {
 			return r.reread(ctx)
 		}
-		r.apply(v, func() { r.idx.Put(e, now) })
+		r.apply(v, func() { r.idx.Put(e, now) }, func() bool {
+			_, ok := r.idx.Get(e.ID, now)
+			return ok
+		})
 	case "d":
-		r.apply(v, func() { r.idx.Remove(arg) })
+		r.apply(v, func() { r.idx.Remove(arg) }, func() bool {
+			_, ok := r.idx.Get(arg, now)
+			return !ok
+		})
 	default:
 		return r.reread(ctx)
 	}
@@ -394,6 +419,10 @@ func (r *Redis) poll(ctx context.Context, wasBehind bool) (bool, error) {
 	r.mu.Lock()
 	applied := r.applied
 	r.mu.Unlock()
+	if r.behind.Load() {
+		// A reused version: equal numbers prove nothing.
+		return false, r.reread(ctx)
+	}
 	switch {
 	case v == applied:
 		r.idx.Synced(start)
@@ -436,6 +465,7 @@ func (r *Redis) reread(ctx context.Context) error {
 	r.mu.Lock()
 	r.idx.Replace(es, r.opts.Now())
 	r.applied = v
+	r.behind.Store(false)
 	r.mu.Unlock()
 	r.idx.Synced(start)
 	return nil

@@ -178,6 +178,27 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 	return o.withHTTPOverrides(r.Header)
 }
 
+// FromRequest reads the original request of r itself, for an application
+// that decides on the request it serves (server's Middleware): its method
+// and method overrides, host, path as sent ([RawPath]), query, and the
+// scheme of its own connection ("https" when r.TLS is set, else "http").
+// Errors are [FromParts]'.
+func FromRequest(r *http.Request) (Original, error) {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	uri := RawPath(r.URL)
+	if r.URL.RawQuery != "" || r.URL.ForceQuery {
+		uri += "?" + r.URL.RawQuery
+	}
+	o, err := FromParts(r.Method, scheme, r.Host, uri)
+	if err != nil {
+		return o, err
+	}
+	return o.withHTTPOverrides(r.Header)
+}
+
 // one returns the header's value when it is present exactly once.
 func one(h http.Header, name string) (string, bool) {
 	v := h[name]

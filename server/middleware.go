@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/base64"
 	"log/slog"
 	"net/http"
 
@@ -17,6 +18,14 @@ type MiddlewareOptions struct {
 	// Logger receives one line per rejected token (issuer, kid, class; never
 	// the token). Nil means slog.Default().
 	Logger *slog.Logger
+	// Revocations, if set, is checked for every token the verifier
+	// accepts, as [Options.Revocations] is by forward-auth: a revoked
+	// token is 401 revoked, a copy older than its max_staleness 503
+	// keys_unavailable. A program that runs the service beside the
+	// middleware passes the service's store (service.Service.Revocations),
+	// so that a token revoked there is revoked here too. Nil means no
+	// revocation check: every token the verifier accepts passes.
+	Revocations Revocations
 }
 
 // resultKey is the context key of the verified token.
@@ -27,7 +36,10 @@ type resultKey struct{}
 // the [verify.Result] in its context ([ResultFromContext]); a request
 // without a valid token gets 401 with the RFC 6750 challenge and
 // {"valid":false,"error":CLASS}; a request whose issuer has no usable keys
-// gets 503. Tokens are judged on the verifier's clock. The middleware is
+// gets 503. Tokens are judged on the verifier's clock. The middleware runs
+// the verifier and, with [MiddlewareOptions.Revocations], the revocation
+// stage; it checks no sender constraint (a DPoP- or certificate-bound token
+// passes as a bearer token) and no policy. The middleware is
 // safe for concurrent use and blocks only as long as v.Verify does.
 //
 // Middleware returns an error matching [ErrInvalidOptions] when v is nil or
@@ -37,6 +49,9 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 	s, err := newCore(v, opts.TokenSources, opts.Logger)
 	if err != nil {
 		return nil, err
+	}
+	if s.revocations = opts.Revocations; s.revocations != nil {
+		s.revIndex = s.revocations.Index()
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +65,44 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, d.Result)))
 		})
 	}, nil
+}
+
+// Middleware is the whole pipeline of s — its token sources and bounds,
+// the verifier, revocation, the issuers' sender constraints and the
+// policies its routes choose — in front of next, an application handler in
+// this process, deciding on the request next acts on (no proxy preset: the
+// request is the original). An allowed request reaches next with the
+// [verify.Result] in its context ([ResultFromContext]); a refused one gets
+// the answer /v1/authz gives (401 with the challenge, 403, 503), and next
+// never runs. Nothing is minted.
+//
+// The original request is r itself: its method (and method overrides),
+// host, path as sent, query, and the scheme of its connection ("https"
+// when r.TLS is set, else "http"; a DPoP proof must name it, so an
+// application behind a proxy that terminates TLS fails DPoP and should
+// take forward-auth instead). A certificate-bound token is held to the
+// client certificate of r's TLS connection, else to the forwarded header
+// [Options.ClientCert] names. A request whose path or host two readers
+// could read differently is refused only where a policy or a DPoP proof
+// needs it, as forward-auth does.
+func (s *Server) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.admit(w, r, next) })
+}
+
+// admit decides r with s's whole pipeline and serves next when allowed
+// ([Server.Middleware]).
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	o, err := request.FromRequest(r)
+	c := &Call{Endpoint: EndpointMiddleware, Headers: r.Header, Original: o, OriginalErr: err, Routed: true}
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		c.ClientCert = base64.StdEncoding.EncodeToString(r.TLS.PeerCertificates[0].Raw)
+	}
+	d := s.Decide(r.Context(), c)
+	if !d.Allowed() {
+		s.writeDenial(w, &d)
+		return
+	}
+	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, d.Result)))
 }
 
 // ResultFromContext returns the verified token that [Middleware] put in

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -102,5 +103,29 @@ func TestMiddlewareJudgesOnTheVerifiersClock(t *testing.T) {
 	e.clock.Add(2 * time.Hour)
 	if w := do(h, authzRequest(http.MethodGet, "/", tok)); w.Code != http.StatusUnauthorized {
 		t.Errorf("2h later on the verifier's clock: status = %d, want 401 expired", w.Code)
+	}
+}
+
+// TestMiddlewareRevocations: a token revoked in the store forward-auth
+// checks is refused by Middleware too when it is handed the store, as
+// /v1/authz refuses it (it passed: the middleware had no revocation
+// stage and no way to be given one).
+func TestMiddlewareRevocations(t *testing.T) {
+	e := newEnv(t, envConfig{revocations: true})
+	tok := tokens()["valid"]
+	if _, err := e.revocations.Add(context.Background(), revoke.Entry{Issuer: issuerA, Kind: revoke.KindJTI, Value: "id-1", Source: revoke.SourceAdmin}); err != nil {
+		t.Fatal(err)
+	}
+	want := `Bearer error="invalid_token", error_description="revoked"`
+	if w := do(e.handler, authzRequest(http.MethodGet, "/v1/authz", tok)); w.Code != http.StatusUnauthorized || w.Header().Get("WWW-Authenticate") != want {
+		t.Fatalf("/v1/authz = %d %q, want 401 revoked", w.Code, w.Header().Get("WWW-Authenticate"))
+	}
+	protect, err := Middleware(e.v, MiddlewareOptions{Logger: e.srv.log, Revocations: e.revocations})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	if w := do(h, authzRequest(http.MethodGet, "/app", tok)); w.Code != http.StatusUnauthorized || w.Header().Get("WWW-Authenticate") != want {
+		t.Errorf("Middleware = %d %q, want 401 revoked as /v1/authz", w.Code, w.Header().Get("WWW-Authenticate"))
 	}
 }

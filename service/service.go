@@ -252,6 +252,20 @@ func (s *Service) Plan() *config.Plan { return s.cur.Load().plan }
 // readiness, its limits. A reload replaces it.
 func (s *Service) Server() *server.Server { return s.cur.Load().server }
 
+// Middleware protects next, an application handler in the program that
+// runs the service, with the service's whole pipeline
+// ([server.Server.Middleware]: token sources, the verifier, revocation,
+// sender constraints, the policies of the routes; the request is the
+// original) as the generation current when each request starts has it, so
+// that a reload applies to it as it does to [Service.Handler]. Its
+// decisions are counted with the service's metrics. An allowed request
+// reaches next with the token in its context (server.ResultFromContext).
+func (s *Service) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.cur.Load().server.Middleware(next).ServeHTTP(w, r)
+	})
+}
+
 // Metrics returns the service's metrics, which outlive reloads. A program
 // counts there what it does around the service, such as a configuration
 // file that fails to load (Metrics.Reloaded).

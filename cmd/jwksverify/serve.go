@@ -278,14 +278,18 @@ const grpcMaxStreams = 1000
 // grpcServerOptions bounds the gRPC server as the HTTP one is bounded: a
 // message at most maxMsg bytes, a connection idle for t.Idle closed (an
 // idle or silent connection was held forever: grpc-go's default), the
-// handshake within t.ReadHeader, and at most grpcMaxStreams streams a
-// connection (grpc-go's default is unlimited).
+// handshake within t.ReadHeader, at most grpcMaxStreams streams a
+// connection (grpc-go's default is unlimited), and a call's metadata at
+// most maxHeaderBytes.
 func grpcServerOptions(maxMsg int, t config.Timeouts) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: t.Idle}),
 		grpc.ConnectionTimeout(t.ReadHeader),
 		grpc.MaxConcurrentStreams(grpcMaxStreams),
+		// A call's metadata bounded as the HTTP listener's headers are
+		// (grpc-go's default is 16 MiB a stream).
+		grpc.MaxHeaderListSize(maxHeaderBytes),
 	}
 }
 

@@ -34,6 +34,12 @@ type claimsMap struct {
 	buf   [8]string     // vals' storage for up to 8 names
 	full  traits.Mapper // the decoded claims set, made on first need
 	err   error         // why the claims set did not decode (full is then empty)
+	// composite holds the converted list and object claims read so far:
+	// converting one decodes its JSON, and an expression may read it once
+	// per iteration of a loop over another claim (each read one unit of
+	// CEL cost), so that without it the work grew with the product of two
+	// claims' sizes. Each claim is converted at most once per evaluation.
+	composite map[string]ref.Val
 }
 
 // claim returns the JSON text of the claim name: the claims the program
@@ -80,7 +86,18 @@ func (m *claimsMap) Find(key ref.Val) (ref.Val, bool) {
 	if !ok {
 		return nil, false
 	}
-	return jsonValue(v), true
+	if len(v) == 0 || (v[0] != '[' && v[0] != '{') {
+		return jsonValue(v), true
+	}
+	if cv, ok := m.composite[string(k)]; ok {
+		return cv, true
+	}
+	cv := jsonValue(v)
+	if m.composite == nil {
+		m.composite = make(map[string]ref.Val)
+	}
+	m.composite[string(k)] = cv
+	return cv, true
 }
 
 // Get implements traits.Indexer.

@@ -556,7 +556,10 @@ func (h *envoyHeaders) lookup(key string, one *[1]string) []string {
 					out = one[:]
 					continue
 				}
-				out = append(out[:len(out):len(out)], headerValue(e))
+				// one has room for one value: the second moves out to
+				// a slice that then grows by doubling (cutting its
+				// capacity made every value copy all before it).
+				out = append(out, headerValue(e))
 			}
 		}
 		return out

@@ -59,7 +59,9 @@ type PollOptions struct {
 	// read. Zero means 64 KiB per event of MaxEvents.
 	MaxResponseBytes int64
 	// Client makes the requests. Nil means a client of its own whose
-	// requests time out after [DefaultPollTimeout].
+	// requests time out after [DefaultPollTimeout]. Redirects are never
+	// followed (the poller uses a copy of Client with its own
+	// CheckRedirect).
 	Client *http.Client
 	// Receive applies one SET as if it had been pushed (a [Receiver]'s
 	// Receive with the issuer and revoke.SourceSSFPoll): nil or
@@ -131,10 +133,19 @@ func NewPoller(o PollOptions) (*Poller, error) {
 	o.Interval = cmp.Or(o.Interval, DefaultPollInterval)
 	o.MaxEvents = cmp.Or(o.MaxEvents, DefaultPollMaxEvents)
 	o.MaxResponseBytes = cmp.Or(o.MaxResponseBytes, int64(o.MaxEvents)*pollBytesPerEvent)
-	p := &Poller{o: o, client: o.Client, log: cmp.Or(o.Logger, slog.Default()), done: make(chan struct{})}
-	if p.client == nil {
+	p := &Poller{o: o, log: cmp.Or(o.Logger, slog.Default()), done: make(chan struct{})}
+	if o.Client != nil {
+		c := *o.Client // a copy: the redirect rule is the poller's, not the caller's client's
+		p.client = &c
+	} else {
 		p.client = &http.Client{Timeout: DefaultPollTimeout}
 	}
+	// A redirect is never followed: net/http would send the bearer token
+	// and the acknowledgements again to any scheme, port or subdomain of
+	// the host (an https endpoint redirecting to http:// sends them in the
+	// clear). The polling endpoint is configured exactly; a redirect is a
+	// failed poll.
+	p.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	go p.run(ctx)

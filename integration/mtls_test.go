@@ -108,37 +108,7 @@ issuers:
 %s    sender_constraint: {mtls: optional}
 `, is.IssuerConfig()))
 
-	port := freePort(t)
-	raw, err := os.ReadFile("../deploy/nginx/nginx-mtls.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := string(raw)
-	// The file's documented placeholders, each on exactly one non-comment
-	// line: an edit that breaks the substitution fails loudly.
-	for _, sub := range [][2]string{
-		{"listen 8443", "listen 127.0.0.1:" + strconv.Itoa(port)},
-		{"/etc/nginx/tls/server.crt", crt},
-		{"/etc/nginx/tls/server.key", key},
-		{"/etc/nginx/tls/client-ca.crt", filepath.Join(pki.dir, "client-ca.crt")},
-		{"127.0.0.1:8080", jv.HTTP},
-		{"127.0.0.1:9000", up.Addr},
-	} {
-		var b strings.Builder
-		n := 0
-		for line := range strings.Lines(conf) {
-			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, sub[0]) {
-				n++
-				line = strings.ReplaceAll(line, sub[0], sub[1])
-			}
-			b.WriteString(line)
-		}
-		if n != 1 {
-			t.Fatalf("deploy/nginx/nginx-mtls.conf: placeholder %q on %d non-comment lines, want 1", sub[0], n)
-		}
-		conf = b.String()
-	}
-	addr := runNginx(t, nginx, conf, port)
+	addr := runNginxMTLS(t, nginx, pki, crt, key, jv.HTTP, up.Addr)
 
 	bound := is.Token(map[string]any{"cnf": map[string]any{"x5t#S256": x5tS256(certA.Certificate[0])}})
 	unbound := is.Token(nil)
@@ -259,4 +229,42 @@ issuers:
 			}
 		})
 	}
+}
+
+// runNginxMTLS runs deploy/nginx/nginx-mtls.conf with nginx, its TLS files
+// crt and key and pki's client CA, in front of jwksverify at jvHTTP and the
+// application at upstream, and returns its address. The file's documented
+// placeholders must each be on exactly one non-comment line: an edit that
+// breaks the substitution fails loudly.
+func runNginxMTLS(t *testing.T, nginx string, pki *testPKI, crt, key, jvHTTP, upstream string) string {
+	t.Helper()
+	port := freePort(t)
+	raw, err := os.ReadFile("../deploy/nginx/nginx-mtls.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := string(raw)
+	for _, sub := range [][2]string{
+		{"listen 8443", "listen 127.0.0.1:" + strconv.Itoa(port)},
+		{"/etc/nginx/tls/server.crt", crt},
+		{"/etc/nginx/tls/server.key", key},
+		{"/etc/nginx/tls/client-ca.crt", filepath.Join(pki.dir, "client-ca.crt")},
+		{"127.0.0.1:8080", jvHTTP},
+		{"127.0.0.1:9000", upstream},
+	} {
+		var b strings.Builder
+		n := 0
+		for line := range strings.Lines(conf) {
+			if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(line, sub[0]) {
+				n++
+				line = strings.ReplaceAll(line, sub[0], sub[1])
+			}
+			b.WriteString(line)
+		}
+		if n != 1 {
+			t.Fatalf("deploy/nginx/nginx-mtls.conf: placeholder %q on %d non-comment lines, want 1", sub[0], n)
+		}
+		conf = b.String()
+	}
+	return runNginx(t, nginx, conf, port)
 }

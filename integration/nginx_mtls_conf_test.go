@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -49,23 +46,7 @@ routes:
 default_policy: reader
 `, is.IssuerConfig()))
 
-	port := freePort(t)
-	raw, err := os.ReadFile("../deploy/nginx/nginx-mtls.conf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conf := string(raw)
-	for _, sub := range [][2]string{
-		{"listen 8443", "listen 127.0.0.1:" + strconv.Itoa(port)},
-		{"/etc/nginx/tls/server.crt", crt},
-		{"/etc/nginx/tls/server.key", key},
-		{"/etc/nginx/tls/client-ca.crt", filepath.Join(pki.dir, "client-ca.crt")},
-		{"127.0.0.1:8080", jv.HTTP},
-		{"127.0.0.1:9000", up.Addr},
-	} {
-		conf = strings.ReplaceAll(conf, sub[0], sub[1])
-	}
-	addr := runNginx(t, nginx, conf, port)
+	addr := runNginxMTLS(t, nginx, pki, crt, key, jv.HTTP, up.Addr)
 	c := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pki.pool}, DisableKeepAlives: true}, Timeout: 5 * time.Second}
 	reader := is.Token(map[string]any{"scope": "read"})
 

@@ -123,6 +123,14 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		c.DPoP, c.Proofs = true, []string{*req.DPoP}
 	}
 	if req.ClientCert != nil {
+		if req.Mint && !s.apiAuth {
+			// The body's certificate is the caller's word: enough for a
+			// verdict, not for a bearer token minted from a
+			// certificate-bound one (a stolen token and its victim's
+			// public certificate would get it).
+			writeError(w, http.StatusBadRequest, "bad_request", `"client_cert" with "mint": true needs api_auth: an unauthenticated caller's certificate proves nothing`)
+			return
+		}
 		c.ClientCert = *req.ClientCert
 	}
 	if rq := req.Request; rq != nil {

@@ -345,3 +345,29 @@ func TestEnvoyHTTPRemovesUnmintedHeader(t *testing.T) {
 		})
 	}
 }
+
+// TestVerifyMintClientCertNeedsAPIAuth: /v1/verify's "client_cert" is the
+// caller's word. Without api_auth anyone may send one, so a stolen
+// certificate-bound token with its owner's (public) certificate got a
+// minted bearer token for the upstream: "mint": true beside "client_cert"
+// is 400 there. A verdict alone still takes the certificate.
+func TestVerifyMintClientCertNeedsAPIAuth(t *testing.T) {
+	e, _ := newMintEnv(t, nil, nil)
+	tok := tokens()["valid"]
+	for _, tc := range []struct {
+		name, body string
+		want       int
+	}{
+		{"mint-with-cert", `{"token":%q,"policy":"orders-read","mint":true,"client_cert":"MIIB"}`, http.StatusBadRequest},
+		{"verdict-with-cert", `{"token":%q,"policy":"orders-read","client_cert":"MIIB"}`, http.StatusOK},
+		{"mint-without-cert", `{"token":%q,"policy":"orders-read","mint":true}`, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := httptest.NewRecorder()
+			e.handler.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(strings.Replace(tc.body, "%q", `"`+tok+`"`, 1))))
+			if w.Code != tc.want || (tc.want == http.StatusBadRequest && strings.Contains(w.Body.String(), "minted")) {
+				t.Errorf("status %d, body %s; want %d", w.Code, w.Body, tc.want)
+			}
+		})
+	}
+}

@@ -54,6 +54,8 @@ func TestVerifyIDToken(t *testing.T) {
 		{"negative-max-age", idBody("a", `"max_age":-1`), 400, false, "bad_request"},
 		{"max-age-not-integer", idBody("a", `"max_age":1.5`), 400, false, "bad_request"},
 		{"acr-values-not-array", idBody("a", `"acr_values":"gold"`), 400, false, "bad_request"},
+		{"id-token-with-dpop", idBody(good, `"dpop":"x"`), 400, false, "bad_request"},
+		{"id-token-with-client-cert", idBody(good, `"client_cert":"MIIB"`), 400, false, "bad_request"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -119,6 +119,13 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
 	}
+	if c.IDToken != nil && (req.DPoP != nil || req.ClientCert != nil) {
+		// An ID token has no sender constraint: a proof or a certificate
+		// would be ignored, and a caller must not believe it was checked
+		// (the CLI refuses --dpop with --kind id_token alike).
+		writeError(w, http.StatusBadRequest, "bad_request", `"dpop" and "client_cert" need an access token: an ID token has no sender constraint`)
+		return
+	}
 	if req.DPoP != nil {
 		c.DPoP, c.Proofs = true, []string{*req.DPoP}
 	}

@@ -34,12 +34,43 @@ type claimsMap struct {
 	buf   [8]string     // vals' storage for up to 8 names
 	full  traits.Mapper // the decoded claims set, made on first need
 	err   error         // why the claims set did not decode (full is then empty)
-	// composite holds the converted list and object claims read so far:
-	// converting one decodes its JSON, and an expression may read it once
-	// per iteration of a loop over another claim (each read one unit of
-	// CEL cost), so that without it the work grew with the product of two
-	// claims' sizes. Each claim is converted at most once per evaluation.
+	// conv and composite hold the converted list and object claims read
+	// so far — conv those of names, by index (convBuf its storage for up
+	// to 8), composite any other: converting one decodes its JSON, and an
+	// expression may read it once per iteration of a loop over another
+	// claim (each read one unit of CEL cost), so that without them the
+	// work grew with the product of two claims' sizes. Each claim is
+	// converted at most once per evaluation.
+	conv      []ref.Val
+	convBuf   [8]ref.Val
 	composite map[string]ref.Val
+}
+
+// converted returns the converted value of the list or object claim name,
+// whose JSON is v, converting it on its first read.
+func (m *claimsMap) converted(name, v string) ref.Val {
+	if i := slices.Index(m.names, name); i >= 0 {
+		if m.conv == nil {
+			if len(m.names) <= len(m.convBuf) {
+				m.conv = m.convBuf[:len(m.names)]
+			} else {
+				m.conv = make([]ref.Val, len(m.names))
+			}
+		}
+		if m.conv[i] == nil {
+			m.conv[i] = jsonValue(v)
+		}
+		return m.conv[i]
+	}
+	if cv, ok := m.composite[name]; ok {
+		return cv
+	}
+	cv := jsonValue(v)
+	if m.composite == nil {
+		m.composite = make(map[string]ref.Val)
+	}
+	m.composite[name] = cv
+	return cv
 }
 
 // claim returns the JSON text of the claim name: the claims the program
@@ -89,15 +120,7 @@ func (m *claimsMap) Find(key ref.Val) (ref.Val, bool) {
 	if len(v) == 0 || (v[0] != '[' && v[0] != '{') {
 		return jsonValue(v), true
 	}
-	if cv, ok := m.composite[string(k)]; ok {
-		return cv, true
-	}
-	cv := jsonValue(v)
-	if m.composite == nil {
-		m.composite = make(map[string]ref.Val)
-	}
-	m.composite[string(k)] = cv
-	return cv, true
+	return m.converted(string(k), v), true
 }
 
 // Get implements traits.Indexer.

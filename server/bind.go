@@ -217,8 +217,28 @@ func (bc *bindCounts) add(kind string, err error) {
 func (s *Server) bind(ctx context.Context, c *Call, cred credential, res *verify.Result, now time.Time) ([]verify.Step, bindCounts, error) {
 	bc := bindCounts{issuer: res.ConfiguredIssuer}
 	sc, ok := s.constraints[res.ConfiguredIssuer]
-	if !ok || c.SkipBinding {
+	if !ok {
 		return nil, bc, nil
+	}
+	if c.SkipBinding {
+		// The caller (/introspect's resource server) checks the proof
+		// against cnf; a token the issuer requires bound but that has no
+		// cnf of that kind leaves it nothing to check: refused here.
+		var cnf verify.Confirmation
+		if res.Confirmation != nil {
+			cnf = *res.Confirmation
+		}
+		var err error
+		switch {
+		case sc.DPoP == ConstraintRequired && cnf.JKT == "":
+			err = fmt.Errorf("%w: the issuer's tokens must be DPoP-bound (cnf.jkt)", verify.ErrBindingMismatch)
+		case sc.MTLS == ConstraintRequired && cnf.X5tS256 == "":
+			err = fmt.Errorf("%w: the issuer's tokens must be certificate-bound (cnf.x5t#S256)", verify.ErrBindingMismatch)
+		}
+		if err != nil {
+			err = &verify.Error{Class: verify.Class(err), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: err}
+		}
+		return nil, bc, err
 	}
 	b := binder{s: s, cred: cred, res: res, explain: c.Explain, cert: c.ClientCert, headers: c.Headers}
 	b.o, b.oerr = c.original()

@@ -342,10 +342,13 @@ func TestBindingVerifyAPI(t *testing.T) {
 }
 
 // TestBindingNotForIntrospection: /introspect answers a bound token active
-// (with its cnf): its caller holds the proof.
+// (with its cnf): its caller holds the proof. (Both constraints are
+// required here, so the token carries both confirmations: one missing is
+// inactive, TestIntrospectRequiredConstraintUnbound.)
 func TestBindingNotForIntrospection(t *testing.T) {
 	e := newBindEnv(t, ConstraintRequired)
-	bound := mint(claims(map[string]any{"cnf": map[string]any{"jkt": jktOf(t, testkeys.EC256B)}}))
+	certA := servertest.ClientCert(t, "client-a")
+	bound := mint(claims(map[string]any{"cnf": map[string]any{"jkt": jktOf(t, testkeys.EC256B), "x5t#S256": mtls.Thumbprint(certA)}}))
 	r := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+bound))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	r.SetBasicAuth("gateway", "gateway-secret-value")

@@ -180,13 +180,21 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 const introspectionJWT = "application/token-introspection+jwt"
 
 // acceptsJWT reports whether r asks for an RFC 9701 answer: its Accept
-// names application/token-introspection+jwt.
+// names application/token-introspection+jwt with a q above 0.
 func acceptsJWT(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
-			if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == introspectionJWT {
-				return true
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil || mt != introspectionJWT {
+				continue
 			}
+			// q=0: not acceptable (RFC 9110 §12.4.2).
+			if q, ok := params["q"]; ok {
+				if f, err := strconv.ParseFloat(q, 64); err != nil || f <= 0 {
+					continue
+				}
+			}
+			return true
 		}
 	}
 	return false

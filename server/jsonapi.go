@@ -326,11 +326,18 @@ func decodeBatch(body io.Reader, max int) (_ []string, badRequest string, _ erro
 		return bad(err, errBadBatch)
 	}
 	var tokens []string
-	seen := false
+	// seen: a "tokens" array was read; named: the member was (null too).
+	// As /v1/verify's members (exactMembers), "tokens" comes once and in
+	// that case only: encoding/json matches "Tokens" to it and keeps the
+	// last of two, so another reader of the body would see other tokens.
+	seen, named := false, false
 	for dec.More() {
 		key, err := dec.Token()
 		if err != nil {
 			return bad(err, errBadBatch)
+		}
+		if k, _ := key.(string); k != "tokens" && strings.EqualFold(k, "tokens") {
+			return nil, `the body has "tokens" in another case`, nil
 		}
 		if key != "tokens" {
 			if err := skipValue(dec); err != nil {
@@ -338,9 +345,10 @@ func decodeBatch(body io.Reader, max int) (_ []string, badRequest string, _ erro
 			}
 			continue
 		}
-		if seen {
+		if named {
 			return nil, `the body has "tokens" more than once`, nil
 		}
+		named = true
 		seen = true
 		tok, err := dec.Token()
 		switch {

@@ -350,6 +350,14 @@ func decode(data []byte) (*file, error) {
 	if i := slices.IndexFunc(es, func(e entry) bool { return e.value.Kind == yaml.AliasNode }); i >= 0 {
 		return nil, fmt.Errorf("%s: line %d: YAML aliases are not supported", es[i].path, es[i].value.Line)
 	}
+	// yaml drops a null item from a list of strings: `audiences: [~]`, or
+	// a `- ` whose template variable was unset, would read as an empty
+	// list (no aud check, no required claim, a policy asking for nothing).
+	if i := slices.IndexFunc(es, func(e entry) bool {
+		return e.key == nil && e.value.Kind == yaml.ScalarNode && e.value.ShortTag() == "!!null"
+	}); i >= 0 {
+		return nil, fmt.Errorf("%s: line %d: empty list item; give a value or remove the item", es[i].path, es[i].value.Line)
+	}
 	var f file
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)

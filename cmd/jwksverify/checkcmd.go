@@ -71,6 +71,15 @@ func checkPlan(ctx context.Context, plan *config.Plan, online bool, logger *slog
 			problems = append(problems, err)
 		}
 	}
+	// The listeners' TLS files, loaded as serve loads them at start.
+	for _, l := range []struct {
+		key string
+		tls config.TLS
+	}{{"tls", plan.TLS}, {"grpc_tls", plan.GRPCTLS}} {
+		if _, err := newTLS(l.tls, nil, logger); err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", l.key, err))
+		}
+	}
 	for i, is := range plan.Issuers {
 		name := fmt.Sprintf("issuers[%d] (%s)", i, is.JWKS.Issuer)
 		o := is.JWKS

@@ -182,13 +182,21 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 // that decides on the request it serves (server's Middleware): its method
 // and method overrides, host, path as sent ([RawPath]), query, and the
 // scheme of its own connection ("https" when r.TLS is set, else "http").
-// Errors are [FromParts]'.
+// Errors are [FromParts]', and [ErrAmbiguousPath] when r.URL no longer
+// spells the path of r.RequestURI (http.StripPrefix or a rewrite ran
+// before): the client sent, and a DPoP proof names, one path, and the
+// handler acts on another.
 func FromRequest(r *http.Request) (Original, error) {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
 	uri := RawPath(r.URL)
+	if sent := r.RequestURI; sent != "" && sent != "*" {
+		if u, err := url.ParseRequestURI(sent); err != nil || RawPath(u) != uri {
+			return Original{}, fmt.Errorf("%w: the request's URL is not the one the client sent (%q): a handler in front changed it", ErrAmbiguousPath, sent)
+		}
+	}
 	if r.URL.RawQuery != "" || r.URL.ForceQuery {
 		uri += "?" + r.URL.RawQuery
 	}

@@ -241,6 +241,9 @@ func (s *Server) bind(ctx context.Context, c *Call, cred credential, res *verify
 		return nil, bc, err
 	}
 	b := binder{s: s, cred: cred, res: res, explain: c.Explain, cert: c.ClientCert, headers: c.Headers}
+	if c.ConnectionCert {
+		b.headers = nil // the connection's certificate or none: no forwarded header
+	}
 	b.o, b.oerr = c.original()
 	if res.Confirmation != nil {
 		b.cnf = *res.Confirmation

@@ -54,6 +54,12 @@ type Call struct {
 	// attributes.source.certificate, /v1/verify's "client_cert"). Empty
 	// means the header [Options.ClientCert] names, read from Headers.
 	ClientCert string
+	// ConnectionCert reports that the front end terminated the client's
+	// TLS connection itself (Middleware over r.TLS): ClientCert is that
+	// connection's certificate, "" when the client presented none, and the
+	// header [Options.ClientCert] names is never read (on a connection
+	// from the client it is the client's word).
+	ConnectionCert bool
 	// Original is the original request, resolved once by the front end:
 	// the policy is chosen by it, a query token source reads its RawQuery,
 	// and a DPoP proof must name it. OriginalErr says why it is not known

@@ -81,21 +81,34 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 // when r.TLS is set, else "http"; a DPoP proof must name it, so an
 // application behind a proxy that terminates TLS fails DPoP and should
 // take forward-auth instead). A certificate-bound token is held to the
-// client certificate of r's TLS connection, else to the forwarded header
-// [Options.ClientCert] names. A request whose path or host two readers
+// client certificate of r's TLS connection (none: binding_mismatch, the
+// forwarded header is not read over TLS), and on a plain-HTTP request to
+// the forwarded header [Options.ClientCert] names, which only a proxy in
+// front that sets or removes it may carry. A request whose path or host two readers
 // could read differently is refused only where a policy or a DPoP proof
-// needs it, as forward-auth does.
+// needs it, as forward-auth does; so is one whose r.URL no longer spells
+// the path the client sent (r.RequestURI): mount Middleware in front of
+// http.StripPrefix and any rewrite, where routes name the paths clients
+// send, as forward-auth's do.
 func (s *Server) Middleware(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.admit(w, r, next) })
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.Admit(w, r, next) })
 }
 
-// admit decides r with s's whole pipeline and serves next when allowed
-// ([Server.Middleware]).
-func (s *Server) admit(w http.ResponseWriter, r *http.Request, next http.Handler) {
+// Admit decides r with s's whole pipeline, as [Server.Middleware] does,
+// and serves next when it is allowed; otherwise it writes the refusal and
+// next never runs. It is Middleware for a caller that picks the server per
+// request (service.Service.Middleware: the current generation's).
+func (s *Server) Admit(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	o, err := request.FromRequest(r)
 	c := &Call{Endpoint: EndpointMiddleware, Headers: r.Header, Original: o, OriginalErr: err, Routed: true}
-	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
-		c.ClientCert = base64.StdEncoding.EncodeToString(r.TLS.PeerCertificates[0].Raw)
+	if r.TLS != nil {
+		// This process terminated the client's TLS: its certificate, or
+		// none, is the client's; a forwarded certificate header on such a
+		// connection is whatever the client wrote.
+		c.ConnectionCert = true
+		if len(r.TLS.PeerCertificates) > 0 {
+			c.ClientCert = base64.StdEncoding.EncodeToString(r.TLS.PeerCertificates[0].Raw)
+		}
 	}
 	d := s.Decide(r.Context(), c)
 	if !d.Allowed() {

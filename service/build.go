@@ -35,6 +35,11 @@ type generation struct {
 	// mintOpts; shared with the generation before when they are the same.
 	minter   *mint.Minter
 	mintOpts mint.Options
+	// dpop is the server's DPoP checker, else that of the last generation
+	// that had one: the next checker replaces it (dpop.Options.Replaces),
+	// so that a reload through a plan without dpop does not forget the
+	// shorter max_age of the replay entries still in the store.
+	dpop *dpop.Checker
 }
 
 // fetcher is a running fetcher with the options it was built from, so that
@@ -149,10 +154,13 @@ func (b *builder) assemble(plan *config.Plan) (*generation, error) {
 	}
 	var replaced *dpop.Checker
 	if b.prev != nil {
-		replaced = b.prev.server.DPoP()
+		replaced = b.prev.dpop
 	}
 	if g.server, err = b.s.newServer(plan, v, g.minter, replaced); err != nil {
 		return nil, err
+	}
+	if g.dpop = g.server.DPoP(); g.dpop == nil {
+		g.dpop = replaced
 	}
 	return g, nil
 }

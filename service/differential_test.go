@@ -61,6 +61,25 @@ policies:
 routes:
   - {path: /orders/**, policy: orders-read}
 `
+	s := startPlan(t, doc, dir)
+	lis := bufconn.Listen(1 << 20)
+	g := grpc.NewServer()
+	s.RegisterGRPC(g)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return &diffService{svc: s, grpc: authv3.NewAuthorizationClient(cc)}
+}
+
+// startPlan starts the service of the configuration doc (relative paths
+// from dir) and waits until it is ready; the test closes it.
+func startPlan(t *testing.T, doc, dir string) *Service {
+	t.Helper()
 	p, err := parsePlanEnv(doc, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -75,18 +94,7 @@ routes:
 	if err := s.Ready(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	g := grpc.NewServer()
-	s.RegisterGRPC(g)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return &diffService{svc: s, grpc: authv3.NewAuthorizationClient(cc)}
+	return s
 }
 
 func parsePlanEnv(doc, dir string) (*config.Plan, error) {

@@ -176,6 +176,7 @@ func New(plan *config.Plan, o Options) (*Service, error) {
 	if gen.server, err = s.newServer(plan, gen.server.Verifier(), gen.minter, nil); err != nil {
 		return fail(err)
 	}
+	gen.dpop = gen.server.DPoP()
 	if plan.Hash != "" {
 		m.SetConfigHash(plan.Hash)
 	}
@@ -262,7 +263,7 @@ func (s *Service) Server() *server.Server { return s.cur.Load().server }
 // reaches next with the token in its context (server.ResultFromContext).
 func (s *Service) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.cur.Load().server.Middleware(next).ServeHTTP(w, r)
+		s.cur.Load().server.Admit(w, r, next)
 	})
 }
 

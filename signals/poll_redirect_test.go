@@ -45,14 +45,16 @@ func TestPollerRedirectKeepsTheBearer(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	polled := false
+	for !polled && time.Now().Before(deadline) {
 		st := p.Stats()
-		if st.Polls+st.Failures > 0 {
-			break
-		}
+		polled = st.Polls+st.Failures > 0
 		time.Sleep(10 * time.Millisecond)
 	}
 	p.Close()
+	if !polled {
+		t.Fatal("no poll within 5s: nothing was tested")
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	for _, l := range leaked {

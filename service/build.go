@@ -76,9 +76,59 @@ type builder struct {
 	freshClients []*introspect.Client // likewise clients
 	freshMinter  *mint.Minter         // likewise the minter
 	problems     []error              // a check builder's issuer problems
+
+	// saved is what the service kept across generations before the build
+	// (the replay stores, the Redis client): a build that is not used
+	// puts it back.
+	saved shared
 }
 
-// undo closes what the builder started: the generation was not used.
+// shared is the state of a Service that outlives generations and that a
+// build may change: the DPoP replay store, the Redis client, the signal
+// jtis' stores.
+type shared struct {
+	replayPlan   *config.DPoP
+	replayStore  dpop.ReplayStore
+	replayClient *redisconn.Client
+	redis        *redisconn.Client
+	redisOpts    redisconn.Options
+	redisN       int // len(redisAll): the clients started after are the build's
+	signalMemory *replay.Memory
+	signalRedis  *replay.Redis
+	signalClient *redisconn.Client
+}
+
+func (s *Service) shared() shared {
+	return shared{
+		replayPlan: s.replayPlan, replayStore: s.replayStore, replayClient: s.replayClient,
+		redis: s.redis, redisOpts: s.redisOpts, redisN: len(s.redisAll),
+		signalMemory: s.signals.memory, signalRedis: s.signals.redis, signalClient: s.signals.client,
+	}
+}
+
+// restore puts back the shared state of sh and closes the Redis clients
+// started since (no generation in use has them).
+func (s *Service) restore(sh shared) {
+	s.closeRedis(s.redisAll[sh.redisN:])
+	s.redisAll = s.redisAll[:sh.redisN]
+	s.replayPlan, s.replayStore, s.replayClient = sh.replayPlan, sh.replayStore, sh.replayClient
+	s.redis, s.redisOpts = sh.redis, sh.redisOpts
+	s.signals.memory, s.signals.redis, s.signals.client = sh.signalMemory, sh.signalRedis, sh.signalClient
+}
+
+// commitReplayBound applies the replay bound of the plan swapped in to a
+// memory store kept across the reload (dpopChecker only records it, so
+// that a build that is not used leaves the running store's bound alone).
+func (s *Service) commitReplayBound() {
+	if m, ok := s.replayStore.(*replay.Memory); ok && s.replayPlan != nil {
+		if err := m.SetMax(s.replayPlan.MemoryMaxEntries); err != nil {
+			s.opts.Logger.Error("reload: the DPoP replay store's bound", "err", err)
+		}
+	}
+}
+
+// undo closes what the builder started and puts back the service's shared
+// state: the generation was not used.
 func (b *builder) undo() {
 	b.s.closeFetchers(b.fresh)
 	closeClients(b.freshClients)
@@ -86,10 +136,12 @@ func (b *builder) undo() {
 		_ = b.freshMinter.Close()
 	}
 	b.fresh, b.freshClients, b.freshMinter = nil, nil, nil
+	b.s.restore(b.saved)
 }
 
 // build makes the generation of plan. On error what it started is closed.
 func (b *builder) build(plan *config.Plan) (*generation, error) {
+	b.saved = b.s.shared()
 	g, err := b.assemble(plan)
 	if err != nil {
 		b.undo()
@@ -332,11 +384,12 @@ func (s *Service) dpopChecker(p *config.DPoP, redisOpts *redisconn.Options, repl
 	if p == nil {
 		return nil, nil
 	}
-	if m, ok := s.replayStore.(*replay.Memory); ok && p.ReplayStore != "redis" && s.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries {
-		// Only the memory store's bound changed: change it in place, so
-		// that the proofs already used are not forgotten (a new store would
+	if _, ok := s.replayStore.(*replay.Memory); ok && p.ReplayStore != "redis" && s.replayPlan.MemoryMaxEntries != p.MemoryMaxEntries {
+		// Only the memory store's bound changed: it is changed in place
+		// once the generation is swapped in (commitReplayBound), so that
+		// the proofs already used are not forgotten (a new store would
 		// accept each of them once more within max_age).
-		if err := m.SetMax(p.MemoryMaxEntries); err != nil {
+		if err := replay.CheckMaxEntries(p.MemoryMaxEntries); err != nil {
 			return nil, err
 		}
 		s.replayPlan = p

@@ -26,11 +26,17 @@ const newIssuerWait = 10 * time.Second
 // returns why. Either way the outcome is counted (jwksverify_reloads_total)
 // and logged. It waits for the first keys of added issuers (at most 10s,
 // and ctx), so that a reload does not turn the instance unready for an
-// issuer whose keys are on their way. After [Service.Drain] it swaps
+// issuer whose keys are on their way. After [Service.Drain] or [Service.Close] it swaps
 // nothing and returns nil. Reloads run one at a time.
 func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		return nil
+	}
 	prev := s.cur.Load()
 	b := &builder{s: s, prev: prev}
 	g, err := b.build(next)
@@ -40,12 +46,13 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	}
 	s.awaitFresh(ctx, b.fresh)
 	s.mu.Lock()
-	if s.draining {
+	if s.draining || s.closing {
 		s.mu.Unlock()
 		b.undo()
 		return nil
 	}
 	s.cur.Store(g)
+	s.commitReplayBound()
 	s.useRedis(next)
 	s.grpc.Swap(g.server)
 	s.metrics.Use(g.server.Verifier())
@@ -92,6 +99,13 @@ func (s *Service) awaitFresh(ctx context.Context, fresh []*jwks.Fetcher) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, newIssuerWait)
 	defer cancel()
+	go func() { // Close ends the wait
+		select {
+		case <-s.stop:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
 	for _, f := range fresh {
 		if f.Ready(wctx) != nil {
 			s.opts.Logger.Warn("reload: an added or changed issuer has no keys yet; it is not ready until they come", "issuer", f.Keys().Status().Source)

@@ -279,18 +279,7 @@ issuers:
 // proof used before the reload is still refused as replayed after it, as a
 // full store refuses new proofs rather than forget unexpired ones.
 func TestReloadKeepsUsedDPoPProofs(t *testing.T) {
-	jwksSrv := jwksServer(t)
-	path := filepath.Join(t.TempDir(), "config.yaml")
-	load := func(maxEntries int) *config.Plan {
-		t.Helper()
-		return writePlan(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
-dpop: {replay_store: memory, replay_max_entries: %d}
-issuers:
-  - issuer: https://idp.example/
-    jwks_url: %s
-    sender_constraint: {dpop: optional}
-`, maxEntries, jwksSrv.URL))
-	}
+	load := replayBoundPlans(t)
 	l := startLive(t, load(1000))
 	ctx := context.Background()
 	now := time.Now()
@@ -432,5 +421,22 @@ issuers:
 		if err := r.Ping(context.Background()); !errors.Is(err, redis.ErrClosed) {
 			t.Errorf("replaced client %d: Ping() = %v, want %v (closed)", i, err, redis.ErrClosed)
 		}
+	}
+}
+
+// replayBoundPlans returns a loader of plans, each written to one file:
+// an issuer with DPoP optional over a memory replay store of maxEntries.
+func replayBoundPlans(t *testing.T) func(maxEntries int) *config.Plan {
+	jwksSrv := jwksServer(t)
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	return func(maxEntries int) *config.Plan {
+		t.Helper()
+		return writePlan(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
+dpop: {replay_store: memory, replay_max_entries: %d}
+issuers:
+  - issuer: https://idp.example/
+    jwks_url: %s
+    sender_constraint: {dpop: optional}
+`, maxEntries, jwksSrv.URL))
 	}
 }

@@ -75,8 +75,9 @@ type Service struct {
 	grpc    *extauthz.Service
 
 	reloading sync.Mutex // serializes reloads
-	mu        sync.Mutex // serializes a reload's swap and the drain
+	mu        sync.Mutex // serializes a reload's swap, the drain and Close
 	draining  bool
+	closing   bool // Close has begun: no generation is swapped in
 
 	// wait is the wait budget of the first plan, from which the program's
 	// HTTP server timeouts were derived for the life of the process
@@ -292,7 +293,14 @@ func (s *Service) Drain() *config.Plan {
 // request after it. It is safe to call more than once.
 func (s *Service) Close() error {
 	s.closed.Do(func() {
-		close(s.stop)
+		s.mu.Lock()
+		s.closing = true // a reload in flight swaps nothing in
+		s.mu.Unlock()
+		close(s.stop) // ends a reload's wait for keys
+		// Wait for a reload in flight: it undoes what it started, and no
+		// retirement or poller of its own starts after this.
+		s.reloading.Lock()
+		defer s.reloading.Unlock()
 		s.closePollers() // before the stores their SETs go to
 		s.retired.Wait()
 		g := s.cur.Load()

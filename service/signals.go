@@ -52,7 +52,10 @@ func (s *Service) signalReceiver(plan *config.Plan, v *verify.Verifier, store re
 	}
 	var rs signals.ReplayStore
 	switch {
-	case s.replayStore != nil && s.replayClient != nil:
+	case plan.DPoP != nil && plan.DPoP.ReplayStore == "redis" && s.replayClient != nil:
+		// The DPoP store of this plan, over the client in use (a store
+		// kept from a plan before, whose client a reload retired and
+		// closes, is not).
 		rs = s.replayStore
 	case plan.Redis != nil:
 		rc, err := s.redisClient(plan.Redis)

@@ -212,6 +212,9 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 		if len(p) != ed25519.PublicKeySize {
 			return nil, fmt.Errorf("%w: Ed25519 key of %d bytes", ErrUnsupportedKey, len(p))
 		}
+		if ed25519SmallOrder(p) {
+			return nil, fmt.Errorf("%w: Ed25519 key of small order: signatures under it can be computed without a private key", ErrWeakKey)
+		}
 		k.Kty, k.Crv, k.Size = "OKP", "Ed25519", 256
 		pub = slices.Clone(p)
 		members = map[string]string{"crv": "Ed25519", "kty": "OKP", "x": b64(p)}
@@ -231,6 +234,53 @@ func NewKey(pub any, meta KeyMeta) (*Key, error) {
 	k.Public = pub
 	k.Thumbprint = thumbprint(members)
 	return k, nil
+}
+
+// ed25519SmallOrder reports whether the Ed25519 public key pub encodes a
+// point of small order: the identity, or one of the 7 other points of order
+// 2, 4 or 8, with either sign and in the non-canonical encodings
+// crypto/ed25519 accepts (y + p for y < 19). crypto/ed25519 verifies
+// cofactorless ([S]B = R + [k]A): with such an A, [k]A takes at most 8
+// values, so R = [S]B - [k]A verifies most messages without any private key
+// (for the identity, R = B and S = 1 verify every message). The check is a
+// table lookup, libsodium's blocklist (ge25519_has_small_order): the y of
+// every such point, the sign bit ignored — no arithmetic on the point.
+func ed25519SmallOrder(pub ed25519.PublicKey) bool {
+	var y [32]byte
+	copy(y[:], pub)
+	y[31] &= 0x7f // the sign of x; the order of -P is that of P
+	for _, b := range ed25519SmallOrderY {
+		if y == b {
+			return true
+		}
+	}
+	return false
+}
+
+// ed25519SmallOrderY are the little-endian y coordinates of the Ed25519
+// points of small order, the sign bit cleared: 0 (order 4), 1 (order 1),
+// the two y of the points of order 8, p-1 (order 2), and the non-canonical
+// p (0) and p+1 (1).
+var ed25519SmallOrderY = [...][32]byte{
+	{},
+	{0x01},
+	{0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0,
+		0xd5, 0xdf, 0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05},
+	{0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f,
+		0x2a, 0x20, 0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a},
+	pMinus(1), pMinus(0), pMinus(-1),
+}
+
+// pMinus returns the little-endian encoding of p - d, p = 2^255 - 19, for a
+// small d.
+func pMinus(d int) [32]byte {
+	var b [32]byte
+	for i := range b {
+		b[i] = 0xff
+	}
+	b[31] = 0x7f
+	b[0] = byte(0xed - d)
+	return b
 }
 
 func b64(b []byte) string { return base64.RawURLEncoding.EncodeToString(b) }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/jwksverify/jwksverify/api"
@@ -106,8 +107,20 @@ func (s *Server) routes(sel routeSet) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
 	})
+	// http.ServeMux answers a path it would clean (//v1/verify,
+	// /v1/./issuers, /a/../healthz) with a 307 text/html redirect, which
+	// no endpoint documents (api/openapi.yaml: anything else is the JSON
+	// 404) and which carries no Cache-Control: no-store. Such a path is
+	// no endpoint.
+	var served http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect && r.URL.Path != cleanPath(r.URL.Path) {
+			writeError(w, http.StatusNotFound, "not_found", "no such endpoint")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 	if sel == adminRoutes {
-		return mux
+		return served
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if isAuthzPath(r.URL.Path) {
@@ -118,8 +131,24 @@ func (s *Server) routes(sel routeSet) http.Handler {
 			s.servePolicy(w, r)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		served.ServeHTTP(w, r)
 	})
+}
+
+// cleanPath is the path http.ServeMux redirects p to: rooted, without dot
+// or empty segments, keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // routeSet selects the endpoints a handler serves.

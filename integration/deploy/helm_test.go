@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"go/build"
+	"maps"
 	"math/big"
 	"os"
 	"os/exec"
@@ -129,6 +130,7 @@ type chartConfig struct {
 	AdminListen string            `yaml:"admin_listen"`
 	StateDir    string            `yaml:"state_dir"`
 	TLS         map[string]string `yaml:"tls"`
+	GRPCTLS     map[string]string `yaml:"grpc_tls"`
 	Delay       string            `yaml:"shutdown_delay"`
 	Timeout     string            `yaml:"shutdown_timeout"`
 	Issuers     []map[string]any  `yaml:"issuers"`
@@ -222,8 +224,16 @@ func TestHelmTemplate(t *testing.T) {
 				if secret == "" || cfg.TLS["cert_file"] != dir+"/tls.crt" || cfg.TLS["key_file"] != dir+"/tls.key" {
 					t.Errorf("TLS: secret volume %q mounted at %q, config tls %v; want the Secret's tls.crt and tls.key", secret, dir, cfg.TLS)
 				}
-			} else if secret != "" || cfg.TLS != nil {
-				t.Errorf("TLS off: secret volume %q, config tls %v; want neither", secret, cfg.TLS)
+				// The gRPC listener is TLS too, as in the plain manifests
+				// (it was left plaintext beside an HTTPS listener).
+				if tc.wantGRPCListen != "" && !maps.Equal(cfg.GRPCTLS, cfg.TLS) {
+					t.Errorf("TLS with gRPC on: grpc_tls %v, want the Secret's pair %v", cfg.GRPCTLS, cfg.TLS)
+				}
+			} else if secret != "" || cfg.TLS != nil || cfg.GRPCTLS != nil {
+				t.Errorf("TLS off: secret volume %q, config tls %v, grpc_tls %v; want none", secret, cfg.TLS, cfg.GRPCTLS)
+			}
+			if tc.wantGRPCListen == "" && cfg.GRPCTLS != nil {
+				t.Errorf("gRPC off: grpc_tls %v", cfg.GRPCTLS)
 			}
 			if mounts["state"] != cfg.StateDir || cfg.StateDir == "" {
 				t.Errorf("state_dir %q, state volume at %q; want the same", cfg.StateDir, mounts["state"])

@@ -44,6 +44,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- if .Values.tls.secretName -}}
 {{- $_ := set $cfg "tls" (dict "cert_file" "/etc/jwksverify-tls/tls.crt" "key_file" "/etc/jwksverify-tls/tls.key") -}}
+{{- if and (gt (int .Values.ports.grpc) 0) (not (hasKey $.Values.config "grpc_tls")) -}}
+{{- $_ := set $cfg "grpc_tls" (dict "cert_file" "/etc/jwksverify-tls/tls.crt" "key_file" "/etc/jwksverify-tls/tls.key") -}}
+{{- end -}}
 {{- end -}}
 {{- $_ := set $cfg "state_dir" "/var/lib/jwksverify" -}}
 {{- with (include "jwksverify.redis" . | fromYaml) -}}

@@ -22,7 +22,12 @@ func TestCloseDuringReloadLeavesNothing(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
 	release := make(chan struct{})
+	requested := make(chan struct{}, 1)
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case requested <- struct{}{}:
+		default:
+		}
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -46,13 +51,22 @@ func TestCloseDuringReloadLeavesNothing(t *testing.T) {
 	next := parsePlan(t, "", doc+fmt.Sprintf("  - {issuer: https://b.example/, jwks_url: %s}\n", slow.URL))
 	reloaded := make(chan error, 1)
 	go func() { reloaded <- s.Reload(context.Background(), next) }()
-	time.Sleep(200 * time.Millisecond) // the reload waits for b's keys
+	// The reload is in flight (past its check of Close) once b's fetcher
+	// asks for its keys: a sleep let a slow machine run Close first, and
+	// the reload then returned at once, testing nothing.
+	select {
+	case <-requested:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the reload never fetched b's keys")
+	}
 	closed := make(chan struct{})
 	go func() { s.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(15 * time.Second):
-		t.Fatal("Close() did not return")
+	case <-time.After(newIssuerWait / 2):
+		// Below the reload's own bound on its wait: Close ends the wait
+		// (a Close that only outlasted it passed).
+		t.Fatal("Close() did not end the reload's wait for keys")
 	}
 	let() // b's keys come: a reload still waiting would swap now
 	select {

@@ -28,7 +28,8 @@ import (
 // sub bob (header X-Auth-B). A token that only a mix of them allows (the
 // verifier of one, the policy of the other) is never allowed; an allowed
 // answer carries only its own plan's header; a request decided after a
-// Reload returned follows the new plan. Run it with -race.
+// Reload returned follows the new plan; Close returns while reloads run.
+// Run it with -race.
 func TestReloadStress(t *testing.T) {
 	if testing.Short() {
 		t.Skip("stress")
@@ -204,22 +205,29 @@ routes:
 			}
 		}
 	}
-	// Drain and Close while reloads and requests still run.
+	// Drain while reloads and requests run, then Close while reloads
+	// still run (they end once Close has returned: a Close that did not
+	// wait for the reload in flight races its undo, which -race reports).
+	done := make(chan struct{})
 	var rw sync.WaitGroup
 	rw.Add(1)
 	go func() {
 		defer rw.Done()
-		for i := range 20 {
+		for i := 0; i < 10000; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
 			_ = s.Reload(ctx, plans[i%len(plans)])
 		}
 	}()
 	time.Sleep(50 * time.Millisecond)
 	s.Drain()
-	rw.Wait()
+	time.Sleep(50 * time.Millisecond)
 	close(stop)
 	wg.Wait()
 	g.Stop()
-	done := make(chan struct{})
 	go func() { s.Close(); close(done) }()
 	select {
 	case <-done:
@@ -227,4 +235,5 @@ routes:
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close() did not return within 5s")
 	}
+	rw.Wait()
 }

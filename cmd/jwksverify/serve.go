@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/tap"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/deadline"
@@ -290,6 +291,32 @@ func grpcServerOptions(maxMsg int, t config.Timeouts) []grpc.ServerOption {
 		// A call's metadata bounded as the HTTP listener's headers are
 		// (grpc-go's default is 16 MiB a stream).
 		grpc.MaxHeaderListSize(maxHeaderBytes),
+		// A call bounded as an HTTP request is by the read timeout: a
+		// stream whose request message never comes (never half-closed)
+		// held its handler goroutine for as long as the connection lived
+		// (grpc-go has no per-call bound, and MaxConnectionIdle counts
+		// only a connection without streams).
+		grpc.InTapHandle(callDeadline(t.Read)),
+	}
+}
+
+// healthWatch is the one server-streaming method the gRPC listener serves:
+// its stream lives as long as its client watches.
+const healthWatch = "/grpc.health.v1.Health/Watch"
+
+// callDeadline gives every call but a health Watch at most d (zero: no
+// bound), a shorter deadline of the client's own kept.
+func callDeadline(d time.Duration) tap.ServerInHandle {
+	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
+		if d <= 0 || info.FullMethodName == healthWatch {
+			return ctx, nil
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
+			return ctx, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, d)
+		_ = cancel // the stream's own context, this one's parent, is cancelled when the stream ends
+		return ctx, nil
 	}
 }
 
@@ -303,6 +330,13 @@ func newHTTPServer(h http.Handler, t config.Timeouts, logger *slog.Logger) *http
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		// HTTP/2 (ALPN h2 on the TLS listener) sets no deadline on the
+		// connection: a stream's write timeout queues a RST_STREAM behind
+		// a write blocked on a client that never reads, so the streams,
+		// their handlers and the connection were held for as long as the
+		// client kept the socket. A write that makes no progress for the
+		// write timeout closes the connection, as over HTTP/1.1.
+		HTTP2: &http.HTTP2Config{WriteByteTimeout: t.Write},
 	}
 	fresh := new(freshConns)
 	srv.ConnState = fresh.track

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"github.com/jwksverify/jwksverify/internal/testkeys"
+)
+
+// goroutines reads go_goroutines from the binary's /metrics at base
+// through c.
+func goroutines(t *testing.T, c *http.Client, base string) int {
+	t.Helper()
+	resp, err := c.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			n, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return int(n)
+		}
+	}
+	t.Fatal("no go_goroutines in /metrics")
+	return 0
+}
+
+// TestGRPCStreamNeverHalfClosedIsBounded: a client opens gRPC Check streams
+// (HEADERS without END_STREAM) on the gRPC listener and never sends the
+// request message. Each stream holds a handler goroutine blocked on the
+// message; the HTTP listener bounds the same request (headers read, body
+// never sent) by its read timeout (10s + W), and the gRPC listener must bound
+// it too: within 3× the read timeout the streams are gone. grpc-go has no
+// server-side per-call bound and MaxConnectionIdle counts only a connection
+// without streams, so they are held for as long as the client keeps the
+// connection.
+func TestGRPCStreamNeverHalfClosedIsBounded(t *testing.T) {
+	t.Parallel() // it waits out a timeout: beside the other one
+	dir := t.TempDir()
+	writeFile(t, dir, "jwks.json", testJWKS())
+	cfg := writeFile(t, dir, "cfg.yaml", []byte(`
+listen: 127.0.0.1:0
+issuers: [{issuer: "https://a.test/", jwks_file: jwks.json}]
+`))
+	p := startBin(t, nil, nil, "serve", "--config", cfg, "--grpc-listen", "127.0.0.1:0")
+	line := p.waitLog(t, "listening")
+	base := "http://" + line["http"].(string)
+	waitReadyz(t, base)
+	before := goroutines(t, http.DefaultClient, base)
+
+	c, err := net.Dial("tcp", line["grpc"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	var wmu sync.Mutex // the framer's writes are not safe for concurrent use
+	wmu.Lock()
+	defer wmu.Unlock()
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { // read and answer the server's frames (SETTINGS ack, pings)
+		for {
+			f, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+				wmu.Lock()
+				_ = fr.WriteSettingsAck()
+				wmu.Unlock()
+			}
+		}
+	}()
+	const streams = 200
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for i := range streams {
+		hb.Reset()
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/envoy.service.auth.v3.Authorization/Check"},
+			{":authority", "x"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
+			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wmu.Unlock()
+	time.Sleep(time.Second)
+	wmu.Lock()
+	held := goroutines(t, http.DefaultClient, base)
+	t.Logf("goroutines: %d before, %d with %d silent streams", before, held, streams)
+	if held < before+streams/2 {
+		t.Fatalf("the streams hold no goroutines (%d before, %d after): the test does not reach the handler", before, held)
+	}
+	readTimeout := 11 * time.Second // 10s + W, W = 1s for a local jwks_file
+	after := settle(3*readTimeout, before+streams/4, func() int { return goroutines(t, http.DefaultClient, base) })
+	if after > before+streams/4 {
+		t.Fatalf("after 3× the read timeout (%s) the %d silent gRPC streams still hold %d goroutines (%d before, %d after)",
+			3*readTimeout, streams, after-before, before, after)
+	}
+}
+
+// TestHTTP2UnreadResponsesBounded: on the TLS listener (ALPN h2), a client
+// opens a connection with the largest flow-control windows, asks for
+// /metrics on many streams and never reads. The server's writes block on
+// the full socket; a response not read within the write timeout (20s + W)
+// must not hold the connection nor its handlers beyond it (API.md: "the
+// connection is closed"), as over HTTP/1.1, where the write deadline does
+// so. HTTP/2 sets no deadline on the connection (net/http's HTTP2Config
+// WriteByteTimeout is zero unless set): each stream's write timeout queues a
+// RST_STREAM behind the blocked write, the stream is closed only once that
+// frame is written, so the handlers, the connection and its buffered
+// responses are held for as long as the client keeps the socket open —
+// the idle timeout never starts while the streams stay open.
+func TestHTTP2UnreadResponsesBounded(t *testing.T) {
+	t.Parallel() // it waits out a timeout: beside the other one
+	dir := t.TempDir()
+	writeFile(t, dir, "jwks.json", testJWKS())
+	ca := testkeys.NewCA("slow-clients")
+	crt, key := ca.WriteServer(dir, "127.0.0.1")
+	cfg := writeFile(t, dir, "cfg.yaml", []byte(`
+listen: 127.0.0.1:0
+tls: {cert_file: `+crt+`, key_file: `+key+`}
+issuers: [{issuer: "https://a.test/", jwks_file: jwks.json}]
+`))
+	p := startBin(t, nil, nil, "serve", "--config", cfg)
+	line := p.waitLog(t, "listening")
+	addr := line["http"].(string)
+	base := "https://" + addr
+	h1 := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: ca.Pool}}}
+	deadlineReady := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := h1.Get(base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadlineReady) {
+			t.Fatalf("not ready: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	count := func() int { return goroutines(t, h1, base) }
+	before := count()
+
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		return rc.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+	}}
+	raw, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	c := tls.Client(raw, &tls.Config{RootCAs: ca.Pool, ServerName: "127.0.0.1", NextProtos: []string{"h2"}})
+	if err := c.Handshake(); err != nil {
+		t.Fatal(err)
+	}
+	if c.ConnectionState().NegotiatedProtocol != "h2" {
+		t.Fatalf("ALPN %q, want h2", c.ConnectionState().NegotiatedProtocol)
+	}
+	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1<<31 - 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := fr.WriteWindowUpdate(0, 1<<31-1-65535); err != nil {
+		t.Fatal(err)
+	}
+	// The server's SETTINGS must be acknowledged before it honours ours.
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+			if err := fr.WriteSettingsAck(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	const streams = 200
+	var hb bytes.Buffer
+	enc := hpack.NewEncoder(&hb)
+	for i := range streams {
+		hb.Reset()
+		for _, f := range [][2]string{{":method", "GET"}, {":scheme", "https"}, {":path", "/metrics"}, {":authority", addr}} {
+			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
+		}
+		_ = c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: uint32(2*i + 1), BlockFragment: hb.Bytes(), EndHeaders: true, EndStream: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Never read again.
+	time.Sleep(2 * time.Second)
+	held := count()
+	t.Logf("goroutines: %d before, %d with %d unread streams", before, held, streams)
+	writeTimeout := 21 * time.Second // 20s + W, W = 1s for a local jwks_file
+	after := settle(3*writeTimeout, before+streams/4, count)
+	if after > before+streams/4 {
+		t.Fatalf("after 3× the write timeout (%s), the unread HTTP/2 connection still holds %d goroutines (%d before, %d after)",
+			3*writeTimeout, after-before, before, after)
+	}
+}
+
+// settle polls count every half second until it is at most limit or within
+// d (3× the timeout the server must enforce: generous on a busy machine),
+// and returns its last value.
+func settle(d time.Duration, limit int, count func() int) int {
+	deadline := time.Now().Add(d)
+	for {
+		n := count()
+		if n <= limit || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -38,9 +39,19 @@ type Memory struct {
 
 	mu     sync.Mutex // serializes writes to f
 	f      *os.File   // nil once closed
+	lock   *os.File   // MemoryLock, flock'd while the store is open
+	size   int64      // bytes of f that hold whole records
+	broken error      // a failed write that could not be undone: every write fails
 	lines  int        // records in the log
 	counts counts
 }
+
+// MemoryLock is the file a memory store holds locked (flock) in its
+// directory while it is open: a second store on the same directory, in
+// this process or another, is refused instead of rewriting the log under
+// the first (whose later acknowledged writes went to a file no longer in
+// the directory).
+const MemoryLock = "revocations.lock"
 
 // record is one line of the log.
 type record struct {
@@ -67,23 +78,57 @@ func OpenMemory(o MemoryOptions) (*Memory, error) {
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("revoke: %w", err)
 	}
-	m := &Memory{opts: o, idx: NewIndex(0)}
+	lock, err := lockDir(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	m := &Memory{opts: o, idx: NewIndex(0), lock: lock}
 	path := filepath.Join(o.Dir, MemoryFile)
 	es, err := readLog(path)
 	if err != nil {
+		lock.Close()
 		return nil, err
 	}
 	now := o.Now()
 	m.idx.Replace(es, now)
 	live := m.idx.List("", now)
 	if err := writeLog(path, live); err != nil {
+		lock.Close()
 		return nil, err
 	}
-	if m.f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600); err != nil {
+	if m.f, m.size, err = openLog(path); err != nil {
+		lock.Close()
 		return nil, fmt.Errorf("revoke: %w", err)
 	}
 	m.lines = len(live)
 	return m, nil
+}
+
+// lockDir locks MemoryLock in dir, or fails when another store holds it.
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, MemoryLock), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("revoke: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("revoke: %s is in use by another memory store (another jwksverify on the same state_dir?): %w", dir, err)
+	}
+	return f, nil
+}
+
+// openLog opens the log at path for appending, with its size.
+func openLog(path string) (*os.File, int64, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
 }
 
 // WriteMemoryLog replaces the log of a memory store in dir (creating dir,
@@ -92,7 +137,7 @@ func OpenMemory(o MemoryOptions) (*Memory, error) {
 // ExpiresAt, IssuedBefore. It writes the compacted form [OpenMemory]
 // itself leaves, atomically and fsync'd once, so that many entries (a
 // benchmark's, a migration's) cost one write instead of one fsync each.
-// It must not run while a store has dir open. An invalid entry writes
+// It fails while a store has dir open. An invalid entry writes
 // nothing.
 func WriteMemoryLog(dir string, es []Entry, now time.Time, retention time.Duration) error {
 	if retention <= 0 {
@@ -108,6 +153,11 @@ func WriteMemoryLog(dir string, es []Entry, now time.Time, retention time.Durati
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("revoke: %w", err)
 	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	return writeLog(filepath.Join(dir, MemoryFile), out)
 }
 
@@ -244,12 +294,26 @@ func (m *Memory) append(r record, apply func()) error {
 	if m.f == nil {
 		return ErrClosed
 	}
-	if _, err := m.f.Write(append(b, '\n')); err != nil {
+	if m.broken != nil {
+		return fmt.Errorf("%w: the log could not be restored after a failed write (restart to read it again): %w", ErrUnavailable, m.broken)
+	}
+	b = append(b, '\n')
+	_, err = m.f.Write(b)
+	if err == nil {
+		err = m.f.Sync()
+	}
+	if err != nil {
+		// Part of the record may be in the file: cut it off, or the next
+		// record, acknowledged, would be glued to it in a line that does
+		// not decode at start.
+		if terr := m.f.Truncate(m.size); terr != nil {
+			m.broken = terr
+		} else if serr := m.f.Sync(); serr != nil {
+			m.broken = serr
+		}
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
-	if err := m.f.Sync(); err != nil {
-		return fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
+	m.size += int64(len(b))
 	apply()
 	m.lines++
 	if live := m.idx.Len(); m.lines > 4096 && m.lines > 4*live {
@@ -263,15 +327,31 @@ func (m *Memory) append(r record, apply func()) error {
 func (m *Memory) compact() {
 	path := filepath.Join(m.opts.Dir, MemoryFile)
 	live := m.idx.List("", m.opts.Now())
-	if writeLog(path, live) != nil {
-		return
+	if err := writeLog(path, live); err != nil && !isUnlinked(path, m.f) {
+		return // the old log is still the log
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	// Renamed (a failed directory fsync after the rename included): m.f
+	// is no longer the log, and a write to it would be lost.
+	f, size, err := openLog(path)
 	if err != nil {
+		if isUnlinked(path, m.f) {
+			m.broken = err
+		}
 		return
 	}
 	m.f.Close()
-	m.f, m.lines = f, len(live)
+	m.f, m.size, m.lines = f, size, len(live)
+}
+
+// isUnlinked reports whether path no longer names the file f (or either
+// cannot be told).
+func isUnlinked(path string, f *os.File) bool {
+	cur, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	old, err := f.Stat()
+	return err != nil || !os.SameFile(cur, old)
 }
 
 // Close closes the log. Add and Delete fail afterwards with [ErrClosed].
@@ -283,6 +363,7 @@ func (m *Memory) Close() error {
 	}
 	err := m.f.Close()
 	m.f = nil
+	m.lock.Close() // releases the flock
 	return err
 }
 

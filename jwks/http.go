@@ -135,6 +135,8 @@ type response struct {
 	notModified bool
 	body        []byte
 	header      http.Header
+	// etag is the If-None-Match the request carried, "" when none.
+	etag string
 }
 
 // get sends one bounded GET. It counts the request, sends the validators when
@@ -209,7 +211,7 @@ func (f *Fetcher) doGet(ctx context.Context, rawURL, accept, etag, lastModified 
 	switch {
 	case resp.StatusCode == http.StatusOK:
 	case resp.StatusCode == http.StatusNotModified && (etag != "" || lastModified != ""):
-		return response{notModified: true, header: resp.Header}, nil
+		return response{notModified: true, header: resp.Header, etag: etag}, nil
 	default:
 		err := fmt.Errorf("%w: GET %s: %d", ErrStatus, shown, resp.StatusCode)
 		if d, ok := retryAfter(resp.Header, f.opts.Now()); ok {

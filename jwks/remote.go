@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -85,6 +86,14 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 	switch {
 	case resp.notModified && !f.sourced.Load(): // StaticKeys alone are not the source's set
 		return 0, fmt.Errorf("%w: 304 Not Modified without a set to keep", ErrStatus)
+	case resp.notModified && !sameETag(resp.header.Get("ETag"), resp.etag):
+		// A 304 naming another representation than the one asked about
+		// confirms nothing (RFC 9111 §4.3.4). Taking its ETag would pin the
+		// set held: a correct source answers 304 to that ETag from then on,
+		// and a key it removed would keep verifying. Ask again without
+		// validators.
+		st.etag, st.lastModified = "", ""
+		return 0, fmt.Errorf("%w: 304 Not Modified names ETag %q, asked about %q", ErrStatus, clip(resp.header.Get("ETag")), clip(resp.etag))
 	case resp.notModified:
 		f.stats.NotModified.Add(1)
 		f.publish(cur.WithTimes(now, until))
@@ -126,6 +135,16 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 		return f.jittered(f.clamp(st.hint)), nil
 	}
 	return f.interval(resp.header, now), nil
+}
+
+// sameETag reports whether a 304's ETag got names the representation
+// asked about: true when either is absent, else by the weak comparison
+// (RFC 9110 §8.8.3.2).
+func sameETag(got, asked string) bool {
+	if got == "" || asked == "" {
+		return true
+	}
+	return strings.TrimPrefix(got, "W/") == strings.TrimPrefix(asked, "W/")
 }
 
 func validator(v string) string {

@@ -60,6 +60,9 @@ var algs = [...]algSpec{
 const (
 	hmacAlgs       uint16 = 1<<0 | 1<<1 | 1<<2
 	asymmetricAlgs uint16 = (1<<13 - 1) &^ hmacAlgs
+	// svidAlgs are the algorithms of the JWT-SVID standard's §2.1 table
+	// (RS*, PS*, ES*): a validator MUST reject any other alg.
+	svidAlgs uint16 = asymmetricAlgs &^ (1 << 12)
 )
 
 // lookupAlg returns the spec of a supported algorithm name (exact case), or nil.
@@ -223,6 +226,9 @@ func compile(cfg Issuer) (*issuer, error) {
 		if cfg.AllowHMAC {
 			is.algs |= hmacAlgs
 		}
+		if is.spiffe != "" {
+			is.algs = svidAlgs
+		}
 		cfg.Algorithms = nil
 		for _, a := range algs {
 			if is.algs&a.bit != 0 {
@@ -233,6 +239,9 @@ func compile(cfg Issuer) (*issuer, error) {
 		for _, name := range cfg.Algorithms {
 			if err := CheckAlgorithm(name); err != nil {
 				return nil, fmt.Errorf("verify: issuer %q: %w", cfg.Issuer, err)
+			}
+			if bit := lookupAlg(name).bit; is.spiffe != "" && svidAlgs&bit == 0 {
+				return nil, fmt.Errorf("verify: SPIFFE trust domain %q: %s is not a JWT-SVID algorithm (RS*, PS*, ES*)", is.spiffe, name)
 			}
 			is.algs |= lookupAlg(name).bit
 		}
@@ -263,6 +272,14 @@ func compile(cfg Issuer) (*issuer, error) {
 		}
 	}
 
+	if is.spiffe != "" {
+		// A JWT-SVID without exp is refused whatever RequiredClaims
+		// lists (JWT-SVID §3.3), as one without aud is.
+		is.required |= clExp
+		if t := normalizeType(cfg.Type); t != "" && t != "jwt" && t != "jose" {
+			return nil, fmt.Errorf("verify: SPIFFE trust domain %q: Type %q: a JWT-SVID's typ is JWT or JOSE", is.spiffe, cfg.Type)
+		}
+	}
 	cfg.Audiences = slices.Clone(cfg.Audiences) // none empty: CheckOptions
 	for _, c := range cfg.ExtractClaims {
 		if c == "" {

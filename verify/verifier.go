@@ -734,6 +734,10 @@ func (is *issuer) checkTyp(h *header, tr *trace) error {
 		if tr != nil {
 			tr.add("typ", true, fmt.Sprintf("typ %s matches %s", quote(h.typ), quote(is.cfg.Type)))
 		}
+	} else if is.spiffe != "" && h.hasTyp && !typeMatches("jwt", h.typ) && !typeMatches("jose", h.typ) {
+		// JWT-SVID §2.3: typ, when set, is JWT or JOSE (go-spiffe refuses
+		// any other).
+		return tr.fail("typ", fmt.Errorf("%w: typ %s is not JWT or JOSE (JWT-SVID)", ErrWrongType, quote(h.typ)))
 	} else if tr != nil {
 		tr.add("typ", true, "not checked (no type configured)")
 	}
@@ -771,6 +775,13 @@ func (v *Verifier) result(is *issuer, h *header, c *claims, payload []byte, ps s
 		Thumbprint:       key.Thumbprint,
 	}}
 	res := &box.Result
+	if is.spiffe != "" {
+		// A JWT-SVID's identity is its trust domain (the sub routed it
+		// there); its iss, checked by nothing, must not name another
+		// issuer to what reads Result.Issuer (Envoy's dynamic metadata,
+		// /v1/verify's "issuer").
+		res.Issuer = is.cfg.Issuer
+	}
 	if c.audOne {
 		box.aud[0] = c.aud1
 		res.Audience = box.aud[:]

@@ -231,7 +231,9 @@ type TokenCacheOptions struct {
 // Result is a verified token. It is immutable and may be shared between
 // callers (the token cache hands out the same *Result); do not modify it.
 type Result struct {
-	// Issuer is the token's iss claim (for SkipIssuerCheck, whatever it was).
+	// Issuer is the token's iss claim (for SkipIssuerCheck, whatever it
+	// was); for a SPIFFE trust domain, its configured name (spiffe://td):
+	// a JWT-SVID's iss is checked by nothing.
 	Issuer string
 	// ConfiguredIssuer is the [Issuer.Issuer] of the configured issuer
 	// whose keys verified the token: Issuer itself for an exact issuer, the

@@ -130,17 +130,7 @@ func TestFloodAgainstMisbehavingIdP(t *testing.T) {
 				}
 				return mode(n)
 			}}
-			f, err := New(Options{URL: "https://idp.example/jwks", Client: &http.Client{Transport: idp},
-				MinInterval: 10 * time.Second, DefaultTTL: 10 * time.Second, StaleFor: 5 * time.Minute,
-				Jitter: func() float64 { return 0.5 }, Logger: slog.New(slog.DiscardHandler)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if err := f.Ready(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			synctest.Wait()
+			f := readyFetcher(t, idp, 10*time.Second, 5*time.Minute)
 			start := time.Now()
 			if flood {
 				var wg sync.WaitGroup
@@ -215,17 +205,7 @@ func TestUsableEndsAtStaleForWhateverTheIdPAnswers(t *testing.T) {
 					return mode(n)
 				}}
 				const staleFor = 2 * time.Minute
-				f, err := New(Options{URL: "https://idp.example/jwks", Client: &http.Client{Transport: idp},
-					MinInterval: 10 * time.Second, DefaultTTL: 30 * time.Second, StaleFor: staleFor,
-					Jitter: func() float64 { return 0.5 }, Logger: slog.New(slog.DiscardHandler)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer f.Close()
-				if err := f.Ready(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				synctest.Wait()
+				f := readyFetcher(t, idp, 30*time.Second, staleFor)
 				mu.Lock()
 				healthy = false
 				mu.Unlock()
@@ -249,4 +229,24 @@ func TestUsableEndsAtStaleForWhateverTheIdPAnswers(t *testing.T) {
 			})
 		})
 	}
+}
+
+// readyFetcher starts a fetcher of https://idp.example/jwks over idp
+// (min_interval 10s, the given default TTL and stale_for, jitter fixed),
+// waits for its first keys inside the bubble, and closes it at the test's
+// end.
+func readyFetcher(t *testing.T, idp http.RoundTripper, ttl, staleFor time.Duration) *Fetcher {
+	t.Helper()
+	f, err := New(Options{URL: "https://idp.example/jwks", Client: &http.Client{Transport: idp},
+		MinInterval: 10 * time.Second, DefaultTTL: ttl, StaleFor: staleFor,
+		Jitter: func() float64 { return 0.5 }, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if err := f.Ready(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return f
 }

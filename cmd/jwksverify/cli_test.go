@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -159,10 +160,30 @@ func TestVerifyExplain(t *testing.T) {
 	}
 }
 
+// lockedBuffer is a bytes.Buffer safe for concurrent writes: serve writes
+// its stderr from the command and from the logger's goroutines (a
+// fetcher's), which os.Stderr takes but a bare buffer does not.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // runApp runs the CLI in-process, with env as its environment.
 func runApp(t *testing.T, env map[string]string, stdin string, args ...string) result {
 	t.Helper()
-	var out, errb bytes.Buffer
+	var out, errb lockedBuffer
 	a := &app{
 		stdout: &out, stderr: &errb, stdin: strings.NewReader(stdin),
 		lookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },

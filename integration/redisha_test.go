@@ -312,7 +312,8 @@ func (l *dpopLoad) recovered(since time.Time) (at []time.Time, n503 []int, only5
 }
 
 // replayAll replays every accepted proof at every replica: each must be
-// refused, whatever happened to Redis since it was accepted.
+// refused as replayed, whatever happened to Redis since it was accepted (a
+// 503 while Sentinel settles is asked again).
 func (l *dpopLoad) replayAll(c *http.Client) int {
 	l.mu.Lock()
 	proofs := make(map[string]string, len(l.accepted))
@@ -323,6 +324,15 @@ func (l *dpopLoad) replayAll(c *http.Client) int {
 	for jti, p := range proofs {
 		for i, base := range l.replicas {
 			code, class, err := dpopAuthz(c, base, l.token, p)
+			// A 503 is fail-closed, not an answer: Sentinel may still be
+			// settling (a second switch-master seconds after the first was
+			// seen on a busy machine, closing the connection an EVAL was
+			// on). Ask again until the store answers, then it must say
+			// replayed.
+			for deadline := time.Now().Add(15 * time.Second); err == nil && code == http.StatusServiceUnavailable && time.Now().Before(deadline); {
+				time.Sleep(200 * time.Millisecond)
+				code, class, err = dpopAuthz(c, base, l.token, p)
+			}
 			if err != nil || code != http.StatusUnauthorized || class != "invalid_dpop_proof" {
 				l.t.Errorf("replay of accepted proof %s at replica %d = %d %q %v, want 401 invalid_dpop_proof", jti, i, code, class, err)
 			}

@@ -369,10 +369,18 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 	next := v == r.applied+1
 	old := v <= r.applied
 	r.mu.Unlock()
-	if old && op != "a" && op != "d" {
+	if old {
+		// A change the copy's version already covers. Missing from the
+		// copy, it may be a version Redis handed out again (a failover
+		// lost the write that had it): the next poll reads everything.
+		// It is never applied here: a later change of this replica may
+		// have superseded it (an Add's echo arriving after its Delete).
+		if r.oldChangeMissing(op, arg) {
+			r.behind.Store(true)
+		}
 		return nil
 	}
-	if !old && !next {
+	if !next {
 		return r.reread(ctx)
 	}
 	now := r.opts.Now()
@@ -395,6 +403,26 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 		return r.reread(ctx)
 	}
 	return nil
+}
+
+// oldChangeMissing reports whether the change op arg of a version the
+// copy holds is not in the copy: an added entry absent, a deleted one
+// present.
+func (r *Redis) oldChangeMissing(op, arg string) bool {
+	now := r.opts.Now()
+	switch op {
+	case "a":
+		var e Entry
+		if json.Unmarshal([]byte(arg), &e) != nil {
+			return true
+		}
+		_, ok := r.idx.Get(e.ID, now)
+		return !ok && now.Before(e.ExpiresAt)
+	case "d":
+		_, ok := r.idx.Get(arg, now)
+		return ok
+	}
+	return false
 }
 
 // poll compares the copy's version with Redis's. Equal proves the copy

@@ -38,7 +38,7 @@ func TestRedisVersionReusedAfterRollback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, time.Second, "propagation", func() bool { return check(b, "lost") == revoke.ErrRevoked })
+	eventually(t, 10*time.Second, "propagation", func() bool { return check(b, "lost") == revoke.ErrRevoked })
 
 	// The failover: the new master never got W.
 	rc := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(srv.port)})
@@ -55,10 +55,12 @@ func TestRedisVersionReusedAfterRollback(t *testing.T) {
 	if err := check(a, "acked"); !errors.Is(err, revoke.ErrRevoked) {
 		t.Errorf("at the acknowledging replica, Check(acked) = %v, want revoked", err)
 	}
-	time.Sleep(2500 * time.Millisecond) // two polls, past SPEC's 1 s
+	// The next polls read everything again (SPEC: within 1 s); before the
+	// fix nothing did until a reconnection, so 10 s still tells them apart
+	// on a busy machine.
 	for name, st := range map[string]*revoke.Redis{"a": a, "b": b} {
-		if err := check(st, "acked"); !errors.Is(err, revoke.ErrRevoked) {
-			t.Errorf("replica %s, 2.5 s after the acknowledgement: Check(acked) = %v, want revoked", name, err)
-		}
+		eventually(t, 10*time.Second, "replica "+name+" enforces the acknowledged entry", func() bool {
+			return errors.Is(check(st, "acked"), revoke.ErrRevoked)
+		})
 	}
 }

@@ -209,6 +209,13 @@ func (bc *bindCounts) add(kind string, err error) {
 	bc.n++
 }
 
+// The refusals of a token its issuer requires bound that carries no cnf
+// member of that kind: the same on every front end, /introspect included.
+var (
+	errMustDPoP = fmt.Errorf("%w: the issuer's tokens must be DPoP-bound (cnf.jkt)", verify.ErrBindingMismatch)
+	errMustMTLS = fmt.Errorf("%w: the issuer's tokens must be certificate-bound (cnf.x5t#S256)", verify.ErrBindingMismatch)
+)
+
 // bind applies the sender constraints of res's issuer to what c presents
 // beside the token (cred: its scheme and DPoP proofs; the original request;
 // the client certificate). It returns the binding steps (when c.Explain),
@@ -231,9 +238,11 @@ func (s *Server) bind(ctx context.Context, c *Call, cred credential, res *verify
 		var err error
 		switch {
 		case sc.DPoP == ConstraintRequired && cnf.JKT == "":
-			err = fmt.Errorf("%w: the issuer's tokens must be DPoP-bound (cnf.jkt)", verify.ErrBindingMismatch)
+			err = errMustDPoP
+			bc.add("dpop", err)
 		case sc.MTLS == ConstraintRequired && cnf.X5tS256 == "":
-			err = fmt.Errorf("%w: the issuer's tokens must be certificate-bound (cnf.x5t#S256)", verify.ErrBindingMismatch)
+			err = errMustMTLS
+			bc.add("mtls", err)
 		}
 		if err != nil {
 			err = &verify.Error{Class: verify.Class(err), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: err}
@@ -297,7 +306,7 @@ func (b *binder) check(ctx context.Context, sc SenderConstraint, now time.Time, 
 			err = b.step("dpop", fmt.Errorf("%w: a DPoP-bound token (cnf.jkt) presented without Authorization: DPoP and its proof", verify.ErrBindingMismatch), "")
 			bc.add("dpop", err)
 		case sc.DPoP == ConstraintRequired:
-			err = b.step("dpop", fmt.Errorf("%w: the issuer's tokens must be DPoP-bound (cnf.jkt)", verify.ErrBindingMismatch), "")
+			err = b.step("dpop", errMustDPoP, "")
 			bc.add("dpop", err)
 		default:
 			_ = b.step("dpop", nil, "not bound (no cnf.jkt), DPoP optional: accepted as a bearer token")
@@ -313,7 +322,7 @@ func (b *binder) check(ctx context.Context, sc SenderConstraint, now time.Time, 
 			err = b.step("mtls-binding", b.checkCert(), "cnf.x5t#S256 is the client certificate's SHA-256")
 			bc.add("mtls", err)
 		case sc.MTLS == ConstraintRequired:
-			err = b.step("mtls-binding", fmt.Errorf("%w: the issuer's tokens must be certificate-bound (cnf.x5t#S256)", verify.ErrBindingMismatch), "")
+			err = b.step("mtls-binding", errMustMTLS, "")
 			bc.add("mtls", err)
 		default:
 			_ = b.step("mtls-binding", nil, "not bound (no cnf.x5t#S256), mTLS optional: accepted")

@@ -57,12 +57,7 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// The request is the original one: a query source reads its own
 			// query. Nothing else of it is needed (no policy, no binding).
-			d := s.Decide(r.Context(), &Call{Endpoint: EndpointMiddleware, Headers: r.Header, Original: request.Original{RawQuery: r.URL.RawQuery}})
-			if !d.Allowed() {
-				s.writeDenial(w, &d)
-				return
-			}
-			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, d.Result)))
+			s.serveDecided(w, r, &Call{Endpoint: EndpointMiddleware, Headers: r.Header, Original: request.Original{RawQuery: r.URL.RawQuery}}, next)
 		})
 	}, nil
 }
@@ -110,6 +105,12 @@ func (s *Server) Admit(w http.ResponseWriter, r *http.Request, next http.Handler
 			c.ClientCert = base64.StdEncoding.EncodeToString(r.TLS.PeerCertificates[0].Raw)
 		}
 	}
+	s.serveDecided(w, r, c, next)
+}
+
+// serveDecided decides c and serves next with the verified token in its
+// context when allowed, else writes the refusal.
+func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, next http.Handler) {
 	d := s.Decide(r.Context(), c)
 	if !d.Allowed() {
 		s.writeDenial(w, &d)

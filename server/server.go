@@ -166,8 +166,10 @@ type Options struct {
 	// Empty means it is left out.
 	ConfigHash string
 	// RejectionLogRate bounds the "token rejected" log lines written per
-	// second, and apart from them the "introspection client authentication
-	// failed" ones; lines past it are counted and summarized in one line
+	// second, with one allowance for info lines and another for warn and
+	// error lines (junk tokens never hide a keys_unavailable line), and
+	// apart from them the "introspection client authentication failed"
+	// ones; lines past it are counted and summarized in one line
 	// when their second is over (by a timer: it does not wait for the next
 	// line). Zero means [DefaultRejectionLogRate] (20); negative means no
 	// limit; at most [MaxRejectionLogRate]. Metrics count every rejection regardless.

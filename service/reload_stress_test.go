@@ -72,7 +72,7 @@ routes:
 			s.Close()
 		}
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := s.Ready(ctx); err != nil {
 		t.Fatal(err)
@@ -161,7 +161,12 @@ routes:
 		}
 	}
 	stop := make(chan struct{})
+	var stopOnce sync.Once
+	stopAll := func() { stopOnce.Do(func() { close(stop) }) }
 	var wg sync.WaitGroup
+	// A t.Fatal below must not leave the workers calling t.Errorf after
+	// the test ended.
+	t.Cleanup(func() { stopAll(); wg.Wait() })
 	for w := range 4 {
 		wg.Add(1)
 		go func() {
@@ -225,7 +230,7 @@ routes:
 	time.Sleep(50 * time.Millisecond)
 	s.Drain()
 	time.Sleep(50 * time.Millisecond)
-	close(stop)
+	stopAll()
 	wg.Wait()
 	g.Stop()
 	go func() { s.Close(); close(done) }()

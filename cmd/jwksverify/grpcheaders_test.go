@@ -34,6 +34,11 @@ func TestGRPCHeaderListBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cc.Close()
+	// Control: the same call without the padding is served, so the refusal
+	// below is the bound's, not a broken connection's.
+	if _, err := healthpb.NewHealthClient(cc).Check(t.Context(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Fatalf("control call: %v", err)
+	}
 	md := metadata.MD{}
 	for i := range 64 {
 		md.Append("x-pad", strings.Repeat(string(rune('a'+i%26)), 64<<10)) // 4 MiB in all

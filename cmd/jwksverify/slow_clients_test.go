@@ -110,7 +110,7 @@ issuers: [{issuer: "https://a.test/", jwks_file: jwks.json}]
 	wmu.Unlock()
 	time.Sleep(time.Second)
 	wmu.Lock()
-	held := goroutines(t, http.DefaultClient, base)
+	held := reach(15*time.Second, before+streams/2, func() int { return goroutines(t, http.DefaultClient, base) })
 	t.Logf("goroutines: %d before, %d with %d silent streams", before, held, streams)
 	if held < before+streams/2 {
 		t.Fatalf("the streams hold no goroutines (%d before, %d after): the test does not reach the handler", before, held)
@@ -220,9 +220,11 @@ issuers: [{issuer: "https://a.test/", jwks_file: jwks.json}]
 		}
 	}
 	// Never read again.
-	time.Sleep(2 * time.Second)
-	held := count()
+	held := reach(15*time.Second, before+streams/2, count)
 	t.Logf("goroutines: %d before, %d with %d unread streams", before, held, streams)
+	if held < before+streams/2 {
+		t.Fatalf("the unread streams hold no goroutines (%d before, %d after): the test does not reach the blocked write", before, held)
+	}
 	writeTimeout := 21 * time.Second // 20s + W, W = 1s for a local jwks_file
 	after := settle(3*writeTimeout, before+streams/4, count)
 	if after > before+streams/4 {
@@ -242,5 +244,19 @@ func settle(d time.Duration, limit int, count func() int) int {
 			return n
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// reach polls count every 100 ms until it is at least limit or d has
+// passed, and returns its last value: the server needs a moment to start
+// a handler for each stream, more on a busy machine.
+func reach(d time.Duration, limit int, count func() int) int {
+	deadline := time.Now().Add(d)
+	for {
+		n := count()
+		if n >= limit || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -324,7 +324,7 @@ func notAbove0(n *yaml.Node, typ string) error {
 }
 
 // decode reads one YAML document strictly: unknown keys, repeated keys,
-// values of the wrong type and aliases are refused with the path of the key
+// values of the wrong type, aliases and merge keys are refused with the path of the key
 // and its line (issuers[0].refresh.min_intervall: line 12: unknown key
 // "min_intervall").
 func decode(data []byte) (*file, error) {
@@ -349,6 +349,11 @@ func decode(data []byte) (*file, error) {
 	es := entries(doc, "", nil)
 	if i := slices.IndexFunc(es, func(e entry) bool { return e.value.Kind == yaml.AliasNode }); i >= 0 {
 		return nil, fmt.Errorf("%s: line %d: YAML aliases are not supported", es[i].path, es[i].value.Line)
+	}
+	// A merge key (`<<: {leeway: 5s}`) hides a repeated key: yaml lets the
+	// direct value win, where every other repeat is refused.
+	if i := slices.IndexFunc(es, func(e entry) bool { return e.key != nil && e.key.ShortTag() == "!!merge" }); i >= 0 {
+		return nil, fmt.Errorf("%s: line %d: YAML merge keys (<<) are not supported; write the keys out", es[i].path, es[i].key.Line)
 	}
 	// yaml drops a null item from a list of strings: `audiences: [~]`, or
 	// a `- ` whose template variable was unset, would read as an empty

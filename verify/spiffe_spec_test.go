@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,6 +90,14 @@ func TestJWTSVIDSpecRefusals(t *testing.T) {
 				t.Fatalf("Verify() = %+v, %v; want %v", res, err, tt.wantErr)
 			}
 		})
+	}
+	// --explain names every claim it required, exp included.
+	steps, _, err := newVerifier(t, verify.Options{Issuers: []verify.Issuer{withJTI}}).Explain(context.Background(), ec(nil, svid(nil)))
+	if err != nil {
+		t.Fatalf("Explain() = %v", err)
+	}
+	if i := slices.IndexFunc(steps, func(s verify.Step) bool { return s.Check == "claims" }); i < 0 || !strings.Contains(steps[i].Detail, `"exp"`) {
+		t.Errorf("Explain() steps = %+v; want the claims step to name exp", steps)
 	}
 	// The iss of a JWT-SVID is checked by nothing: what reads
 	// Result.Issuer (Envoy's metadata, /v1/verify) gets the trust domain,

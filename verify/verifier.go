@@ -751,7 +751,12 @@ func (is *issuer) checkClaims(c *claims, ps string, tr *trace) error {
 		return tr.fail("claims", err)
 	}
 	if tr != nil {
-		tr.add("claims", true, fmt.Sprintf("required %q present", is.cfg.RequiredClaims))
+		required := is.cfg.RequiredClaims
+		if is.required&clExp != 0 && !slices.Contains(required, "exp") {
+			// A SPIFFE issuer's exp, required whatever the list says.
+			required = append(slices.Clip(required), "exp")
+		}
+		tr.add("claims", true, fmt.Sprintf("required %q present", required))
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func ExampleMemory() {
 	tok.SID = "session-43"
 	fmt.Println(st.Index().Check("https://login.example.com/", tok, time.Now()))
 	// Output:
-	// sid session-42 24h0m0s
+	// sid session-42 24h20m0s
 	// revoke: revoked
 	// <nil>
 }

@@ -28,8 +28,8 @@ func TestMemoryPersists(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Add() = %v", err)
 	}
-	if kept.ID == "" || !kept.ExpiresAt.Equal(t0.Add(time.Hour)) || !kept.IssuedBefore.Equal(t0) {
-		t.Errorf("Add() = %+v, want an ID, expires_at now+retention, issued_before now", kept)
+	if kept.ID == "" || !kept.ExpiresAt.Equal(t0.Add(time.Hour+expiryMargin)) || !kept.IssuedBefore.Equal(t0) {
+		t.Errorf("Add() = %+v, want an ID, expires_at now+retention+margin, issued_before now", kept)
 	}
 	lifted, err := m.Add(ctx, Entry{Issuer: "https://a/", Kind: KindJTI, Value: "j", Source: SourceAdmin})
 	if err != nil {
@@ -148,8 +148,8 @@ func TestWriteMemoryLog(t *testing.T) {
 				want[e.Value] = true
 			}
 			for _, e := range got {
-				if e.ID == "" || !want[e.Value] || !e.ExpiresAt.Equal(t0.Add(tt.retention)) {
-					t.Errorf("entry %+v: want an ID, a value written, expires_at t0+retention", e)
+				if e.ID == "" || !want[e.Value] || !e.ExpiresAt.Equal(t0.Add(tt.retention+expiryMargin)) {
+					t.Errorf("entry %+v: want an ID, a value written, expires_at t0+retention+margin", e)
 				}
 				delete(want, e.Value)
 			}

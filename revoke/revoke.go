@@ -62,7 +62,8 @@ type Entry struct {
 	// whose iat is before it match (a token without iat matches always).
 	IssuedBefore time.Time `json:"issued_before,omitzero"`
 	// CreatedAt is when the entry was stored; ExpiresAt when it is
-	// forgotten (CreatedAt + retention).
+	// forgotten (CreatedAt, or a later IssuedBefore, + retention + twice
+	// the largest leeway: see expiryMargin).
 	CreatedAt time.Time `json:"created_at"`
 	ExpiresAt time.Time `json:"expires_at"`
 	// Source says where it came from.
@@ -135,6 +136,14 @@ func Check(e Entry) error {
 // its leeway) is kept as the provider meant it.
 const maxCutoffAhead = 10 * time.Minute
 
+// expiryMargin is how much longer than the retention an entry is kept: a
+// token is accepted until its exp plus the leeway, and its iat may be up
+// to the leeway ahead of the entry's creation (a jti or sid entry names
+// it whatever its iat), so a token of max_lifetime (≤ retention) may be
+// accepted until creation + retention + 2 × leeway. The largest leeway
+// twice covers every issuer.
+const expiryMargin = 2 * maxCutoffAhead
+
 // stamp completes e as a store stores it at now: an ID when it has none,
 // CreatedAt, IssuedBefore = now for a cut-off kind without one, clamped to
 // [1970, now + maxCutoffAhead] (a cut-off far ahead would refuse tokens
@@ -150,7 +159,7 @@ func stamp(e Entry, now time.Time, retention time.Duration) Entry {
 		e.ID = hex.EncodeToString(b[:])
 	}
 	now = now.UTC()
-	e.CreatedAt, e.ExpiresAt = now, now.Add(retention)
+	e.CreatedAt, e.ExpiresAt = now, now.Add(retention+expiryMargin)
 	if e.IssuedBefore.IsZero() && e.Kind != KindJTI && e.Kind != KindSID {
 		e.IssuedBefore = now
 	}
@@ -163,7 +172,7 @@ func stamp(e Entry, now time.Time, retention time.Duration) Entry {
 			e.IssuedBefore = epoch
 		}
 		if e.IssuedBefore.After(now) {
-			e.ExpiresAt = e.IssuedBefore.Add(retention)
+			e.ExpiresAt = e.IssuedBefore.Add(retention + expiryMargin)
 		}
 	}
 	return e

@@ -236,7 +236,7 @@ type Input struct {
 	// the jti's replay key.
 	Issuer string
 	// Leeway is the issuer's clock leeway: how far ahead iat may be, and
-	// the jti is remembered MaxAge plus it.
+	// the jti is remembered MaxAge plus twice it.
 	Leeway time.Duration
 }
 
@@ -484,7 +484,7 @@ func checkHTU(in *Input, htu string, tr *trace) error {
 // MaxAge may have used is not older than that MaxAge.
 func (c *Checker) checkIAT(iat, now time.Time, leeway time.Duration, tr *trace) error {
 	switch age := now.Sub(iat); {
-	case age >= c.maxAge: // at max_age the jti's replay entry (max_age + leeway after a first use at iat - leeway) may be gone
+	case age >= c.maxAge: // past max_age the jti's replay entry (max_age + 2 leeway after a first use at iat - leeway, on a store clock up to leeway behind) may be gone
 		return tr.fail("dpop-iat", invalid("iat %s is %s old, max_age %s", iat.Format(time.RFC3339), age.Round(time.Second), c.maxAge))
 	case -age > leeway:
 		return tr.fail("dpop-iat", invalid("iat %s is %s ahead, leeway %s", iat.Format(time.RFC3339), (-age).Round(time.Second), leeway))
@@ -534,9 +534,15 @@ func checkBinding(jkt string, key *cache.Key, tr *trace) error {
 }
 
 // useJTI is step 10: the jti of a proof with a token of issuer was never
-// used; it is remembered from now on for MaxAge plus leeway.
+// used; it is remembered from now on for MaxAge plus twice the leeway.
+// One leeway because iat may be that far ahead of now; the other because
+// replicas sharing a store may disagree by up to the leeway (the skew it
+// is there for) while the store (Redis) expires the entry on its own
+// clock: a first use at a replica ahead by it leaves a replica behind
+// accepting the same iat a leeway longer.
 func (c *Checker) useJTI(ctx context.Context, issuer, jti string, now time.Time, leeway time.Duration, tr *trace) error {
-	fresh, err := c.replay.Use(ctx, ReplayKey(issuer, jti), c.maxAge+leeway, now)
+	ttl := c.maxAge + 2*leeway
+	fresh, err := c.replay.Use(ctx, ReplayKey(issuer, jti), ttl, now)
 	if err != nil {
 		return tr.fail("dpop-jti", fmt.Errorf("%w: the DPoP replay store did not answer: %w", verify.ErrKeysUnavailable, err))
 	}
@@ -544,7 +550,7 @@ func (c *Checker) useJTI(ctx context.Context, issuer, jti string, now time.Time,
 		return tr.fail("dpop-jti", ErrReplayed)
 	}
 	if tr != nil {
-		tr.ok("dpop-jti", "jti unused; remembered for %s", c.maxAge+leeway)
+		tr.ok("dpop-jti", "jti unused; remembered for %s", ttl)
 	}
 	return nil
 }

@@ -141,7 +141,8 @@ func TestCheck(t *testing.T) {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(-59 * time.Second).Unix()}), jktEC)
 		}, dpop.Options{}, nil, ""},
 		// At max_age itself a proof first used at iat - leeway has lost its
-		// replay entry (kept max_age + leeway from that use): refused, or
+		// replay entry (kept max_age + 2 × leeway from that use, on a store
+		// clock up to a leeway behind the replica's): refused, or
 		// it could be used twice.
 		{"iat-at-max-age", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(-60 * time.Second).Unix()}), jktEC)

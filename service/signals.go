@@ -73,7 +73,7 @@ func (s *Service) signalReceiver(plan *config.Plan, v *verify.Verifier, store re
 	default:
 		// Not the DPoP memory store: its purge walks the keys in the
 		// order of their use and stops at the first not expired, so a
-		// jti (24h) ahead of proofs (90s) would keep them counted against
+		// jti (24h) ahead of proofs (120s) would keep them counted against
 		// replay_max_entries until it expires, and fill the store.
 		if s.signals.memory == nil {
 			m, err := replay.NewMemory(0)

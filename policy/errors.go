@@ -15,5 +15,5 @@ var ErrInvalid = errors.New("policy: invalid configuration")
 var (
 	ErrUnknownPolicy = fmt.Errorf("%w: the request names a policy that is not configured", verify.ErrForbidden)
 	ErrUnrouted      = fmt.Errorf("%w: routes choose the policy, and the proxy did not forward the original request", verify.ErrForbidden)
-	ErrAmbiguous     = fmt.Errorf("%w: the original request is ambiguous (its path or a method override)", verify.ErrForbidden)
+	ErrAmbiguous     = fmt.Errorf("%w: the original request is ambiguous (its path, host or a method override)", verify.ErrForbidden)
 )

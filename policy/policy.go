@@ -102,6 +102,9 @@ type Route struct {
 	// any method.
 	Methods []string
 	// Host is compared case-insensitively, without port. Empty means any.
+	// An IP address must be in its canonical spelling
+	// ([request.CheckIPSpelling]): "127.0.0.1", "::1" or "[::1]", not
+	// "127.1" or "0:0::1".
 	Host string
 	// Path is an exact path, or ends in "/**" to match itself and every
 	// path below it at a segment boundary; a segment "*" matches exactly

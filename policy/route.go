@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 
@@ -36,6 +37,15 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 		r.host = request.NormalizeHost(rt.Host)
 		if r.host == "" || strings.ContainsAny(r.host, "/ *") {
 			return route{}, fmt.Errorf("host: %q is not a host name", rt.Host)
+		}
+		h := rt.Host
+		if name, _, err := net.SplitHostPort(h); err == nil {
+			h = name
+		}
+		if err := request.CheckIPSpelling(h); err != nil {
+			// A request naming the address so is refused: the route
+			// would never match.
+			return route{}, fmt.Errorf("host: %q: %w", rt.Host, err)
 		}
 	}
 	path := rt.Path

@@ -31,6 +31,8 @@ var (
 	// five digits.
 	// nginx reads "admin.example.com:1:2" as admin.example.com, and Unicode
 	// case folding reads "\u212Aiosk" as kiosk, while jwksverify would route
-	// another host. It matches [ErrAmbiguous].
+	// another host. An IP address in another spelling than its canonical
+	// one ("127.1", "[0:0::1]", [CheckIPSpelling]) is ambiguous too. It
+	// matches [ErrAmbiguous].
 	ErrAmbiguousHost = fmt.Errorf("%w host", ErrAmbiguous)
 )

@@ -1,9 +1,12 @@
 package request_test
 
 import (
+	"cmp"
 	"errors"
 	"net"
+	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,10 +98,16 @@ func dotOrEmptySegment(path string) bool {
 // FuzzFromPartsHost checks that a host FromParts accepts is read alike by
 // nginx (the host ends at the first ':'; ASCII letters lower-cased; one
 // trailing '.' dropped) and by Go's net.SplitHostPort, with a port of
-// digits only; and that every host it refuses is ErrAmbiguousHost.
+// digits only; that every host it refuses is ErrAmbiguousHost; and that a
+// host it accepts which an IP parser reads as an address (Go's netip, or
+// inet_aton's short, hex and octal forms) is that address's canonical
+// spelling, never an IPv4-mapped IPv6 one: a route for the address sees
+// every request that names it.
 func FuzzFromPartsHost(f *testing.F) {
 	for _, s := range []string{"api.example.com", "API.example.com.:8443", "admin.example.com:1:2", "admin.example.com:x:", "h:",
-		"[::1]:80", "[::1", "[fe80::1%25eth0]", "\u212Aiosk.example.com", "a..b", ".", "", "svc_a:80", "10.0.0.1", "a,b", "u@h", "h:123456"} {
+		"[::1]:80", "[::1", "[fe80::1%25eth0]", "\u212Aiosk.example.com", "a..b", ".", "", "svc_a:80", "10.0.0.1", "a,b", "u@h", "h:123456",
+		"127.1", "0x7f.0.0.1", "0177.0.0.1", "127.000.000.001", "2130706433", "127.0.0.1.", "1.2.3", "0x1", "a1.example",
+		"[0:0::1]", "[::0001]", "[::ffff:127.0.0.1]", "[::FFFF:7f00:1]:80", "[2001:DB8::1]"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, host string) {
@@ -129,5 +138,56 @@ func FuzzFromPartsHost(f *testing.F) {
 				t.Fatalf("FromParts(host %q) = %q, %q; net.SplitHostPort reads %q, %q, %v", host, o.Host, o.Port, h, p, err)
 			}
 		}
+		name, _, _ := strings.Cut(host, ":")
+		if strings.HasPrefix(host, "[") {
+			name = host[1:strings.IndexByte(host, ']')]
+		}
+		if a, err := netip.ParseAddr(name); err == nil && (a.String() != o.Host || a.Is4In6()) {
+			t.Fatalf("FromParts(host %q).Host = %q: netip reads %v, whose canonical spelling it is not", host, o.Host, a)
+		}
+		if a, ok := inetAton(strings.TrimSuffix(name, ".")); ok && (a.String() != o.Host || name != o.Host) {
+			t.Fatalf("FromParts(host %q).Host = %q: inet_aton reads %v, whose canonical spelling it is not", host, o.Host, a)
+		}
 	})
+}
+
+// inetAton reads s as glibc's inet_aton does (one to four parts, each
+// decimal, octal with a leading 0, or hex with 0x; the last part fills
+// the remaining bytes), or reports false.
+func inetAton(s string) (netip.Addr, bool) {
+	parts := strings.Split(s, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	vals := make([]uint64, len(parts))
+	for i, p := range parts {
+		base := 10
+		switch {
+		case len(p) > 1 && (p[:2] == "0x" || p[:2] == "0X"):
+			base, p = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, p = 8, p[1:]
+		}
+		if p == "" && base != 16 {
+			return netip.Addr{}, false
+		}
+		v, err := strconv.ParseUint(cmp.Or(p, "0"), base, 32)
+		if err != nil || strings.ContainsAny(p, "+-_") {
+			return netip.Addr{}, false
+		}
+		vals[i] = v
+	}
+	var n uint64
+	for i, v := range vals[:len(vals)-1] {
+		if v > 255 {
+			return netip.Addr{}, false
+		}
+		n |= v << (24 - 8*i)
+	}
+	last := vals[len(vals)-1]
+	if last >= 1<<(8*(5-len(vals))) {
+		return netip.Addr{}, false
+	}
+	n |= last
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }

@@ -275,8 +275,10 @@ func RawPath(u *url.URL) string {
 // checkHost returns [ErrAmbiguousHost] unless host is empty, or a name or
 // IPv4 address (ASCII letters, digits, '-', '_' and '.', no empty label
 // but a single trailing '.') or a bracketed IPv6 address without a zone,
-// followed by nothing or by ':' and at most five digits. Every
-// proxy and application then reads the same host and port from it.
+// followed by nothing or by ':' and at most five digits; an IP address
+// must be in its one canonical spelling ([CheckIPSpelling]). Every proxy
+// and application then reads the same host and port from it, and a route
+// for an address sees every request to it.
 func checkHost(host string) error {
 	name, port := host, ""
 	if strings.HasPrefix(host, "[") {
@@ -285,14 +287,17 @@ func checkHost(host string) error {
 			return fmt.Errorf("%w: %q: an IPv6 literal without ']'", ErrAmbiguousHost, host)
 		}
 		name, port = host[1:end], host[end+1:]
-		if a, err := netip.ParseAddr(name); err != nil || !a.Is6() || a.Zone() != "" {
-			return fmt.Errorf("%w: %q: not an IPv6 address without a zone", ErrAmbiguousHost, host)
+		if err := checkIPv6(name); err != nil {
+			return fmt.Errorf("%w: %q: %s", ErrAmbiguousHost, host, err)
 		}
 	} else {
 		if i := strings.IndexByte(host, ':'); i >= 0 {
 			name, port = host[:i], host[i:]
 		}
 		if err := checkHostName(name); err != nil {
+			return fmt.Errorf("%w: %q: %s", ErrAmbiguousHost, host, err)
+		}
+		if err := checkIPv4(name); err != nil {
 			return fmt.Errorf("%w: %q: %s", ErrAmbiguousHost, host, err)
 		}
 	}
@@ -328,6 +333,94 @@ func checkHostName(name string) error {
 	}
 	if label == 0 {
 		return errors.New("an empty label")
+	}
+	return nil
+}
+
+// CheckIPSpelling returns an error when host, a host without its port
+// (brackets around an IPv6 address optional), is an IP address spelled
+// otherwise than the one way every parser reads alike; nil for a name and
+// for a canonical address. Routes refuse such a host at load, and
+// [FromParts] refuses a request naming one ([ErrAmbiguousHost]), so a
+// route for an address matches every request that can name it:
+//   - an IPv4 address is four decimal parts 0-255 without leading zeros
+//     ("127.0.0.1"). A name whose last label is a number (all digits, or
+//     "0x" and hex digits: what the WHATWG URL standard reads as an IPv4
+//     address) is one, so "127.1", "2130706433", "0x7f.0.0.1",
+//     "0177.0.0.1", "127.000.000.001", "127.0.0.1." and "1.2.3" are
+//     refused: inet_aton reads most of them as 127.0.0.1, Go's netip none,
+//     and nginx matches none to server_name 127.0.0.1;
+//   - an IPv6 address is RFC 5952's text (lower case compared
+//     case-insensitively, the longest run of zero groups as "::"), without
+//     a zone: "::1", not "0:0::1" or "::0001";
+//   - an IPv4-mapped IPv6 address ("::ffff:127.0.0.1") is refused in any
+//     spelling: a dual-stack socket and Java read it as the IPv4 address,
+//     which a route names otherwise.
+func CheckIPSpelling(host string) error {
+	if strings.IndexByte(host, ':') >= 0 || strings.HasPrefix(host, "[") {
+		return checkIPv6(strings.TrimPrefix(strings.TrimSuffix(host, "]"), "["))
+	}
+	return checkIPv4(host)
+}
+
+// checkIPv4 reports what is wrong with name, a host name without port,
+// when its last label (after one trailing '.') is a number and name is
+// not a canonical dotted quad. It does not allocate.
+func checkIPv4(name string) error {
+	last := strings.TrimSuffix(name, ".")
+	last = last[strings.LastIndexByte(last, '.')+1:]
+	if !isIPv4Number(last) {
+		return nil // a name
+	}
+	parts := 0
+	for rest := name; ; {
+		part, after, more := strings.Cut(rest, ".")
+		if len(part) == 0 || len(part) > 3 || strings.Trim(part, "0123456789") != "" ||
+			(len(part) > 1 && part[0] == '0') || len(part) == 3 && part > "255" {
+			parts = -1
+			break
+		}
+		parts++
+		if !more {
+			break
+		}
+		rest = after
+	}
+	if parts != 4 {
+		return errors.New("an IPv4 address not spelled as four decimal parts 0-255 without leading zeros or a trailing '.' (parsers read other spellings differently)")
+	}
+	return nil
+}
+
+// isIPv4Number reports whether a label is what the WHATWG URL standard's
+// "ends in a number" reads as an IPv4 part: ASCII digits only, or "0x"
+// (any case) followed by hex digits or nothing.
+func isIPv4Number(label string) bool {
+	if label == "" {
+		return false
+	}
+	if strings.Trim(label, "0123456789") == "" {
+		return true
+	}
+	return len(label) >= 2 && label[0] == '0' && (label[1] == 'x' || label[1] == 'X') &&
+		strings.Trim(label[2:], "0123456789abcdefABCDEF") == ""
+}
+
+// checkIPv6 reports what is wrong with addr, the text inside an IPv6
+// literal's brackets: not an IPv6 address, a zone, an IPv4-mapped
+// address, or another text than its canonical one (RFC 5952), letters in
+// any case.
+func checkIPv6(addr string) error {
+	a, err := netip.ParseAddr(addr)
+	switch {
+	case err != nil || !a.Is6() || a.Zone() != "":
+		return errors.New("not an IPv6 address without a zone")
+	case a.Is4In6():
+		return errors.New("an IPv4-mapped IPv6 address (stacks read it as the IPv4 address)")
+	}
+	var buf [64]byte
+	if canon := a.AppendTo(buf[:0]); !strings.EqualFold(string(canon), addr) {
+		return fmt.Errorf("an IPv6 address not in its canonical spelling %q (RFC 5952)", canon)
 	}
 	return nil
 }

@@ -330,3 +330,74 @@ func TestNormalizeAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestHostIPSpelling: FromParts refuses a host that is an IP address in
+// another spelling than its canonical one (ErrAmbiguousHost): inet_aton,
+// Go's netip and nginx read them differently, and a route for the address
+// would not see them. Names that hold digits and hex-like labels, but do
+// not end in a number, pass.
+func TestHostIPSpelling(t *testing.T) {
+	tests := []struct {
+		host, want string // want "": refused
+	}{
+		{"127.0.0.1", "127.0.0.1"},
+		{"127.0.0.1:8080", "127.0.0.1"},
+		{"255.255.255.255", "255.255.255.255"},
+		{"0.0.0.0", "0.0.0.0"},
+		{"10.20.30.40", "10.20.30.40"},
+		{"a1.example", "a1.example"},
+		{"1a.example", "1a.example"},
+		{"123.example", "123.example"},
+		{"0x1.example", "0x1.example"},
+		{"1e100.net", "1e100.net"},
+		{"example.0x1g", "example.0x1g"},
+		{"example.1a", "example.1a"},
+		{"[::1]", "::1"},
+		{"[::1]:8443", "::1"},
+		{"[2001:DB8::1]", "2001:db8::1"},
+		{"[::7f00:1]", "::7f00:1"},
+		{"127.1", ""},
+		{"127.0.1", ""},
+		{"2130706433", ""},
+		{"2130706433:80", ""},
+		{"0x7f000001", ""},
+		{"0x7f.0.0.1", ""},
+		{"0X7F.0.0.1", ""},
+		{"0177.0.0.1", ""},
+		{"127.000.000.001", ""},
+		{"127.0.0.01", ""},
+		{"127.0.0.1.", ""},
+		{"127.0.0.1.:80", ""},
+		{"256.0.0.1", ""},
+		{"1.2.3.4.5", ""},
+		{"1.2.3", ""},
+		{"0x1", ""},
+		{"0x", ""},
+		{"1", ""},
+		{"example.123", ""},
+		{"example.0xff", ""},
+		{"[0:0::1]", ""},
+		{"[::0001]", ""},
+		{"[0:0:0:0:0:0:0:1]", ""},
+		{"[2001:db8:0:0:0:0:0:1]", ""},
+		{"[::127.0.0.1]", ""},
+		{"[::ffff:127.0.0.1]", ""},
+		{"[::FFFF:127.0.0.1]:80", ""},
+		{"[::ffff:7f00:1]", ""},
+		{"[::ffff:0:0]", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.host, func(t *testing.T) {
+			o, err := request.FromParts("GET", "https", tt.host, "/")
+			if tt.want == "" {
+				if !errors.Is(err, request.ErrAmbiguousHost) {
+					t.Fatalf("FromParts(host %q) = %q, %v; want ErrAmbiguousHost", tt.host, o.Host, err)
+				}
+				return
+			}
+			if err != nil || o.Host != tt.want {
+				t.Fatalf("FromParts(host %q) = %q, %v; want %q", tt.host, o.Host, err, tt.want)
+			}
+		})
+	}
+}

@@ -17,8 +17,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/buildinfo"
@@ -295,8 +297,10 @@ func grpcServerOptions(maxMsg int, t config.Timeouts) []grpc.ServerOption {
 		// stream whose request message never comes (never half-closed)
 		// held its handler goroutine for as long as the connection lived
 		// (grpc-go has no per-call bound, and MaxConnectionIdle counts
-		// only a connection without streams).
+		// only a connection without streams). A health Watch is bounded
+		// only until its request came.
 		grpc.InTapHandle(callDeadline(t.Read)),
+		grpc.ChainStreamInterceptor(watchRequestBound),
 	}
 }
 
@@ -305,19 +309,116 @@ func grpcServerOptions(maxMsg int, t config.Timeouts) []grpc.ServerOption {
 const healthWatch = "/grpc.health.v1.Health/Watch"
 
 // callDeadline gives every call but a health Watch at most d (zero: no
-// bound), a shorter deadline of the client's own kept.
+// bound), a shorter deadline of the client's own kept. A health Watch gets
+// d for its request message only ([watchRequestCtx]).
 func callDeadline(d time.Duration) tap.ServerInHandle {
 	return func(ctx context.Context, info *tap.Info) (context.Context, error) {
-		if d <= 0 || info.FullMethodName == healthWatch {
+		if d <= 0 {
 			return ctx, nil
 		}
 		if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= d {
 			return ctx, nil
 		}
+		if info.FullMethodName == healthWatch {
+			return newWatchRequestCtx(ctx, d), nil
+		}
 		ctx, cancel := context.WithTimeout(ctx, d)
 		_ = cancel // the stream's own context, this one's parent, is cancelled when the stream ends
 		return ctx, nil
 	}
+}
+
+// watchRequestCtx is a health Watch's stream context while its request is
+// awaited: cancelled, its Err DeadlineExceeded, after the read timeout unless
+// [watchRequestBound] stops its timer when the request came. The context
+// callDeadline returns becomes the stream's, and grpc-go's read of the
+// request message waits on it (there is no other way to end that wait: a
+// context derived in the handler is not the one the read waits on), then
+// writes the status of its Err: DeadlineExceeded, as a unary call past its
+// deadline ends. The handler goroutine then returns; no other goroutine is
+// involved (the timer's function only cancels). A context derived from it
+// before the timer fired reports Canceled, not DeadlineExceeded.
+type watchRequestCtx struct {
+	context.Context // cancelled by the timer
+	timer           *time.Timer
+	expired         atomic.Bool // set before the timer cancels
+}
+
+// watchRequestKey is the context key of a *watchRequestCtx.
+type watchRequestKey struct{}
+
+// newWatchRequestCtx returns the context of a health Watch whose request is
+// awaited for at most d.
+func newWatchRequestCtx(parent context.Context, d time.Duration) context.Context {
+	ctx, cancel := context.WithCancel(parent)
+	c := &watchRequestCtx{Context: ctx}
+	c.timer = time.AfterFunc(d, func() {
+		c.expired.Store(true)
+		cancel()
+	})
+	return c
+}
+
+// Err is DeadlineExceeded when the timer cancelled the context.
+func (c *watchRequestCtx) Err() error {
+	err := c.Context.Err()
+	if err != nil && c.expired.Load() {
+		return context.DeadlineExceeded
+	}
+	return err
+}
+
+// Value returns c itself for watchRequestKey.
+func (c *watchRequestCtx) Value(key any) any {
+	if key == (watchRequestKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// watchRequestBound stops a health Watch's request timer once its request
+// message came (the Watch then lives as long as its client watches), and
+// ends a Watch whose request did not come in time with DeadlineExceeded: the
+// generated handler blocks reading the request before Watch runs, so a
+// client that opened a Watch and never sent it held the handler goroutine
+// for the connection's life.
+func watchRequestBound(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	c, ok := ss.Context().Value(watchRequestKey{}).(*watchRequestCtx)
+	if !ok {
+		return handler(srv, ss)
+	}
+	w := &watchStream{ServerStream: ss, timer: c.timer}
+	err := handler(srv, w)
+	if !w.received && !c.timer.Stop() {
+		return errWatchRequestTimeout
+	}
+	return err
+}
+
+// errWatchRequestTimeout ends a health Watch whose request did not come
+// within the read timeout: the status grpc-go writes for a call past its
+// deadline.
+var errWatchRequestTimeout = status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+
+// watchStream is a health Watch's stream until its request came.
+type watchStream struct {
+	grpc.ServerStream
+	timer    *time.Timer
+	received bool // the first RecvMsg returned
+}
+
+// RecvMsg reads m; the first read stops the request timer, and fails when
+// the timer fired first (the stream's context is cancelled then).
+func (s *watchStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if s.received {
+		return err
+	}
+	s.received = true
+	if !s.timer.Stop() {
+		return errWatchRequestTimeout
+	}
+	return err
 }
 
 // newHTTPServer is an HTTP server of h with the plan's timeouts t.

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/tls"
 	"net"
 	"net/http"
@@ -15,6 +16,10 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
@@ -43,63 +48,147 @@ func goroutines(t *testing.T, c *http.Client, base string) int {
 	return 0
 }
 
-// TestGRPCStreamNeverHalfClosedIsBounded: a client opens gRPC Check streams
+// TestGRPCStreamNeverHalfClosedIsBounded: a client opens gRPC streams
 // (HEADERS without END_STREAM) on the gRPC listener and never sends the
 // request message. Each stream holds a handler goroutine blocked on the
 // message; the HTTP listener bounds the same request (headers read, body
 // never sent) by its read timeout (10s + W), and the gRPC listener must bound
-// it too: within 3× the read timeout the streams are gone. grpc-go has no
-// server-side per-call bound and MaxConnectionIdle counts only a connection
-// without streams, so they are held for as long as the client keeps the
-// connection.
+// it too: within 3× the read timeout the streams are gone, each ended with
+// DEADLINE_EXCEEDED. grpc-go has no server-side per-call bound and
+// MaxConnectionIdle counts only a connection without streams, so they were
+// held for as long as the client kept the connection. A health Watch is no
+// exception until its request came (its handler reads the request before
+// Watch runs); once it came, a Watch lives as long as its client watches:
+// one opened before the silent streams still reports the drain after they
+// were ended.
 func TestGRPCStreamNeverHalfClosedIsBounded(t *testing.T) {
-	t.Parallel() // it waits out a timeout: beside the other one
-	dir := t.TempDir()
-	writeFile(t, dir, "jwks.json", testJWKS())
-	cfg := writeFile(t, dir, "cfg.yaml", []byte(`
+	tests := []struct {
+		name string
+		path string
+	}{
+		{"authorization-check", "/envoy.service.auth.v3.Authorization/Check"},
+		{"health-watch", healthWatch},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each waits out a timeout: beside each other and the HTTP/2 one
+			dir := t.TempDir()
+			writeFile(t, dir, "jwks.json", testJWKS())
+			cfg := writeFile(t, dir, "cfg.yaml", []byte(`
 listen: 127.0.0.1:0
 issuers: [{issuer: "https://a.test/", jwks_file: jwks.json}]
 `))
-	p := startBin(t, nil, nil, "serve", "--config", cfg, "--grpc-listen", "127.0.0.1:0")
-	line := p.waitLog(t, "listening")
-	base := "http://" + line["http"].(string)
-	waitReadyz(t, base)
-	before := goroutines(t, http.DefaultClient, base)
+			p := startBin(t, nil, nil, "serve", "--config", cfg, "--grpc-listen", "127.0.0.1:0")
+			line := p.waitLog(t, "listening")
+			base := "http://" + line["http"].(string)
+			addr := line["grpc"].(string)
+			waitReadyz(t, base)
 
-	c, err := net.Dial("tcp", line["grpc"].(string))
+			// A Watch that sent its request, open before the silent streams.
+			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			wctx, wcancel := context.WithCancel(context.Background())
+			defer wcancel()
+			watchOpened := time.Now()
+			watch, err := healthpb.NewHealthClient(conn).Watch(wctx, &healthpb.HealthCheckRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+				t.Fatalf("Watch Recv() = %v, %v; want SERVING", resp.GetStatus(), err)
+			}
+			before := goroutines(t, http.DefaultClient, base)
+
+			const streams = 200
+			ended := silentStreams(t, addr, tt.path, streams)
+			held := reach(15*time.Second, before+streams/2, func() int { return goroutines(t, http.DefaultClient, base) })
+			t.Logf("goroutines: %d before, %d with %d silent streams", before, held, streams)
+			if held < before+streams/2 {
+				t.Fatalf("the streams hold no goroutines (%d before, %d after): the test does not reach the handler", before, held)
+			}
+			readTimeout := 11 * time.Second // 10s + W, W = 1s for a local jwks_file
+			after := settle(3*readTimeout, before+streams/4, func() int { return goroutines(t, http.DefaultClient, base) })
+			if after > before+streams/4 {
+				t.Fatalf("after 3× the read timeout (%s) the %d silent gRPC streams still hold %d goroutines (%d before, %d after)",
+					3*readTimeout, streams, after-before, before, after)
+			}
+			if n := reach(10*time.Second, streams, func() int { return ended()[codes.DeadlineExceeded] }); n != streams {
+				t.Errorf("%d of the %d silent streams ended with DeadlineExceeded (ended: %v)", n, streams, ended())
+			}
+
+			// The Watch outlived the bound and still reports a change.
+			if lived := time.Since(watchOpened); lived < 10*time.Second {
+				t.Fatalf("the Watch lived %s, less than the read timeout: the test proves nothing", lived)
+			}
+			if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if resp, err := watch.Recv(); err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+				t.Errorf("Watch Recv() after SIGTERM, %s after it opened = %v, %v; want NOT_SERVING",
+					time.Since(watchOpened).Round(time.Second), resp.GetStatus(), err)
+			}
+		})
+	}
+}
+
+// silentStreams opens n streams calling path on the gRPC listener at addr
+// (plaintext HTTP/2: HEADERS without END_STREAM) and never sends their
+// request message. It returns a function counting the streams the server
+// ended, by the status code of their grpc-status.
+func silentStreams(t *testing.T, addr, path string, n int) (ended func() map[codes.Code]int) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
 	if _, err := c.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)
 	}
 	fr := http2.NewFramer(c, c)
-	var wmu sync.Mutex // the framer's writes are not safe for concurrent use
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	var (
+		wmu    sync.Mutex // the framer's writes are not safe for concurrent use
+		smu    sync.Mutex
+		status = map[uint32]string{} // grpc-status by stream
+	)
 	wmu.Lock()
 	defer wmu.Unlock()
 	if err := fr.WriteSettings(); err != nil {
 		t.Fatal(err)
 	}
-	go func() { // read and answer the server's frames (SETTINGS ack, pings)
+	go func() { // read and answer the server's frames (SETTINGS ack, pings) until the connection closes
 		for {
 			f, err := fr.ReadFrame()
 			if err != nil {
 				return
 			}
-			if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
-				wmu.Lock()
-				_ = fr.WriteSettingsAck()
-				wmu.Unlock()
+			switch f := f.(type) {
+			case *http2.SettingsFrame:
+				if !f.IsAck() {
+					wmu.Lock()
+					_ = fr.WriteSettingsAck()
+					wmu.Unlock()
+				}
+			case *http2.MetaHeadersFrame:
+				for _, h := range f.RegularFields() {
+					if h.Name == "grpc-status" {
+						smu.Lock()
+						status[f.StreamID] = h.Value
+						smu.Unlock()
+					}
+				}
 			}
 		}
 	}()
-	const streams = 200
 	var hb bytes.Buffer
 	enc := hpack.NewEncoder(&hb)
-	for i := range streams {
+	for i := range n {
 		hb.Reset()
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/envoy.service.auth.v3.Authorization/Check"},
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", path},
 			{":authority", "x"}, {"content-type", "application/grpc"}, {"te", "trailers"}} {
 			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 		}
@@ -107,19 +196,18 @@ issuers: [{issuer: "https://a.test/", jwks_file: jwks.json}]
 			t.Fatal(err)
 		}
 	}
-	wmu.Unlock()
-	time.Sleep(time.Second)
-	wmu.Lock()
-	held := reach(15*time.Second, before+streams/2, func() int { return goroutines(t, http.DefaultClient, base) })
-	t.Logf("goroutines: %d before, %d with %d silent streams", before, held, streams)
-	if held < before+streams/2 {
-		t.Fatalf("the streams hold no goroutines (%d before, %d after): the test does not reach the handler", before, held)
-	}
-	readTimeout := 11 * time.Second // 10s + W, W = 1s for a local jwks_file
-	after := settle(3*readTimeout, before+streams/4, func() int { return goroutines(t, http.DefaultClient, base) })
-	if after > before+streams/4 {
-		t.Fatalf("after 3× the read timeout (%s) the %d silent gRPC streams still hold %d goroutines (%d before, %d after)",
-			3*readTimeout, streams, after-before, before, after)
+	return func() map[codes.Code]int {
+		smu.Lock()
+		defer smu.Unlock()
+		m := map[codes.Code]int{}
+		for _, v := range status {
+			c, err := strconv.ParseUint(v, 10, 32)
+			if err != nil {
+				c = uint64(codes.Unknown)
+			}
+			m[codes.Code(c)]++
+		}
+		return m
 	}
 }
 

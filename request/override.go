@@ -103,7 +103,13 @@ func (o Original) withQueryOverrides(query string) (Original, error) {
 // withOverride adds method m to o.Overrides (kept sorted), unless it is
 // o.Method or listed already.
 func (o Original) withOverride(m string) (Original, error) {
-	if !isToken(m) {
+	if !isToken(m) || strings.IndexByte(m, '!') >= 0 {
+		// '!' is a token character no method has, and what Envoy's
+		// CheckRequest headers map (and so its HTTP authorization
+		// request) holds in place of each byte that is not UTF-8:
+		// "DELETE!" may be "DELETE\xa0", which is no token here and
+		// DELETE to an application that trims a no-break space
+		// (Express's method-override).
 		return Original{}, fmt.Errorf("%w: not a method token", ErrAmbiguousMethod)
 	}
 	m = NormalizeMethod(m)

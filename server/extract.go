@@ -172,13 +172,13 @@ func listsCredential(v, prefix string) bool {
 		if i < 0 {
 			return false
 		}
-		v = strings.TrimLeft(v[i+1:], " \t")
+		v = trimAppSpace(v[i+1:])
 		for _, scheme := range [...]string{"Bearer", "DPoP"} {
 			if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
 				continue
 			}
 			rest := v[len(scheme):]
-			if rest != "" && isTchar(rest[0]) {
+			if rest != "" && isSchemeChar(rest[0]) {
 				continue // another word ("Bearerish")
 			}
 			if strings.HasPrefix(strings.TrimLeft(rest, " \t"), "=") {
@@ -202,19 +202,43 @@ func listsCredential(v, prefix string) bool {
 // character outside base64url is malformed; an opaque one goes to its
 // authorization server); scanning every byte of it here cost the cached
 // path a third of its time.
+//
+// A scheme after bytes an application reads as white space (a no-break
+// space 0xA0 or NEL 0x85: Python's str.split() and strip(), JavaScript's
+// trim()) is malformed too, and '!' counts as such a byte: Envoy's
+// CheckRequest headers map, and the HTTP authorization request built from
+// it, hold '!' in place of each byte that is not UTF-8, so "Bearer!<jwt>"
+// may be "Bearer\xa0<jwt>" at the application.
 func badScheme(v string) bool {
+	lead := trimAppSpace(v)
 	for _, scheme := range [...]string{"Bearer", "DPoP"} {
-		if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+		if len(lead) < len(scheme) || !strings.EqualFold(lead[:len(scheme)], scheme) {
 			continue
 		}
-		rest := v[len(scheme):]
-		if rest != "" && isTchar(rest[0]) {
+		rest := lead[len(scheme):]
+		if rest != "" && isSchemeChar(rest[0]) {
 			continue // another scheme whose name starts alike
 		}
-		return len(rest) < 2 || rest[0] != ' ' || !isToken68Char(rest[1])
+		return len(lead) != len(v) || len(rest) < 2 || rest[0] != ' ' || !isToken68Char(rest[1])
 	}
 	return false
 }
+
+// trimAppSpace returns v without the bytes some application skips as white
+// space before an auth-scheme: ' ', '\t', a lone 0x85 or 0xA0 (Latin-1 NEL
+// and no-break space, as WSGI and Node decode a header), and '!', Envoy's
+// stand-in for a byte that is not UTF-8.
+func trimAppSpace(v string) string {
+	i := 0
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '!' || v[i] == 0x85 || v[i] == 0xa0) {
+		i++
+	}
+	return v[i:]
+}
+
+// isSchemeChar reports whether c continues an auth-scheme's name: a tchar
+// but '!', which may be a byte Envoy replaced (see badScheme).
+func isSchemeChar(c byte) bool { return c != '!' && isTchar(c) }
 
 // isTchar reports whether c is an RFC 9110 tchar.
 func isTchar(c byte) bool {

@@ -247,6 +247,10 @@ func syncDir(dir string) error {
 // Index returns the index the request path checks.
 func (m *Memory) Index() *Index { return m.idx }
 
+// Retention returns how long an entry lives: a token that lives longer
+// outlives the entries that name it.
+func (m *Memory) Retention() time.Duration { return m.opts.Retention }
+
 // Add stores e ([Check] refuses what it refuses, wrapping [ErrInvalid]):
 // it returns once the entry is in the log and fsync'd, as stored (ID,
 // CreatedAt, ExpiresAt, IssuedBefore set). A failed write wraps

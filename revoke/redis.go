@@ -171,6 +171,10 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 // Index returns the index the request path checks.
 func (r *Redis) Index() *Index { return r.idx }
 
+// Retention returns how long an entry lives: a token that lives longer
+// outlives the entries that name it.
+func (r *Redis) Retention() time.Duration { return r.opts.Retention }
+
 func (r *Redis) keys() []string { return []string{r.entriesKey, r.expiryKey, r.versionKey} }
 
 // Add stores e ([Check] refuses what it refuses, wrapping [ErrInvalid]) and

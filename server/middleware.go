@@ -51,7 +51,7 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 		return nil, err
 	}
 	if s.revocations = opts.Revocations; s.revocations != nil {
-		s.revIndex = s.revocations.Index()
+		s.revIndex, s.revRetention = s.revocations.Index(), retentionOf(s.revocations)
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

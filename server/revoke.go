@@ -30,6 +30,15 @@ type Revocations interface {
 	Index() *revoke.Index
 }
 
+// retentionOf returns the retention of a store that reports one (package
+// revoke's stores do), else 0.
+func retentionOf(r Revocations) time.Duration {
+	if rr, ok := r.(interface{ Retention() time.Duration }); ok {
+		return rr.Retention()
+	}
+	return 0
+}
+
 // RevocationClaims are the claims the revocation stage reads besides jti,
 // sub and iat: a verifier of a server with [Options.Revocations] should
 // index them (verify.Options.IndexClaims), so that a cache hit scans
@@ -39,8 +48,9 @@ func RevocationClaims() []string { return []string{"sid", "client_id", "azp"} }
 // errRevoked and errRevocationsStale are the details of the stage's
 // answers.
 var (
-	errRevoked          = fmt.Errorf("%w: the token, its session, subject or client was revoked", verify.ErrRevoked)
-	errRevocationsStale = fmt.Errorf("%w: this replica's copy of the revocations is older than max_staleness", verify.ErrKeysUnavailable)
+	errRevoked             = fmt.Errorf("%w: the token, its session, subject or client was revoked", verify.ErrRevoked)
+	errOutlivesRevocations = fmt.Errorf("%w: the token lives longer than the revocation store keeps an entry (its retention)", verify.ErrLifetimeExceeded)
+	errRevocationsStale    = fmt.Errorf("%w: this replica's copy of the revocations is older than max_staleness", verify.ErrKeysUnavailable)
 )
 
 // revocation checks res, a verified token of its configured issuer, at
@@ -49,6 +59,19 @@ var (
 func (s *Server) revocation(res *verify.Result, now time.Time) error {
 	if s.revIndex == nil {
 		return nil
+	}
+	if r := s.revRetention; r > 0 {
+		// A token living longer than the store keeps an entry would pass
+		// again once the entry naming it is gone (config bounds each
+		// issuer's max_lifetime by the retention; a verifier built by hand
+		// may have none).
+		from := res.IssuedAt
+		if from.IsZero() {
+			from = now
+		}
+		if (res.ExpiresAt.IsZero() && !res.Opaque) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(from) > r) {
+			return &verify.Error{Class: verify.Class(verify.ErrLifetimeExceeded), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: errOutlivesRevocations}
+		}
 	}
 	names := [3]string{"sid", "client_id", "azp"}
 	var vals [3]string

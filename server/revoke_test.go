@@ -127,9 +127,9 @@ func TestRevokedOpaque(t *testing.T) {
 		r.ParseForm()
 		switch r.PostForm.Get("token") {
 		case "opaque-alice":
-			io.WriteString(w, `{"active":true,"sub":"alice","sid":"s-a","exp":4102444800,"iat":`+jsonNumber(epoch.Unix())+`}`)
+			io.WriteString(w, `{"active":true,"sub":"alice","sid":"s-a","exp":`+jsonNumber(epoch.Add(time.Hour).Unix())+`,"iat":`+jsonNumber(epoch.Unix())+`}`)
 		case "opaque-bob":
-			io.WriteString(w, `{"active":true,"sub":"bob","exp":4102444800}`)
+			io.WriteString(w, `{"active":true,"sub":"bob","exp":`+jsonNumber(epoch.Add(time.Hour).Unix())+`}`)
 		default:
 			io.WriteString(w, `{"active":false}`)
 		}

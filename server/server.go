@@ -256,6 +256,7 @@ type Server struct {
 	signals        *signals.Receiver // nil: no signal endpoints
 	revocations    Revocations       // nil: none
 	revIndex       *revoke.Index     // revocations.Index()
+	revRetention   time.Duration     // revocations' retention, 0 unknown: a token living longer is lifetime_exceeded
 
 	drainOnce sync.Once
 	// drained is closed by SetDraining: readiness then says no, and open
@@ -311,7 +312,7 @@ func New(opts Options) (*Server, error) {
 	s.apiAuth = opts.APIAuth
 	s.signals = opts.Signals
 	if s.revocations = opts.Revocations; s.revocations != nil {
-		s.revIndex = s.revocations.Index()
+		s.revIndex, s.revRetention = s.revocations.Index(), retentionOf(s.revocations)
 	}
 	s.policyMetrics, _ = opts.Metrics.(PolicyMetrics)
 	if err := s.setBinding(opts); err != nil {

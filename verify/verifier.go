@@ -643,7 +643,8 @@ func (is *issuer) checkAlg(h *header, tr *trace) (*algSpec, error) {
 }
 
 // checkExp is step 9: an exp of the claims c is after now, less the
-// leeway; an absent exp passes unless the issuer requires it.
+// leeway; an absent exp passes unless the issuer requires it or bounds
+// the lifetime (MaxLifetime).
 func (is *issuer) checkExp(c *claims, now time.Time, tr *trace) error {
 	switch {
 	case c.has(clExp):
@@ -663,6 +664,10 @@ func (is *issuer) checkExp(c *claims, now time.Time, tr *trace) error {
 		}
 	case is.required&clExp != 0:
 		return tr.fail("exp", fmt.Errorf("%w: exp is required", ErrMissingClaim))
+	case is.cfg.MaxLifetime > 0:
+		// A token that never expires outlives any bound, and every
+		// revocation entry that names it.
+		return tr.fail("exp", fmt.Errorf("%w: no exp: the token never expires, above max_lifetime %s", ErrLifetimeExceeded, is.cfg.MaxLifetime))
 	case tr != nil:
 		tr.add("exp", true, "absent, not required")
 	}

@@ -125,7 +125,8 @@ type Issuer struct {
 	// MaxLifetime, if positive, bounds exp − iat: a token (or an
 	// introspection answer) that claims to live longer is
 	// lifetime_exceeded ([ErrLifetimeExceeded]); one without iat is held to
-	// exp − now. Revocation entries live for a retention at least this
+	// exp − now, and a JWT without exp (RequiredClaims not requiring it)
+	// is lifetime_exceeded. Revocation entries live for a retention at least this
 	// long, so that no token outlives an entry that names it. Zero means
 	// no bound.
 	MaxLifetime time.Duration

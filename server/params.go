@@ -3,6 +3,7 @@ package server
 import (
 	"net/url"
 	"strings"
+	"unicode/utf8"
 )
 
 // This file reads one named value from a query string or from the Cookie
@@ -70,7 +71,7 @@ func cookieValue(lines []string, name string) (string, tokenState) {
 			k, v, _ := strings.Cut(part, "=")
 			php = php || inValue(v, name)
 			if k = strings.Trim(k, " \t"); !sameName(k, name, false) {
-				php = php || phpSame(k, name, false)
+				php = php || phpSame(k, name, false) || paddedName(k, name)
 				continue
 			}
 			n++
@@ -93,6 +94,18 @@ func cookieValue(lines []string, name string) (string, tokenState) {
 		return "", tokenMissing
 	}
 	return value, tokenFound
+}
+
+// paddedName reports whether the cookie name k is name between bytes an
+// application may drop from a name's ends: a byte of a character that is
+// not ASCII (Django decodes the header as UTF-8 and strip()s U+00A0 and
+// the other Unicode spaces; a WSGI or Node header is Latin-1, whose 0xA0
+// and 0x85 are white space to Python and JavaScript) or '!', Envoy's
+// stand-in for a byte that is not UTF-8 (badScheme). "access_token\xc2\xa0"
+// is then the cookie access_token to the application and none here.
+func paddedName(k, name string) bool {
+	t := strings.TrimFunc(k, func(r rune) bool { return r >= utf8.RuneSelf || r == '!' })
+	return len(t) != len(k) && strings.EqualFold(strings.Trim(t, " \t"), name)
 }
 
 // sameName reports whether the name k as sent may be read as name: equal

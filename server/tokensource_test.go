@@ -313,6 +313,18 @@ func TestCookiePHPNames(t *testing.T) {
 		{"access_token=GOOD; x=1 access_token=FORGED", tokenAmbiguous},
 		{"x=1, access_token=FORGED; access_token=GOOD", tokenAmbiguous},
 		{"access_token=GOOD; x=a b", tokenFound},
+		// Django strip()s a UTF-8 no-break space (or another Unicode
+		// space) from a name, Python and Node a Latin-1 0xA0 or 0x85;
+		// Envoy hands '!' in place of a byte that is not UTF-8.
+		{"access_token\u00a0=FORGED", tokenAmbiguous},
+		{"\u3000access_token=FORGED; x=1", tokenAmbiguous},
+		{"access_token\xa0=FORGED", tokenAmbiguous},
+		{"\x85access_token=FORGED", tokenAmbiguous},
+		{"access_token!=FORGED", tokenAmbiguous},
+		{"access_token=GOOD; access_token\u00a0=FORGED", tokenAmbiguous},
+		{"access_token\u00e9=x; access_tokens\u00a0=y", tokenAmbiguous},
+		{"acc\u00e9ss_token=x", tokenMissing},
+		{"access_tokens\u00a0=x", tokenMissing},
 	} {
 		t.Run(tt.cookie, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)

@@ -65,6 +65,16 @@ type ReplayStore interface {
 	Use(ctx context.Context, key [32]byte, ttl time.Duration, now time.Time) (fresh bool, err error)
 }
 
+// ReplayLookup is a [ReplayStore] that can also tell whether a key is in
+// use without using it (package replay's stores). A checker over another
+// store than the checker it replaces asks the replaced one's store with it
+// (see [Options.Replaces]).
+type ReplayLookup interface {
+	// Used reports whether key is in use at now. An error means the store
+	// could not tell; the proof is then refused as "could not decide".
+	Used(ctx context.Context, key [32]byte, now time.Time) (bool, error)
+}
+
 // Options configure a [Checker].
 type Options struct {
 	// Algorithms is the allowlist of proof alg values. Empty means
@@ -84,11 +94,19 @@ type Options struct {
 	// [DefaultKeyCacheSize]; negative means none.
 	KeyCacheSize int
 	// Replaces is the checker this one takes over from (a reload), or nil.
-	// When both record proofs in the same Replay store and Replaces
-	// allowed older proofs less long (a smaller MaxAge), the proofs of
-	// Replaces' time stay held to its MaxAge: their replay entries were
-	// stored for that shorter time, so a longer MaxAge would accept each
-	// of them again once its entry is gone. See [Checker.Check].
+	// When Replaces allowed older proofs less long (a smaller MaxAge), the
+	// proofs of Replaces' time stay held to its MaxAge: their replay
+	// entries were stored for that shorter time, so a longer MaxAge would
+	// accept each of them again once its entry is gone. When Replaces
+	// records proofs in another store, and that store is a [ReplayLookup],
+	// it is asked too, read only, about each proof Replaces may have used
+	// (issued no later than the issuer's leeway and a minute after
+	// Replaces was retired, [Checker.Retire]; at most [RetiredMargin]),
+	// for [RetiredWindow] of Replaces' MaxAge; so are
+	// the stores Replaces itself still asked. A store that cannot answer
+	// then refuses those proofs as "could not decide", never accepts
+	// them. The caller keeps such a store open that long. See
+	// [Checker.Check].
 	Replaces *Checker
 }
 
@@ -101,9 +119,33 @@ type Checker struct {
 	replay   ReplayStore
 	b64      *base64.Encoding
 	keys     *keyCache
-	// priors are the shorter MaxAges of the checkers this one replaced
-	// over the same store, oldest first (see [Options.Replaces]).
+	// priors are the shorter MaxAges of the checkers this one replaced,
+	// oldest first (see [Options.Replaces]).
 	priors []*prior
+	// retired are the stores of the checkers this one replaced that are
+	// not its own, asked about the proofs of their time (see
+	// [Options.Replaces]).
+	retired []*retired
+	// retiredAt is the instant (Unix nanoseconds) this checker stopped
+	// taking new checks ([Checker.Retire]), or its successor's first
+	// check; 0 until then.
+	retiredAt atomic.Int64
+}
+
+// retired is the store of a replaced checker over another store, asked
+// whether a proof of its time was used there.
+type retired struct {
+	maxAge time.Duration // the replaced checker's: its entries' lifetime, less the leeway
+	// at is the replaced checker's retiredAt: the proofs it used were
+	// issued no later than at + RetiredMargin.
+	at *atomic.Int64
+	// store is nil once the window is over (a memory store is let go).
+	store atomic.Pointer[retiredStore]
+}
+
+type retiredStore struct {
+	s ReplayStore // for identity: a successor over s itself needs no lookup
+	l ReplayLookup
 }
 
 // prior is the MaxAge of a replaced checker whose proofs' replay entries
@@ -126,6 +168,18 @@ const priorMargin = verify.MaxLeeway + time.Minute
 // priorKept is how long after its since a prior can still decide: beyond
 // it, a proof issued by since + priorMargin is older than any MaxAge.
 const priorKept = priorMargin + MaxMaxAge
+
+// RetiredMargin is how long after a checker was retired ([Checker.Retire])
+// a proof it used may have been issued: the largest leeway, and a minute
+// for the requests it was still checking.
+const RetiredMargin = priorMargin
+
+// RetiredWindow is how long after a checker of maxAge was retired its
+// store may still decide a successor's check over another store: a proof
+// it used was issued by RetiredMargin after, and is older than maxAge
+// (the successor holds it to that MaxAge when its own is longer) once the
+// window is over.
+func RetiredWindow(maxAge time.Duration) time.Duration { return RetiredMargin + maxAge }
 
 // CheckOptions reports whether [New] accepts opts, Replay aside (a command
 // checks its configuration before it builds the store): an error wrapping
@@ -169,17 +223,26 @@ func New(opts Options) (*Checker, error) {
 		keys:     newKeyCache(cmpOr(opts.KeyCacheSize, DefaultKeyCacheSize)),
 	}
 	c.priors = opts.Replaces.priorsFor(c)
+	c.retired = opts.Replaces.retiredFor(c)
 	return c, nil
 }
+
+// Retire records now as the instant c stopped taking new checks: a reload
+// swapped in the checker that replaces it. A successor over another store
+// asks c's store about the proofs issued until their issuer's leeway and a
+// minute after it (at most [RetiredMargin]).
+// Without it, the successor's first check stands for it. Only the first
+// call counts.
+func (c *Checker) Retire(now time.Time) { c.retiredAt.CompareAndSwap(0, now.UnixNano()) }
 
 // priorsFor returns the priors of next, which replaces c: those of c's
 // own that are shorter than next's MaxAge and may still decide, and c's
 // MaxAge when it is shorter than next's. Their MaxAges increase along the
 // list. A prior may no longer decide once a later one was first used
-// priorKept after it. A checker over another store starts with none (that
-// store never saw c's proofs: docs/DECISIONS.md).
+// priorKept after it. They apply over another store too: its lookup in
+// c's store (retiredFor) finds an entry only as long as c kept it.
 func (c *Checker) priorsFor(next *Checker) []*prior {
-	if c == nil || c.replay != next.replay {
+	if c == nil {
 		return nil
 	}
 	var latest int64
@@ -196,6 +259,59 @@ func (c *Checker) priorsFor(next *Checker) []*prior {
 		ps = append(ps, &prior{maxAge: c.maxAge})
 	}
 	return ps
+}
+
+// retiredFor returns the retired stores of next, which replaces c: those
+// c still asks, and c's own store when it is not next's and can be asked
+// (a ReplayLookup), each unless it is next's store.
+func (c *Checker) retiredFor(next *Checker) []*retired {
+	if c == nil {
+		return nil
+	}
+	var rs []*retired
+	for _, r := range c.retired {
+		if st := r.store.Load(); st != nil && st.s != next.replay {
+			rs = append(rs, r)
+		}
+	}
+	if l, ok := c.replay.(ReplayLookup); ok && c.replay != next.replay {
+		r := &retired{maxAge: c.maxAge, at: &c.retiredAt}
+		r.store.Store(&retiredStore{s: c.replay, l: l})
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// retiredInFlight is how long after a checker was retired it may still
+// have been checking a request: one that began before the swap.
+const retiredInFlight = time.Minute
+
+// used asks r's store whether key, of a proof issued at iat with a token
+// of an issuer whose leeway is leeway, was used there, when the proof may
+// have been: issued by leeway + retiredInFlight after r's checker was
+// retired (a proof's iat is at most the leeway ahead of its check), within
+// its window. A later proof never waits on that store, so moving away
+// from a dead one refuses proofs (503) for about that long only. Past the
+// window the store is let go.
+func (r *retired) used(ctx context.Context, key [32]byte, iat, now time.Time, leeway time.Duration) (bool, error) {
+	st := r.store.Load()
+	if st == nil {
+		return false, nil
+	}
+	at := r.at.Load()
+	if at == 0 {
+		r.at.CompareAndSwap(0, now.UnixNano())
+		at = r.at.Load()
+	}
+	since := time.Unix(0, at)
+	switch {
+	case !now.Before(since.Add(RetiredWindow(r.maxAge))):
+		r.store.CompareAndSwap(st, nil)
+		return false, nil
+	case iat.After(since.Add(leeway + retiredInFlight)):
+		return false, nil
+	}
+	return st.l.Used(ctx, key, now)
 }
 
 // CheckAlgorithm reports whether alg may sign a DPoP proof: an algorithm of
@@ -369,7 +485,7 @@ func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace
 	}
 
 	// 10. jti unused (§4.3 10, §11.1), last.
-	if err := c.useJTI(ctx, in.Issuer, pc.jti, now, leeway, tr); err != nil {
+	if err := c.useJTI(ctx, in.Issuer, pc.jti, pc.iat, now, leeway, tr); err != nil {
 		return nil, err
 	}
 	return &Proof{Alg: alg, Thumbprint: key.Thumbprint, JTI: pc.jti, IssuedAt: pc.iat}, nil
@@ -533,16 +649,28 @@ func checkBinding(jkt string, key *cache.Key, tr *trace) error {
 	return nil
 }
 
-// useJTI is step 10: the jti of a proof with a token of issuer was never
-// used; it is remembered from now on for MaxAge plus twice the leeway.
-// One leeway because iat may be that far ahead of now; the other because
-// replicas sharing a store may disagree by up to the leeway (the skew it
-// is there for) while the store (Redis) expires the entry on its own
-// clock: a first use at a replica ahead by it leaves a replica behind
-// accepting the same iat a leeway longer.
-func (c *Checker) useJTI(ctx context.Context, issuer, jti string, now time.Time, leeway time.Duration, tr *trace) error {
+// useJTI is step 10: the jti of a proof with a token of issuer, issued at
+// iat, was never used — in the store, nor in a store of a replaced checker
+// that may have used it (asked first, read only) — and it is remembered
+// from now on for MaxAge plus twice the leeway. One leeway because iat may
+// be that far ahead of now; the other because replicas sharing a store
+// may disagree by up to the leeway (the skew it is there for) while the
+// store (Redis) expires the entry on its own clock: a first use at a
+// replica ahead by it leaves a replica behind accepting the same iat a
+// leeway longer.
+func (c *Checker) useJTI(ctx context.Context, issuer, jti string, iat, now time.Time, leeway time.Duration, tr *trace) error {
+	key := ReplayKey(issuer, jti)
+	for _, r := range c.retired {
+		used, err := r.used(ctx, key, iat, now, leeway)
+		if err != nil {
+			return tr.fail("dpop-jti", fmt.Errorf("%w: the DPoP replay store before the last switch of stores did not answer: %w", verify.ErrKeysUnavailable, err))
+		}
+		if used {
+			return tr.fail("dpop-jti", ErrReplayed) // the same answer as the store's own
+		}
+	}
 	ttl := c.maxAge + 2*leeway
-	fresh, err := c.replay.Use(ctx, ReplayKey(issuer, jti), ttl, now)
+	fresh, err := c.replay.Use(ctx, key, ttl, now)
 	if err != nil {
 		return tr.fail("dpop-jti", fmt.Errorf("%w: the DPoP replay store did not answer: %w", verify.ErrKeysUnavailable, err))
 	}

@@ -379,7 +379,9 @@ func (s *Service) redisClient(p *redisconn.Options) (*redisconn.Client, error) {
 // service's replay store, which it starts when there is none or p asks for
 // another one: another store, bound or Redis client. It replaces replaced
 // (dpop.Options.Replaces): a raised max_age does not outlast the replay
-// entries stored under the shorter one.
+// entries stored under the shorter one, and over another store the checker
+// asks replaced's about the proofs of its time (Reload retires replaced and
+// holds its Redis client: holdReplay).
 func (s *Service) dpopChecker(p *config.DPoP, redisOpts *redisconn.Options, replaced *dpop.Checker) (*dpop.Checker, error) {
 	if p == nil {
 		return nil, nil

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/redisconn"
@@ -21,7 +22,10 @@ const newIssuerWait = 10 * time.Second
 // introspection clients and Redis replay stores of issuers and settings
 // next removed or changed close once those requests are done (after the
 // old plan's HTTP write timeout, or at Close), and their cached verdicts
-// go. Issuers whose settings did not change keep their keys and caches.
+// go. A DPoP replay store that next replaces by another is still asked
+// about the proofs used before the reload (dpop.Options.Replaces): a
+// Redis one is closed after dpop.RetiredWindow of the old max_age, or at
+// Close. Issuers whose settings did not change keep their keys and caches.
 // When next does not build, the old generation keeps serving and Reload
 // returns why. Either way the outcome is counted (jwksverify_reloads_total)
 // and logged. It waits for the first keys of added issuers (at most 10s,
@@ -50,6 +54,12 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 		s.mu.Unlock()
 		b.undo()
 		return nil
+	}
+	if old := prev.server.DPoP(); old != nil {
+		// Before the swap: its successor asks its store about the proofs
+		// it may have used until then (dpop.Checker.Retire).
+		old.Retire(time.Now())
+		s.holdReplay(b.saved, g, old)
 	}
 	s.cur.Store(g)
 	s.commitReplayBound()
@@ -145,14 +155,83 @@ func replaced(prev, g *generation) ([]*jwks.Fetcher, []*introspect.Client) {
 func (s *Service) replacedRedis() []*redisconn.Client {
 	var old, kept []*redisconn.Client
 	for _, c := range s.redisAll {
-		if c == s.redis {
+		switch {
+		case c == s.redis:
 			kept = append(kept, c)
-		} else {
+		case s.handOver(c): // closed when its hold ends
+		default:
 			old = append(old, c)
 		}
 	}
 	s.redisAll = kept
 	return old
+}
+
+// replayHold is the holds of a Redis client under retired replay stores.
+type replayHold struct {
+	n      int  // holds not yet ended
+	orphan bool // a reload replaced the client: its last hold closes it
+}
+
+// holdReplay keeps the Redis client under the replay store of old, the
+// DPoP checker swapped out (retired) now, while its successors may ask that
+// store about the proofs old used (dpop.RetiredWindow of its max_age, and
+// a minute for the requests then running), when next does not record
+// proofs there: another store, or no DPoP. A client that a reload replaces
+// meanwhile is closed when the hold ends; the service's own client stays.
+// saved is the shared state before next was built.
+func (s *Service) holdReplay(saved shared, next *generation, old *dpop.Checker) {
+	c := saved.replayClient
+	if c == nil || (next.server.DPoP() != nil && s.replayStore == saved.replayStore) {
+		return
+	}
+	var end <-chan time.Time
+	if s.holdEnd != nil {
+		end = s.holdEnd(old.MaxAge())
+	} else {
+		t := time.NewTimer(dpop.RetiredWindow(old.MaxAge()) + time.Minute)
+		end = t.C // unstopped: once the hold ends, nothing refers to it and it is collected (Go 1.23)
+	}
+	s.holdMu.Lock()
+	h := s.holds[c]
+	if h == nil {
+		if s.holds == nil {
+			s.holds = make(map[*redisconn.Client]*replayHold)
+		}
+		h = &replayHold{}
+		s.holds[c] = h
+	}
+	h.n++
+	s.holdMu.Unlock()
+	s.retired.Go(func() {
+		select {
+		case <-end:
+		case <-s.stop:
+		}
+		s.holdMu.Lock()
+		h.n--
+		closing := h.n == 0 && h.orphan
+		if h.n == 0 {
+			delete(s.holds, c)
+		}
+		s.holdMu.Unlock()
+		if closing {
+			s.closeRedis([]*redisconn.Client{c})
+		}
+	})
+}
+
+// handOver reports whether c, a client a reload replaced, is held under a
+// retired replay store, and if so leaves its closing to the hold's end.
+func (s *Service) handOver(c *redisconn.Client) bool {
+	s.holdMu.Lock()
+	defer s.holdMu.Unlock()
+	h := s.holds[c]
+	if h == nil {
+		return false
+	}
+	h.orphan = true
+	return true
 }
 
 // restartNeeded lists the settings of next that differ from the running

@@ -91,7 +91,8 @@ type Service struct {
 
 	// The DPoP replay store outlives generations, as the token cache does:
 	// a reload must not forget the proofs already used. A reload that
-	// changes the store's settings starts a new one.
+	// changes the store's settings starts a new one, whose checker asks
+	// the old one about the proofs of its time (holds).
 	replayPlan   *config.DPoP
 	replayStore  dpop.ReplayStore
 	replayClient *redisconn.Client // the Redis client under replayStore, nil for memory
@@ -105,6 +106,18 @@ type Service struct {
 	// redisInUse is the client of the current generation's plan (nil
 	// without Redis), for the metrics, which read it at each scrape.
 	redisInUse atomic.Pointer[redisconn.Client]
+	// holds are the Redis clients kept under the replay store of a
+	// retired DPoP checker, which its successors over another store ask
+	// about the proofs of its time (dpop.Options.Replaces) for
+	// dpop.RetiredWindow (holdReplay). A client that a reload replaced
+	// meanwhile is left out of redisAll (replacedRedis) and closed when
+	// its last hold ends, or at Close.
+	holdMu sync.Mutex
+	holds  map[*redisconn.Client]*replayHold
+	// holdEnd ends the hold of a retired replay store of a checker of
+	// maxAge (nil: a timer of dpop.RetiredWindow and a minute); tests
+	// end it themselves.
+	holdEnd func(maxAge time.Duration) <-chan time.Time
 
 	// The revocation store outlives generations too: it is opened with
 	// the first plan and kept (a reload that changes the revocation
@@ -288,8 +301,8 @@ func (s *Service) Drain() *config.Plan {
 }
 
 // Close stops every fetcher and client, the current generation's and the
-// retired ones, the Redis replay stores and the mint keys file's watch,
-// and waits for them. Serve no
+// retired ones, the Redis replay stores (also those kept for a reload's
+// switch of stores) and the mint keys file's watch, and waits for them. Serve no
 // request after it. It is safe to call more than once.
 func (s *Service) Close() error {
 	s.closed.Do(func() {

@@ -16,7 +16,7 @@ import (
 // may read it: pairs split at '&' and at ';', names compared after
 // percent-decoding ('+' as space) and case-insensitively. Present more than
 // once, with a value that holds a ';' or a malformed escape, or under a name
-// only PHP reads as name (phpSame), it is ambiguous; present once with an
+// only PHP or qs reads as name (phpSame, qsSame), it is ambiguous; present once with an
 // empty value, or absent, it is missing.
 func queryParam(rawQuery, name string) (string, tokenState) {
 	var value string
@@ -27,7 +27,7 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 		for part := range strings.SplitSeq(pair, ";") {
 			k, v, _ := strings.Cut(part, "=")
 			if !sameName(k, name, true) {
-				php = php || phpSame(k, name, true)
+				php = php || phpSame(k, name, true) || qsSame(k, name)
 				continue
 			}
 			n++
@@ -147,6 +147,32 @@ func phpSame(k, name string, query bool) bool {
 	return ok && strings.ContainsAny(d, " .[\x00") && strings.EqualFold(phpName(d), phpName(name))
 }
 
+// qsSame reports whether qs, Express 4's default query parser, reads the
+// query name k as sent as name (or as an object or array under name) when
+// sameName does not: qs decodes a name ('+' as space) and reads a name that
+// starts with a bracket group by that group ("[access_token]",
+// "[access_token]]", "%5Baccess_token%5D" are access_token) and "x[…" as x,
+// a ']' or not ("access_token[" is the object access_token).
+func qsSame(k, name string) bool {
+	if !strings.ContainsAny(k, "[%") {
+		return false
+	}
+	d, ok := unescapeName(k, true)
+	if !ok {
+		return false
+	}
+	i := strings.IndexByte(d, '[')
+	switch {
+	case i > 0:
+		return strings.EqualFold(d[:i], name)
+	case i < 0:
+		return false
+	}
+	inner := d[1:]
+	j := strings.IndexAny(inner, "[]")
+	return j >= 0 && inner[j] == ']' && strings.EqualFold(inner[:j], name)
+}
+
 // phpName is the decoded name k as PHP registers it: cut at its first NUL
 // (PHP reads it as a C string: "access_token%00" is access_token), leading
 // spaces dropped, ' ' and '.' read as '_', and from the first '[' on the
@@ -175,7 +201,9 @@ func phpName(k string) string {
 
 // inValue reports whether the cookie value v holds name= after white space
 // or a ',': Python's http.cookies splits cookies at white space, Tomcat's
-// legacy parser at ',', and each then reads a cookie name there.
+// legacy parser at ',', and each then reads a cookie name there, with white
+// space before its '=' too ("x=1 access_token =FORGED" is access_token to
+// SimpleCookie).
 func inValue(v, name string) bool {
 	for {
 		i := strings.IndexAny(v, ", \t")
@@ -183,7 +211,8 @@ func inValue(v, name string) bool {
 			return false
 		}
 		v = strings.TrimLeft(v[i:], ", \t")
-		if k, _, ok := strings.Cut(v, "="); ok && (sameName(k, name, false) || phpSame(k, name, false)) {
+		k, _, ok := strings.Cut(v, "=")
+		if k = strings.TrimRight(k, " \t"); ok && (sameName(k, name, false) || phpSame(k, name, false)) {
 			return true
 		}
 	}

@@ -325,12 +325,86 @@ func TestCookiePHPNames(t *testing.T) {
 		{"access_token\u00e9=x; access_tokens\u00a0=y", tokenAmbiguous},
 		{"acc\u00e9ss_token=x", tokenMissing},
 		{"access_tokens\u00a0=x", tokenMissing},
+		// Python's http.cookies (3.11; SimpleCookie, which aiohttp, Bottle
+		// and CherryPy read a request's cookies with) splits at white space
+		// and allows white space between a name and its '=':
+		// SimpleCookie().load("x=1 access_token =FORGED") holds
+		// access_token "FORGED" (and so with ", " or a tab before it).
+		{"x=1 access_token =FORGED", tokenAmbiguous},
+		{"x=1, access_token\t= FORGED", tokenAmbiguous},
+		{"access_token=GOOD; x=1 access_token  =FORGED", tokenAmbiguous},
+		{"x=1 access_tokens =y", tokenMissing},
 	} {
 		t.Run(tt.cookie, func(t *testing.T) {
 			r := httptest.NewRequest(http.MethodGet, "/", nil)
 			r.Header.Set("Cookie", tt.cookie)
 			if _, st := cookieValue(r.Header["Cookie"], "access_token"); st != tt.want {
 				t.Errorf("cookieValue() state %v, want %v", st, tt.want)
+			}
+		})
+	}
+}
+
+// TestQueryBracketNames: qs (Express 4's "extended" query parser, its
+// default: express 4.22.3 with qs 6.16.2, and qs 6.17.1) reads a name that
+// starts with a bracketed one as that name: [access_token]=FORGED,
+// %5Baccess_token%5D=FORGED and [access_token]]=FORGED are
+// req.query.access_token "FORGED", and [access_token][x] its object.
+// PHP drops such a name, Python and Node's querystring keep it as sent, so
+// each reading here was no token (an anonymous route let it through) or
+// the other one's token. It counts as the parameter: ambiguous.
+func TestQueryBracketNames(t *testing.T) {
+	for _, tt := range []struct {
+		query string
+		want  tokenState
+	}{
+		{"access_token=GOOD", tokenFound},
+		{"[access_token]=FORGED", tokenAmbiguous},
+		{"%5Baccess_token%5D=FORGED", tokenAmbiguous},
+		{"%5baccess_token%5d=FORGED", tokenAmbiguous},
+		{"[access_token]]=FORGED", tokenAmbiguous},
+		{"[access_token]x=FORGED", tokenAmbiguous},
+		{"[access_token][x]=FORGED", tokenAmbiguous},
+		{"[ACCESS_TOKEN]=FORGED", tokenAmbiguous},
+		{"access_token=GOOD&[access_token]=FORGED", tokenAmbiguous},
+		// qs: req.query.access_token is {"[": "FORGED"} (an array beside GOOD).
+		{"access_token=GOOD&access_token[=FORGED", tokenAmbiguous},
+		// Names qs reads as another parameter.
+		{"access_token=GOOD&[access_tokens]=x", tokenFound},
+		{"access_token=GOOD&[[access_token]]=x", tokenFound},
+		{"access_token=GOOD&x[access_token]=y", tokenFound},
+		{"access_token=GOOD&[access_token=y", tokenFound},
+	} {
+		t.Run(tt.query, func(t *testing.T) {
+			if _, st := queryParam(tt.query, "access_token"); st != tt.want {
+				t.Errorf("queryParam() state %v, want %v", st, tt.want)
+			}
+		})
+	}
+}
+
+// TestAnonymousRouteReadsEveryForm: on a route that allows anonymous
+// requests, a token source in a form an application framework reads (qs's
+// bracketed query name, Python's http.cookies' spaced cookie name) is not
+// "no token": the request is refused malformed, never allowed with the
+// application reading an unverified token.
+func TestAnonymousRouteReadsEveryForm(t *testing.T) {
+	e := newPolicyEnvWith(t, nil, func(o *Options) {
+		o.TokenSources = []TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Cookie: "access_token"}, {Query: "access_token"}}
+	})
+	for _, tt := range []struct{ name, uri, cookie string }{
+		{"qs-bracketed-query", "/public/x?[access_token]=FORGED", ""},
+		{"qs-escaped-bracketed-query", "/public/x?a=1&%5Baccess_token%5D=FORGED", ""},
+		{"simplecookie-spaced-name", "/public/x", "x=1 access_token =FORGED"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := nginxAuthz("GET", tt.uri, "", nil)
+			if tt.cookie != "" {
+				r.Header.Set("Cookie", tt.cookie)
+			}
+			d := e.srv.Decide(t.Context(), forwardAuthCall(e.srv, r))
+			if d.Allowed() || d.Class != "malformed" {
+				t.Errorf("Decide() allowed %v, class %q; want a malformed refusal", d.Allowed(), d.Class)
 			}
 		})
 	}

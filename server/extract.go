@@ -18,6 +18,10 @@ type tokenSource struct {
 	header string   // canonical header name
 	twins  []string // HeaderTwins(header)
 	prefix string
+	// word is prefix without its trailing spaces when prefix names a
+	// scheme of its own ("Token "), held to badWord as Bearer is;
+	// "" for no prefix, Bearer, DPoP (badScheme's) or one without a space.
+	word   string
 	cookie string
 	query  string
 }
@@ -65,6 +69,9 @@ func (s *Server) extract(c *Call) credential {
 	}
 	if !s.readsAuthorization && bearerIn(c.Headers) {
 		return credential{err: errUnreadBearer}
+	}
+	if dpopRepeated(c.Headers) {
+		return credential{err: errAmbiguousToken}
 	}
 	if tok, ok := dpopToken(c.Headers); ok {
 		if s.constraints == nil || s.dpop == nil {
@@ -128,15 +135,36 @@ func (s *Server) malformedScheme(h Headers) bool {
 		}
 	}
 	for i := range s.sources {
-		if hd := s.sources[i].header; hd != "" && hd != "Authorization" {
-			for _, v := range values(h, hd) {
-				if badScheme(v) {
-					return true
-				}
+		src := &s.sources[i]
+		if src.header == "" {
+			continue
+		}
+		for _, v := range values(h, src.header) {
+			if (src.header != "Authorization" && badScheme(v)) || badPrefix(v, src) {
+				return true
 			}
 		}
 	}
 	return false
+}
+
+// badPrefix reports whether v, a value of the header source src, holds
+// src's prefix in a form an application reads and sourceToken does not:
+// after bytes an application skips as white space, or (for a prefix that
+// is a word and a space, "Token ") the word not followed by exactly one
+// space and a token68 character ("Token\t<tok>": Django REST framework's
+// split() reads <tok>, where the prefix did not match and an anonymous
+// route passed the request as one without a token).
+func badPrefix(v string, src *tokenSource) bool {
+	if src.word != "" {
+		return badWord(v, src.word, false)
+	}
+	if src.prefix == "" {
+		return false
+	}
+	lead := trimAppSpace(v)
+	_, ok := cutPrefixFold(lead, src.prefix)
+	return ok && len(lead) != len(v)
 }
 
 // mergedCredential reports whether Authorization, or a header token
@@ -209,19 +237,29 @@ func listsCredential(v, prefix string) bool {
 // CheckRequest headers map, and the HTTP authorization request built from
 // it, hold '!' in place of each byte that is not UTF-8, so "Bearer!<jwt>"
 // may be "Bearer\xa0<jwt>" at the application.
+//
+// A value whose first bytes spell Bearer or DPoP is held to this whatever
+// byte follows the name ("BearerX<jwt>", "Bearer-<jwt>"): no registered
+// scheme starts so, and go-chi/jwtauth up to v5.3.2 read bearer[7:] after
+// comparing only the first six bytes, so the 7th byte was skipped.
 func badScheme(v string) bool {
+	return badWord(v, "Bearer", true) || badWord(v, "DPoP", true)
+}
+
+// badWord reports whether v starts with word (in any case, after bytes an
+// application skips as white space) and is not exactly word, one space and
+// a token68 character. whole: any byte after the word is held to it; else
+// a scheme character after it makes another word ("Tokens").
+func badWord(v, word string, whole bool) bool {
 	lead := trimAppSpace(v)
-	for _, scheme := range [...]string{"Bearer", "DPoP"} {
-		if len(lead) < len(scheme) || !strings.EqualFold(lead[:len(scheme)], scheme) {
-			continue
-		}
-		rest := lead[len(scheme):]
-		if rest != "" && isSchemeChar(rest[0]) {
-			continue // another scheme whose name starts alike
-		}
-		return len(lead) != len(v) || len(rest) < 2 || rest[0] != ' ' || !isToken68Char(rest[1])
+	if len(lead) < len(word) || !strings.EqualFold(lead[:len(word)], word) {
+		return false
 	}
-	return false
+	rest := lead[len(word):]
+	if !whole && rest != "" && isSchemeChar(rest[0]) {
+		return false // another word whose name starts alike
+	}
+	return len(lead) != len(v) || len(rest) < 2 || rest[0] != ' ' || !isToken68Char(rest[1])
 }
 
 // trimAppSpace returns v without the bytes some application skips as white
@@ -306,6 +344,23 @@ func bearerIn(h Headers) bool {
 	return false
 }
 
+// dpopRepeated reports whether Authorization is present more than once with
+// a DPoP credential among its values: dpopToken reads none, and an
+// application reads the first line (node:http keeps the first
+// authorization line, net/http's Header.Get the first value).
+func dpopRepeated(h Headers) bool {
+	v := values(h, "Authorization")
+	if len(v) < 2 {
+		return false
+	}
+	for _, a := range v {
+		if _, ok := cutPrefixFold(trimAppSpace(a), "DPoP"); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // dpopToken returns the token of an Authorization: DPoP header: exactly one
 // Authorization value with the DPoP scheme.
 func dpopToken(h Headers) (string, bool) {
@@ -382,9 +437,26 @@ func newTokenSources(in []TokenSource) ([]tokenSource, error) {
 			header: textproto.CanonicalMIMEHeaderKey(ts.Header),
 			twins:  HeaderTwins(ts.Header),
 			prefix: ts.Prefix,
+			word:   prefixWord(ts.Prefix),
 			cookie: ts.Cookie,
 			query:  ts.Query,
 		})
 	}
 	return out, nil
+}
+
+// prefixWord returns the word of a prefix that is a word and a space
+// ("Token " → "Token"), "" for Bearer and DPoP (badScheme's) and for any
+// other prefix.
+func prefixWord(prefix string) string {
+	w := strings.TrimRight(prefix, " ")
+	if w == "" || len(w) == len(prefix) || strings.EqualFold(w, "Bearer") || strings.EqualFold(w, "DPoP") {
+		return ""
+	}
+	for i := range len(w) {
+		if !isTchar(w[i]) {
+			return ""
+		}
+	}
+	return w
 }

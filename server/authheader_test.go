@@ -1,0 +1,66 @@
+package server
+
+import (
+	"testing"
+)
+
+// TestAuthorizationReadOtherwise: an Authorization value (or values) that
+// jwksverify reads as no token, so that an anonymous route passes it, while
+// an application's own reader finds a token in the same bytes. Each row
+// names the reader and what it returns; each must be malformed (or
+// ambiguous), never "no token".
+func TestAuthorizationReadOtherwise(t *testing.T) {
+	const forged = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJGT1JHRUQifQ.c2ln"
+	for _, tt := range []struct {
+		name    string
+		sources []TokenSource
+		values  []string
+		reader  string // what an application reads
+	}{
+		// go-chi/jwtauth up to v5.3.2 (TokenFromHeader: len > 7 &&
+		// strings.ToUpper(bearer[0:6]) == "BEARER", then bearer[7:]) skips
+		// the 7th byte whatever it is: these return forged.
+		{"jwtauth-bearer-letter", nil, []string{"BearerX" + forged}, "go-chi/jwtauth v5.3.2: " + forged},
+		{"jwtauth-bearer-dash", nil, []string{"Bearer-" + forged}, "go-chi/jwtauth v5.3.2: " + forged},
+		{"jwtauth-bearer-dot", nil, []string{"bearer." + forged}, "go-chi/jwtauth v5.3.2: " + forged},
+		{"jwtauth-bearer-underscore", nil, []string{"BEARER_" + forged}, "go-chi/jwtauth v5.3.2: " + forged},
+		// A header source with its own prefix: Django REST framework 3.14.0's
+		// TokenAuthentication (get_authorization_header(request).split(),
+		// keyword "Token"; run on Django 3.2.25 over a WSGI environ) reads
+		// forged after a tab; Python 3.11's str.split() of the Latin-1
+		// string WSGI hands over also after 0xA0, before or after the word.
+		{"drf-token-tab", []TokenSource{{Header: "Authorization", Prefix: "Token "}}, []string{"Token\t" + forged}, "DRF 3.14.0 TokenAuthentication: " + forged},
+		{"split-x-token-tab", []TokenSource{{Header: "X-Api-Token", Prefix: "Token "}}, []string{"Token\t" + forged}, "str.split(): " + forged},
+		{"split-x-token-nbsp", []TokenSource{{Header: "X-Api-Token", Prefix: "Token "}}, []string{"Token\xa0" + forged}, "str.split() over Latin-1: " + forged},
+		{"split-x-token-leading-space", []TokenSource{{Header: "X-Api-Token", Prefix: "Token "}}, []string{"\xa0Token " + forged}, "str.split() over Latin-1: " + forged},
+		// Authorization not a token source, two DPoP lines: node:http keeps
+		// the first authorization line (a repeated one is discarded) and
+		// express-oauth2-jwt-bearer 1.10.0's getToken (/^(Bearer|DPoP) (.+)$/i)
+		// reads forged; net/http's Header.Get reads the first line too.
+		{"dpop-twice-cookie-source", []TokenSource{{Cookie: "access_token"}}, []string{"DPoP " + forged, "DPoP " + forged}, "express-oauth2-jwt-bearer 1.10.0 on node 20: " + forged},
+		{"dpop-and-basic-cookie-source", []TokenSource{{Cookie: "access_token"}}, []string{"DPoP " + forged, "Basic dXNlcjpwYXNz"}, "express-oauth2-jwt-bearer 1.10.0 on node 20: " + forged},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newPolicyEnvWith(t, nil, func(o *Options) {
+				if tt.sources != nil {
+					o.TokenSources = tt.sources
+				}
+			})
+			r := nginxAuthz("GET", "/public/x", "", nil)
+			hd := "Authorization"
+			if len(tt.sources) == 1 && tt.sources[0].Header != "" {
+				hd = tt.sources[0].Header
+			}
+			for _, v := range tt.values {
+				r.Header.Add(hd, v)
+			}
+			if cred := e.srv.extract(forwardAuthCall(e.srv, r)); cred.missing {
+				t.Errorf("extract() found no token (err %v); %s", cred.err, tt.reader)
+			}
+			d := e.srv.Decide(t.Context(), forwardAuthCall(e.srv, r))
+			if d.Allowed() || d.Class != "malformed" {
+				t.Errorf("Decide() allowed %v, class %q; want a malformed refusal (%s)", d.Allowed(), d.Class, tt.reader)
+			}
+		})
+	}
+}

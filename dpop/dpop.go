@@ -130,6 +130,10 @@ type Checker struct {
 	// taking new checks ([Checker.Retire]), or its successor's first
 	// check; 0 until then.
 	retiredAt atomic.Int64
+	// successor is the checker that replaced this one ([Checker.RetireTo]):
+	// a check still running here after the swap records its proof there,
+	// so that the successor's store decides between the two.
+	successor atomic.Pointer[Checker]
 }
 
 // retired is the store of a replaced checker over another store, asked
@@ -234,6 +238,17 @@ func New(opts Options) (*Checker, error) {
 // Without it, the successor's first check stands for it. Only the first
 // call counts.
 func (c *Checker) Retire(now time.Time) { c.retiredAt.CompareAndSwap(0, now.UnixNano()) }
+
+// RetireTo is Retire, and from now on c's checks still running (requests
+// of the generation swapped out) record their proofs through next, the
+// checker that replaces c (nil: none), as next's own checks do: a proof
+// next accepted is a replay here too, and the other way round.
+func (c *Checker) RetireTo(now time.Time, next *Checker) {
+	c.Retire(now)
+	if next != nil && next != c {
+		c.successor.CompareAndSwap(nil, next)
+	}
+}
 
 // priorsFor returns the priors of next, which replaces c: those of c's
 // own that are shorter than next's MaxAge and may still decide, and c's
@@ -659,6 +674,11 @@ func checkBinding(jkt string, key *cache.Key, tr *trace) error {
 // replica ahead by it leaves a replica behind accepting the same iat a
 // leeway longer.
 func (c *Checker) useJTI(ctx context.Context, issuer, jti string, iat, now time.Time, leeway time.Duration, tr *trace) error {
+	if next := c.successor.Load(); next != nil {
+		// Retired: the successor's store is the one that decides (it asks
+		// this checker's store about the proofs of its time).
+		return next.useJTI(ctx, issuer, jti, iat, now, leeway, tr)
+	}
 	key := ReplayKey(issuer, jti)
 	for _, r := range c.retired {
 		used, err := r.used(ctx, key, iat, now, leeway)

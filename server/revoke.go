@@ -69,7 +69,10 @@ func (s *Server) revocation(res *verify.Result, now time.Time) error {
 		if from.IsZero() {
 			from = now
 		}
-		if (res.ExpiresAt.IsZero() && !res.Opaque) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(from) > r) {
+		// A JWT without iat has no lifetime to bound: exp − now falls
+		// under the retention long after an entry naming it was stored
+		// and forgotten.
+		if (!res.Opaque && (res.ExpiresAt.IsZero() || res.IssuedAt.IsZero())) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(from) > r) {
 			return &verify.Error{Class: verify.Class(verify.ErrLifetimeExceeded), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: errOutlivesRevocations}
 		}
 	}

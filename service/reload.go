@@ -58,7 +58,7 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	if old := prev.server.DPoP(); old != nil {
 		// Before the swap: its successor asks its store about the proofs
 		// it may have used until then (dpop.Checker.Retire).
-		old.Retire(time.Now())
+		old.RetireTo(time.Now(), g.server.DPoP())
 		s.holdReplay(b.saved, g, old)
 	}
 	s.cur.Store(g)

@@ -353,7 +353,9 @@ func newWatchRequestCtx(parent context.Context, d time.Duration) context.Context
 	ctx, cancel := context.WithCancel(parent)
 	c := &watchRequestCtx{Context: ctx}
 	c.timer = time.AfterFunc(d, func() {
-		c.expired.Store(true)
+		if c.Context.Err() == nil { // an Err keeps its first value: not after the client's cancel
+			c.expired.Store(true)
+		}
 		cancel()
 	})
 	return c

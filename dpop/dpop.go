@@ -500,7 +500,7 @@ func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace
 	}
 
 	// 10. jti unused (§4.3 10, §11.1), last.
-	if err := c.useJTI(ctx, in.Issuer, pc.jti, pc.iat, now, leeway, tr); err != nil {
+	if err := c.useJTI(ctx, in.Issuer, pc.jti, pc.iat, now, leeway, c.maxAge, tr); err != nil {
 		return nil, err
 	}
 	return &Proof{Alg: alg, Thumbprint: key.Thumbprint, JTI: pc.jti, IssuedAt: pc.iat}, nil
@@ -673,11 +673,13 @@ func checkBinding(jkt string, key *cache.Key, tr *trace) error {
 // store (Redis) expires the entry on its own clock: a first use at a
 // replica ahead by it leaves a replica behind accepting the same iat a
 // leeway longer.
-func (c *Checker) useJTI(ctx context.Context, issuer, jti string, iat, now time.Time, leeway time.Duration, tr *trace) error {
+func (c *Checker) useJTI(ctx context.Context, issuer, jti string, iat, now time.Time, leeway, maxAge time.Duration, tr *trace) error {
 	if next := c.successor.Load(); next != nil {
 		// Retired: the successor's store is the one that decides (it asks
-		// this checker's store about the proofs of its time).
-		return next.useJTI(ctx, issuer, jti, iat, now, leeway, tr)
+		// this checker's store about the proofs of its time), keeping the
+		// jti for this checker's max_age when it is the longer one: a
+		// request of this generation still running accepts proofs that old.
+		return next.useJTI(ctx, issuer, jti, iat, now, leeway, max(maxAge, next.maxAge), tr)
 	}
 	key := ReplayKey(issuer, jti)
 	for _, r := range c.retired {
@@ -689,7 +691,7 @@ func (c *Checker) useJTI(ctx context.Context, issuer, jti string, iat, now time.
 			return tr.fail("dpop-jti", ErrReplayed) // the same answer as the store's own
 		}
 	}
-	ttl := c.maxAge + 2*leeway
+	ttl := max(maxAge, c.maxAge) + 2*leeway
 	fresh, err := c.replay.Use(ctx, key, ttl, now)
 	if err != nil {
 		return tr.fail("dpop-jti", fmt.Errorf("%w: the DPoP replay store did not answer: %w", verify.ErrKeysUnavailable, err))

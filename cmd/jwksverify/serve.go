@@ -339,9 +339,8 @@ func callDeadline(d time.Duration) tap.ServerInHandle {
 // involved (the timer's function only cancels). A context derived from it
 // before the timer fired reports Canceled, not DeadlineExceeded.
 type watchRequestCtx struct {
-	context.Context // cancelled by the timer
+	context.Context // cancelled by the timer, with DeadlineExceeded as its cause
 	timer           *time.Timer
-	expired         atomic.Bool // set before the timer cancels
 }
 
 // watchRequestKey is the context key of a *watchRequestCtx.
@@ -350,24 +349,20 @@ type watchRequestKey struct{}
 // newWatchRequestCtx returns the context of a health Watch whose request is
 // awaited for at most d.
 func newWatchRequestCtx(parent context.Context, d time.Duration) context.Context {
-	ctx, cancel := context.WithCancel(parent)
+	ctx, cancel := context.WithCancelCause(parent)
 	c := &watchRequestCtx{Context: ctx}
-	c.timer = time.AfterFunc(d, func() {
-		if c.Context.Err() == nil { // an Err keeps its first value: not after the client's cancel
-			c.expired.Store(true)
-		}
-		cancel()
-	})
+	c.timer = time.AfterFunc(d, func() { cancel(context.DeadlineExceeded) })
 	return c
 }
 
-// Err is DeadlineExceeded when the timer cancelled the context.
+// Err is DeadlineExceeded when the timer cancelled the context first, the
+// parent's error when the client's cancel came first: the cause of the
+// first cancellation, which never changes after.
 func (c *watchRequestCtx) Err() error {
-	err := c.Context.Err()
-	if err != nil && c.expired.Load() {
-		return context.DeadlineExceeded
+	if c.Context.Err() == nil {
+		return nil
 	}
-	return err
+	return context.Cause(c.Context)
 }
 
 // Value returns c itself for watchRequestKey.

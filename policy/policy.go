@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"net/textproto"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -171,6 +172,9 @@ type Set struct {
 	list     []*Policy // configured order
 	routes   []route
 	fallback *Policy // default_policy, or anyToken
+	// spelled: some route's path names a byte that is not unreserved, so
+	// Choose also matches the decoded reading ([Set.selectDecoded]).
+	spelled bool
 }
 
 // anyToken is the policy of "a valid token of any configured issuer is
@@ -205,6 +209,7 @@ func New(opts Options) (*Set, error) {
 			return nil, fmt.Errorf("%w: routes[%d].%s", ErrInvalid, i, err)
 		}
 		s.routes = append(s.routes, r)
+		s.spelled = s.spelled || r.dsegs != nil
 	}
 	s.fallback = anyToken
 	if opts.DefaultPolicy != "" {
@@ -374,6 +379,22 @@ func (s *Set) selectRoute(o request.Original) (*Policy, int) {
 	return s.fallback, -1
 }
 
+// selectDecoded is the index of the first route that matches o with its
+// path and the routes' patterns percent-decoded (as Werkzeug and
+// find-my-way route), or -1 (-2 when the path does not decode).
+func (s *Set) selectDecoded(o request.Original) int {
+	decoded, err := url.PathUnescape(o.Path)
+	if err != nil {
+		return -2
+	}
+	for i := range s.routes {
+		if s.routes[i].matchDecoded(o, decoded) {
+			return i
+		}
+	}
+	return -1
+}
+
 // How [Set.Choose] chose a policy ([Choice.By]).
 const (
 	ByName    = "name"    // named explicitly (/v1/policy/<name>, gRPC context_extensions, /v1/verify, the CLI's --policy)
@@ -417,6 +438,11 @@ func (s *Set) Choose(name string, o request.Original, oerr error) (Choice, error
 		return Choice{By: ByRoute, Route: -1}, ErrUnrouted
 	}
 	p, i := s.selectRoute(o)
+	if s != nil && s.spelled && s.selectDecoded(o) != i {
+		// The route a router that decodes the path first runs it under is
+		// another one: ambiguous, refused rather than decoded.
+		return Choice{By: ByRoute, Route: -1}, ErrAmbiguous
+	}
 	if i < 0 {
 		return Choice{Policy: p, By: ByDefault, Route: -1}, nil
 	}

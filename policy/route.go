@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -14,8 +15,15 @@ type route struct {
 	methods []string // nil: any
 	host    string   // "": any; normalized
 	segs    []string // the pattern's segments after the leading '/'; "*" matches one non-empty segment
-	subtree bool     // the pattern ended in "/**": itself and everything below
-	pattern string   // the path pattern as configured ("/**" for an empty one)
+	// dsegs are segs percent-decoded, when a segment holds a byte that is
+	// not unreserved (a sub-delim, ':', '@', '%', a byte >= 0x80): a
+	// request spelling it otherwise is another path to routers that match
+	// the raw target (Express, koa) and the same one to routers that decode
+	// it first (Werkzeug, find-my-way). nil when the pattern has one
+	// spelling.
+	dsegs   []string
+	subtree bool   // the pattern ended in "/**": itself and everything below
+	pattern string // the path pattern as configured ("/**" for an empty one)
 	policy  *Policy
 }
 
@@ -57,6 +65,20 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 		return route{}, fmt.Errorf("path: %q: %w", rt.Path, err)
 	}
 	r.segs, r.subtree, r.pattern = segs, subtree, path
+	for _, seg := range segs {
+		if seg == "*" || !hasSpelling(seg) {
+			continue
+		}
+		r.dsegs = make([]string, len(segs))
+		for i, seg := range segs {
+			d, err := url.PathUnescape(seg)
+			if err != nil || (d == "*" && seg != "*") {
+				return route{}, fmt.Errorf("path: %q: a segment that does not decode to one literal", rt.Path)
+			}
+			r.dsegs[i] = d
+		}
+		break
+	}
 	return r, nil
 }
 
@@ -91,6 +113,34 @@ func compilePath(pattern string) ([]string, bool, error) {
 		return nil, false, fmt.Errorf("'/**' after a trailing '/'")
 	}
 	return segs, subtree, nil
+}
+
+// hasSpelling reports whether seg holds a byte that is not unreserved
+// (RFC 3986 §2.3), so that a request can name it in another spelling.
+func hasSpelling(seg string) bool {
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return true
+		}
+	}
+	return false
+}
+
+// matchDecoded reports whether r matches o with its path decoded: the
+// reading of routers that percent-decode the target before routing.
+func (r *route) matchDecoded(o request.Original, decoded string) bool {
+	if r.methods != nil && !slices.Contains(r.methods, o.Method) {
+		return false
+	}
+	if r.host != "" && r.host != o.Host {
+		return false
+	}
+	segs := r.segs
+	if r.dsegs != nil {
+		segs = r.dsegs
+	}
+	return matchPath(segs, r.subtree, decoded)
 }
 
 // match reports whether r matches o (method, host, normalized path).

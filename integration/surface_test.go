@@ -254,6 +254,8 @@ func TestSurfaceClaimValuesSentEmpty(t *testing.T) {
 		{"surrounding-spaces", "  admin ", "a", "", "a"},
 		{"del", "ad\u007fmin", "a", "", "a"},
 		{"element-with-separator", "bob", []string{"eng admin"}, "bob", ""},
+		{"element-with-unicode-space", "bob", []string{"eng\u00a0admin"}, "bob", ""},
+		{"element-with-latin1-space-byte", "bob", []string{"users", "eng\u00e0admin"}, "bob", ""},
 		{"over-1KiB", strings.Repeat("a", 1025), "a", "", "a"},
 		{"exactly-1KiB", strings.Repeat("a", 1024), "a", strings.Repeat("a", 1024), "a"},
 	}

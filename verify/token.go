@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 )
 
 // header is a decoded JOSE header. Immutable once built: it is shared
@@ -344,9 +347,12 @@ func extract(s string, want []string) map[string]string {
 // is "", never altered: two different claims must never become the same
 // header (ad\u0000min and admin). That is a value holding a control
 // character, starting or ending with a space, longer than MaxExtractedLen
-// bytes, or an array element that holds a space (["eng admin"] would read
-// as ["eng","admin"]).
+// bytes, or an array element that a list split could cut (["eng admin"] or
+// ["eng\u00a0admin"] would read as ["eng","admin"]: splitsAsList).
 func headerValue(v string) string {
+	if hasLoneSurrogate(v) {
+		return "" // decodes to U+FFFD, as \ud800, \udfff and \ufffd all do
+	}
 	var out string
 	switch v[0] {
 	case '"':
@@ -358,7 +364,7 @@ func headerValue(v string) string {
 			break
 		}
 		for _, it := range items {
-			if strings.ContainsRune(it, ' ') {
+			if splitsAsList(it) {
 				return ""
 			}
 		}
@@ -375,6 +381,53 @@ func headerValue(v string) string {
 		}
 	}
 	return out
+}
+
+// hasLoneSurrogate reports whether the validated JSON value v holds a
+// \u escape of a surrogate that is not half of a pair.
+func hasLoneSurrogate(v string) bool {
+	for i := 0; i+1 < len(v); i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		i++
+		if v[i] != 'u' || i+4 >= len(v) {
+			continue
+		}
+		r := jsonscan.Hex4(v[i+1:])
+		i += 4
+		switch {
+		case r < 0xd800 || r > 0xdfff:
+		case r <= 0xdbff && i+6 < len(v) && v[i+1] == '\\' && v[i+2] == 'u':
+			if r2 := jsonscan.Hex4(v[i+3:]); r2 < 0xdc00 || r2 > 0xdfff {
+				return true
+			}
+			i += 6
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// splitsAsList reports whether an array element could be cut in two by an
+// application splitting the joined header at white space: a space, any
+// Unicode white space (Go's strings.Fields, Python's str.split(),
+// JavaScript's /\s+/ cut at U+00A0, U+2000..U+200A, U+3000, U+FEFF, ...),
+// or a byte 0x85 or 0xA0 of any UTF-8 sequence (à is C3 A0), which is white
+// space to Python and Node, which decode header bytes as Latin-1.
+func splitsAsList(it string) bool {
+	for i := 0; i < len(it); i++ {
+		if c := it[i]; c == ' ' || c == 0x85 || c == 0xa0 {
+			return true
+		}
+	}
+	for _, r := range it {
+		if r >= utf8.RuneSelf && (unicode.IsSpace(r) || r == '\ufeff') {
+			return true
+		}
+	}
+	return false
 }
 
 // compact removes insignificant white space from validated JSON.

@@ -390,6 +390,9 @@ func Unescape(s string) string {
 	return string(b)
 }
 
+// Hex4 reads the four hex digits of a \u escape the scanner has validated.
+func Hex4(s string) rune { return hex4(s) }
+
 // hex4 reads four hex digits that str has validated.
 func hex4(s string) rune {
 	return hexVal(s[0])<<12 | hexVal(s[1])<<8 | hexVal(s[2])<<4 | hexVal(s[3])

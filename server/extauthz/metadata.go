@@ -1,7 +1,11 @@
 package extauthz
 
 import (
+	"bytes"
 	"encoding/json"
+	"math/big"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -102,6 +106,40 @@ func (c *metaCache) entry(res *verify.Result) (*metaEntry, []byte) {
 	return e, raw
 }
 
+// exactNumbers returns v, a value decoded with UseNumber, for a Struct: a
+// number as a double, but an integer a double cannot hold exactly (beyond
+// 2^53: a snowflake user id) as the string of its literal, so that two
+// different ids never reach Envoy as one number (9007199254740993 was
+// 9007199254740992); a number beyond a double's range likewise.
+func exactNumbers(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = exactNumbers(e)
+		}
+		return v
+	case []any:
+		for i, e := range v {
+			v[i] = exactNumbers(e)
+		}
+		return v
+	case json.Number:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return string(v) // beyond a double's range
+		}
+		if !strings.ContainsAny(string(v), ".eE") {
+			if i, ok := new(big.Int).SetString(string(v), 10); ok {
+				if exact, _ := big.NewFloat(f).Int(nil); exact.Cmp(i) != 0 {
+					return string(v)
+				}
+			}
+		}
+		return f
+	}
+	return v
+}
+
 // encodeFields marshals a Struct holding res's "issuer" and "claims". A
 // Struct's only field is its map, so the encoding is exactly the map's
 // entries, which another Struct can carry as unknown fields: a decoder
@@ -109,8 +147,10 @@ func (c *metaCache) entry(res *verify.Result) (*metaEntry, []byte) {
 func encodeFields(res *verify.Result) []byte {
 	fields := map[string]*structpb.Value{"issuer": structpb.NewStringValue(res.Issuer)}
 	var m map[string]any
-	if err := json.Unmarshal(res.Claims, &m); err == nil && m != nil {
-		if claims, err := structpb.NewStruct(m); err == nil {
+	dec := json.NewDecoder(bytes.NewReader(res.Claims))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err == nil && m != nil {
+		if claims, err := structpb.NewStruct(exactNumbers(m).(map[string]any)); err == nil {
 			fields["claims"] = structpb.NewStructValue(claims)
 		}
 	}

@@ -33,12 +33,14 @@ func decodeMetadata(t *testing.T, md *structpb.Struct) map[string]*structpb.Valu
 
 // TestDynamicMetadata: on the wire the OK answer's metadata holds policy,
 // issuer and the claims as protobuf reads them from JSON (numbers as
-// doubles), for a fresh and for a cached Result alike; an anonymous answer
-// has the policy only.
+// doubles), but an integer a double cannot hold exactly as the string of
+// its literal (9007199254740993 was 9007199254740992: two snowflake ids
+// became one), for a fresh and for a cached Result alike; an anonymous
+// answer has the policy only.
 func TestDynamicMetadata(t *testing.T) {
-	claims := json.RawMessage(`{"iss":"https://idp.example.com/","sub":"u1","n":3,"big":9007199254740993,"f":1.5,"ok":true,"nil":null,"groups":["a","b"],"o":{"k":"v"}}`)
+	claims := json.RawMessage(`{"iss":"https://idp.example.com/","sub":"u1","n":3,"big":9007199254740993,"ids":[9007199254740992,-9007199254740993,1e400],"f":1.5,"e":2e3,"ok":true,"nil":null,"groups":["a","b"],"o":{"k":"v","id":1152921504606846977}}`)
 	wantClaims := &structpb.Struct{}
-	if err := wantClaims.UnmarshalJSON(claims); err != nil {
+	if err := wantClaims.UnmarshalJSON([]byte(`{"iss":"https://idp.example.com/","sub":"u1","n":3,"big":"9007199254740993","ids":[9007199254740992,"-9007199254740993","1e400"],"f":1.5,"e":2000,"ok":true,"nil":null,"groups":["a","b"],"o":{"k":"v","id":"1152921504606846977"}}`)); err != nil {
 		t.Fatal(err)
 	}
 	a := &authzGRPC{}

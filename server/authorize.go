@@ -138,19 +138,28 @@ type overrideChoice struct {
 }
 
 // overridden returns the original request o (when known) as each method
-// its overrides name would run it (request.Original.Overrides), with the
+// its overrides name would run it (request.Original.Overrides), and a HEAD
+// request as GET (Express, Flask, Rails and Go's ServeMux run a HEAD with
+// the GET handler, whose side effects and headers it has), each with the
 // policy that named (or else the routes) chooses for it; nil (without
 // allocating) when there are none.
 func (s *Server) overridden(named string, o request.Original, known bool) []overrideChoice {
-	if !known || o.Overrides == "" {
+	head := o.Method == http.MethodHead
+	if !known || (o.Overrides == "" && !head) {
 		return nil
 	}
 	var out []overrideChoice
-	for m := range strings.FieldsSeq(o.Overrides) {
+	add := func(m string) {
 		o := o
 		o.Method, o.Overrides = m, ""
 		c, err := s.policies.Choose(named, o, nil)
 		out = append(out, overrideChoice{o, c.Policy, err})
+	}
+	for m := range strings.FieldsSeq(o.Overrides) {
+		add(m)
+	}
+	if head && !slices.Contains(strings.Fields(o.Overrides), http.MethodGet) {
+		add(http.MethodGet)
 	}
 	return out
 }
@@ -183,7 +192,11 @@ func overridesAllow(d Decision, st *policyStage) (*policy.Policy, string, error)
 			if errors.As(err, &dn) {
 				req = dn.Requirement
 			}
-			return c.p, req, fmt.Errorf("method override %s: %w", c.o.Method, err)
+			how := "method override " + c.o.Method
+			if st.o.Method == http.MethodHead && c.o.Method == http.MethodGet {
+				how = "HEAD runs as GET"
+			}
+			return c.p, req, fmt.Errorf("%s: %w", how, err)
 		}
 	}
 	return nil, "", nil

@@ -395,6 +395,46 @@ func (s *Set) selectDecoded(o request.Original) int {
 	return -1
 }
 
+// decodedPolicy is the policy of route index i of selectDecoded: the
+// fallback for -1, nil (never a chosen policy) for -2. Only the policy
+// can differ between the two readings, so an encoded ':' that reaches
+// another route of the same policy is not refused.
+func (s *Set) decodedPolicy(i int) *Policy {
+	switch {
+	case i >= 0:
+		return s.routes[i].policy
+	case i == -1:
+		return s.fallback
+	}
+	return nil
+}
+
+// AlsoAs returns the methods, besides o.Method, an application may run
+// the request o as, each of which must be allowed too (the server and the
+// CLI decide each under the policy [Set.Choose] gives it): those its
+// overrides name (request.Original.Overrides), and GET for a HEAD, since
+// Express, Flask, Rails and Go's ServeMux run a HEAD with the GET handler —
+// unless route, the index of the route chosen for o (-1: none), names HEAD
+// in its methods: an operator who routes HEAD on its own meant it (an
+// application that registers a HEAD handler runs that one). Nil, without
+// allocating, when there are none.
+func (s *Set) AlsoAs(o request.Original, route int) []string {
+	head := o.Method == "HEAD"
+	if o.Overrides == "" && !head {
+		return nil
+	}
+	out := strings.Fields(o.Overrides)
+	if head && !slices.Contains(out, "GET") && !s.routeNames(route, "HEAD") {
+		out = append(out, "GET")
+	}
+	return out
+}
+
+// routeNames reports whether route i lists method in its methods.
+func (s *Set) routeNames(i int, method string) bool {
+	return s != nil && i >= 0 && i < len(s.routes) && slices.Contains(s.routes[i].methods, method)
+}
+
 // How [Set.Choose] chose a policy ([Choice.By]).
 const (
 	ByName    = "name"    // named explicitly (/v1/policy/<name>, gRPC context_extensions, /v1/verify, the CLI's --policy)
@@ -438,7 +478,7 @@ func (s *Set) Choose(name string, o request.Original, oerr error) (Choice, error
 		return Choice{By: ByRoute, Route: -1}, ErrUnrouted
 	}
 	p, i := s.selectRoute(o)
-	if s != nil && s.spelled && s.selectDecoded(o) != i {
+	if s != nil && s.spelled && s.decodedPolicy(s.selectDecoded(o)) != p {
 		// The route a router that decodes the path first runs it under is
 		// another one: ambiguous, refused rather than decoded.
 		return Choice{By: ByRoute, Route: -1}, ErrAmbiguous

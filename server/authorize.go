@@ -89,7 +89,7 @@ func (s *Server) choosePolicy(c *Call) policyStage {
 		st.name = st.p.Name()
 	}
 	if err == nil {
-		st.overrides = s.overridden(c.Policy, o, st.known)
+		st.overrides = s.overridden(c.Policy, o, st.known, ch.Route)
 		st.anonymous = st.p.AllowAnonymous() && overridesAnonymous(st.overrides)
 	}
 	return st
@@ -137,29 +137,21 @@ type overrideChoice struct {
 	err error
 }
 
-// overridden returns the original request o (when known) as each method
-// its overrides name would run it (request.Original.Overrides), and a HEAD
-// request as GET (Express, Flask, Rails and Go's ServeMux run a HEAD with
-// the GET handler, whose side effects and headers it has), each with the
-// policy that named (or else the routes) chooses for it; nil (without
-// allocating) when there are none.
-func (s *Server) overridden(named string, o request.Original, known bool) []overrideChoice {
-	head := o.Method == http.MethodHead
-	if !known || (o.Overrides == "" && !head) {
+// overridden returns the original request o (when known) as each other
+// method an application may run it as (policy.Set.AlsoAs: those its
+// overrides name, and GET for a HEAD unless route, the route chosen for
+// it, names HEAD), with the policy that named (or else the routes) chooses
+// for it; nil (without allocating) when there are none.
+func (s *Server) overridden(named string, o request.Original, known bool, route int) []overrideChoice {
+	if !known {
 		return nil
 	}
 	var out []overrideChoice
-	add := func(m string) {
+	for _, m := range s.policies.AlsoAs(o, route) {
 		o := o
 		o.Method, o.Overrides = m, ""
 		c, err := s.policies.Choose(named, o, nil)
 		out = append(out, overrideChoice{o, c.Policy, err})
-	}
-	for m := range strings.FieldsSeq(o.Overrides) {
-		add(m)
-	}
-	if head && !slices.Contains(strings.Fields(o.Overrides), http.MethodGet) {
-		add(http.MethodGet)
 	}
 	return out
 }

@@ -337,6 +337,17 @@ type policyDecision struct {
 	step   verify.Step
 	o      request.Original
 	oerr   error
+	// also are the other methods the server decides the request as too
+	// (policy.Set.AlsoAs: GET for a HEAD), each with its choice.
+	also []alsoChoice
+}
+
+// alsoChoice is the original request as another method an application
+// may run it as, with the policy chosen for it or why none was.
+type alsoChoice struct {
+	o      request.Original
+	choice policy.Choice
+	err    error
 }
 
 // choosePolicy chooses the policy of the flags; its step says which and how.
@@ -352,6 +363,14 @@ func choosePolicy(set *policy.Set, f verifyFlags) policyDecision {
 		}
 	}
 	d.choice, d.err = set.Choose(f.policy, d.o, d.oerr)
+	if d.err == nil && d.oerr == nil {
+		for _, m := range set.AlsoAs(d.o, d.choice.Route) {
+			o := d.o
+			o.Method, o.Overrides = m, ""
+			c, err := set.Choose(f.policy, o, nil)
+			d.also = append(d.also, alsoChoice{o, c, err})
+		}
+	}
 	c := d.choice
 	d.step = verify.Step{Check: "policy", OK: d.err == nil}
 	switch {
@@ -382,7 +401,23 @@ func (d policyDecision) decide(res *verify.Result) ([]verify.Step, error) {
 		return steps, d.err
 	}
 	psteps, err := d.choice.Policy.Explain(res, policy.Request{Original: d.o, Known: d.oerr == nil})
-	return append(steps, psteps...), err
+	steps = append(steps, psteps...)
+	if err != nil {
+		return steps, err
+	}
+	// As the server: every other method the request may run as must be
+	// allowed too (a HEAD runs as GET).
+	for _, a := range d.also {
+		how := fmt.Sprintf("%s runs as %s", d.o.Method, a.o.Method)
+		if a.err != nil {
+			return append(steps, verify.Step{Check: "policy", Detail: how + ": " + a.err.Error()}), a.err
+		}
+		asteps, err := a.choice.Policy.Explain(res, policy.Request{Original: a.o, Known: true})
+		if err != nil {
+			return append(append(steps, verify.Step{Check: "policy", OK: true, Detail: how + ": " + a.choice.Policy.Name()}), asteps...), err
+		}
+	}
+	return steps, nil
 }
 
 // writeAuthorized prints the result of a decision under a policy as the

@@ -141,6 +141,12 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 		d.unminted = s.mintHeader
 	}
 	d.Policy, d.authorized = cmp.Or(d.forbiddenBy, pol.name), pol.run
+	if d.forbiddenBy != "" {
+		// The policy of another method the request runs as (HEAD as GET, a
+		// method override) refused it: the label and the log line name it,
+		// as the 403's challenge and Decision.Policy do.
+		pol.label = d.forbiddenBy
+	}
 	s.render(&d)
 	s.observe(ctx, c, &d, &pol, &bc, now, cred.token)
 	return d

@@ -62,18 +62,8 @@ routes:
   - {path: /orders/**, policy: orders-read}
 `
 	s := startPlan(t, doc, dir)
-	lis := bufconn.Listen(1 << 20)
-	g := grpc.NewServer()
-	s.RegisterGRPC(g)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return &diffService{svc: s, grpc: authv3.NewAuthorizationClient(cc)}
+	gc := grpcClient(t, s)
+	return &diffService{svc: s, grpc: gc}
 }
 
 // startPlan starts the service of the configuration doc (relative paths
@@ -446,4 +436,22 @@ func TestServiceMiddlewareDPoP(t *testing.T) {
 			}
 		})
 	}
+}
+
+// grpcClient serves s's gRPC Check on an in-memory listener for the test's
+// life and returns a client of it.
+func grpcClient(t *testing.T, s *Service) authv3.AuthorizationClient {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	g := grpc.NewServer()
+	s.RegisterGRPC(g)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return authv3.NewAuthorizationClient(cc)
 }

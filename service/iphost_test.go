@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,9 +12,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 )
 
 // newIPRouteService starts a service behind proxy whose routes give the
@@ -43,18 +39,8 @@ routes:
   - {path: /**, policy: lax}
 `
 	s := startPlan(t, doc, dir)
-	lis := bufconn.Listen(1 << 20)
-	g := grpc.NewServer()
-	s.RegisterGRPC(g)
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cc, err := grpc.NewClient("passthrough:///buf", grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cc.Close() })
-	return s, authv3.NewAuthorizationClient(cc)
+	gc := grpcClient(t, s)
+	return s, gc
 }
 
 // TestIPHostSpellingsDifferential: a route for 127.0.0.1 (and one for ::1)

@@ -172,12 +172,15 @@ func FuzzTokenSources(f *testing.F) {
 				t.Fatalf("state %v with token %q", st, tok)
 			}
 			// No token at all is missing_token; one that is there but
-			// ambiguous or malformed is malformed.
+			// ambiguous or malformed is malformed, and so is a header that
+			// spells a source's scheme without its token ("Bearer" alone:
+			// malformedScheme, whatever the sources found).
+			c := forwardAuthCall(e.srv, r)
 			want := "malformed"
-			if st == tokenMissing {
+			if st == tokenMissing && !e.srv.malformedScheme(c.Headers) {
 				want = "missing_token"
 			}
-			d := e.srv.Decide(r.Context(), forwardAuthCall(e.srv, r))
+			d := e.srv.Decide(r.Context(), c)
 			if d.Class != want || d.Allowed() {
 				t.Fatalf("no single token (state %v), decision class %q, want %s", st, d.Class, want)
 			}

@@ -106,13 +106,6 @@ func (d *downLookup) Used(context.Context, [32]byte, time.Time) (bool, error) {
 // proofs of its time and is not asked about later ones.
 func TestSwitchedStoreKeepsReplays(t *testing.T) {
 	jkt := thumb(t, testkeys.EC256A)
-	mem := func(t *testing.T) *replay.Memory {
-		m, err := replay.NewMemory(100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
 	reloadAt := t0.Add(5 * time.Second)
 	at := func(jti string, iat time.Time) string {
 		return proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": jti, "iat": iat.Unix()})
@@ -131,27 +124,27 @@ func TestSwitchedStoreKeepsReplays(t *testing.T) {
 	}
 
 	t.Run("switch", func(t *testing.T) {
-		old := newChecker(t, dpop.Options{Replay: mem(t)})
+		old := newChecker(t, dpop.Options{Replay: memStore(t)})
 		used := at("used-before", t0)
 		use(t, old, used, t0, nil)
 		old.Retire(reloadAt)
-		next := newChecker(t, dpop.Options{Replay: mem(t), Replaces: old})
+		next := newChecker(t, dpop.Options{Replay: memStore(t), Replaces: old})
 		use(t, next, used, reloadAt.Add(time.Second), dpop.ErrReplayed)
 		fresh := at("fresh", reloadAt)
 		use(t, next, fresh, reloadAt.Add(time.Second), nil)
 		use(t, next, fresh, reloadAt.Add(2*time.Second), dpop.ErrReplayed) // recorded in the new store
 	})
 	t.Run("second-switch", func(t *testing.T) {
-		first := newChecker(t, dpop.Options{Replay: mem(t)})
+		first := newChecker(t, dpop.Options{Replay: memStore(t)})
 		usedFirst := at("used-first", t0)
 		use(t, first, usedFirst, t0, nil)
 		first.Retire(reloadAt)
-		second := newChecker(t, dpop.Options{Replay: mem(t), Replaces: first})
+		second := newChecker(t, dpop.Options{Replay: memStore(t), Replaces: first})
 		usedSecond := at("used-second", reloadAt)
 		use(t, second, usedSecond, reloadAt, nil)
 		again := reloadAt.Add(10 * time.Second)
 		second.Retire(again)
-		third := newChecker(t, dpop.Options{Replay: mem(t), Replaces: second})
+		third := newChecker(t, dpop.Options{Replay: memStore(t), Replaces: second})
 		use(t, third, usedFirst, again.Add(time.Second), dpop.ErrReplayed)
 		use(t, third, usedSecond, again.Add(time.Second), dpop.ErrReplayed)
 	})
@@ -159,7 +152,7 @@ func TestSwitchedStoreKeepsReplays(t *testing.T) {
 		down := &downLookup{}
 		old := newChecker(t, dpop.Options{Replay: down})
 		old.Retire(reloadAt)
-		next := newChecker(t, dpop.Options{Replay: mem(t), Replaces: old})
+		next := newChecker(t, dpop.Options{Replay: memStore(t), Replaces: old})
 		use(t, next, at("before", t0), reloadAt, verify.ErrKeysUnavailable)
 		margin := reloadAt.Add(30*time.Second + time.Minute) // the input's leeway, and a minute
 		use(t, next, at("within-margin", margin), margin, verify.ErrKeysUnavailable)
@@ -172,10 +165,20 @@ func TestSwitchedStoreKeepsReplays(t *testing.T) {
 	})
 	t.Run("not-retired", func(t *testing.T) {
 		// Without Retire, the successor's first check stands for it.
-		old := newChecker(t, dpop.Options{Replay: mem(t)})
+		old := newChecker(t, dpop.Options{Replay: memStore(t)})
 		used := at("used-before", t0)
 		use(t, old, used, t0, nil)
-		next := newChecker(t, dpop.Options{Replay: mem(t), Replaces: old})
+		next := newChecker(t, dpop.Options{Replay: memStore(t), Replaces: old})
 		use(t, next, used, t0.Add(time.Second), dpop.ErrReplayed)
 	})
+}
+
+// memStore is a replay store of 100 entries for a test.
+func memStore(t *testing.T) *replay.Memory {
+	t.Helper()
+	m, err := replay.NewMemory(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

@@ -32,27 +32,7 @@ func TestRevocationOutlivesLeeway(t *testing.T) {
 		{"issuer", -time.Second, ``, []time.Duration{retention + 20*time.Second}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := servertest.NewClock()
-			ka := &cache.Keys{}
-			ka.Store(cache.NewSet(servertest.KeySet(t, servertest.Epoch).Keys(), nil, servertest.Epoch, servertest.Epoch.Add(48*time.Hour)))
-			v, err := verify.New(verify.Options{
-				Issuers: []verify.Issuer{{Issuer: servertest.IssuerA, Keys: ka, Audiences: []string{servertest.Audience},
-					Leeway: leeway, MaxLifetime: retention}},
-				Now: clock.Now, IndexClaims: RevocationClaims(),
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, err := revoke.OpenMemory(revoke.MemoryOptions{Dir: t.TempDir(), Retention: retention, Now: clock.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			srv, err := New(Options{Revocations: m, Verifier: v, Now: clock.Now,
-				IntrospectionClients: []IntrospectionClient{{ID: "gateway", Secret: "gateway-secret-value"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			srv, clock := revocationServer(t, retention, leeway)
 			created := servertest.Epoch
 			iat := created.Add(tc.iat)
 			// The longest token max_lifetime allows.
@@ -74,4 +54,33 @@ func TestRevocationOutlivesLeeway(t *testing.T) {
 			}
 		})
 	}
+}
+
+// revocationServer is a server over a memory revocation store of retention
+// on its test clock, and a verifier of issuer A with leeway (0: the
+// default) and max_lifetime retention, as config plans them.
+func revocationServer(t *testing.T, retention, leeway time.Duration) (*Server, *servertest.Clock) {
+	t.Helper()
+	clock := servertest.NewClock()
+	ka := &cache.Keys{}
+	ka.Store(cache.NewSet(servertest.KeySet(t, servertest.Epoch).Keys(), nil, servertest.Epoch, servertest.Epoch.Add(48*time.Hour)))
+	v, err := verify.New(verify.Options{
+		Issuers: []verify.Issuer{{Issuer: servertest.IssuerA, Keys: ka, Audiences: []string{servertest.Audience},
+			Leeway: leeway, MaxLifetime: retention}},
+		Now: clock.Now, IndexClaims: RevocationClaims(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := revoke.OpenMemory(revoke.MemoryOptions{Dir: t.TempDir(), Retention: retention, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	srv, err := New(Options{Revocations: m, Verifier: v, Now: clock.Now,
+		IntrospectionClients: []IntrospectionClient{{ID: "gateway", Secret: "gateway-secret-value"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, clock
 }

@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
-	"github.com/jwksverify/jwksverify/verify"
 )
 
 // TestRevokedNoIATTokenOutlivesEntry: a token without iat is held
@@ -19,27 +16,7 @@ import (
 // entry is gone (1h20m) and exp − now fell under 1h — allowed.
 func TestRevokedNoIATTokenOutlivesEntry(t *testing.T) {
 	const retention = time.Hour
-	clock := servertest.NewClock()
-	ka := &cache.Keys{}
-	ka.Store(cache.NewSet(servertest.KeySet(t, servertest.Epoch).Keys(), nil, servertest.Epoch, servertest.Epoch.Add(48*time.Hour)))
-	v, err := verify.New(verify.Options{
-		Issuers: []verify.Issuer{{Issuer: servertest.IssuerA, Keys: ka, Audiences: []string{servertest.Audience},
-			MaxLifetime: retention}},
-		Now: clock.Now, IndexClaims: RevocationClaims(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := revoke.OpenMemory(revoke.MemoryOptions{Dir: t.TempDir(), Retention: retention, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	srv, err := New(Options{Revocations: m, Verifier: v, Now: clock.Now,
-		IntrospectionClients: []IntrospectionClient{{ID: "gateway", Secret: "gateway-secret-value"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, clock := revocationServer(t, retention, 0)
 	tok := mint(claims(map[string]any{"iat": nil, "nbf": nil, "exp": servertest.Epoch.Add(3 * time.Hour).Unix()}))
 	revokeVia(t, srv, `{"issuer":"`+servertest.IssuerA+`","jti":"id-1"}`)
 	prev := time.Duration(0)

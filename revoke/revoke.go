@@ -99,8 +99,12 @@ var (
 	ErrClosed = errors.New("revoke: store closed")
 )
 
-// MaxValueBytes bounds an entry's issuer and value.
-const MaxValueBytes = 1024
+// MaxValueBytes bounds an entry's issuer and value: the largest token a
+// verifier accepts (verify.MaxMaxTokenBytes), so that every jti, sid, sub
+// or client_id a verified token can carry can be revoked (a bound below it
+// left a valid logout token naming a longer sid answered 503 for ever,
+// and its session's tokens passing). The callers' bodies bound them first.
+const MaxValueBytes = 1 << 20
 
 // Kinds returns every kind, in SPEC order.
 func Kinds() []Kind { return []Kind{KindJTI, KindSID, KindSub, KindClientID, KindIssuer} }

@@ -128,7 +128,7 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 		st.etag = validator(etag)
 	}
 	if lm := resp.header.Get("Last-Modified"); lm != "" || !resp.notModified {
-		st.lastModified = validator(lm)
+		st.lastModified = validator(strongLastModified(lm, resp.header, now))
 	}
 	if st.hint > 0 {
 		// A SPIFFE bundle's spiffe_refresh_hint rules, not HTTP caching.
@@ -145,6 +145,31 @@ func sameETag(got, asked string) bool {
 		return true
 	}
 	return strings.TrimPrefix(got, "W/") == strings.TrimPrefix(asked, "W/")
+}
+
+// strongLastModified returns lm when it may serve as a validator, else "".
+// Last-Modified has one-second granularity: a representation changed later
+// in the second it names keeps it, and a source comparing dates (Go's
+// http.ServeContent, a file's mtime) answers 304 to every If-Modified-Since
+// from then on. RFC 9110 §8.8.2.2 lets a client take it as strong only when
+// the response's Date (here, without one, the time it was received) is at
+// least one second after it; a date later than that (§8.8.2.1) is none.
+func strongLastModified(lm string, h http.Header, received time.Time) string {
+	if lm == "" {
+		return ""
+	}
+	at, err := http.ParseTime(lm)
+	if err != nil {
+		return ""
+	}
+	date := received
+	if d, err := http.ParseTime(h.Get("Date")); err == nil {
+		date = d
+	}
+	if date.Sub(at) < time.Second {
+		return ""
+	}
+	return lm
 }
 
 func validator(v string) string {

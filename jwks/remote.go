@@ -124,11 +124,21 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 		st.body, st.bodyHash = resp.body, sha256.Sum256(resp.body)
 		f.log.Info("jwks fetched", "keys", set.Len(), "skipped", len(set.Skipped()))
 	}
+	lm := resp.header.Get("Last-Modified")
+	strong := strongLastModified(lm, resp.header, now)
 	if etag := resp.header.Get("ETag"); etag != "" || !resp.notModified {
 		st.etag = validator(etag)
 	}
-	if lm := resp.header.Get("Last-Modified"); lm != "" || !resp.notModified {
-		st.lastModified = validator(strongLastModified(lm, resp.header, now))
+	if lm != "" || !resp.notModified {
+		st.lastModified = validator(strong)
+	}
+	if lm != "" && strong == "" {
+		// The representation changed within the second the answer was
+		// made: an ETag made of the modification second and the size
+		// (nginx's, Apache's) stays the same for a change later in that
+		// second, as Last-Modified does. Keep neither: the next refresh
+		// asks without validators.
+		st.etag = ""
 	}
 	if st.hint > 0 {
 		// A SPIFFE bundle's spiffe_refresh_hint rules, not HTTP caching.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -56,6 +57,24 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	case "add":
 		if len(pos) != 0 || *issuer == "" {
 			fmt.Fprintln(a.stderr, "jwksverify revoke add: --issuer is required, with at most one of --jti, --sid, --sub, --client-id")
+			return exitUsage
+		}
+		// A kind flag given an empty value (--jti "$JTI", the variable
+		// unset) would leave the entry without a value: every token of the
+		// issuer revoked, what the command says without the flag.
+		var empty string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "issuer" && f.Name != "admin" && f.Name != "client" && f.Value.String() == "" && empty == "" {
+				empty = f.Name
+			}
+		})
+		switch empty {
+		case "":
+		case "issued-before":
+			fmt.Fprintln(a.stderr, "jwksverify revoke add: --issued-before is empty; leave it out for now")
+			return exitUsage
+		default:
+			fmt.Fprintf(a.stderr, "jwksverify revoke add: --%s is empty; to revoke every token of the issuer, leave out --jti, --sid, --sub and --client-id\n", empty)
 			return exitUsage
 		}
 		body := map[string]string{"issuer": *issuer}

@@ -63,6 +63,16 @@ func TestRevokeCommand(t *testing.T) {
 		{"no-operation", []string{"revoke"}, 2, nil},
 		{"unknown-operation", []string{"revoke", "purge"}, 2, nil},
 		{"add-without-issuer", []string{"revoke", "add", "--sub", "alice"}, 2, nil},
+		// An empty value (--jti "$JTI" with JTI unset) is a mistake, not a
+		// request to revoke every token of the issuer, which the same
+		// command without the flag asks for.
+		{"add-empty-jti", []string{"revoke", "add", "--issuer", "https://i/", "--jti", ""}, 2, func(t *testing.T, r result) {
+			if !strings.Contains(r.stderr, "--jti") {
+				t.Errorf("stderr = %q, want it to name --jti", r.stderr)
+			}
+		}},
+		{"add-empty-client-id", []string{"revoke", "add", "--issuer", "https://i/", "--client-id="}, 2, nil},
+		{"add-empty-sid-and-sub", []string{"revoke", "add", "--issuer", "https://i/", "--sid", "", "--sub", "alice"}, 2, nil},
 		{"delete-without-id", []string{"revoke", "delete"}, 2, nil},
 		{"bad-admin-url", []string{"revoke", "list", "--admin", "127.0.0.1:9090"}, 2, nil},
 	}

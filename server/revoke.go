@@ -80,9 +80,20 @@ func (s *Server) revocation(res *verify.Result, now time.Time) error {
 	var vals [3]string
 	t := revoke.Token{JTI: res.ID, Sub: res.Subject, IssuedAt: res.IssuedAt}
 	if res.ClaimValues(names[:], vals[:]) > 0 {
-		t.SID, _ = verify.JSONString(vals[0])
-		t.ClientID, _ = verify.JSONString(vals[1])
-		t.AZP, _ = verify.JSONString(vals[2])
+		into := [3]*string{&t.SID, &t.ClientID, &t.AZP}
+		for i, v := range vals {
+			if v == "" {
+				continue
+			}
+			str, ok := verify.JSONString(v)
+			if !ok {
+				// An entry names the claim as a string: read as absent, a
+				// client_id of 123 escaped the entry revoking client "123".
+				return &verify.Error{Class: verify.Class(verify.ErrMalformed), Issuer: res.ConfiguredIssuer, Kid: res.Kid,
+					Err: fmt.Errorf("%w: %s is not a string (a revocation could not name it)", verify.ErrMalformed, names[i])}
+			}
+			*into[i] = str
+		}
 	}
 	switch err := s.revIndex.Check(res.ConfiguredIssuer, &t, now); err {
 	case nil:

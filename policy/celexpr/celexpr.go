@@ -96,6 +96,9 @@ func compile(env *cel.Env, src string, limit uint64) (*program, error) {
 	if !checked.OutputType().IsExactType(cel.BoolType) {
 		return nil, fmt.Errorf("is of type %s, want bool", checked.OutputType())
 	}
+	if lit, ok := inexactLiteral(checked.NativeRep().Expr()); ok {
+		return nil, fmt.Errorf("the integer %s is beyond what a double holds exactly (2^53): claims' numbers are doubles, and CEL compares an integer with a double as a double, so it would equal another number (compare such an id with a claims matcher, which compares exactly)", lit)
+	}
 	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	p := &program{tracked: true}
 	// An expression whose worst case is within the limit whatever its
@@ -128,6 +131,29 @@ func compile(env *cel.Env, src string, limit uint64) (*program, error) {
 	}
 	p.claims = selectedClaims(native.Expr())
 	return p, nil
+}
+
+// inexactLiteral returns the first int or uint literal of e that a double
+// does not hold exactly (9007199254740993 is the double 9007199254740992,
+// which cel-go compares it as), as written, and true; or false.
+func inexactLiteral(e ast.Expr) (string, bool) {
+	var found string
+	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+		if found != "" || e.Kind() != ast.LiteralKind {
+			return
+		}
+		switch v := e.AsLiteral().Value().(type) {
+		case int64:
+			if f := float64(v); f >= 1<<63 || int64(f) != v {
+				found = fmt.Sprint(v)
+			}
+		case uint64:
+			if f := float64(v); f >= 1<<64 || uint64(f) != v {
+				found = fmt.Sprint(v) + "u"
+			}
+		}
+	}))
+	return found, found != ""
 }
 
 // selectedClaims returns the claim names e selects with a constant: the
@@ -254,11 +280,16 @@ func (a *activation) Parent() interpreter.Activation { return nil }
 // decodeObject decodes a verified JSON object (numbers as float64, as CEL
 // reads JSON), or an empty map.
 func decodeObject(raw json.RawMessage) (map[string]any, error) {
-	m := map[string]any{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return map[string]any{}, fmt.Errorf("the token's JSON does not decode for CEL: %w", err)
+	if len(raw) == 0 {
+		return map[string]any{}, nil
+	}
+	x, err := decodeExact(raw)
+	m, ok := x.(map[string]any)
+	if err != nil || !ok {
+		if err == nil {
+			err = errors.New("not an object")
 		}
+		return map[string]any{}, fmt.Errorf("the token's JSON does not decode for CEL: %w", err)
 	}
 	return m, nil
 }

@@ -1,7 +1,12 @@
 package celexpr
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
 	"reflect"
 	"slices"
 	"strconv"
@@ -181,16 +186,88 @@ func jsonValue(v string) ref.Val {
 	case c == 'n' && v == "null":
 		return types.NullValue
 	case c == '-' || ('0' <= c && c <= '9'):
-		if f, err := strconv.ParseFloat(v, 64); err == nil {
+		if f, ok := exactDouble(v); ok {
 			return types.Double(f)
 		}
 	case c == '[' || c == '{':
-		var x any
-		if json.Unmarshal([]byte(v), &x) == nil {
+		if x, err := decodeExact([]byte(v)); err == nil {
 			return types.DefaultTypeAdapter.NativeToValue(x)
 		}
 	}
 	return types.NewErr("claim value does not decode as JSON")
+}
+
+// twoTo53 is the magnitude from which a double no longer holds every
+// integer.
+const twoTo53 = 1 << 53
+
+// exactDouble reads the JSON number literal lit as a double, and reports
+// false when it is beyond a double's range or when the double is not the
+// literal's value from 2^53 on, where a double no longer holds every
+// integer: 123456789012345677 would read as 123456789012345680, which
+// 123456789012345678 reads as too, so that an expression allowing one
+// numeric id allowed another. Below 2^53 every integer is exact (a
+// fraction such as 0.1 is the nearest double, as always in CEL).
+func exactDouble(lit string) (float64, bool) {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		return 0, false
+	}
+	if math.Abs(f) < twoTo53 {
+		return f, true
+	}
+	// 2048 bits hold every integer a double can be (up to 2^1024)
+	// exactly; a literal that rounds to f at this precision is not an
+	// integer.
+	b, _, err := big.ParseFloat(lit, 10, 2048, big.ToNearestEven)
+	if err != nil || b.Cmp(new(big.Float).SetFloat64(f)) != 0 {
+		return 0, false
+	}
+	return f, true
+}
+
+// errInexact is the decoding error of a number exactDouble refuses.
+var errInexact = errors.New("a number a double does not hold exactly")
+
+// decodeExact decodes a verified JSON value as json.Unmarshal into an any
+// does (numbers as float64), but refuses a number exactDouble refuses.
+func decodeExact(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var x any
+	if err := dec.Decode(&x); err != nil {
+		return nil, err
+	}
+	return exactNumbers(x)
+}
+
+// exactNumbers replaces each json.Number of v by its float64, or fails.
+func exactNumbers(v any) (any, error) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			x, err := exactNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			v[k] = x
+		}
+	case []any:
+		for i, e := range v {
+			x, err := exactNumbers(e)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = x
+		}
+	case json.Number:
+		f, ok := exactDouble(string(v))
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", errInexact, v)
+		}
+		return f, nil
+	}
+	return v, nil
 }
 
 // requestMap is the request variable {method, host, path} over the

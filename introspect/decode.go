@@ -3,10 +3,13 @@ package introspect
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 )
 
 // maxDepth bounds the nesting of an introspection answer.
@@ -48,6 +51,11 @@ func Decode(body []byte) (Answer, error) {
 		// malformed, for the same reason).
 		return Answer{}, fmt.Errorf("%w: duplicate member names", ErrBadAnswer)
 	}
+	if nestedDuplicate(body) {
+		// The same in a nested object (cnf's jkt, a roles map): the claims
+		// are read again by the binding check, CEL and the headers.
+		return Answer{}, fmt.Errorf("%w: duplicate member names in a nested object", ErrBadAnswer)
+	}
 	var active bool
 	raw, ok := doc["active"]
 	if !ok || json.Unmarshal(raw, &active) != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
@@ -73,6 +81,25 @@ func Decode(body []byte) (Answer, error) {
 	}
 	a.Claims = claims
 	return a, nil
+}
+
+// nestedDuplicate reports whether an object nested in the JSON object body
+// (which json.Unmarshal has accepted) has a member name twice, by the
+// project's strict scanner (jsonscan refuses it in nested objects).
+func nestedDuplicate(body []byte) bool {
+	it, err := jsonscan.NewMembers(string(body))
+	if err != nil {
+		return false
+	}
+	for {
+		_, ok, err := it.Next()
+		if err != nil {
+			return errors.Is(err, jsonscan.ErrDupMember)
+		}
+		if !ok {
+			return false
+		}
+	}
 }
 
 // countMembers returns how many members the JSON object body (which

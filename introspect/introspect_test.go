@@ -363,6 +363,9 @@ func TestDecode(t *testing.T) {
 		// Duplicate member names: parsers disagree on which counts (the
 		// last one won, silently), and a JWT with them is malformed.
 		{"duplicate-active", `{"active":false,"sub":"a","active":true}`, false, true},
+		{"duplicate-nested", `{"active":true,"cnf":{"jkt":"a","jkt":"b"}}`, false, true},
+		{"duplicate-nested-escaped", `{"active":true,"roles":[{"id":"a","\u0069d":"b"}]}`, false, true},
+		{"same-name-two-objects", `{"active":true,"a":{"id":1},"b":{"id":1}}`, true, false},
 		{"duplicate-active-escaped", `{"active":false,"\u0061ctive":true}`, false, true},
 		{"duplicate-exp", `{"active":true,"exp":1,"exp":1900000000}`, false, true},
 		{"duplicate-sub", `{"active":true,"sub":"a","sub":"admin"}`, false, true},

@@ -100,6 +100,15 @@ func TestEveryErrorClass(t *testing.T) {
 			fmt.Sprintf(`{"iss":%q,"aud":%q,"exp":%d,"cnf":{"jkt":"victim-key","jkt":"attacker-key"}}`, issA, aud, t0.Add(time.Hour).Unix())), verify.ErrMalformed},
 		{"cnf-duplicate-escaped", one, signRaw(t, "RS256", `{"alg":"RS256","kid":"k-RS256"}`,
 			fmt.Sprintf(`{"iss":%q,"aud":%q,"exp":%d,"cnf":{"x5t#S256":"a","x5t\u0023S256":"b"}}`, issA, aud, t0.Add(time.Hour).Unix())), verify.ErrMalformed},
+		// Any nested object too: CEL and encoding/json keep the last
+		// roles, gjson and an application reading the forwarded token
+		// first-wins the first.
+		{"nested-duplicate-roles", one, signRaw(t, "RS256", `{"alg":"RS256","kid":"k-RS256"}`,
+			fmt.Sprintf(`{"iss":%q,"aud":%q,"exp":%d,"realm_access":{"roles":["user"],"roles":["admin"]}}`, issA, aud, t0.Add(time.Hour).Unix())), verify.ErrMalformed},
+		{"nested-duplicate-in-list", one, signRaw(t, "RS256", `{"alg":"RS256","kid":"k-RS256"}`,
+			fmt.Sprintf(`{"iss":%q,"aud":%q,"exp":%d,"orgs":[{"id":"a","\u0069d":"b"}]}`, issA, aud, t0.Add(time.Hour).Unix())), verify.ErrMalformed},
+		{"header-nested-duplicate", one, signRaw(t, "RS256", `{"alg":"RS256","kid":"k-RS256","x":{"a":1,"a":2}}`,
+			fmt.Sprintf(`{"iss":%q,"aud":%q,"exp":%d}`, issA, aud, t0.Add(time.Hour).Unix())), verify.ErrMalformed},
 		{"aud-number", one, rs(map[string]any{"aud": 7}), verify.ErrMalformed},
 		{"no-alg", one, signRaw(t, "RS256", `{"kid":"k-RS256"}`, `{"iss":"`+issA+`"}`), verify.ErrMalformed},
 		{"alg-none", one, signRaw(t, "HS256", `{"alg":"none"}`, `{"iss":"`+issA+`"}`), verify.ErrAlgNotAllowed},

@@ -26,8 +26,9 @@ var (
 	ErrDepth = errors.New("JSON nested deeper than 64")
 	// ErrNotObject is a text that does not start with an object.
 	ErrNotObject = errors.New("not a JSON object")
-	// ErrDupMember is a member name seen twice in one object; the scanner
-	// does not detect it (its callers do, on the names it returns).
+	// ErrDupMember is a member name seen twice in one object. The scanner
+	// detects it in the objects nested in a member's value; in the
+	// top-level object its callers do, on the names it returns.
 	ErrDupMember = errors.New("duplicate member name")
 )
 
@@ -156,13 +157,28 @@ func (m *Members) value(depth int) error {
 			m.i++
 			return nil
 		}
+		// A name twice in a nested object is refused as at the top level:
+		// parsers keep the first (gjson, many JSON pointer readers) or the
+		// last (encoding/json, CEL's claims), so a policy and the
+		// application reading the forwarded token could disagree on
+		// realm_access.roles.
+		var names Names
 		for {
 			m.ws()
 			if m.i >= len(m.s) || m.s[m.i] != '"' {
 				return ErrJSON
 			}
-			if _, err := m.str(); err != nil {
+			ks := m.i
+			esc, err := m.str()
+			if err != nil {
 				return err
+			}
+			name := m.s[ks+1 : m.i-1]
+			if esc {
+				name = Unescape(name)
+			}
+			if !names.Add(name) {
+				return ErrDupMember
 			}
 			m.ws()
 			if m.i >= len(m.s) || m.s[m.i] != ':' {

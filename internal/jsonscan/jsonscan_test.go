@@ -2,6 +2,8 @@ package jsonscan
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -46,13 +48,60 @@ func depth(s string) int {
 }
 
 // reference says whether s is what the scanner must accept: one JSON object
-// (encoding/json), valid UTF-8, depth ≤ 64.
+// (encoding/json), valid UTF-8, depth ≤ 64, no name twice in an object
+// nested in it (the top-level object's names are its callers' to check).
 func reference(s string) bool {
 	if !json.Valid([]byte(s)) || !utf8.ValidString(s) || depth(s) > MaxDepth {
 		return false
 	}
 	t := strings.TrimLeft(s, " \t\r\n")
-	return strings.HasPrefix(t, "{")
+	return strings.HasPrefix(t, "{") && !nestedDuplicate(s)
+}
+
+// nestedDuplicate reports whether an object below the top level of the
+// valid JSON text s has a member name twice, by encoding/json's tokens.
+func nestedDuplicate(s string) bool {
+	dec := json.NewDecoder(strings.NewReader(s))
+	type frame struct {
+		names  map[string]bool // nil for an array
+		expect bool            // an object's next string token is a name
+	}
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if len(stack) > 0 && stack[len(stack)-1].names != nil && stack[len(stack)-1].expect {
+			top := &stack[len(stack)-1]
+			if name, ok := tok.(string); ok {
+				if len(stack) > 1 && top.names[name] {
+					return true
+				}
+				top.names[name], top.expect = true, false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			if len(stack) > 0 {
+				stack[len(stack)-1].expect = stack[len(stack)-1].names != nil
+			}
+			stack = append(stack, frame{names: map[string]bool{}, expect: true})
+			continue
+		case json.Delim('['):
+			if len(stack) > 0 {
+				stack[len(stack)-1].expect = stack[len(stack)-1].names != nil
+			}
+			stack = append(stack, frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > 0 && stack[len(stack)-1].names != nil {
+			stack[len(stack)-1].expect = true
+		}
+	}
 }
 
 var scannerCases = []string{
@@ -64,6 +113,9 @@ var scannerCases = []string{
 	`{"` + "\u2028" + `":1}`, `{"a":"\ud800"}`, `{"a":1}` + "\n",
 	`{"a":` + strings.Repeat("[", 63) + strings.Repeat("]", 63) + `}`,
 	`{"a":` + strings.Repeat("[", 64) + strings.Repeat("]", 64) + `}`,
+	`{"a":{"b":1,"b":2}}`, `{"a":{"b":1,"\u0062":2}}`, `{"a":[{"b":1},{"b":2}]}`, `{"a":{"b":{"b":1}}}`,
+	`{"a":[{"x":1,"y":{"z":1,"z":2}}]}`, `{"a":{"b":1},"c":{"b":1}}`, `{"a":1,"a":2}`,
+	`{"a":{` + strings.Repeat(`"k":1,`, 30) + `"k":1}}`,
 }
 
 func TestScannerMatchesEncodingJSON(t *testing.T) {
@@ -71,6 +123,39 @@ func TestScannerMatchesEncodingJSON(t *testing.T) {
 		_, err := scanAll(s)
 		if got, want := err == nil, reference(s); got != want {
 			t.Errorf("scan(%q) ok = %v (%v), want %v", s, got, err, want)
+		}
+	}
+}
+
+// TestNestedDuplicateNames: a name twice in a nested object, in any
+// spelling and at any depth, is ErrDupMember; the same name in two
+// objects is not.
+func TestNestedDuplicateNames(t *testing.T) {
+	var distinct strings.Builder
+	for i := range 30 {
+		fmt.Fprintf(&distinct, `"k%d":1,`, i)
+	}
+	tests := []struct {
+		s   string
+		dup bool
+	}{
+		{`{"a":{"b":1,"b":2}}`, true},
+		{`{"a":{"b":1,"\u0062":2}}`, true},
+		{`{"a":[{"x":1,"y":{"z":1,"z":2}}]}`, true},
+		{`{"realm_access":{"roles":["user"],"roles":["admin"]}}`, true},
+		{`{"a":{` + distinct.String() + `"k3":2}}`, true}, // past Names' small array
+		{`{"a":{` + distinct.String() + `"k30":2}}`, false},
+		{`{"a":[{"b":1},{"b":2}]}`, false},
+		{`{"a":{"b":{"b":1}}}`, false},
+		{`{"a":{"b":1},"c":{"b":1}}`, false},
+	}
+	for _, tt := range tests {
+		_, err := scanAll(tt.s)
+		if got := errors.Is(err, ErrDupMember); got != tt.dup || (!tt.dup && err != nil) {
+			t.Errorf("scan(%.60q) = %v, want duplicate %v", tt.s, err, tt.dup)
+		}
+		if reference(tt.s) == tt.dup {
+			t.Errorf("reference(%.60q) = %v, want %v", tt.s, !tt.dup, !tt.dup)
 		}
 	}
 }

@@ -96,6 +96,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $_ := set $entry "audiences" $k.audiences -}}
 {{- $_ := set $cfg "issuers" (append ($cfg.issuers | default list) $entry) -}}
 {{- end -}}
+{{- /* Every pod is a process of its own behind the Service, its state_dir an emptyDir gone with
+     the pod (every rollout): what the config keeps per process is not shared and not kept. */ -}}
+{{- if hasKey $cfg "revocation" -}}
+{{- if ne (($cfg.revocation | default dict).store | default "memory") "redis" -}}
+{{- fail "config.revocation needs store: redis (and the redis values) with the chart: a memory store holds an entry at the one pod that took it, in an emptyDir every rollout throws away" -}}
+{{- end -}}
+{{- end -}}
+{{- $multi := ternary (gt (int .Values.autoscaling.maxReplicas) 1) (gt (int .Values.replicas) 1) .Values.autoscaling.enabled -}}
+{{- if $multi -}}
+{{- range $i, $is := ($cfg.issuers | default list) -}}
+{{- $dpop := toString ((($is.sender_constraint | default dict).dpop) | default "off") -}}
+{{- if and (ne $dpop "off") (ne ((($cfg.dpop | default dict).replay_store) | default "memory") "redis") -}}
+{{- fail (printf "config.issuers[%d] uses DPoP on more than one replica: set config.dpop.replay_store: redis (and the redis values); a memory replay store lets a proof used at one pod be replayed at another" $i) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 

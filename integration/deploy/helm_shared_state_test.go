@@ -1,0 +1,83 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestHelmPerProcessStateRefused: the chart runs jwksverify as pods behind
+// one Service (two at least by default, an HPA, a surge pod at every
+// rollout), each with its state_dir on an emptyDir. State the configuration
+// keeps per process there breaks the promises of OPERATIONS.md and CONFIG.md:
+//
+//   - revocation.store: memory (the default once revocation is on): an entry
+//     added through the Service's admin port, a back-channel logout or an SSF
+//     event is held by the one pod that took it (the others let the revoked
+//     token through), and the emptyDir goes with the pod, so the next
+//     rollout (every config change: checksum/config), eviction or drain
+//     loses every acknowledged revocation ("it covers one process: behind a
+//     load balancer use store: redis");
+//   - dpop.replay_store: memory with DPoP on and more than one replica: a
+//     proof replayed at another replica passes ("use redis for more than one
+//     replica").
+//
+// The render must fail, naming the fix, as it does for the other unsafe
+// value combinations; the controls (Redis-backed stores, DPoP on one
+// replica) render.
+func TestHelmPerProcessStateRefused(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	const issuer = `config:
+  issuers:
+    - issuer: https://idp.example.com/
+      discovery: true
+      audiences: [api://orders]
+`
+	revocationMemory := write("revocation-memory.yaml", issuer+"  revocation: {}\n")
+	revocationMemoryNamed := write("revocation-memory-named.yaml", issuer+"  revocation: {store: memory, retention: 24h}\n")
+	revocationRedis := write("revocation-redis.yaml", issuer+"  revocation: {store: redis}\n")
+	dpopMemory := write("dpop-memory.yaml", issuer+"      sender_constraint: {dpop: required}\n  dpop: {max_age: 60s}\n")
+	dpopDefault := write("dpop-default.yaml", issuer+"      sender_constraint: {dpop: optional}\n")
+	dpopRedis := write("dpop-redis.yaml", issuer+"      sender_constraint: {dpop: required}\n  dpop: {replay_store: redis}\n")
+	const redis = "redis.mode=url,redis.url=redis://redis:6379/0"
+
+	for _, tc := range []struct {
+		name, values, set, want string // want "": renders
+	}{
+		{"revocation-memory-default-store", revocationMemory, "", "config.revocation"},
+		{"revocation-memory", revocationMemoryNamed, "", "config.revocation"},
+		{"revocation-memory-one-replica", revocationMemoryNamed, "autoscaling.enabled=false,replicas=1", "config.revocation"},
+		{"dpop-memory-hpa", dpopMemory, "", "dpop.replay_store"},
+		{"dpop-default-store-replicas", dpopDefault, "autoscaling.enabled=false,replicas=3", "dpop.replay_store"},
+		// Controls.
+		{"revocation-redis", revocationRedis, redis, ""},
+		{"dpop-redis", dpopRedis, redis, ""},
+		{"dpop-memory-one-replica", dpopMemory, "autoscaling.enabled=false,replicas=1", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"template", "jv", chartDir, "-f", tc.values}
+			if tc.set != "" {
+				args = append(args, "--set", tc.set)
+			}
+			out, err := helm(t, args...)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("helm %s: %v", strings.Join(args[3:], " "), err)
+			case tc.want != "" && err == nil:
+				i := strings.Index(out, "config.yaml: |")
+				t.Errorf("helm %s rendered per-process state behind a Service (want an error naming %s):\n%s",
+					strings.Join(args[3:], " "), tc.want, out[i:i+min(600, len(out)-i)])
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Errorf("helm %s = %v, want an error naming %s", strings.Join(args[3:], " "), err, tc.want)
+			}
+		})
+	}
+}

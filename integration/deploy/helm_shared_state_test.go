@@ -81,3 +81,31 @@ func TestHelmPerProcessStateRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestHelmServiceKeepsAdminPortOff: the Service is the address every caller
+// of the auth API has. The plain manifests leave the admin port off it
+// ("Prometheus scrapes pods"); the chart put it there always, so /metrics,
+// /v1/issuers and, with revocation, the revocations admin API answered at
+// <release>:9090 to every caller of the Service. Only a ServiceMonitor (which
+// scrapes through the Service) needs it there.
+func TestHelmServiceKeepsAdminPortOff(t *testing.T) {
+	for _, tc := range []struct {
+		set       string
+		wantAdmin bool
+	}{
+		{"", false},
+		{"tls.secretName=jwksverify-tls", false},
+		{"serviceMonitor.enabled=true", true},
+	} {
+		k, _ := renderChart(t, tc.set)
+		var admin bool
+		for _, p := range k.service.Spec.Ports {
+			if p.Name == "admin" || p.Port == 9090 {
+				admin = true
+			}
+		}
+		if admin != tc.wantAdmin {
+			t.Errorf("helm template --set %q: the Service exposes the admin port = %v, want %v (ports %+v)", tc.set, admin, tc.wantAdmin, k.service.Spec.Ports)
+		}
+	}
+}

@@ -107,7 +107,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if $multi -}}
 {{- range $i, $is := ($cfg.issuers | default list) -}}
 {{- $dpop := toString ((($is.sender_constraint | default dict).dpop) | default "off") -}}
-{{- if and (ne $dpop "off") (ne ((($cfg.dpop | default dict).replay_store) | default "memory") "redis") -}}
+{{- if and (not (has $dpop (list "off" "false"))) (ne ((($cfg.dpop | default dict).replay_store) | default "memory") "redis") -}}
 {{- fail (printf "config.issuers[%d] uses DPoP on more than one replica: set config.dpop.replay_store: redis (and the redis values); a memory replay store lets a proof used at one pod be replayed at another" $i) -}}
 {{- end -}}
 {{- end -}}

@@ -127,6 +127,15 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.DPoP != nil {
+		if req.Mint && !s.apiAuth {
+			// The body's "request" is the caller's word too: a proof made
+			// for a request to another server (host B), seen there or in
+			// its logs, names the request the caller copies into "request"
+			// (htm, htu). Enough for a verdict, not for a bearer token
+			// minted from a DPoP-bound one.
+			writeError(w, http.StatusBadRequest, "bad_request", `"dpop" with "mint": true needs api_auth: the request a proof names is an unauthenticated caller's word`)
+			return
+		}
 		c.DPoP, c.Proofs = true, []string{*req.DPoP}
 	}
 	if req.ClientCert != nil {

@@ -109,3 +109,33 @@ func TestHelmServiceKeepsAdminPortOff(t *testing.T) {
 		}
 	}
 }
+
+// TestHelmGRPCAppProtocol: the gRPC port says kubernetes.io/h2c (HTTP/2
+// without TLS, KEP-3726) only when it is; with tls.secretName the listener
+// speaks TLS, and a mesh or Gateway honouring appProtocol would open
+// cleartext HTTP/2 to it and fail every Check. No standard value names
+// HTTP/2 over TLS, so none is given then.
+func TestHelmGRPCAppProtocol(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		want string
+	}{
+		{"", "kubernetes.io/h2c"},
+		{"tls.secretName=jwksverify-tls", ""},
+	} {
+		k, _ := renderChart(t, tc.set)
+		var got string
+		found := false
+		for _, p := range k.service.Spec.Ports {
+			if p.Name == "grpc" {
+				found = true
+				if p.AppProtocol != nil {
+					got = *p.AppProtocol
+				}
+			}
+		}
+		if !found || got != tc.want {
+			t.Errorf("helm template --set %q: the gRPC port's appProtocol = %q (found %v), want %q", tc.set, got, found, tc.want)
+		}
+	}
+}

@@ -37,6 +37,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -334,6 +335,8 @@ type k8sObjects struct {
 	// kubernetesServiceAccountIssuer; nil in kubernetes/.
 	serviceAccount     *corev1.ServiceAccount
 	clusterRoleBinding *rbacv1.ClusterRoleBinding
+	// networkPolicy is the Helm chart's with networkPolicy.enabled.
+	networkPolicy *networkingv1.NetworkPolicy
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)
@@ -401,6 +404,9 @@ func decodeManifests(t *testing.T, source string, data []byte, out *k8sObjects, 
 		case "rbac.authorization.k8s.io/v1 ClusterRoleBinding":
 			out.clusterRoleBinding = &rbacv1.ClusterRoleBinding{}
 			obj = out.clusterRoleBinding
+		case "networking.k8s.io/v1 NetworkPolicy":
+			out.networkPolicy = &networkingv1.NetworkPolicy{}
+			obj = out.networkPolicy
 		default:
 			t.Fatalf("%s doc %d: unexpected %s", source, i, key)
 		}

@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -137,5 +139,56 @@ func TestHelmGRPCAppProtocol(t *testing.T) {
 		if !found || got != tc.want {
 			t.Errorf("helm template --set %q: the gRPC port's appProtocol = %q (found %v), want %q", tc.set, got, found, tc.want)
 		}
+	}
+}
+
+// TestHelmNetworkPolicy: with networkPolicy.enabled the chart's pods take
+// the auth ports from networkPolicy.from (anywhere when empty) and the
+// admin port — /metrics, /v1/issuers, the revocations admin API — only
+// from networkPolicy.adminFrom (from no pod when empty: the kubelet's
+// probes come from the node, which a NetworkPolicy does not block).
+func TestHelmNetworkPolicy(t *testing.T) {
+	type rule struct {
+		ports []string
+		from  int // peers; 0: every source
+	}
+	tests := []struct {
+		name string
+		set  string
+		want []rule // nil: no NetworkPolicy
+	}{
+		{"off-by-default", "", nil},
+		{"admin-from-none", "networkPolicy.enabled=true", []rule{{[]string{"http", "grpc"}, 0}}},
+		{"admin-from-monitoring", "networkPolicy.enabled=true,networkPolicy.adminFrom[0].namespaceSelector.matchLabels.name=monitoring",
+			[]rule{{[]string{"http", "grpc"}, 0}, {[]string{"admin"}, 1}}},
+		{"callers-and-no-grpc", "networkPolicy.enabled=true,ports.grpc=0,networkPolicy.from[0].podSelector.matchLabels.role=gateway",
+			[]rule{{[]string{"http"}, 1}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			k, _ := renderChart(t, tc.set)
+			np := k.networkPolicy
+			if (np != nil) != (tc.want != nil) {
+				t.Fatalf("NetworkPolicy rendered = %v, want %v", np != nil, tc.want != nil)
+			}
+			if np == nil {
+				return
+			}
+			if got, want := np.Spec.PodSelector.MatchLabels, k.deployment.Spec.Selector.MatchLabels; !maps.Equal(got, want) {
+				t.Errorf("podSelector = %v, want the Deployment's %v", got, want)
+			}
+			var got []rule
+			for _, in := range np.Spec.Ingress {
+				var r rule
+				for _, p := range in.Ports {
+					r.ports = append(r.ports, p.Port.String())
+				}
+				r.from = len(in.From)
+				got = append(got, r)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("ingress rules = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

@@ -33,7 +33,12 @@ type cacheKey struct {
 }
 
 type cacheEntry struct {
-	t          Token
+	t Token
+	// src is the source's claims the token was minted from: the same
+	// string of an opaque token may be answered otherwise by its
+	// authorization server later (scope taken away, exp sooner), and a
+	// token minted from the old answer is not handed out for the new one.
+	src        string
 	reuseUntil int64 // Unix ns
 	size       int   // bytes counted against maxBytes
 }
@@ -43,20 +48,21 @@ func newTokenCache(max int) *tokenCache {
 }
 
 // get returns the token cached for token under p when now is before its
-// reuse limit.
-func (c *tokenCache) get(token string, p *Policy, now time.Time) (Token, bool) {
+// reuse limit and it was minted from the same source claims.
+func (c *tokenCache) get(token string, src []byte, p *Policy, now time.Time) (Token, bool) {
 	c.mu.RLock()
 	e, ok := c.m[cacheKey{token, p}]
 	c.mu.RUnlock()
-	if !ok || now.UnixNano() >= e.reuseUntil {
+	if !ok || now.UnixNano() >= e.reuseUntil || string(src) != e.src {
 		return Token{}, false
 	}
 	return e.t, true
 }
 
-// put caches t for token under p until reuseUntil.
-func (c *tokenCache) put(token string, p *Policy, t Token, reuseUntil int64, now time.Time) {
-	size := len(token) + 2*len(t.JWT) + len("Bearer ")
+// put caches t, minted from the source claims src, for token under p until
+// reuseUntil.
+func (c *tokenCache) put(token string, src []byte, p *Policy, t Token, reuseUntil int64, now time.Time) {
+	size := len(token) + len(src) + 2*len(t.JWT) + len("Bearer ")
 	if size > c.maxBytes {
 		return
 	}
@@ -81,7 +87,7 @@ func (c *tokenCache) put(token string, p *Policy, t Token, reuseUntil int64, now
 			c.drop(k, e)
 		}
 	}
-	c.m[k] = cacheEntry{t: t, reuseUntil: reuseUntil, size: size}
+	c.m[k] = cacheEntry{t: t, src: string(src), reuseUntil: reuseUntil, size: size}
 	c.bytes += size
 }
 

@@ -481,7 +481,7 @@ type Token struct {
 func (m *Minter) Mint(token string, src *verify.Result, p *Policy, now time.Time) (Token, error) {
 	st := m.cur.Load()
 	if st.cache != nil {
-		if t, ok := st.cache.get(token, p, now); ok {
+		if t, ok := st.cache.get(token, src.Claims, p, now); ok {
 			m.hits.Add(1)
 			return t, nil
 		}
@@ -492,7 +492,7 @@ func (m *Minter) Mint(token string, src *verify.Result, p *Policy, now time.Time
 	}
 	m.mints.Add(1)
 	if st.cache != nil && reuseUntil > now.UnixNano() {
-		st.cache.put(token, p, t, reuseUntil, now)
+		st.cache.put(token, src.Claims, p, t, reuseUntil, now)
 	}
 	return t, nil
 }

@@ -208,7 +208,7 @@ func TestCacheBounded(t *testing.T) {
 		c.maxBytes = 3000
 		tok := Token{JWT: strings.Repeat("j", 100)}
 		for i := range 50 {
-			c.put(strings.Repeat("s", 500+i), p, tok, t0.Add(time.Hour).UnixNano(), t0)
+			c.put(strings.Repeat("s", 500+i), nil, p, tok, t0.Add(time.Hour).UnixNano(), t0)
 			if c.bytes > c.maxBytes {
 				t.Fatalf("after %d inserts the cache holds %d bytes, over %d", i+1, c.bytes, c.maxBytes)
 			}

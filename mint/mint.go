@@ -470,7 +470,8 @@ type Token struct {
 
 // Mint returns the token for the source token (its text, and its verified
 // result src) under p at now: a cached one minted for the same token,
-// policy and keys while it is within 90 % of its life, else a new one. The
+// source claims (an opaque token's answer may change), policy and keys
+// while it is within 90 % of its life, else a new one. The
 // new token has the header {"alg","kid","typ":"at+jwt"} and exactly the
 // claims iss, sub (the source's, when present), aud (p's), iat (now), exp
 // (now + ttl, never after the source's exp), jti (random), client_id (the

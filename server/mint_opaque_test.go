@@ -15,11 +15,11 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/policy/celexpr"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/introspect"
 	mintpkg "github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/policy"
+	"github.com/jwksverify/jwksverify/policy/celexpr"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
 	"github.com/jwksverify/jwksverify/verify"
 )

@@ -83,6 +83,7 @@ type envConfig struct {
 	// revocations configures a memory revocation store in a temporary
 	// directory (env.revocations), on the env's clock.
 	revocations bool
+	noAudiences bool // issuerA without audiences (servertest.Config.NoAudiences)
 }
 
 func newEnv(t testing.TB, cfg envConfig) *env {
@@ -92,7 +93,7 @@ func newEnv(t testing.TB, cfg envConfig) *env {
 		index = RevocationClaims() // as config plans it with revocation
 	}
 	ve := servertest.NewEnv(t, servertest.Config{TokenCache: cfg.tokenCache, NoDown: cfg.noDown, EmptyKeys: cfg.emptyKeys, MaxTokenSize: cfg.maxTokenSize,
-		SharedCache: cfg.sharedCache, Tracer: cfg.tracer, IndexClaims: index})
+		SharedCache: cfg.sharedCache, Tracer: cfg.tracer, IndexClaims: index, NoAudiences: cfg.noAudiences})
 	e := &env{clock: ve.Clock, keysA: ve.KeysA, keysD: ve.KeysD, v: ve.V, logs: ve.Logs, metrics: &recordedMetrics{}}
 	var revs Revocations
 	if cfg.revocations {

@@ -724,6 +724,13 @@ func (is *issuer) checkAud(c *claims, tr *trace) error {
 		if tr != nil {
 			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(c.audList()), auds))
 		}
+	} else if ids := is.cfg.IDToken.ClientIDs; len(ids) > 0 && c.audHas(ids) {
+		// Without audiences, aud tells nothing of an access token; one
+		// naming the relying party's client ID is an ID token, never an
+		// access token (an operator whose API is also a client lists the
+		// client ID in audiences).
+		return tr.fail("aud", fmt.Errorf("%w: aud %s names a client ID of id_token.client_ids: an ID token, never an access token (no audiences configured)",
+			ErrWrongType, quoteList(c.audList())))
 	} else if tr != nil {
 		tr.add("aud", true, "not checked (no audiences configured)")
 	}

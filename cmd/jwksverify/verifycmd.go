@@ -83,6 +83,17 @@ func (f *verifyFlags) idToken() (*verify.IDTokenChecks, error) {
 	return in, nil
 }
 
+// nonEmpty is a flag's setter that refuses an empty value.
+func nonEmpty(set func(string)) func(string) error {
+	return func(v string) error {
+		if v == "" {
+			return errors.New("empty; leave the flag out to not check it")
+		}
+		set(v)
+		return nil
+	}
+}
+
 // authorizes reports whether the flags ask for a policy decision.
 func (f *verifyFlags) authorizes() bool {
 	return f.policy != "" || f.method != "" || f.host != "" || f.path != ""
@@ -110,11 +121,14 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	fs.StringVar(&f.host, "host", "", "the original request's `host`")
 	fs.StringVar(&f.path, "path", "", "the original request's `path` (default /), normalized as forward-auth normalizes it")
 	fs.StringVar(&f.kind, "kind", "", "what the token must be: access_token (default) or id_token (an OIDC ID token: --audience gives the client IDs)")
-	fs.StringVar(&f.nonce, "nonce", "", "with --kind id_token: the `nonce` of the authentication request")
-	fs.StringVar(&f.accessToken, "access-token", "", "with --kind id_token: the access `token` issued with it (at_hash)")
-	fs.StringVar(&f.code, "code", "", "with --kind id_token: the authorization `code` issued with it (c_hash)")
-	fs.StringVar(&f.maxAge, "max-age", "", "with --kind id_token: the max_age of the authentication request, `seconds` or a duration (auth_time)")
-	fs.Func("acr", "with --kind id_token: an accepted acr value (repeatable: the acr_values)", appendTo(&f.acr))
+	// An ID-token input given an empty value (--nonce "$NONCE", the
+	// variable unset) is a usage error, as /v1/verify's empty "nonce" is
+	// 400: read as "not asked", it verified a token of another login.
+	fs.Func("nonce", "with --kind id_token: the `nonce` of the authentication request", nonEmpty(func(v string) { f.nonce = v }))
+	fs.Func("access-token", "with --kind id_token: the access `token` issued with it (at_hash)", nonEmpty(func(v string) { f.accessToken = v }))
+	fs.Func("code", "with --kind id_token: the authorization `code` issued with it (c_hash)", nonEmpty(func(v string) { f.code = v }))
+	fs.Func("max-age", "with --kind id_token: the max_age of the authentication request, `seconds` or a duration (auth_time)", nonEmpty(func(v string) { f.maxAge = v }))
+	fs.Func("acr", "with --kind id_token: an accepted acr value (repeatable: the acr_values)", nonEmpty(func(v string) { f.acr = append(f.acr, v) }))
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)

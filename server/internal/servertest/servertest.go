@@ -110,6 +110,9 @@ type Config struct {
 	// IndexClaims are the claims the verifier indexes (verify.Options): a
 	// server with policies indexes what they read, as the config plan does.
 	IndexClaims []string
+	// NoAudiences leaves IssuerA without audiences (aud unchecked for
+	// access tokens), as SPEC's id_token example configures it.
+	NoAudiences bool
 }
 
 // Env is a real verifier over two issuers: IssuerA (keys loaded, claims
@@ -137,6 +140,9 @@ func NewEnv(t testing.TB, cfg Config) *Env {
 		ExtractClaims: []string{"scope", "sub"},
 		IDToken:       verify.IDTokenPolicy{ClientIDs: []string{ClientID}},
 	}}
+	if cfg.NoAudiences {
+		issuers[0].Audiences = nil
+	}
 	if !cfg.NoDown {
 		issuers = append(issuers, verify.Issuer{Issuer: IssuerDown, Keys: e.KeysD, Audiences: []string{Audience}})
 	}

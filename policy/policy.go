@@ -175,6 +175,9 @@ type Set struct {
 	// spelled: some route's path names a byte that is not unreserved, so
 	// Choose also matches the decoded reading ([Set.selectDecoded]).
 	spelled bool
+	// tailStar: some route is exact with a last "*" segment
+	// ([route.tailStar]); AlsoUnder then looks below it.
+	tailStar bool
 }
 
 // anyToken is the policy of "a valid token of any configured issuer is
@@ -210,6 +213,7 @@ func New(opts Options) (*Set, error) {
 		}
 		s.routes = append(s.routes, r)
 		s.spelled = s.spelled || r.dsegs != nil
+		s.tailStar = s.tailStar || r.tailStar
 	}
 	s.fallback = anyToken
 	if opts.DefaultPolicy != "" {
@@ -428,6 +432,32 @@ func (s *Set) AlsoAs(o request.Original, route int) []string {
 		out = append(out, "GET")
 	}
 	return out
+}
+
+// AlsoUnder returns the policy, and its route's index, that must allow the
+// request o too, which route (the index [Set.Choose] gave it; -1: none
+// matched, the default decides) does not: the first route ending in "*"
+// whose "*" matches the rest of o's path (/items/* for /items/1/x), when no
+// route matches o and that route's policy is not the default's. Echo v4
+// hands a route's last :param the rest of the path, '/' included
+// (/items/:id runs /items/1/x with id "1/x"), so an application may run
+// such a request with the handler the route guards; other routers run
+// another handler, or none. Deciding it under both keeps the stricter of
+// the two. Nil, -1 otherwise. Only for a policy the routes chose: a
+// policy chosen by name decides alone.
+func (s *Set) AlsoUnder(o request.Original, route int) (*Policy, int) {
+	if s == nil || !s.tailStar || route >= 0 {
+		return nil, -1
+	}
+	for i := range s.routes {
+		if r := &s.routes[i]; r.tailStar && r.matchTail(o) {
+			if r.policy == s.fallback {
+				return nil, -1
+			}
+			return r.policy, i
+		}
+	}
+	return nil, -1
 }
 
 // routeNames reports whether route i lists method in its methods.

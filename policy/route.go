@@ -22,9 +22,14 @@ type route struct {
 	// it first (Werkzeug, find-my-way). nil when the pattern has one
 	// spelling.
 	dsegs   []string
-	subtree bool   // the pattern ended in "/**": itself and everything below
-	pattern string // the path pattern as configured ("/**" for an empty one)
-	policy  *Policy
+	subtree bool // the pattern ended in "/**": itself and everything below
+	// tailStar: an exact pattern whose last segment is "*" (/items/*).
+	// Echo v4 hands its last :param the rest of the path, '/' included
+	// (labstack/echo#2501: /items/:id runs /items/1/x with id "1/x"), so
+	// such a route is also what an application serves below it.
+	tailStar bool
+	pattern  string // the path pattern as configured ("/**" for an empty one)
+	policy   *Policy
 }
 
 func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
@@ -65,6 +70,7 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 		return route{}, fmt.Errorf("path: %q: %w", rt.Path, err)
 	}
 	r.segs, r.subtree, r.pattern = segs, subtree, path
+	r.tailStar = !subtree && len(segs) > 0 && segs[len(segs)-1] == "*"
 	for _, seg := range segs {
 		if seg == "*" || !hasSpelling(seg) {
 			continue
@@ -141,6 +147,18 @@ func (r *route) matchDecoded(o request.Original, decoded string) bool {
 		segs = r.dsegs
 	}
 	return matchPath(segs, r.subtree, decoded)
+}
+
+// matchTail reports whether r, a tailStar route, matches o with its last
+// "*" taking the rest of the path, as Echo's last :param does.
+func (r *route) matchTail(o request.Original) bool {
+	if r.methods != nil && !slices.Contains(r.methods, o.Method) {
+		return false
+	}
+	if r.host != "" && r.host != o.Host {
+		return false
+	}
+	return matchPath(r.segs, true, o.Path)
 }
 
 // match reports whether r matches o (method, host, normalized path).

@@ -135,6 +135,9 @@ type overrideChoice struct {
 	o   request.Original
 	p   *policy.Policy
 	err error
+	// how says why o is decided by p too, for a refusal's detail: ""
+	// for a method override or a HEAD (the method says it).
+	how string
 }
 
 // overridden returns the original request o (when known) as each other
@@ -147,11 +150,23 @@ func (s *Server) overridden(named string, o request.Original, known bool, route 
 		return nil
 	}
 	var out []overrideChoice
+	tail := func(o request.Original, route int) {
+		if named != "" {
+			return
+		}
+		if p, i := s.policies.AlsoUnder(o, route); p != nil {
+			out = append(out, overrideChoice{o: o, p: p, how: "the last segment of " + s.policies.RouteString(i) + " taking the rest of the path"})
+		}
+	}
+	tail(o, route)
 	for _, m := range s.policies.AlsoAs(o, route) {
 		o := o
 		o.Method, o.Overrides = m, ""
 		c, err := s.policies.Choose(named, o, nil)
-		out = append(out, overrideChoice{o, c.Policy, err})
+		out = append(out, overrideChoice{o: o, p: c.Policy, err: err})
+		if err == nil {
+			tail(o, c.Route)
+		}
 	}
 	return out
 }
@@ -185,7 +200,10 @@ func overridesAllow(d Decision, st *policyStage) (*policy.Policy, string, error)
 				req = dn.Requirement
 			}
 			how := "method override " + c.o.Method
-			if st.o.Method == http.MethodHead && c.o.Method == http.MethodGet {
+			switch {
+			case c.how != "":
+				how = c.how
+			case st.o.Method == http.MethodHead && c.o.Method == http.MethodGet:
 				how = "HEAD runs as GET"
 			}
 			return c.p, req, fmt.Errorf("%s: %w", how, err)

@@ -201,11 +201,12 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		}
 	}
 	var pd policyDecision
+	var refusedBy *policy.Policy
 	if f.authorizes() {
 		pd = choosePolicy(plan.Server.Policies, f)
 		if err == nil {
 			var psteps []verify.Step
-			psteps, err = pd.decide(res)
+			psteps, refusedBy, err = pd.decide(res)
 			steps = append(steps, psteps...)
 		}
 	}
@@ -213,7 +214,7 @@ func (a *app) runVerify(ctx context.Context, f verifyFlags, pos []string, logger
 		a.writeSteps(steps)
 	}
 	if f.authorizes() {
-		return a.writeAuthorized(res, pd.choice.Policy, token, err), nil
+		return a.writeAuthorized(res, cmp.Or(refusedBy, pd.choice.Policy), token, err), nil
 	}
 	return a.writeVerdict(res, token, err), nil
 }
@@ -351,17 +352,21 @@ type policyDecision struct {
 	step   verify.Step
 	o      request.Original
 	oerr   error
-	// also are the other methods the server decides the request as too
-	// (policy.Set.AlsoAs: GET for a HEAD), each with its choice.
+	// also are the other readings the server decides the request as too
+	// (policy.Set.AlsoAs: GET for a HEAD; policy.Set.AlsoUnder: the route
+	// ending in "*" an application may run a deeper path with), each with
+	// its choice.
 	also []alsoChoice
 }
 
 // alsoChoice is the original request as another method an application
-// may run it as, with the policy chosen for it or why none was.
+// may run it as, or under another route, with the policy chosen for it or
+// why none was.
 type alsoChoice struct {
 	o      request.Original
 	choice policy.Choice
 	err    error
+	how    string // "": another method (the method says it)
 }
 
 // choosePolicy chooses the policy of the flags; its step says which and how.
@@ -378,11 +383,25 @@ func choosePolicy(set *policy.Set, f verifyFlags) policyDecision {
 	}
 	d.choice, d.err = set.Choose(f.policy, d.o, d.oerr)
 	if d.err == nil && d.oerr == nil {
+		// As the server (server.overridden).
+		tail := func(o request.Original, route int) {
+			if f.policy != "" {
+				return
+			}
+			if p, i := set.AlsoUnder(o, route); p != nil {
+				d.also = append(d.also, alsoChoice{o: o, choice: policy.Choice{Policy: p, By: policy.ByRoute, Route: i},
+					how: "the last segment of " + set.RouteString(i) + " taking the rest of the path"})
+			}
+		}
+		tail(d.o, d.choice.Route)
 		for _, m := range set.AlsoAs(d.o, d.choice.Route) {
 			o := d.o
 			o.Method, o.Overrides = m, ""
 			c, err := set.Choose(f.policy, o, nil)
-			d.also = append(d.also, alsoChoice{o, c, err})
+			d.also = append(d.also, alsoChoice{o: o, choice: c, err: err})
+			if err == nil {
+				tail(o, c.Route)
+			}
 		}
 	}
 	c := d.choice
@@ -409,29 +428,32 @@ func choosePolicy(set *policy.Set, f verifyFlags) policyDecision {
 // (policy.Policy.Explain, the server's decision): the choice's step, then
 // one per requirement, up to the first that failed. The error is the
 // refusal (verify.ErrForbidden).
-func (d policyDecision) decide(res *verify.Result) ([]verify.Step, error) {
-	steps := []verify.Step{d.step}
+// decide evaluates the chosen policies for res; by is the policy that
+// refused it when another reading's did (the server's 403 and its "policy"
+// name that one), else nil.
+func (d policyDecision) decide(res *verify.Result) (steps []verify.Step, by *policy.Policy, err error) {
+	steps = []verify.Step{d.step}
 	if d.err != nil {
-		return steps, d.err
+		return steps, nil, d.err
 	}
 	psteps, err := d.choice.Policy.Explain(res, policy.Request{Original: d.o, Known: d.oerr == nil})
 	steps = append(steps, psteps...)
 	if err != nil {
-		return steps, err
+		return steps, nil, err
 	}
-	// As the server: every other method the request may run as must be
-	// allowed too (a HEAD runs as GET).
+	// As the server: every other reading of the request must be allowed
+	// too (a HEAD runs as GET; a path below a route ending in "*").
 	for _, a := range d.also {
-		how := fmt.Sprintf("%s runs as %s", d.o.Method, a.o.Method)
+		how := cmp.Or(a.how, fmt.Sprintf("%s runs as %s", d.o.Method, a.o.Method))
 		if a.err != nil {
-			return append(steps, verify.Step{Check: "policy", Detail: how + ": " + a.err.Error()}), a.err
+			return append(steps, verify.Step{Check: "policy", Detail: how + ": " + a.err.Error()}), nil, a.err
 		}
 		asteps, err := a.choice.Policy.Explain(res, policy.Request{Original: a.o, Known: true})
 		if err != nil {
-			return append(append(steps, verify.Step{Check: "policy", OK: true, Detail: how + ": " + a.choice.Policy.Name()}), asteps...), err
+			return append(append(steps, verify.Step{Check: "policy", OK: true, Detail: how + ": " + a.choice.Policy.Name()}), asteps...), a.choice.Policy, err
 		}
 	}
-	return steps, nil
+	return steps, nil, nil
 }
 
 // writeAuthorized prints the result of a decision under a policy as the

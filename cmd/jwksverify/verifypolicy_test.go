@@ -7,15 +7,19 @@ import (
 	"time"
 )
 
-// policyConfig is a configuration with policies, routes and the any-token
-// default, as docs/POLICIES.md shows them.
-const policyConfig = `
+// localIssuer is the issuer of the verify tests' configurations (its keys
+// in jwks.json beside them) behind nginx.
+const localIssuer = `
 issuers:
   - issuer: https://local.test/
     jwks_file: jwks.json
     audiences: [api]
 forward_auth: {proxy: nginx}
-policies:
+`
+
+// policyConfig is a configuration with policies, routes and the any-token
+// default, as docs/POLICIES.md shows them.
+const policyConfig = localIssuer + `policies:
   - {name: orders-read, scopes: {any: [orders:read, orders:write]}}
   - name: orders-write
     scopes: {all: [orders:write]}

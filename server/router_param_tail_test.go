@@ -1,0 +1,125 @@
+package server
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/jwksverify/jwksverify/policy"
+)
+
+// TestMiddlewareRouteEndingInStar: an application's router may run a path
+// below a route ending in "*" with that route's handler. Echo v4
+// (labstack/echo v4.16.5, issue #2501) hands the last :param of a route the
+// rest of the path, '/' included: e.DELETE("/items/:id") runs
+// DELETE /items/1/x with id "1/x", e.GET("/users/:id") runs
+// GET /users/1/settings with id "1/settings". With a strict route
+// "DELETE /items/*" and an anonymous default_policy, Service.Middleware (or
+// forward-auth) in front of such an application decided /items/1/x under
+// the default (no route matched: '*' is one segment) and let an anonymous
+// request reach the strict handler. The application here is Go's ServeMux
+// with {id...}, which reads these paths as Echo does. Such a request is now
+// decided under both policies (policy.Set.AlsoUnder), as a HEAD is under
+// GET's.
+func TestMiddlewareRouteEndingInStar(t *testing.T) {
+	e := routesEnv(t, policy.Options{
+		Policies: []policy.Spec{
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "public", AllowAnonymous: true},
+		},
+		Routes: []policy.Route{
+			{Methods: []string{"DELETE"}, Path: "/items/*", Policy: "admin"},
+			{Path: "/users/*", Policy: "admin"},
+			// An explicit route below keeps its own policy.
+			{Path: "/users/*/avatar", Policy: "public"},
+		},
+		DefaultPolicy: "public",
+	})
+	mux := http.NewServeMux()
+	strict := func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Ran", "strict "+r.PathValue("id")) }
+	mux.HandleFunc("DELETE /items/{id...}", strict) // echo: e.DELETE("/items/:id")
+	mux.HandleFunc("/users/{id...}", strict)        // echo: e.Any("/users/:id")
+	mux.HandleFunc("/users/{id}/avatar", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Ran", "lax") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Ran", "lax") })
+	h := e.srv.Middleware(mux)
+	for _, tt := range []struct {
+		method, target string
+		strictRan      bool // the application runs the strict route's handler
+	}{
+		{"DELETE", "/items/1", true},
+		{"DELETE", "/items/1/", true},  // echo: id "1/"
+		{"DELETE", "/items/1/x", true}, // echo: id "1/x"
+		{"POST", "/items/1/x?_method=DELETE", true},
+		{"GET", "/users/1/settings", true}, // echo: id "1/settings"
+		{"HEAD", "/users/1/settings/", true},
+		{"GET", "/users/1/avatar", false}, // its own route
+		{"GET", "/items/1/x", false},      // no DELETE: the default
+	} {
+		r := httptest.NewRequest(tt.method, "http://api.example.com"+tt.target, nil)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		ran := w.Header().Get("X-Ran")
+		if tt.strictRan && w.Code == http.StatusOK {
+			t.Errorf("anonymous %s %s = 200, handler %q: the route ending in '*' is what Echo runs it with", tt.method, tt.target, ran)
+		}
+		if !tt.strictRan && w.Code != http.StatusOK {
+			t.Errorf("anonymous %s %s = %d, want 200 (public)", tt.method, tt.target, w.Code)
+		}
+	}
+}
+
+// TestRouteEndingInStarDecidedUnderBoth: a path below a route ending in "*"
+// that no route matches must be allowed by that route's policy and by the
+// default: the stricter of the two wins, whichever it is. A lax route
+// (/public/*) under a strict default keeps the default for /public/a/b (a
+// refusal of every such request would break it); a strict route under a
+// lax default takes the strict one.
+func TestRouteEndingInStarDecidedUnderBoth(t *testing.T) {
+	e := routesEnv(t, policy.Options{
+		Policies: []policy.Spec{
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "public", AllowAnonymous: true},
+			{Name: "users", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"users", "admins"}}}},
+		},
+		Routes: []policy.Route{
+			{Methods: []string{"DELETE"}, Path: "/items/*", Policy: "admin"},
+			{Path: "/public/*", Policy: "public"},
+		},
+		DefaultPolicy: "users",
+	})
+	h := e.srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	user := mint(claims(map[string]any{"groups": []string{"users"}}))
+	admin := mint(claims(map[string]any{"groups": []string{"admins"}}))
+	for _, tt := range []struct {
+		method, target, token string
+		want                  int
+	}{
+		{"DELETE", "/items/1/x", user, http.StatusForbidden}, // admin (the route's) and users (the default)
+		{"DELETE", "/items/1/x", admin, http.StatusOK},
+		{"DELETE", "/items/1/x", "", http.StatusUnauthorized},
+		{"GET", "/public/a/b", user, http.StatusOK}, // public and users: users
+		{"GET", "/public/a/b", "", http.StatusUnauthorized},
+		{"GET", "/public/a", "", http.StatusOK}, // the route itself
+		{"HEAD", "/items/1/x", user, http.StatusOK},
+	} {
+		r := httptest.NewRequest(tt.method, "http://api.example.com"+tt.target, nil)
+		if tt.token != "" {
+			r.Header.Set("Authorization", "Bearer "+tt.token)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Errorf("%s %s (token %v) = %d, want %d", tt.method, tt.target, tt.token != "", w.Code, tt.want)
+		}
+	}
+}
+
+// routesEnv is newPolicyEnv's server with the policies and routes of opts.
+func routesEnv(t *testing.T, opts policy.Options) *env {
+	t.Helper()
+	set, err := policy.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPolicyEnvWith(t, nil, func(o *Options) { o.Policies = set })
+}

@@ -40,17 +40,23 @@ func (s *Server) setMint(opts Options) error {
 	if err := CheckMintHeader(s.mintHeader); err != nil {
 		return invalidOption("Minter", "header: %w", err)
 	}
+	// A claim header that is the mint header or one of its CGI twins
+	// (X-Internal_Token beside X-Internal-Token: one HTTP_X_INTERNAL_TOKEN
+	// to a CGI upstream) would hand the upstream a claim's value where it
+	// reads the minted token.
+	twins := HeaderTwins(s.mintHeader)
+	same := func(h string) bool { return h == s.mintHeader || slices.Contains(twins, h) }
 	for _, is := range s.issuers {
 		for _, h := range is.answer {
-			if h.header == s.mintHeader {
-				return invalidOption("Minter", "header %s is also a claims_to_headers header", s.mintHeader)
+			if same(h.header) {
+				return invalidOption("Minter", "header %s is also a claims_to_headers header (%s)", s.mintHeader, h.header)
 			}
 		}
 	}
 	for name, h := range s.policyHeaders {
 		for _, ch := range h {
-			if ch.header == s.mintHeader {
-				return invalidOption("Minter", "header %s is also policy %s's claims_to_headers header", s.mintHeader, name)
+			if same(ch.header) {
+				return invalidOption("Minter", "header %s is also policy %s's claims_to_headers header (%s)", s.mintHeader, name, ch.header)
 			}
 		}
 	}

@@ -219,6 +219,9 @@ func TestMintOptionsRefused(t *testing.T) {
 	}{
 		{"unknown-policy", "", func(p *mintpkg.Policy) map[string]*mintpkg.Policy { return map[string]*mintpkg.Policy{"nope": p} }, nil},
 		{"claim-header", "X-Auth-Subject", nil, nil},
+		// A CGI upstream reads X-Auth_Subject as X-Auth-Subject: the
+		// claim's value where it expects the minted token.
+		{"claim-header-twin", "X-Auth_Subject", nil, nil},
 		{"reserved-header", "Host", nil, nil},
 		// The proxies drop a client's own mint header before the call: a
 		// token source there (or at a CGI twin of it) would never arrive.

@@ -22,6 +22,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"iter"
 	"net/textproto"
 	"net/url"
 	"regexp"
@@ -434,30 +435,31 @@ func (s *Set) AlsoAs(o request.Original, route int) []string {
 	return out
 }
 
-// AlsoUnder returns the policy, and its route's index, that must allow the
+// AlsoUnder yields each policy, and its route's index, that must allow the
 // request o too, which route (the index [Set.Choose] gave it; -1: none
-// matched, the default decides) does not: the first route ending in "*"
-// whose "*" matches the rest of o's path (/items/* for /items/1/x), when no
-// route matches o and that route's policy is not the default's. Echo v4
-// hands a route's last :param the rest of the path, '/' included
-// (/items/:id runs /items/1/x with id "1/x"), so an application may run
-// such a request with the handler the route guards; other routers run
-// another handler, or none. Deciding it under both keeps the stricter of
-// the two. Nil, -1 otherwise. Only for a policy the routes chose: a
-// policy chosen by name decides alone.
-func (s *Set) AlsoUnder(o request.Original, route int) (*Policy, int) {
-	if s == nil || !s.tailStar || route >= 0 {
-		return nil, -1
-	}
-	for i := range s.routes {
-		if r := &s.routes[i]; r.tailStar && r.matchTail(o) {
-			if r.policy == s.fallback {
-				return nil, -1
+// matched, the default decides) does not: those of every route ending in
+// "*" whose "*" matches the rest of o's path (/items/* for /items/1/x, and
+// /items/*/attachments/* for /items/1/attachments/2/x too), when no route
+// matches o, whose policy is not the default's. Echo v4 hands a route's
+// last :param the rest of the path, '/' included (/items/:id runs
+// /items/1/x with id "1/x"), so an application may run such a request with
+// the handler a route guards — the deepest one, which need not be the
+// first in the configuration; other routers run another handler, or none.
+// Deciding it under all keeps the strictest. Nothing otherwise. Only for a
+// policy the routes chose: a policy chosen by name decides alone.
+func (s *Set) AlsoUnder(o request.Original, route int) iter.Seq2[*Policy, int] {
+	return func(yield func(*Policy, int) bool) {
+		if s == nil || !s.tailStar || route >= 0 {
+			return
+		}
+		for i := range s.routes {
+			if r := &s.routes[i]; r.tailStar && r.policy != s.fallback && r.matchTail(o) {
+				if !yield(r.policy, i) {
+					return
+				}
 			}
-			return r.policy, i
 		}
 	}
-	return nil, -1
 }
 
 // routeNames reports whether route i lists method in its methods.

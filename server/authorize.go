@@ -154,7 +154,7 @@ func (s *Server) overridden(named string, o request.Original, known bool, route 
 		if named != "" {
 			return
 		}
-		if p, i := s.policies.AlsoUnder(o, route); p != nil {
+		for p, i := range s.policies.AlsoUnder(o, route) {
 			out = append(out, overrideChoice{o: o, p: p, how: "the last segment of " + s.policies.RouteString(i) + " taking the rest of the path"})
 		}
 	}

@@ -30,11 +30,28 @@ const revocationsPath = "/v1/revocations"
 // issued_before for sub, client_id and issuer entries (default now).
 type revocationRequest struct {
 	Issuer       string  `json:"issuer"`
-	JTI          *string `json:"jti"`
-	SID          *string `json:"sid"`
-	Sub          *string `json:"sub"`
-	ClientID     *string `json:"client_id"`
-	IssuedBefore *string `json:"issued_before"`
+	JTI          entryValue `json:"jti"`
+	SID          entryValue `json:"sid"`
+	Sub          entryValue `json:"sub"`
+	ClientID     entryValue `json:"client_id"`
+	IssuedBefore *string    `json:"issued_before"`
+}
+
+// entryValue is a kind member of a revocationRequest: given (null
+// included: {"jti": null} is a script's missing value, not a request for
+// the whole issuer), and its string.
+type entryValue struct {
+	set, null bool
+	v         string
+}
+
+func (e *entryValue) UnmarshalJSON(b []byte) error {
+	e.set = true
+	if string(b) == "null" {
+		e.null = true
+		return nil
+	}
+	return json.Unmarshal(b, &e.v)
 }
 
 // entry is the entry the request asks for, or why it is refused (a
@@ -46,13 +63,16 @@ func (s *Server) entry(req *revocationRequest, now time.Time) (revoke.Entry, str
 	e := revoke.Entry{Issuer: req.Issuer, Kind: revoke.KindIssuer, Source: revoke.SourceAdmin}
 	n := 0
 	for _, f := range []struct {
-		v *string
+		v *entryValue
 		k revoke.Kind
-	}{{req.JTI, revoke.KindJTI}, {req.SID, revoke.KindSID}, {req.Sub, revoke.KindSub}, {req.ClientID, revoke.KindClientID}} {
-		if f.v != nil {
+	}{{&req.JTI, revoke.KindJTI}, {&req.SID, revoke.KindSID}, {&req.Sub, revoke.KindSub}, {&req.ClientID, revoke.KindClientID}} {
+		if f.v.set {
 			n++
-			e.Kind, e.Value = f.k, *f.v
-			if *f.v == "" {
+			e.Kind, e.Value = f.k, f.v.v
+			if f.v.null {
+				return revoke.Entry{}, string(f.k) + " is null"
+			}
+			if f.v.v == "" {
 				return revoke.Entry{}, string(f.k) + " is empty"
 			}
 		}

@@ -123,3 +123,47 @@ func routesEnv(t *testing.T, opts policy.Options) *env {
 	}
 	return newPolicyEnvWith(t, nil, func(o *Options) { o.Policies = set })
 }
+
+// TestRouteEndingInStarEveryTailRoute: a path below two routes ending in
+// "*" runs, under Echo v4, with the deeper one's handler
+// (e.DELETE("/items/:id/attachments/:aid") runs
+// DELETE /items/1/attachments/2/x with aid "2/x": a param node without
+// children takes the rest of the path). AlsoUnder returned only the first
+// route ending in "*" whose tail matched (config order), and nothing at all
+// when that first one's policy was the default's: the deeper, strict route
+// was never asked.
+func TestRouteEndingInStarEveryTailRoute(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		first string // the policy of /items/*
+		token bool
+	}{
+		{"first-route-lax", "users", true},              // a user who is no admin
+		{"first-route-is-the-default", "public", false}, // anonymous
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := routesEnv(t, policy.Options{
+				Policies: []policy.Spec{
+					{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+					{Name: "public", AllowAnonymous: true},
+					{Name: "users", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"users", "admins"}}}},
+				},
+				Routes: []policy.Route{
+					{Path: "/items/*", Policy: tt.first},
+					{Methods: []string{"DELETE"}, Path: "/items/*/attachments/*", Policy: "admin"},
+				},
+				DefaultPolicy: "public",
+			})
+			h := e.srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+			r := httptest.NewRequest("DELETE", "http://api.example.com/items/1/attachments/2/x", nil)
+			if tt.token {
+				r.Header.Set("Authorization", "Bearer "+mint(claims(map[string]any{"groups": []string{"users"}})))
+			}
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			if w.Code == http.StatusOK {
+				t.Errorf("DELETE /items/1/attachments/2/x (token %v) = 200: Echo runs it with /items/:id/attachments/:aid, whose route is admin", tt.token)
+			}
+		})
+	}
+}

@@ -388,7 +388,7 @@ func choosePolicy(set *policy.Set, f verifyFlags) policyDecision {
 			if f.policy != "" {
 				return
 			}
-			if p, i := set.AlsoUnder(o, route); p != nil {
+			for p, i := range set.AlsoUnder(o, route) {
 				d.also = append(d.also, alsoChoice{o: o, choice: policy.Choice{Policy: p, By: policy.ByRoute, Route: i},
 					how: "the last segment of " + set.RouteString(i) + " taking the rest of the path"})
 			}

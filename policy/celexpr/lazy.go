@@ -201,6 +201,10 @@ func jsonValue(v string) ref.Val {
 // integer.
 const twoTo53 = 1 << 53
 
+// maxExactLiteral bounds the literal exactDouble reads exactly from 2^53
+// on.
+const maxExactLiteral = 1024
+
 // exactDouble reads the JSON number literal lit as a double, and reports
 // false when it is beyond a double's range or when the double is not the
 // literal's value from 2^53 on, where a double no longer holds every
@@ -215,6 +219,13 @@ func exactDouble(lit string) (float64, bool) {
 	}
 	if math.Abs(f) < twoTo53 {
 		return f, true
+	}
+	if len(lit) > maxExactLiteral {
+		// math/big's decimal scan is quadratic in the digits: a token
+		// holder's number of the token's size cost seconds per
+		// evaluation. No double needs this many characters (at most 309
+		// integer digits); such a literal is no id, and an error denies.
+		return 0, false
 	}
 	// 2048 bits hold every integer a double can be (up to 2^1024)
 	// exactly; a literal that rounds to f at this precision is not an

@@ -440,20 +440,27 @@ func (s *Set) AlsoAs(o request.Original, route int) []string {
 // matched, the default decides) does not: those of every route ending in
 // "*" whose "*" matches the rest of o's path (/items/* for /items/1/x, and
 // /items/*/attachments/* for /items/1/attachments/2/x too), when no route
-// matches o, whose policy is not the default's. Echo v4 hands a route's
-// last :param the rest of the path, '/' included (/items/:id runs
-// /items/1/x with id "1/x"), so an application may run such a request with
+// or a subtree route (/api/**) chose o, whose policy is not the chosen
+// one. Echo v4 hands a route's last :param the rest of the path, '/'
+// included (/items/:id runs /items/1/x with id "1/x"), and prefers a
+// :param to a catch-all, so an application may run such a request with
 // the handler a route guards — the deepest one, which need not be the
 // first in the configuration; other routers run another handler, or none.
-// Deciding it under all keeps the strictest. Nothing otherwise. Only for a
-// policy the routes chose: a policy chosen by name decides alone.
+// Deciding it under all keeps the strictest. An exact route that chose o
+// (/items/*/detail) is the application's own handler for it: nothing then.
+// Only for a policy the routes chose: a policy chosen by name decides
+// alone.
 func (s *Set) AlsoUnder(o request.Original, route int) iter.Seq2[*Policy, int] {
 	return func(yield func(*Policy, int) bool) {
-		if s == nil || !s.tailStar || route >= 0 {
+		if s == nil || !s.tailStar || (route >= 0 && (route >= len(s.routes) || !s.routes[route].subtree)) {
 			return
 		}
+		chosen := s.fallback
+		if route >= 0 {
+			chosen = s.routes[route].policy
+		}
 		for i := range s.routes {
-			if r := &s.routes[i]; r.tailStar && r.policy != s.fallback && r.matchTail(o) {
+			if r := &s.routes[i]; r.tailStar && r.policy != chosen && r.matchTail(o) {
 				if !yield(r.policy, i) {
 					return
 				}

@@ -29,7 +29,7 @@ const revocationsPath = "/v1/revocations"
 // most one of jti, sid, sub and client_id (none: the whole issuer), and
 // issued_before for sub, client_id and issuer entries (default now).
 type revocationRequest struct {
-	Issuer       string  `json:"issuer"`
+	Issuer       string     `json:"issuer"`
 	JTI          entryValue `json:"jti"`
 	SID          entryValue `json:"sid"`
 	Sub          entryValue `json:"sub"`

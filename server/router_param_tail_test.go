@@ -167,3 +167,43 @@ func TestRouteEndingInStarEveryTailRoute(t *testing.T) {
 		})
 	}
 }
+
+// TestRouteEndingInStarUnderSubtree: a lax subtree route (/api/**) that
+// chose a path below a strict route ending in "*" does not decide it alone:
+// Echo prefers a :param to a catch-all, so /api/items/:id runs
+// /api/items/1/x. An exact route that chose the path keeps it (the
+// application has its own handler there).
+func TestRouteEndingInStarUnderSubtree(t *testing.T) {
+	e := routesEnv(t, policy.Options{
+		Policies: []policy.Spec{
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "anytoken"},
+		},
+		Routes: []policy.Route{
+			{Path: "/api/items/*/detail", Policy: "anytoken"},
+			{Methods: []string{"DELETE"}, Path: "/api/items/*", Policy: "admin"},
+			{Path: "/api/**", Policy: "anytoken"},
+		},
+		DefaultPolicy: "admin",
+	})
+	h := e.srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	user := mint(claims(map[string]any{"groups": []string{"users"}}))
+	for _, tt := range []struct {
+		method, target string
+		want           int
+	}{
+		{"DELETE", "/api/items/1/x", http.StatusForbidden}, // /api/** chose it; /api/items/* refuses
+		{"DELETE", "/api/items/1", http.StatusForbidden},
+		{"DELETE", "/api/items/1/detail", http.StatusOK}, // its own exact route
+		{"GET", "/api/items/1/x", http.StatusOK},         // no GET route ending in '*'
+		{"DELETE", "/api/orders/1", http.StatusOK},
+	} {
+		r := httptest.NewRequest(tt.method, "http://api.example.com"+tt.target, nil)
+		r.Header.Set("Authorization", "Bearer "+user)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Errorf("%s %s = %d, want %d", tt.method, tt.target, w.Code, tt.want)
+		}
+	}
+}

@@ -455,12 +455,20 @@ func (s *Set) AlsoUnder(o request.Original, route int) iter.Seq2[*Policy, int] {
 		if s == nil || !s.tailStar || (route >= 0 && (route >= len(s.routes) || !s.routes[route].subtree)) {
 			return
 		}
-		chosen := s.fallback
+		chosen, depth := s.fallback, -1 // depth: the segments of the subtree route that chose o
 		if route >= 0 {
-			chosen = s.routes[route].policy
+			chosen, depth = s.routes[route].policy, len(s.routes[route].segs)
 		}
 		for i := range s.routes {
-			if r := &s.routes[i]; r.tailStar && r.policy != chosen && r.matchTail(o) {
+			r := &s.routes[i]
+			if depth >= len(r.segs) && !r.match(o) {
+				// The subtree route goes on at or past r's '*'
+				// (/users/*/avatar/** below /users/*): Echo's :param has a
+				// child then and takes one segment, so the subtree's
+				// handler runs o, as an exact route's would.
+				continue
+			}
+			if r.tailStar && r.policy != chosen && r.matchTail(o) {
 				if !yield(r.policy, i) {
 					return
 				}

@@ -207,3 +207,52 @@ func TestRouteEndingInStarUnderSubtree(t *testing.T) {
 		}
 	}
 }
+
+// TestRouteEndingInStarBelowDeeperSubtree: a subtree route that goes on
+// past the '*' of a route ending in '*' (/users/*/avatar/** below
+// /users/*) is the application's own handler for the paths it chose, as
+// an exact route is: Echo's /users/:id has a child then, so :id takes one
+// segment and /users/:id/avatar/* runs /users/1/avatar/large.png (Go's
+// ServeMux runs the more specific pattern alike). Only a subtree route
+// shallower than the '*' (/api/** beside /api/items/*) loses to the
+// :param. Deciding the avatar under /users/*'s policy too refused every
+// anonymous avatar (401) and every token without /users/*'s claims (403).
+func TestRouteEndingInStarBelowDeeperSubtree(t *testing.T) {
+	e := routesEnv(t, policy.Options{
+		Policies: []policy.Spec{
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "public", AllowAnonymous: true},
+		},
+		Routes: []policy.Route{
+			{Path: "/users/*", Policy: "admin"},
+			{Path: "/users/*/avatar/**", Policy: "public"},
+		},
+		DefaultPolicy: "public",
+	})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/users/{id...}", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Ran", "strict") })      // echo: e.Any("/users/:id")
+	mux.HandleFunc("/users/{id}/avatar/", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Ran", "avatar") }) // echo: e.GET("/users/:id/avatar/*")
+	h := e.srv.Middleware(mux)
+	user := mint(claims(map[string]any{"groups": []string{"users"}}))
+	for _, tt := range []struct {
+		target, token string
+		want          int
+	}{
+		{"/users/1/avatar/large.png", "", http.StatusOK},
+		{"/users/1/avatar/large.png", user, http.StatusOK},
+		{"/users/1/avatar/", "", http.StatusOK},
+		{"/users/1", "", http.StatusUnauthorized},          // /users/* itself
+		{"/users/1/settings", "", http.StatusUnauthorized}, // no subtree route: under /users/* too
+		{"/users/1/settings", user, http.StatusForbidden},
+	} {
+		r := httptest.NewRequest("GET", "http://api.example.com"+tt.target, nil)
+		if tt.token != "" {
+			r.Header.Set("Authorization", "Bearer "+tt.token)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tt.want {
+			t.Errorf("GET %s (token %v) = %d, want %d (the application runs %q)", tt.target, tt.token != "", w.Code, tt.want, w.Header().Get("X-Ran"))
+		}
+	}
+}

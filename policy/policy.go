@@ -447,7 +447,9 @@ func (s *Set) AlsoAs(o request.Original, route int) []string {
 // the handler a route guards — the deepest one, which need not be the
 // first in the configuration; other routers run another handler, or none.
 // Deciding it under all keeps the strictest. An exact route that chose o
-// (/items/*/detail) is the application's own handler for it: nothing then.
+// (/items/*/detail), or a subtree route going on at or past a route's "*"
+// (/items/*/files/** for /items/*), is the application's own handler for
+// it: nothing then (from that route).
 // Only for a policy the routes chose: a policy chosen by name decides
 // alone.
 func (s *Set) AlsoUnder(o request.Original, route int) iter.Seq2[*Policy, int] {

@@ -189,9 +189,14 @@ func jsonValue(v string) ref.Val {
 		if f, ok := exactDouble(v); ok {
 			return types.Double(f)
 		}
+		return types.NewErr("claim number is beyond what a double holds exactly (an integer beyond 2^53: compare it with a claims matcher)")
 	case c == '[' || c == '{':
-		if x, err := decodeExact([]byte(v)); err == nil {
+		x, err := decodeExact([]byte(v))
+		if err == nil {
 			return types.DefaultTypeAdapter.NativeToValue(x)
+		}
+		if errors.Is(err, errInexact) {
+			return types.NewErr("claim holds a number beyond what a double holds exactly (an integer beyond 2^53)")
 		}
 	}
 	return types.NewErr("claim value does not decode as JSON")

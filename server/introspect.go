@@ -180,24 +180,51 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 const introspectionJWT = "application/token-introspection+jwt"
 
 // acceptsJWT reports whether r asks for an RFC 9701 answer: its Accept
-// names application/token-introspection+jwt with a q above 0.
+// names application/token-introspection+jwt with a q above 0 and not
+// below the q JSON gets (RFC 9110 §12.5.1: application/json, else
+// application/*, else */*, the most specific range deciding; a tie goes to
+// the JWT type, named explicitly).
 func acceptsJWT(r *http.Request) bool {
+	qJWT, qJSON := -1.0, -1.0
+	jsonRank := 0 // 3 application/json, 2 application/*, 1 */*
 	for _, v := range r.Header.Values("Accept") {
 		for part := range strings.SplitSeq(v, ",") {
 			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
-			if err != nil || mt != introspectionJWT {
+			if err != nil {
 				continue
 			}
-			// q=0: not acceptable (RFC 9110 §12.4.2).
-			if q, ok := params["q"]; ok {
-				if f, err := strconv.ParseFloat(q, 64); err != nil || f <= 0 {
+			q := 1.0
+			if qs, ok := params["q"]; ok {
+				f, err := strconv.ParseFloat(qs, 64)
+				if err != nil || f != f || f < 0 || f > 1 {
 					continue
 				}
+				q = f
 			}
-			return true
+			rank := 0
+			switch mt {
+			case introspectionJWT:
+				qJWT = max(qJWT, q)
+				continue
+			case "application/json":
+				rank = 3
+			case "application/*":
+				rank = 2
+			case "*/*":
+				rank = 1
+			default:
+				continue
+			}
+			switch {
+			case rank > jsonRank:
+				jsonRank, qJSON = rank, q
+			case rank == jsonRank:
+				qJSON = max(qJSON, q)
+			}
 		}
 	}
-	return false
+	// q=0: not acceptable (RFC 9110 §12.4.2).
+	return qJWT > 0 && qJWT >= qJSON
 }
 
 // clientOf returns the id of the introspection client r authenticated as

@@ -543,7 +543,7 @@ func (f *file) planClients(p *Plan, ov Overrides, env func(string) (string, bool
 		if ov.NoServerSecrets {
 			// The ids are still checked, with a stand-in secret that is
 			// never kept in the plan.
-			clients = append(clients, server.IntrospectionClient{ID: cl.ID, Secret: strings.Repeat("x", server.MinClientSecretBytes)})
+			clients = append(clients, server.IntrospectionClient{ID: cl.ID, Secret: strings.Repeat("x", server.MinClientSecretBytes) + strconv.Itoa(i)})
 			continue
 		}
 		secret, ok := env(cl.SecretEnv)

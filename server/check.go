@@ -38,6 +38,7 @@ const (
 // 20000 is out of range [1, 10000]", "TokenSources[1]: ...").
 func CheckOptions(opts Options, maxTokenBytes int) error {
 	seen := make(map[string]bool, len(opts.IntrospectionClients))
+	secrets := make(map[string]bool, len(opts.IntrospectionClients))
 	for i, c := range opts.IntrospectionClients {
 		var why string
 		switch {
@@ -49,11 +50,14 @@ func CheckOptions(opts Options, maxTokenBytes int) error {
 			why = fmt.Sprintf("id %q is listed twice", c.ID)
 		case len(c.Secret) < MinClientSecretBytes:
 			why = fmt.Sprintf("the secret is shorter than %d bytes", MinClientSecretBytes)
+		case secrets[c.Secret]:
+			// A Bearer caller is known by its secret alone.
+			why = fmt.Sprintf("id %q has the secret of another client: a Bearer caller could not be told apart", c.ID)
 		}
 		if why != "" {
 			return invalidOption(fmt.Sprintf("IntrospectionClients[%d]", i), "%s", why)
 		}
-		seen[c.ID] = true
+		seen[c.ID], secrets[c.Secret] = true, true
 	}
 	if h := opts.ClientCert.Header; h != "" {
 		if err := CheckTokenSource(TokenSource{Header: h}); err != nil {

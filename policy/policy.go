@@ -446,28 +446,33 @@ func (s *Set) AlsoAs(o request.Original, route int) []string {
 // :param to a catch-all, so an application may run such a request with
 // the handler a route guards — the deepest one, which need not be the
 // first in the configuration; other routers run another handler, or none.
-// Deciding it under all keeps the strictest. An exact route that chose o
-// (/items/*/detail), or a subtree route going on at or past a route's "*"
-// (/items/*/files/** for /items/*), is the application's own handler for
-// it: nothing then (from that route).
+// Deciding it under all keeps the strictest. A route that chose o and
+// goes on at or past a route's "*" along that route's own segments
+// (/items/*/detail, /items/*/files/** for /items/*), or leaves them at a
+// literal where it has its "*" (/items/new/**), is the application's own
+// handler for it: nothing then (from that route). One that has a "*"
+// where the route has a literal (/*/*/meta beside /items/*) is not: Echo
+// tries the static branch first, and its leaf :param takes the rest.
 // Only for a policy the routes chose: a policy chosen by name decides
 // alone.
 func (s *Set) AlsoUnder(o request.Original, route int) iter.Seq2[*Policy, int] {
 	return func(yield func(*Policy, int) bool) {
-		if s == nil || !s.tailStar || (route >= 0 && (route >= len(s.routes) || !s.routes[route].subtree)) {
+		if s == nil || !s.tailStar || route >= len(s.routes) {
 			return
 		}
-		chosen, depth := s.fallback, -1 // depth: the segments of the subtree route that chose o
+		chosen := s.fallback
 		if route >= 0 {
-			chosen, depth = s.routes[route].policy, len(s.routes[route].segs)
+			chosen = s.routes[route].policy
 		}
 		for i := range s.routes {
 			r := &s.routes[i]
-			if depth >= len(r.segs) && !r.match(o) {
-				// The subtree route goes on at or past r's '*'
-				// (/users/*/avatar/** below /users/*): Echo's :param has a
-				// child then and takes one segment, so the subtree's
-				// handler runs o, as an exact route's would.
+			if route >= 0 && s.routes[route].shadows(r) && !r.match(o) {
+				// The route that chose o goes on at or past r's '*' in
+				// r's own branch (/users/*/avatar/** or /users/*/detail
+				// below /users/*): Echo's :param has a child then and
+				// takes one segment; or it leaves r's segments at a
+				// literal where r has its '*' (a static node wins). Its
+				// handler runs o.
 				continue
 			}
 			if r.tailStar && r.policy != chosen && r.matchTail(o) {

@@ -205,3 +205,24 @@ func matchPath(segs []string, subtree bool, path string) bool {
 	}
 	return false
 }
+
+// shadows reports whether Echo, routing a path that r (a route ending in
+// '*') and c (which matches the path) both reach, runs c's branch rather
+// than r's last :param: c goes on at or past r's '*' along r's own
+// segments (/items/*/files/** for /items/*: the :param has a child and
+// takes one segment), or leaves them at a literal where r has its '*'
+// (/items/new/** for /items/*: a static node wins over a :param). Where c
+// has a '*' (a :param) and r a literal (/*/a/** beside /a/*), Echo tries
+// r's static branch first, whose :param takes the rest of the path.
+func (c *route) shadows(r *route) bool {
+	for k, want := range r.segs {
+		if k >= len(c.segs) {
+			return false // c ends before r's '*': a catch-all loses to the :param
+		}
+		if c.segs[k] == want {
+			continue
+		}
+		return c.segs[k] != "*" && want == "*"
+	}
+	return true
+}

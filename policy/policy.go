@@ -466,14 +466,16 @@ func (s *Set) AlsoUnder(o request.Original, route int) iter.Seq2[*Policy, int] {
 		}
 		for i := range s.routes {
 			r := &s.routes[i]
-			if route >= 0 && s.routes[route].shadows(r) && !r.match(o) {
+			if route >= 0 {
 				// The route that chose o goes on at or past r's '*' in
 				// r's own branch (/users/*/avatar/** or /users/*/detail
 				// below /users/*): Echo's :param has a child then and
-				// takes one segment; or it leaves r's segments at a
-				// literal where r has its '*' (a static node wins). Its
-				// handler runs o.
-				continue
+				// takes one segment, unless o ends at r's '*'; or it
+				// leaves r's segments at a literal where r has its '*'
+				// (/users/me: a static node wins). Its handler runs o.
+				if shadow, literal := s.routes[route].shadows(r); shadow && (literal || !r.match(o)) {
+					continue
+				}
 			}
 			if r.tailStar && r.policy != chosen && r.matchTail(o) {
 				if !yield(r.policy, i) {

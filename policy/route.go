@@ -214,15 +214,21 @@ func matchPath(segs []string, subtree bool, path string) bool {
 // (/items/new/** for /items/*: a static node wins over a :param). Where c
 // has a '*' (a :param) and r a literal (/*/a/** beside /a/*), Echo tries
 // r's static branch first, whose :param takes the rest of the path.
-func (c *route) shadows(r *route) bool {
+//
+// literal says which: true when c leaves r's segments at a literal (Echo
+// then runs c's handler even for the path r matches itself, /items/new
+// beside /items/*), false when c follows them (r's own handler runs the
+// path that ends at its '*').
+func (c *route) shadows(r *route) (shadow, literal bool) {
 	for k, want := range r.segs {
 		if k >= len(c.segs) {
-			return false // c ends before r's '*': a catch-all loses to the :param
+			return false, false // c ends before r's '*': a catch-all loses to the :param
 		}
 		if c.segs[k] == want {
 			continue
 		}
-		return c.segs[k] != "*" && want == "*"
+		lit := c.segs[k] != "*" && want == "*"
+		return lit, lit
 	}
-	return true
+	return true, false
 }

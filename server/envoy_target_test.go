@@ -18,10 +18,7 @@ import (
 func envoyRoutesEnv(t *testing.T) http.Handler {
 	t.Helper()
 	return newRoutedHandler(t, request.Envoy, policy.Options{
-		Policies: []policy.Spec{
-			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
-			{Name: "public", AllowAnonymous: true},
-		},
+		Policies: adminAndPublic(),
 		Routes: []policy.Route{
 			{Path: "/users/*/admin/**", Policy: "admin"},
 			{Path: "/users/**", Policy: "public"},

@@ -22,19 +22,12 @@ import (
 // decided under both policies (policy.Set.AlsoUnder), as a HEAD is under
 // GET's.
 func TestMiddlewareRouteEndingInStar(t *testing.T) {
-	e := routesEnv(t, policy.Options{
-		Policies: []policy.Spec{
-			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
-			{Name: "public", AllowAnonymous: true},
-		},
-		Routes: []policy.Route{
-			{Methods: []string{"DELETE"}, Path: "/items/*", Policy: "admin"},
-			{Path: "/users/*", Policy: "admin"},
-			// An explicit route below keeps its own policy.
-			{Path: "/users/*/avatar", Policy: "public"},
-		},
-		DefaultPolicy: "public",
-	})
+	e := publicDefault(t,
+		policy.Route{Methods: []string{"DELETE"}, Path: "/items/*", Policy: "admin"},
+		policy.Route{Path: "/users/*", Policy: "admin"},
+		// An explicit route below keeps its own policy.
+		policy.Route{Path: "/users/*/avatar", Policy: "public"},
+	)
 	mux := http.NewServeMux()
 	strict := func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Ran", "strict "+r.PathValue("id")) }
 	mux.HandleFunc("DELETE /items/{id...}", strict) // echo: e.DELETE("/items/:id")
@@ -218,17 +211,10 @@ func TestRouteEndingInStarUnderSubtree(t *testing.T) {
 // :param. Deciding the avatar under /users/*'s policy too refused every
 // anonymous avatar (401) and every token without /users/*'s claims (403).
 func TestRouteEndingInStarBelowDeeperSubtree(t *testing.T) {
-	e := routesEnv(t, policy.Options{
-		Policies: []policy.Spec{
-			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
-			{Name: "public", AllowAnonymous: true},
-		},
-		Routes: []policy.Route{
-			{Path: "/users/*", Policy: "admin"},
-			{Path: "/users/*/avatar/**", Policy: "public"},
-		},
-		DefaultPolicy: "public",
-	})
+	e := publicDefault(t,
+		policy.Route{Path: "/users/*", Policy: "admin"},
+		policy.Route{Path: "/users/*/avatar/**", Policy: "public"},
+	)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/users/{id...}", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Ran", "strict") })      // echo: e.Any("/users/:id")
 	mux.HandleFunc("/users/{id}/avatar/", func(w http.ResponseWriter, r *http.Request) { w.Header().Set("X-Ran", "avatar") }) // echo: e.GET("/users/:id/avatar/*")
@@ -273,10 +259,7 @@ func TestRouteEndingInStarBelowDeeperSubtree(t *testing.T) {
 // 3000 configurations: 162 such allows, all Echo's.
 func TestRouteEndingInStarBesideWildcardRoute(t *testing.T) {
 	e := routesEnv(t, policy.Options{
-		Policies: []policy.Spec{
-			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
-			{Name: "public", AllowAnonymous: true},
-		},
+		Policies: adminAndPublic(),
 		Routes: []policy.Route{
 			{Path: "/*/*/meta", Policy: "public"},
 			{Path: "/*/*/public/**", Policy: "public"},
@@ -307,4 +290,47 @@ func TestRouteEndingInStarBesideWildcardRoute(t *testing.T) {
 			t.Errorf("anonymous %s %s = %d, want %d (Echo runs %s)", tt.method, tt.target, w.Code, tt.want, tt.echo)
 		}
 	}
+}
+
+// TestRouteEndingInStarBesideLiteralRoute: a route with a literal where a
+// route ending in '*' has its '*' is the application's handler for its
+// paths, the one the '*' route matches itself included: Echo tries a
+// static node before a :param (/items/new runs e.GET("/items/new"), not
+// /items/:id).
+func TestRouteEndingInStarBesideLiteralRoute(t *testing.T) {
+	e := publicDefault(t,
+		policy.Route{Path: "/items/new", Policy: "public"},
+		policy.Route{Path: "/items/new/**", Policy: "public"},
+		policy.Route{Path: "/items/*", Policy: "admin"},
+	)
+	h := e.srv.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	want := map[string]int{ // anonymous GET: its status
+		"/items/new":       http.StatusOK,
+		"/items/new/draft": http.StatusOK,
+		"/items/1":         http.StatusUnauthorized,
+		"/items/1/x":       http.StatusUnauthorized,
+	}
+	for target, code := range want {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest("GET", "http://api.example.com"+target, nil))
+		if w.Code != code {
+			t.Errorf("anonymous GET %s = %d, want %d", target, w.Code, code)
+		}
+	}
+}
+
+// adminAndPublic are the policies admin (the admins group) and public
+// (anonymous) of the route tests.
+func adminAndPublic() []policy.Spec {
+	return []policy.Spec{
+		{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+		{Name: "public", AllowAnonymous: true},
+	}
+}
+
+// publicDefault is routesEnv with adminAndPublic, routes and the public
+// default.
+func publicDefault(t *testing.T, routes ...policy.Route) *env {
+	t.Helper()
+	return routesEnv(t, policy.Options{Policies: adminAndPublic(), Routes: routes, DefaultPolicy: "public"})
 }

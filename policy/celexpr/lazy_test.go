@@ -204,11 +204,13 @@ func verifiable(s string) bool {
 	return n == len(m)
 }
 
-// decodes reports whether encoding/json reads claims (a verified claims set
-// may hold a number beyond float64, which it does not).
+// decodes reports whether claims decode for CEL as an object (decodeExact:
+// a verified claims set may hold a number beyond float64, or beyond what
+// a double holds exactly, which it refuses).
 func decodes(claims string) bool {
-	var m map[string]any
-	return json.Unmarshal([]byte(claims), &m) == nil
+	x, err := decodeExact([]byte(claims))
+	_, ok := x.(map[string]any)
+	return err == nil && ok
 }
 
 // TestUndecodableClaims: on a claims set encoding/json cannot read, a key

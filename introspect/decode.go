@@ -44,17 +44,14 @@ func Decode(body []byte) (Answer, error) {
 	if err := json.Unmarshal(body, &doc); err != nil || doc == nil {
 		return Answer{}, fmt.Errorf("%w: not a JSON object", ErrBadAnswer)
 	}
-	if n := countMembers(body); n != len(doc) {
+	if duplicateNames(body) {
 		// json.Unmarshal keeps the last of duplicate names, silently: an
 		// answer {"active":false,...,"active":true} would be active. Which
 		// one the server meant is unknowable (a JWT with duplicates is
-		// malformed, for the same reason).
+		// malformed, for the same reason); in a nested object too (cnf's
+		// jkt, a roles map), whose claims the binding check, CEL and the
+		// headers read again.
 		return Answer{}, fmt.Errorf("%w: duplicate member names", ErrBadAnswer)
-	}
-	if nestedDuplicate(body) {
-		// The same in a nested object (cnf's jkt, a roles map): the claims
-		// are read again by the binding check, CEL and the headers.
-		return Answer{}, fmt.Errorf("%w: duplicate member names in a nested object", ErrBadAnswer)
 	}
 	var active bool
 	raw, ok := doc["active"]
@@ -83,45 +80,28 @@ func Decode(body []byte) (Answer, error) {
 	return a, nil
 }
 
-// nestedDuplicate reports whether an object nested in the JSON object body
-// (which json.Unmarshal has accepted) has a member name twice, by the
-// project's strict scanner (jsonscan refuses it in nested objects).
-func nestedDuplicate(body []byte) bool {
+// duplicateNames reports whether the JSON object body (which
+// json.Unmarshal has accepted) has a member name twice in any of its
+// objects, in any spelling: the project's strict scanner refuses one in a
+// nested object, Names one at the top level (names unescaped).
+func duplicateNames(body []byte) bool {
 	it, err := jsonscan.NewMembers(string(body))
 	if err != nil {
 		return false
 	}
+	var names jsonscan.Names
 	for {
-		_, ok, err := it.Next()
+		mb, ok, err := it.Next()
 		if err != nil {
 			return errors.Is(err, jsonscan.ErrDupMember)
 		}
 		if !ok {
 			return false
 		}
-	}
-}
-
-// countMembers returns how many members the JSON object body (which
-// json.Unmarshal has accepted) has at its top level, duplicates counted
-// apart; -1 if it does not walk.
-func countMembers(body []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if _, err := dec.Token(); err != nil { // '{'
-		return -1
-	}
-	n := 0
-	for dec.More() {
-		if _, err := dec.Token(); err != nil { // the name
-			return -1
+		if !names.Add(mb.Name) {
+			return true
 		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return -1
-		}
-		n++
 	}
-	return n
 }
 
 // checkDepth refuses JSON nested deeper than maxDepth (encoding/json would

@@ -118,34 +118,11 @@ routes:
 		{"cookie-padded-name", "GET", "api.example", "/orders/1", "", "access_token\u00a0=" + tok, "", 401, "malformed", ""},
 		{"envoy-bang", "GET", "api.example", "/orders/1", "Bearer!" + tok, "", "", 401, "malformed", ""},
 	}
-	grpcCode := map[int]int32{401: 16, 403: 7}
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
 			logs.take()
-			defer func() {
-				mrec := httptest.NewRecorder()
-				s.Metrics().Handler().ServeHTTP(mrec, httptest.NewRequest("GET", "/metrics", nil))
-				for _, l := range strings.Split(mrec.Body.String(), "\n") {
-					if strings.HasPrefix(l, "jwksverify_policy_decisions_total") && !strings.HasSuffix(l, " 0") {
-						t.Log(l)
-					}
-				}
-			}()
-			// forward-auth, nginx preset
-			r := httptest.NewRequest(http.MethodGet, "/v1/authz", nil)
-			r.Header.Set("X-Original-Method", tt.method)
-			r.Header.Set("X-Original-Uri", tt.path)
-			r.Header.Set("X-Original-Host", tt.host)
-			r.Header.Set("X-Original-Proto", "https")
-			if tt.authorization != "" {
-				r.Header.Set("Authorization", tt.authorization)
-			}
-			if tt.cookie != "" {
-				r.Header.Set("Cookie", tt.cookie)
-			}
-			w := httptest.NewRecorder()
-			s.Handler().ServeHTTP(w, r)
-			checkHTTP(t, "authz", w, tt.status, tt.class, tt.scope)
+			rq := refusalRequest{method: tt.method, host: tt.host, path: tt.path, authorization: tt.authorization, cookie: tt.cookie}
+			checkHTTP(t, "authz", viaForwardAuth(s, rq), tt.status, tt.class, tt.scope)
 			al := logs.take()
 			checkLog(t, "authz", al, tt.class)
 			if tt.name == "head-as-get" {
@@ -154,113 +131,35 @@ routes:
 				if !strings.Contains(al, `"policy":"strict"`) {
 					t.Errorf("authz: the log line names another policy than the one that refused: %s", al)
 				}
-				mrec := httptest.NewRecorder()
-				s.Metrics().Handler().ServeHTTP(mrec, httptest.NewRequest("GET", "/metrics", nil))
-				if !strings.Contains(mrec.Body.String(), `jwksverify_policy_decisions_total{class="forbidden",policy="strict"} 1`) {
+				if metricLines(s)[`jwksverify_policy_decisions_total{class="forbidden",policy="strict"}`] != 1 {
 					t.Errorf("metrics: the refusal is not counted under strict, the policy that refused")
 				}
 			}
-
-			// gRPC Check
-			hs := map[string]string{}
-			if tt.authorization != "" {
-				hs["authorization"] = tt.authorization
-			}
-			if tt.cookie != "" {
-				hs["cookie"] = tt.cookie
-			}
-			resp, err := gc.Check(context.Background(), &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
-				Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
-					Method: tt.method, Scheme: "https", Host: tt.host, Path: tt.path, Headers: hs,
-				}},
-				Source: &authv3.AttributeContext_Peer{Address: &corev3.Address{}},
-			}})
-			if err != nil {
-				t.Errorf("grpc: %v", err)
-			} else {
-				if resp.GetStatus().GetCode() != grpcCode[tt.status] || resp.GetStatus().GetMessage() != tt.class {
-					t.Errorf("grpc: status %d %q, want %d %q", resp.GetStatus().GetCode(), resp.GetStatus().GetMessage(), grpcCode[tt.status], tt.class)
-				}
-				den := resp.GetDeniedResponse()
-				gw := httptest.NewRecorder()
-				gw.Code = int(den.GetStatus().GetCode())
-				for _, h := range den.GetHeaders() {
-					gw.Header().Add(h.GetHeader().GetKey(), h.GetHeader().GetValue())
-				}
-				gw.Body.WriteString(den.GetBody())
-				checkHTTP(t, "grpc denied_response", gw, tt.status, tt.class, tt.scope)
-			}
+			checkGRPC(t, gc, rq, tt.status, tt.class, tt.scope)
 			checkLog(t, "grpc", logs.take(), tt.class)
-
-			// Service.Middleware on the request itself
-			mr := httptest.NewRequest(tt.method, "https://api.example"+tt.path, nil)
-			mr.Host = tt.host
-			if tt.authorization != "" {
-				mr.Header.Set("Authorization", tt.authorization)
-			}
-			if tt.cookie != "" {
-				mr.Header.Set("Cookie", tt.cookie)
-			}
-			mw := httptest.NewRecorder()
-			s.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(mw, mr)
-			checkHTTP(t, "middleware", mw, tt.status, tt.class, tt.scope)
+			checkHTTP(t, "middleware", viaMiddleware(s, rq), tt.status, tt.class, tt.scope)
 			checkLog(t, "middleware", logs.take(), tt.class)
-
-			// /v1/verify with the policy of the row's route and the request
-			if tt.verifyToken != "" {
-				pol := "lax"
-				if tt.name == "spelled-route" {
-					pol = "lax" // the catch-all's
-				}
-				body := `{"token":` + jsonQuote(tt.verifyToken) + `,"policy":"` + pol + `","request":{"method":"` + tt.method +
-					`","scheme":"https","host":` + jsonQuote(tt.host) + `,"path":` + jsonQuote(tt.path) + `}}`
-				vr := httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(body))
-				vr.Header.Set("Content-Type", "application/json")
-				vw := httptest.NewRecorder()
-				s.Handler().ServeHTTP(vw, vr)
-				var got struct {
-					Valid   bool   `json:"valid"`
-					Allowed *bool  `json:"allowed"`
-					Error   string `json:"error"`
-				}
-				json.Unmarshal(vw.Body.Bytes(), &got)
-				if vw.Code != 200 || got.Error != tt.class || (tt.class == "forbidden") != got.Valid {
-					t.Errorf("/v1/verify: %d %s, want 200 error %q", vw.Code, vw.Body.String(), tt.class)
-				}
-				checkLog(t, "verify", logs.take(), tt.class)
+			if tt.verifyToken == "" {
+				return
 			}
-			// token verdicts: batch and /introspect
-			if tt.verifyToken != "" && tt.class != "forbidden" {
-				br := httptest.NewRequest(http.MethodPost, "/v1/verify/batch", strings.NewReader(`{"tokens":[`+jsonQuote(tt.verifyToken)+`]}`))
-				br.Header.Set("Content-Type", "application/json")
-				bw := httptest.NewRecorder()
-				s.Handler().ServeHTTP(bw, br)
-				if bw.Code != 200 || !strings.Contains(bw.Body.String(), `"error":"`+tt.class+`"`) {
-					t.Errorf("batch: %d %s", bw.Code, bw.Body.String())
-				}
-				logs.take()
-				ir := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+tt.verifyToken))
-				ir.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				ir.SetBasicAuth("gateway", "gateway-secret-value")
-				iw := httptest.NewRecorder()
-				s.Handler().ServeHTTP(iw, ir)
-				if iw.Code != 200 || strings.TrimSpace(iw.Body.String()) != `{"active":false}` {
-					t.Errorf("introspect: %d %s", iw.Code, iw.Body.String())
-				}
-				checkLog(t, "introspect", logs.take(), tt.class)
+			// /v1/verify under the catch-all's policy, with the request
+			code, got, raw := viaVerify(s, tt.verifyToken, "lax", rq)
+			if code != 200 || got.Error != tt.class || (tt.class == "forbidden") != got.Valid {
+				t.Errorf("/v1/verify: %d %s, want 200 error %q", code, raw, tt.class)
+			}
+			checkLog(t, "verify", logs.take(), tt.class)
+			if tt.class != "forbidden" {
+				checkTokenVerdicts(t, s, logs, tt.verifyToken, tt.class)
 			}
 		})
 	}
-	mrec := httptest.NewRecorder()
-	s.Metrics().Handler().ServeHTTP(mrec, httptest.NewRequest("GET", "/metrics", nil))
-	for _, want := range []string{`class="lifetime_exceeded"`, `class="malformed"`, `class="forbidden"`} {
-		if !strings.Contains(mrec.Body.String(), want) {
-			t.Errorf("metrics lack %s", want)
-		}
+	var labels strings.Builder
+	for l := range metricLines(s) {
+		labels.WriteString(l)
 	}
-	for _, l := range strings.Split(mrec.Body.String(), "\n") {
-		if strings.HasPrefix(l, "jwksverify_policy_decisions_total") && !strings.HasSuffix(l, " 0") {
-			t.Log(l)
+	for _, want := range []string{`class="lifetime_exceeded"`, `class="malformed"`, `class="forbidden"`} {
+		if !strings.Contains(labels.String(), want) {
+			t.Errorf("metrics lack %s", want)
 		}
 	}
 }
@@ -308,4 +207,125 @@ func checkLog(t *testing.T, ep, logs, class string) {
 	if !strings.Contains(logs, `"class":"`+class+`"`) {
 		t.Errorf("%s: no log line of class %s: %s", ep, class, logs)
 	}
+}
+
+// refusalRequest is the original request a refusal test sends through
+// every front end.
+type refusalRequest struct {
+	method, host, path    string
+	authorization, cookie string
+}
+
+// viaForwardAuth asks /v1/authz about rq behind the nginx preset.
+func viaForwardAuth(s *Service, rq refusalRequest) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(http.MethodGet, "/v1/authz", nil)
+	r.Header.Set("X-Original-Method", rq.method)
+	r.Header.Set("X-Original-Uri", rq.path)
+	r.Header.Set("X-Original-Host", rq.host)
+	r.Header.Set("X-Original-Proto", "https")
+	if rq.authorization != "" {
+		r.Header.Set("Authorization", rq.authorization)
+	}
+	if rq.cookie != "" {
+		r.Header.Set("Cookie", rq.cookie)
+	}
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, r)
+	return w
+}
+
+// viaMiddleware runs rq itself through Service.Middleware.
+func viaMiddleware(s *Service, rq refusalRequest) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(rq.method, "https://api.example"+rq.path, nil)
+	r.Host = rq.host
+	if rq.authorization != "" {
+		r.Header.Set("Authorization", rq.authorization)
+	}
+	if rq.cookie != "" {
+		r.Header.Set("Cookie", rq.cookie)
+	}
+	w := httptest.NewRecorder()
+	s.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(w, r)
+	return w
+}
+
+// checkGRPC asks gRPC Check about rq as Envoy would and checks the
+// answer's status (UNAUTHENTICATED for 401, PERMISSION_DENIED for 403, the
+// class as its message) and its denied response as checkHTTP does.
+func checkGRPC(t *testing.T, gc authv3.AuthorizationClient, rq refusalRequest, status int, class, scope string) {
+	t.Helper()
+	hs := map[string]string{}
+	if rq.authorization != "" {
+		hs["authorization"] = rq.authorization
+	}
+	if rq.cookie != "" {
+		hs["cookie"] = rq.cookie
+	}
+	resp, err := gc.Check(context.Background(), &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
+		Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
+			Method: rq.method, Scheme: "https", Host: rq.host, Path: rq.path, Headers: hs,
+		}},
+		Source: &authv3.AttributeContext_Peer{Address: &corev3.Address{}},
+	}})
+	if err != nil {
+		t.Errorf("grpc: %v", err)
+		return
+	}
+	want := map[int]int32{401: 16, 403: 7}[status]
+	if resp.GetStatus().GetCode() != want || resp.GetStatus().GetMessage() != class {
+		t.Errorf("grpc: status %d %q, want %d %q", resp.GetStatus().GetCode(), resp.GetStatus().GetMessage(), want, class)
+	}
+	den := resp.GetDeniedResponse()
+	w := httptest.NewRecorder()
+	w.Code = int(den.GetStatus().GetCode())
+	for _, h := range den.GetHeaders() {
+		w.Header().Add(h.GetHeader().GetKey(), h.GetHeader().GetValue())
+	}
+	w.Body.WriteString(den.GetBody())
+	checkHTTP(t, "grpc denied_response", w, status, class, scope)
+}
+
+// verifyAnswer is the part of /v1/verify's answer the refusal tests read.
+type verifyAnswer struct {
+	Valid   bool   `json:"valid"`
+	Allowed *bool  `json:"allowed"`
+	Error   string `json:"error"`
+	Policy  string `json:"policy"`
+}
+
+// viaVerify asks /v1/verify about token under policy for the request rq;
+// it returns the status, the answer and its body.
+func viaVerify(s *Service, token, policy string, rq refusalRequest) (int, verifyAnswer, string) {
+	body := `{"token":` + jsonQuote(token) + `,"policy":"` + policy + `","request":{"method":"` + rq.method +
+		`","scheme":"https","host":` + jsonQuote(rq.host) + `,"path":` + jsonQuote(rq.path) + `}}`
+	r := httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	w := httptest.NewRecorder()
+	s.Handler().ServeHTTP(w, r)
+	var got verifyAnswer
+	json.Unmarshal(w.Body.Bytes(), &got)
+	return w.Code, got, w.Body.String()
+}
+
+// checkTokenVerdicts checks that a batch names token's class and that
+// /introspect answers it inactive, each logged under the class.
+func checkTokenVerdicts(t *testing.T, s *Service, logs *lockedBuf, token, class string) {
+	t.Helper()
+	br := httptest.NewRequest(http.MethodPost, "/v1/verify/batch", strings.NewReader(`{"tokens":[`+jsonQuote(token)+`]}`))
+	br.Header.Set("Content-Type", "application/json")
+	bw := httptest.NewRecorder()
+	s.Handler().ServeHTTP(bw, br)
+	if bw.Code != 200 || !strings.Contains(bw.Body.String(), `"error":"`+class+`"`) {
+		t.Errorf("batch: %d %s", bw.Code, bw.Body.String())
+	}
+	checkLog(t, "batch", logs.take(), class)
+	ir := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+token))
+	ir.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	ir.SetBasicAuth("gateway", "gateway-secret-value")
+	iw := httptest.NewRecorder()
+	s.Handler().ServeHTTP(iw, ir)
+	if iw.Code != 200 || strings.TrimSpace(iw.Body.String()) != `{"active":false}` {
+		t.Errorf("introspect: %d %s", iw.Code, iw.Body.String())
+	}
+	checkLog(t, "introspect", logs.take(), class)
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -16,9 +17,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
@@ -145,7 +143,6 @@ routes:
 		{"star-route-tail-override", "POST", "/items/1/x?_method=DELETE", a(""), 403, "forbidden", "strict", "admin"},
 		{"star-route-itself", "DELETE", "/items/1", a(""), 403, "forbidden", "strict", "admin"},
 	}
-	grpcCode := map[int]int32{401: 16, 403: 7}
 	for _, tt := range rows {
 		t.Run(tt.name, func(t *testing.T) {
 			checkMetrics := func(ep string, before map[string]float64, verdict bool) {
@@ -155,7 +152,7 @@ routes:
 				if tt.policy == "" {
 					wantDecision = `class="` + tt.class + `"`
 				}
-				var sawDecision, sawVerify bool
+				var sawDecision bool
 				for _, l := range g {
 					switch {
 					case strings.HasPrefix(l, "jwksverify_policy_decisions_total"):
@@ -164,7 +161,6 @@ routes:
 							t.Errorf("%s: metric %s, want %s", ep, l, wantDecision)
 						}
 					case strings.HasPrefix(l, "jwksverify_verify_total"):
-						sawVerify = true
 						want := `class="` + tt.class + `"`
 						if tt.class == "forbidden" {
 							want = `class="valid"`
@@ -177,7 +173,6 @@ routes:
 				if !sawDecision && verdict {
 					t.Errorf("%s: no policy decision counted (%v)", ep, g)
 				}
-				_ = sawVerify
 			}
 			checkLine := func(ep, al string) {
 				t.Helper()
@@ -187,102 +182,37 @@ routes:
 				}
 			}
 
-			// forward-auth, nginx preset
+			rq := refusalRequest{method: tt.method, host: "api.example", path: tt.path, authorization: "Bearer " + tt.token}
 			logs.take()
 			before := metricLines(s)
-			r := httptest.NewRequest(http.MethodGet, "/v1/authz", nil)
-			r.Header.Set("X-Original-Method", tt.method)
-			r.Header.Set("X-Original-Uri", tt.path)
-			r.Header.Set("X-Original-Host", "api.example")
-			r.Header.Set("X-Original-Proto", "https")
-			r.Header.Set("Authorization", "Bearer "+tt.token)
-			w := httptest.NewRecorder()
-			s.Handler().ServeHTTP(w, r)
-			checkHTTP(t, "authz", w, tt.status, tt.class, tt.scope)
+			checkHTTP(t, "authz", viaForwardAuth(s, rq), tt.status, tt.class, tt.scope)
 			checkLine("authz", logs.take())
 			checkMetrics("authz", before, true)
 
-			// gRPC Check
 			before = metricLines(s)
-			resp, err := gc.Check(context.Background(), &authv3.CheckRequest{Attributes: &authv3.AttributeContext{
-				Request: &authv3.AttributeContext_Request{Http: &authv3.AttributeContext_HttpRequest{
-					Method: tt.method, Scheme: "https", Host: "api.example", Path: tt.path,
-					Headers: map[string]string{"authorization": "Bearer " + tt.token},
-				}},
-				Source: &authv3.AttributeContext_Peer{Address: &corev3.Address{}},
-			}})
-			if err != nil {
-				t.Fatalf("grpc: %v", err)
-			}
-			if resp.GetStatus().GetCode() != grpcCode[tt.status] || resp.GetStatus().GetMessage() != tt.class {
-				t.Errorf("grpc: status %d %q, want %d %q", resp.GetStatus().GetCode(), resp.GetStatus().GetMessage(), grpcCode[tt.status], tt.class)
-			}
-			den := resp.GetDeniedResponse()
-			gw := httptest.NewRecorder()
-			gw.Code = int(den.GetStatus().GetCode())
-			for _, h := range den.GetHeaders() {
-				gw.Header().Add(h.GetHeader().GetKey(), h.GetHeader().GetValue())
-			}
-			gw.Body.WriteString(den.GetBody())
-			checkHTTP(t, "grpc denied_response", gw, tt.status, tt.class, tt.scope)
+			checkGRPC(t, gc, rq, tt.status, tt.class, tt.scope)
 			checkLine("grpc", logs.take())
 			checkMetrics("grpc", before, true)
 
-			// the library Middleware, on the request itself
 			before = metricLines(s)
-			mr := httptest.NewRequest(tt.method, "https://api.example"+tt.path, nil)
-			mr.Header.Set("Authorization", "Bearer "+tt.token)
-			mw := httptest.NewRecorder()
-			s.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})).ServeHTTP(mw, mr)
-			checkHTTP(t, "middleware", mw, tt.status, tt.class, tt.scope)
+			checkHTTP(t, "middleware", viaMiddleware(s, rq), tt.status, tt.class, tt.scope)
 			checkLine("middleware", logs.take())
 			checkMetrics("middleware", before, true)
 
 			// /v1/verify, under the policy of the request's route
-			pol := tt.policy
-			if pol == "" {
-				pol = "lax"
-			}
+			pol := cmp.Or(tt.policy, "lax")
 			before = metricLines(s)
-			body := `{"token":` + jsonQuote(tt.token) + `,"policy":"` + pol + `","request":{"method":"` + tt.method +
-				`","scheme":"https","host":"api.example","path":` + jsonQuote(tt.path) + `}}`
-			vr := httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(body))
-			vr.Header.Set("Content-Type", "application/json")
-			vw := httptest.NewRecorder()
-			s.Handler().ServeHTTP(vw, vr)
-			var got struct {
-				Valid   bool   `json:"valid"`
-				Allowed *bool  `json:"allowed"`
-				Error   string `json:"error"`
-				Policy  string `json:"policy"`
-			}
-			json.Unmarshal(vw.Body.Bytes(), &got)
-			if vw.Code != 200 || got.Error != tt.class || (tt.class == "forbidden") != got.Valid ||
+			code, got, raw := viaVerify(s, tt.token, pol, rq)
+			if code != 200 || got.Error != tt.class || (tt.class == "forbidden") != got.Valid ||
 				(tt.class == "forbidden" && (got.Allowed == nil || *got.Allowed || got.Policy != pol)) {
-				t.Errorf("/v1/verify: %d %s, want 200 error %q", vw.Code, vw.Body.String(), tt.class)
+				t.Errorf("/v1/verify: %d %s, want 200 error %q", code, raw, tt.class)
 			}
 			checkLine("verify", logs.take())
 			checkMetrics("verify", before, false)
 
 			// token verdicts: batch and /introspect (no policy runs there)
 			if tt.class != "forbidden" {
-				br := httptest.NewRequest(http.MethodPost, "/v1/verify/batch", strings.NewReader(`{"tokens":[`+jsonQuote(tt.token)+`]}`))
-				br.Header.Set("Content-Type", "application/json")
-				bw := httptest.NewRecorder()
-				s.Handler().ServeHTTP(bw, br)
-				if bw.Code != 200 || !strings.Contains(bw.Body.String(), `"error":"`+tt.class+`"`) {
-					t.Errorf("batch: %d %s", bw.Code, bw.Body.String())
-				}
-				checkLog(t, "batch", logs.take(), tt.class)
-				ir := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+tt.token))
-				ir.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				ir.SetBasicAuth("gateway", "gateway-secret-value")
-				iw := httptest.NewRecorder()
-				s.Handler().ServeHTTP(iw, ir)
-				if iw.Code != 200 || strings.TrimSpace(iw.Body.String()) != `{"active":false}` {
-					t.Errorf("introspect: %d %s", iw.Code, iw.Body.String())
-				}
-				checkLog(t, "introspect", logs.take(), tt.class)
+				checkTokenVerdicts(t, s, logs, tt.token, tt.class)
 			}
 		})
 	}

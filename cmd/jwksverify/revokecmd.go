@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -32,12 +31,16 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	admin := fs.String("admin", "", "the admin listener's `URL` (http://HOST:PORT); default $JWKSVERIFY_ADMIN_URL")
 	client := fs.String("client", "", "introspection client `ID` to authenticate as (HTTP Basic, secret in $JWKSVERIFY_ADMIN_SECRET); empty: Bearer secret")
 	issuer := fs.String("issuer", "", "the configured `issuer`")
+	// An empty value (--jti "$JTI", the variable unset) is refused: without
+	// the flag the entry names the whole issuer.
+	const whole = "leave --jti, --sid, --sub and --client-id out to revoke every token of the issuer"
 	var kinds [4]string
-	fs.StringVar(&kinds[0], "jti", "", "revoke the token with this `jti`")
-	fs.StringVar(&kinds[1], "sid", "", "revoke the session with this `sid`")
-	fs.StringVar(&kinds[2], "sub", "", "revoke the subject's tokens issued before --issued-before")
-	fs.StringVar(&kinds[3], "client-id", "", "revoke the client's tokens (client_id or azp) issued before --issued-before")
-	before := fs.String("issued-before", "", "RFC 3339 `time` (sub, client_id, issuer entries); default now")
+	var before string
+	fs.Func("jti", "revoke the token with this `jti`", nonEmpty(whole, func(v string) { kinds[0] = v }))
+	fs.Func("sid", "revoke the session with this `sid`", nonEmpty(whole, func(v string) { kinds[1] = v }))
+	fs.Func("sub", "revoke the subject's tokens issued before --issued-before", nonEmpty(whole, func(v string) { kinds[2] = v }))
+	fs.Func("client-id", "revoke the client's tokens (client_id or azp) issued before --issued-before", nonEmpty(whole, func(v string) { kinds[3] = v }))
+	fs.Func("issued-before", "RFC 3339 `time` (sub, client_id, issuer entries); default now", nonEmpty("leave it out for now", func(v string) { before = v }))
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -59,32 +62,14 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 			fmt.Fprintln(a.stderr, "jwksverify revoke add: --issuer is required, with at most one of --jti, --sid, --sub, --client-id")
 			return exitUsage
 		}
-		// A kind flag given an empty value (--jti "$JTI", the variable
-		// unset) would leave the entry without a value: every token of the
-		// issuer revoked, what the command says without the flag.
-		var empty string
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "issuer" && f.Name != "admin" && f.Name != "client" && f.Value.String() == "" && empty == "" {
-				empty = f.Name
-			}
-		})
-		switch empty {
-		case "":
-		case "issued-before":
-			fmt.Fprintln(a.stderr, "jwksverify revoke add: --issued-before is empty; leave it out for now")
-			return exitUsage
-		default:
-			fmt.Fprintf(a.stderr, "jwksverify revoke add: --%s is empty; to revoke every token of the issuer, leave out --jti, --sid, --sub and --client-id\n", empty)
-			return exitUsage
-		}
 		body := map[string]string{"issuer": *issuer}
 		for i, name := range []string{"jti", "sid", "sub", "client_id"} {
 			if kinds[i] != "" {
 				body[name] = kinds[i]
 			}
 		}
-		if *before != "" {
-			body["issued_before"] = *before
+		if before != "" {
+			body["issued_before"] = before
 		}
 		b, _ := json.Marshal(body)
 		req, _ = http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(b))

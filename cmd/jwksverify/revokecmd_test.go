@@ -67,8 +67,8 @@ func TestRevokeCommand(t *testing.T) {
 		// request to revoke every token of the issuer, which the same
 		// command without the flag asks for.
 		{"add-empty-jti", []string{"revoke", "add", "--issuer", "https://i/", "--jti", ""}, 2, func(t *testing.T, r result) {
-			if !strings.Contains(r.stderr, "--jti") {
-				t.Errorf("stderr = %q, want it to name --jti", r.stderr)
+			if !strings.Contains(r.stderr, "-jti") || !strings.Contains(r.stderr, "every token of the issuer") {
+				t.Errorf("stderr = %q, want it to name -jti and say what leaving it out does", r.stderr)
 			}
 		}},
 		{"add-empty-client-id", []string{"revoke", "add", "--issuer", "https://i/", "--client-id="}, 2, nil},

@@ -83,16 +83,20 @@ func (f *verifyFlags) idToken() (*verify.IDTokenChecks, error) {
 	return in, nil
 }
 
-// nonEmpty is a flag's setter that refuses an empty value.
-func nonEmpty(set func(string)) func(string) error {
+// nonEmpty is a flag's setter that refuses an empty value (a script's
+// unset variable), saying why: an absent flag means something else.
+func nonEmpty(why string, set func(string)) func(string) error {
 	return func(v string) error {
 		if v == "" {
-			return errors.New("empty; leave the flag out to not check it")
+			return errors.New("empty; " + why)
 		}
 		set(v)
 		return nil
 	}
 }
+
+// notChecked is nonEmpty's reason for a flag whose absence skips a check.
+const notChecked = "leave the flag out to not check it"
 
 // authorizes reports whether the flags ask for a policy decision.
 func (f *verifyFlags) authorizes() bool {
@@ -124,11 +128,11 @@ func (a *app) verify(ctx context.Context, args []string) int {
 	// An ID-token input given an empty value (--nonce "$NONCE", the
 	// variable unset) is a usage error, as /v1/verify's empty "nonce" is
 	// 400: read as "not asked", it verified a token of another login.
-	fs.Func("nonce", "with --kind id_token: the `nonce` of the authentication request", nonEmpty(func(v string) { f.nonce = v }))
-	fs.Func("access-token", "with --kind id_token: the access `token` issued with it (at_hash)", nonEmpty(func(v string) { f.accessToken = v }))
-	fs.Func("code", "with --kind id_token: the authorization `code` issued with it (c_hash)", nonEmpty(func(v string) { f.code = v }))
-	fs.Func("max-age", "with --kind id_token: the max_age of the authentication request, `seconds` or a duration (auth_time)", nonEmpty(func(v string) { f.maxAge = v }))
-	fs.Func("acr", "with --kind id_token: an accepted acr value (repeatable: the acr_values)", nonEmpty(func(v string) { f.acr = append(f.acr, v) }))
+	fs.Func("nonce", "with --kind id_token: the `nonce` of the authentication request", nonEmpty(notChecked, func(v string) { f.nonce = v }))
+	fs.Func("access-token", "with --kind id_token: the access `token` issued with it (at_hash)", nonEmpty(notChecked, func(v string) { f.accessToken = v }))
+	fs.Func("code", "with --kind id_token: the authorization `code` issued with it (c_hash)", nonEmpty(notChecked, func(v string) { f.code = v }))
+	fs.Func("max-age", "with --kind id_token: the max_age of the authentication request, `seconds` or a duration (auth_time)", nonEmpty(notChecked, func(v string) { f.maxAge = v }))
+	fs.Func("acr", "with --kind id_token: an accepted acr value (repeatable: the acr_values)", nonEmpty(notChecked, func(v string) { f.acr = append(f.acr, v) }))
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)

@@ -120,7 +120,7 @@ func (k *Keyfunc) key(ctx context.Context, token *jwt.Token) (any, error) {
 		}
 		if key, ok = set.Lookup(kid); !ok {
 			if rerr != nil {
-				return nil, fmt.Errorf("jwks: %w: kid %q (no refresh: %w)", verify.ErrUnknownKid, kid, rerr)
+				return nil, fmt.Errorf("jwks: %w: kid %q (%w: %w)", verify.ErrUnknownKid, kid, verify.ErrKidNotRefreshed, rerr)
 			}
 			return nil, fmt.Errorf("jwks: %w: kid %q (not found after a refresh)", verify.ErrUnknownKid, kid)
 		}

@@ -19,6 +19,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -400,17 +401,27 @@ func (r *Receiver) count(issuer, event, result string) {
 	}
 }
 
-// verifyErr sorts an error of VerifySigned: keys that could not be read
-// are [ErrUnavailable]; an issuer not configured or not the expected one
-// is [ErrInvalidIssuer]; a key or signature that does not fit is
-// [ErrInvalidKey]; anything else is [ErrInvalidRequest].
+// verifyErr sorts an error of VerifySigned: keys that could not be read,
+// and a kid not looked for in a fresh copy of the set
+// ([verify.ErrKidNotRefreshed]), are [ErrUnavailable]; an issuer not
+// configured or not the expected one is [ErrInvalidIssuer]; a key or
+// signature that does not fit is [ErrInvalidKey]; anything else is
+// [ErrInvalidRequest].
 func verifyErr(err error) error {
 	switch verify.Class(err) {
 	case "keys_unavailable":
 		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case "unknown_kid":
+		if errors.Is(err, verify.ErrKidNotRefreshed) {
+			// A key the issuer may have just published: a 400 would lose
+			// the revocation for good (senders do not send a refused
+			// token again), 503 has it sent again.
+			return fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		return fmt.Errorf("%w: %w", ErrInvalidKey, err)
 	case "unknown_issuer", "wrong_issuer":
 		return fmt.Errorf("%w: %w", ErrInvalidIssuer, err)
-	case "unknown_kid", "bad_signature", "alg_not_allowed":
+	case "bad_signature", "alg_not_allowed":
 		return fmt.Errorf("%w: %w", ErrInvalidKey, err)
 	}
 	return fmt.Errorf("%w: %w", ErrInvalidRequest, err)

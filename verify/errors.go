@@ -82,6 +82,16 @@ var (
 	ErrAuthTooOld error = &classError{"auth_too_old", ErrRejected}
 )
 
+// ErrKidNotRefreshed is wrapped, beside [ErrUnknownKid], by an unknown_kid
+// error whose kid was not looked for in a copy of the issuer's set fetched
+// for it: the issuer's Refresher declined or failed (the unknown-kid budget
+// spent, the refresh still pending past unknown_kid_wait, the fetch
+// failed). The same kid may verify once a refresh is made, so a caller
+// whose refusal is final (a revocation signal answered 400 is not sent
+// again) can answer "try later" instead. A kid absent from a refreshed set,
+// or remembered absent from one, does not wrap it.
+var ErrKidNotRefreshed = errors.New("no refresh")
+
 // Classes returns every class word, in SPEC order. The slice is the
 // caller's to keep or change.
 func Classes() []string { return slices.Clone(classes) }

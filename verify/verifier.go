@@ -936,7 +936,7 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 		}
 		if key, ok = set.Lookup(h.kid); !ok {
 			if rerr != nil {
-				return nil, tr.fail("key", fmt.Errorf("%w: kid %s (no refresh: %w)", ErrUnknownKid, quote(h.kid), rerr))
+				return nil, tr.fail("key", fmt.Errorf("%w: kid %s (%w: %w)", ErrUnknownKid, quote(h.kid), ErrKidNotRefreshed, rerr))
 			}
 			return nil, tr.fail("key", fmt.Errorf("%w: kid %s (not found after a refresh)", ErrUnknownKid, quote(h.kid)))
 		}

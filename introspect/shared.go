@@ -26,8 +26,12 @@ import (
 //	jwksverify:introspect:{MAC}:lock   held by the replica calling upstream
 //
 // where MAC is the hex of the first 128 bits of HMAC-SHA256 under the
-// shared key of the issuer, a zero byte and the token: never the token, nor
-// a hash anyone could compute from it. The braces are a hash tag: both keys
+// shared key of the settings the answer depends on (the issuer, the
+// endpoint asked, the client asking, the cache's lifetimes: see scope) and
+// the token: never the token, nor a hash anyone could compute from it. A
+// reload that changes one of them (introspect.Same false) starts from an
+// empty cache, as a Client of its own does: the old endpoint's or client's
+// answers, or one kept for a longer max_ttl, never answer for it. The braces are a hash tag: both keys
 // of a token are in one slot of a Redis Cluster, as the script that stores
 // the answer and releases the lock needs.
 //
@@ -68,9 +72,12 @@ return 0`)
 
 // shared is a Client's Redis cache.
 type shared struct {
-	rc     *redisconn.Client
-	mac    []byte // the HMAC key
-	issuer string
+	rc  *redisconn.Client
+	mac []byte // the HMAC key
+	// scope is what a token's MAC covers besides the token and, for a
+	// discovered endpoint, the endpoint in use (scope).
+	scope    []byte
+	endpoint func() string // nil: the URL is in scope
 	// lockTTL outlives the holder's flight: a replica that dies holding
 	// the lock blocks the others for at most this long.
 	lockTTL time.Duration
@@ -88,7 +95,26 @@ func newShared(o Options) (*shared, error) {
 		return nil, invalidOption("SharedKeyFile", "%w", err)
 	}
 	budget := o.MaxWait + o.Timeout
-	return &shared{rc: o.Redis, mac: key, issuer: o.Issuer, lockTTL: budget + time.Second, budget: budget}, nil
+	s := &shared{rc: o.Redis, mac: key, scope: scope(o), lockTTL: budget + time.Second, budget: budget}
+	if o.URL == "" {
+		s.endpoint = o.Endpoint
+	}
+	return s, nil
+}
+
+// scope is the settings of o an answer depends on, each length-prefixed:
+// the issuer, the endpoint (its URL; a discovered one is added at each
+// lookup), the client that asks (an authorization server may answer each
+// client otherwise: inactive for a client the token is not meant for), and
+// the lifetimes stored with the answer (max_ttl, negative_ttl, stale_for).
+func scope(o Options) []byte {
+	var b []byte
+	for _, s := range []string{o.Issuer, o.URL, o.ClientID,
+		o.MaxTTL.String(), o.NegativeTTL.String(), o.StaleFor.String()} {
+		b = binary.BigEndian.AppendUint64(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
 }
 
 // readKey reads a shared key file: raw bytes, at least MinSharedKeyBytes.
@@ -113,8 +139,14 @@ func readKey(path string) ([]byte, error) {
 // key returns the Redis key of token's answer.
 func (s *shared) key(token string) string {
 	m := hmac.New(sha256.New, s.mac)
-	m.Write([]byte(s.issuer))
-	m.Write([]byte{0})
+	m.Write(s.scope)
+	if s.endpoint != nil {
+		ep := s.endpoint()
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(ep)))
+		m.Write(n[:])
+		m.Write([]byte(ep))
+	}
 	m.Write([]byte(token))
 	var sum [sha256.Size]byte
 	tag := m.Sum(sum[:0])[:16]

@@ -31,9 +31,10 @@ import (
 // the token: never the token, nor a hash anyone could compute from it. A
 // reload that changes one of them (introspect.Same false) starts from an
 // empty cache, as a Client of its own does: the old endpoint's or client's
-// answers, or one kept for a longer max_ttl, never answer for it. The braces are a hash tag: both keys
-// of a token are in one slot of a Redis Cluster, as the script that stores
-// the answer and releases the lock needs.
+// answers, or one kept for a longer max_ttl, never answer for it. The
+// braces are a hash tag: both keys of a token are in one slot of a Redis
+// Cluster, as the script that stores the answer and releases the lock
+// needs.
 //
 // A replica that finds no fresh answer takes the lock (SET NX PX) and calls
 // upstream; the others, on every replica, poll the answer until it appears

@@ -48,7 +48,7 @@ func (r *Receiver) Logout(ctx context.Context, token string, now time.Time) ([]r
 		r.refused(ctx, now, "back-channel logout token refused", "issuer", issuer, "err", err)
 	case errors.Is(err, ErrUnavailable):
 		r.count(issuer, logoutEventName, "unavailable")
-		r.log.Warn("back-channel logout not stored", "issuer", issuer, "err", err)
+		r.notStored(ctx, now, "back-channel logout not stored", "issuer", issuer, "err", err)
 	default:
 		r.count(issuer, logoutEventName, "invalid")
 		r.refused(ctx, now, "back-channel logout token refused", "issuer", issuer, "err", err)

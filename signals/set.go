@@ -92,7 +92,7 @@ func (r *Receiver) Receive(ctx context.Context, issuer, token string, source rev
 		r.refused(ctx, now, "security event token refused", "issuer", issuer, "source", source, "err", err)
 	case errors.Is(err, ErrUnavailable):
 		r.countAll(issuer, outcomes, "unavailable")
-		r.log.Warn("security event token not stored", "issuer", issuer, "source", source, "err", err)
+		r.notStored(ctx, now, "security event token not stored", "issuer", issuer, "source", source, "err", err)
 	default:
 		r.countAll(issuer, outcomes, "invalid")
 		r.refused(ctx, now, "security event token refused", "issuer", issuer, "source", source, "code", Code(err), "err", err)
@@ -104,6 +104,14 @@ func (r *Receiver) Receive(ctx context.Context, issuer, token string, source rev
 func (r *Receiver) refused(ctx context.Context, now time.Time, msg string, args ...any) {
 	if r.log.Enabled(ctx, slog.LevelInfo) && r.refusal.Allow(ctx, r.log, slog.LevelInfo, now) {
 		r.log.InfoContext(ctx, msg, args...)
+	}
+}
+
+// notStored logs one token that could not be stored at warn, within the
+// rate of its own allowance.
+func (r *Receiver) notStored(ctx context.Context, now time.Time, msg string, args ...any) {
+	if r.log.Enabled(ctx, slog.LevelWarn) && r.unstored.Allow(ctx, r.log, slog.LevelWarn, now) {
+		r.log.WarnContext(ctx, msg, args...)
 	}
 }
 

@@ -167,6 +167,12 @@ type Receiver struct {
 	metrics Metrics
 	log     *slog.Logger
 	refusal *loglimit.Limiter // the "token refused" lines
+	// unstored bounds the warn lines of tokens not stored (keys, replay
+	// store or revocation store could not answer): a logout token naming
+	// an issuer whose keys are unusable is one before any signature
+	// check, so anyone could write them at their request rate. Warn lines
+	// have an allowance of their own, as the server's rejections do.
+	unstored *loglimit.Limiter
 }
 
 // pushBearer is an issuer's push bearer token, hashed: compared in
@@ -198,7 +204,8 @@ func New(opts Options) (*Receiver, error) {
 	r := &Receiver{
 		v: opts.Verifier, issuers: map[string]*Issuer{}, replay: opts.Replay, store: opts.Store,
 		ttl: cmp.Or(opts.JTITTL, DefaultJTITTL), metrics: opts.Metrics, log: cmp.Or(opts.Logger, slog.Default()),
-		refusal: loglimit.New(opts.RefusalLogRate, "signal refusals not logged"),
+		refusal:  loglimit.New(opts.RefusalLogRate, "signal refusals not logged"),
+		unstored: loglimit.New(opts.RefusalLogRate, "signals not stored, not logged"),
 	}
 	for i, is := range opts.Issuers {
 		if !configured[is.Issuer] {

@@ -13,12 +13,12 @@ import (
 )
 
 // logMessageArg is, for each slog method (and loglimit.New, whose second
-// argument is its summary line's message, and signals' refused, which
-// logs its third), the index of the message.
+// argument is its summary line's message, and signals' refused and
+// notStored, which log their third), the index of the message.
 var logMessageArg = map[string]int{
 	"Debug": 0, "Info": 0, "Warn": 0, "Error": 0,
 	"DebugContext": 1, "InfoContext": 1, "WarnContext": 1, "ErrorContext": 1,
-	"Log": 2, "LogAttrs": 2, "loglimit.New": 1, "refused": 2,
+	"Log": 2, "LogAttrs": 2, "loglimit.New": 1, "refused": 2, "notStored": 2,
 }
 
 // codeLogMessages returns every log message literal of the module's

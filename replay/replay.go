@@ -13,6 +13,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -27,11 +28,23 @@ const DefaultMaxEntries = 1_000_000
 type Memory struct {
 	max int
 
-	mu    sync.Mutex
-	seen  map[[32]byte]time.Time // key -> expiry
-	queue []entry                // insertion order; purged from the front
+	mu   sync.Mutex
+	seen map[[32]byte]time.Time // key -> expiry
+	// queues holds one queue per lifetime (ttl) in use, each in the
+	// order of its uses and so of its expiries: one queue for every
+	// lifetime let a longer-lived entry at its front (a DPoP proof of an
+	// issuer with a longer leeway) hold back the purge of every shorter
+	// one behind it, which counted against the bound until it was full
+	// of expired entries.
+	queues []*fifo
+	stats  MemoryStats
+}
+
+// fifo is the queue of the entries of one lifetime; purged from the front.
+type fifo struct {
+	ttl   time.Duration
+	queue []entry
 	head  int
-	stats MemoryStats
 }
 
 type entry struct {
@@ -103,28 +116,50 @@ func (m *Memory) Use(_ context.Context, key [32]byte, ttl time.Duration, now tim
 	}
 	exp := now.Add(ttl)
 	m.seen[key] = exp
-	m.queue = append(m.queue, entry{key, exp})
+	q := m.queueOf(ttl)
+	q.queue = append(q.queue, entry{key, exp})
 	m.stats.Fresh++
 	return true, nil
 }
 
-// purge drops the expired entries at the front of the queue. Entries are
-// queued in the order of their use; with one ttl that is their order of
-// expiry, and a longer-lived entry ahead only delays the purge of the ones
-// behind it (never their expiry, which Use reads from the map).
-func (m *Memory) purge(now time.Time) {
-	for m.head < len(m.queue) && !now.Before(m.queue[m.head].expiry) {
-		e := m.queue[m.head]
-		if exp, ok := m.seen[e.key]; ok && exp.Equal(e.expiry) {
-			delete(m.seen, e.key)
+// queueOf returns the queue of the entries kept ttl, made if need be.
+func (m *Memory) queueOf(ttl time.Duration) *fifo {
+	for _, q := range m.queues {
+		if q.ttl == ttl {
+			return q
 		}
-		m.queue[m.head] = entry{}
-		m.head++
 	}
-	// Compact when the purged front is half the queue.
-	if m.head > 1024 && m.head*2 >= len(m.queue) {
-		m.queue = append(m.queue[:0:0], m.queue[m.head:]...)
-		m.head = 0
+	q := &fifo{ttl: ttl}
+	m.queues = append(m.queues, q)
+	return q
+}
+
+// purge drops the expired entries at the front of each queue, and the
+// queues left empty. Entries of one queue share their ttl and are queued
+// in the order of their use, which is their order of expiry (Use's now
+// going back a little only delays a purge by as much, never an expiry,
+// which Use reads from the map).
+func (m *Memory) purge(now time.Time) {
+	for i := 0; i < len(m.queues); {
+		q := m.queues[i]
+		for q.head < len(q.queue) && !now.Before(q.queue[q.head].expiry) {
+			e := q.queue[q.head]
+			if exp, ok := m.seen[e.key]; ok && exp.Equal(e.expiry) {
+				delete(m.seen, e.key)
+			}
+			q.queue[q.head] = entry{}
+			q.head++
+		}
+		if q.head == len(q.queue) {
+			m.queues = slices.Delete(m.queues, i, i+1)
+			continue
+		}
+		// Compact when the purged front is half the queue.
+		if q.head > 1024 && q.head*2 >= len(q.queue) {
+			q.queue = append(q.queue[:0:0], q.queue[q.head:]...)
+			q.head = 0
+		}
+		i++
 	}
 }
 

@@ -46,3 +46,36 @@ func TestMemoryMixedTTLsNotFullOfExpired(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryQueuesBounded: a lifetime per use (signal jtis kept until a
+// token's far exp) makes no more than MaxQueues queues, so that a Use does
+// not walk one queue per entry; every entry still expires on time.
+func TestMemoryQueuesBounded(t *testing.T) {
+	m, err := replay.NewMemory(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const n = 1000
+	for i := range n {
+		k := [32]byte{byte(i), byte(i >> 8), 1}
+		if ok, err := m.Use(ctx, k, 24*time.Hour+time.Duration(n-i)*time.Second, t0); !ok || err != nil {
+			t.Fatalf("use %d: %t, %v", i, ok, err)
+		}
+	}
+	if q := m.Queues(); q > replay.MaxQueues {
+		t.Fatalf("%d queues for %d lifetimes, want at most %d", q, n, replay.MaxQueues)
+	}
+	// Each entry is refused until its own expiry and taken after it,
+	// whichever queue holds it.
+	for _, i := range []int{n - 1, n / 2, 0} { // in the order of their expiry
+		k := [32]byte{byte(i), byte(i >> 8), 1}
+		exp := t0.Add(24*time.Hour + time.Duration(n-i)*time.Second)
+		if ok, _ := m.Use(ctx, k, time.Minute, exp.Add(-time.Nanosecond)); ok {
+			t.Errorf("entry %d taken again before its expiry", i)
+		}
+		if ok, _ := m.Use(ctx, k, time.Minute, exp); !ok {
+			t.Errorf("entry %d refused at its expiry", i)
+		}
+	}
+}

@@ -122,12 +122,28 @@ func (m *Memory) Use(_ context.Context, key [32]byte, ttl time.Duration, now tim
 	return true, nil
 }
 
+// maxQueues bounds the queues of a [Memory]: lifetimes come from the
+// configuration (DPoP: max_age and each issuer's leeway), but a signal's
+// jti is kept until its token's exp when that is later than a day, one
+// lifetime per token. Past the bound an entry joins the longest-lived
+// queue, where it waits for the entries ahead of it to be purged (its
+// expiry, which Use reads from the map, is unchanged), so that Use stays
+// O(maxQueues).
+const maxQueues = 16
+
 // queueOf returns the queue of the entries kept ttl, made if need be.
 func (m *Memory) queueOf(ttl time.Duration) *fifo {
+	var longest *fifo
 	for _, q := range m.queues {
 		if q.ttl == ttl {
 			return q
 		}
+		if longest == nil || q.ttl > longest.ttl {
+			longest = q
+		}
+	}
+	if len(m.queues) >= maxQueues {
+		return longest
 	}
 	q := &fifo{ttl: ttl}
 	m.queues = append(m.queues, q)

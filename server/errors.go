@@ -25,10 +25,10 @@ var (
 	// route unverified, and reach an application that reads it.
 	errDPoPOff = fmt.Errorf("%w: a DPoP credential, and DPoP is not enabled here", verify.ErrMalformed)
 	// errUnreadBearer: Authorization: Bearer where Authorization is not a
-	// token source: the token would pass an anonymous route unverified (or
+	// token source, or is one with another prefix ("Token "): the token would pass an anonymous route unverified (or
 	// beside another source's token), and reach an application that reads
 	// it.
-	errUnreadBearer = fmt.Errorf("%w: a Bearer credential in Authorization, which is not a token source here", verify.ErrMalformed)
+	errUnreadBearer = fmt.Errorf("%w: a Bearer credential in Authorization, which no token source reads here", verify.ErrMalformed)
 )
 
 // OptionError is an option that [New] or [CheckOptions] refuses: the

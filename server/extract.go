@@ -67,7 +67,7 @@ func (s *Server) extract(c *Call) credential {
 	if s.mergedCredential(c.Headers) {
 		return credential{err: errAmbiguousToken}
 	}
-	if !s.readsAuthorization && bearerIn(c.Headers) {
+	if !s.readsBearer && bearerIn(c.Headers) {
 		return credential{err: errUnreadBearer}
 	}
 	if dpopRepeated(c.Headers) {
@@ -331,6 +331,15 @@ func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
 		return queryParam(o.RawQuery, ts.query)
 	}
 	return "", tokenMissing
+}
+
+// readsBearer reports whether an Authorization source with prefix reads
+// the token of a Bearer credential: prefix is empty or starts "Bearer "
+// (in any case). Another prefix ("Token ", "JWT ") finds no token in
+// "Bearer <jwt>", which an application reading Bearer credentials reads.
+func readsBearer(prefix string) bool {
+	const b = "Bearer "
+	return len(prefix) <= len(b) && strings.EqualFold(prefix, b[:len(prefix)])
 }
 
 // bearerIn reports whether an Authorization value of h holds a Bearer

@@ -317,7 +317,14 @@ func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
 			return "", tokenAmbiguous
 		}
 		tok, ok := cutPrefixFold(vals[0], ts.prefix)
-		if !ok || tok == "" {
+		switch {
+		case !ok && ts.header != "Authorization" && vals[0] != "":
+			// A header that only carries the token holds one without
+			// the prefix (X-Access-Token: <jwt>): an application that
+			// removes the prefix when present reads it; Authorization
+			// holds other schemes (Basic).
+			return "", tokenAmbiguous
+		case !ok || tok == "":
 			return "", tokenMissing
 		}
 		return tok, tokenFound

@@ -527,7 +527,7 @@ func (m *Minter) mint(k *signingKey, src *verify.Result, p *Policy, now time.Tim
 	b := make([]byte, 0, 256+len(src.Claims))
 	b = append(b, `{"iss":`...)
 	b = append(b, m.iss...)
-	if sub := vals[0]; sub != "" {
+	if sub := notNull(vals[0]); sub != "" {
 		b = append(append(b, `,"sub":`...), sub...)
 	}
 	b = append(append(b, `,"aud":`...), p.aud...)
@@ -536,7 +536,9 @@ func (m *Minter) mint(k *signingKey, src *verify.Result, p *Policy, now time.Tim
 	b = append(b, `,"jti":"`...)
 	b = base64.RawURLEncoding.AppendEncode(b, jti[:])
 	b = append(b, '"')
-	if cid := cmp.Or(vals[1], vals[2]); cid != "" { // client_id, else azp
+	// client_id, else azp; null is absent, as revocation reads it (a
+	// null client_id must not hide the azp that names the client).
+	if cid := cmp.Or(notNull(vals[1]), notNull(vals[2])); cid != "" {
 		b = append(append(b, `,"client_id":`...), cid...)
 	}
 	for i, c := range p.claims {
@@ -590,4 +592,12 @@ func (m *Minter) Sign(typ string, claims []byte) (string, error) {
 		Typ string `json:"typ"`
 	}{k.alg, k.kid, typ})
 	return k.compact(m.opts.Rand, base64.RawURLEncoding.EncodeToString(h), claims)
+}
+
+// notNull returns the raw JSON value v, or "" when it is null.
+func notNull(v string) string {
+	if v == "null" {
+		return ""
+	}
+	return v
 }

@@ -495,3 +495,39 @@ func TestMintAllocationsOnHit(t *testing.T) {
 func writeFile(path string, b []byte) error { return os.WriteFile(path, b, 0o600) }
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestMintNullIdentityClaims: a null sub, client_id or azp in the source is
+// absent (as revocation reads it): a null client_id does not hide the azp
+// naming the client, and no minted token says sub or client_id null.
+func TestMintNullIdentityClaims(t *testing.T) {
+	m := newMinter(t, Options{KeysFile: keysFile(t, ecA), SigningKid: "k1", TTL: time.Minute})
+	p, err := NewPolicy(PolicySpec{Audience: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, claims string
+		want         map[string]any // sub, client_id; nil: absent
+	}{
+		{"client-id-null-azp", `{"sub":"alice","client_id":null,"azp":"web"}`, map[string]any{"sub": "alice", "client_id": "web"}},
+		{"both-null", `{"sub":"alice","client_id":null,"azp":null}`, map[string]any{"sub": "alice", "client_id": nil}},
+		{"sub-null", `{"sub":null,"client_id":"c"}`, map[string]any{"sub": nil, "client_id": "c"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tok, err := m.Mint(tc.name, &verify.Result{Claims: json.RawMessage(tc.claims), ExpiresAt: t0.Add(time.Hour)}, p, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, c := parse(t, m, tok.JWT)
+			for name, want := range tc.want {
+				got, ok := c[name]
+				if want == nil && ok {
+					t.Errorf("%s = %v, want absent", name, got)
+				}
+				if want != nil && got != want {
+					t.Errorf("%s = %v, want %v", name, got, want)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
@@ -36,6 +37,9 @@ type revocationRequest struct {
 	ClientID     entryValue `json:"client_id"`
 	IssuedBefore *string    `json:"issued_before"`
 }
+
+// revocationMembers are the member names of a revocationRequest.
+var revocationMembers = []string{"issuer", "jti", "sid", "sub", "client_id", "issued_before"}
 
 // entryValue is a kind member of a revocationRequest: given (null
 // included: {"jti": null} is a script's missing value, not a request for
@@ -145,15 +149,20 @@ func (s *Server) addRevocation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnsupportedMediaType, "invalid_request", "the body must be application/json")
 		return
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRevocationBody))
-	dec.DisallowUnknownFields()
-	var req revocationRequest
-	if err := dec.Decode(&req); err != nil {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRevocationBody))
+	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			writeError(w, http.StatusRequestEntityTooLarge, "invalid_request", "the body is larger than 8 KiB")
 			return
 		}
+		writeError(w, http.StatusBadRequest, "invalid_request", "the body could not be read")
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	var req revocationRequest
+	if err := dec.Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request", "the body is not a revocation: "+jsonProblem(err))
 		return
 	}
@@ -161,12 +170,19 @@ func (s *Server) addRevocation(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "the body holds more than one JSON value")
 		return
 	}
+	// encoding/json keeps the last of two members and matches names in
+	// any case: {"jti":"a","JTI":"b"} revoked b while the operator's
+	// script, its log and jq read a.
+	if _, err := exactMembers(body, revocationMembers); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the body is not a revocation: "+err.Error())
+		return
+	}
 	e, problem := s.entry(&req, s.now())
 	if problem != "" {
 		writeError(w, http.StatusBadRequest, "invalid_request", problem)
 		return
 	}
-	e, err := s.revocations.Add(r.Context(), e)
+	e, err = s.revocations.Add(r.Context(), e)
 	if err != nil {
 		s.storeFailed(w, r, "add", err)
 		return

@@ -24,3 +24,28 @@ func TestRevocationsAdminAPINullValue(t *testing.T) {
 		})
 	}
 }
+
+// TestRevocationsAdminAPIMemberTwice: encoding/json keeps the last of two
+// members and matches names in any case, so {"jti":"a","JTI":"b"} revoked
+// b while the operator's script, its log and jq read a — and a stayed
+// valid. Such a body is refused, as /v1/verify refuses one.
+func TestRevocationsAdminAPIMemberTwice(t *testing.T) {
+	for _, tc := range []struct{ name, members string }{
+		{"same-name", `"jti":"a","jti":"b"`},
+		{"other-case", `"jti":"a","JTI":"b"`},
+		{"other-case-alone", `"Sub":"alice"`},
+		{"issuer-twice", `"issuer":"https://other.example/","jti":"a"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envConfig{revocations: true})
+			w := do(e.srv.AdminHandler(), adminRequest(http.MethodPost, revocationsPath, `{"issuer":"`+issuerA+`",`+tc.members+`}`))
+			if w.Code != http.StatusBadRequest {
+				t.Errorf("POST {%s} = %d %s, want 400", tc.members, w.Code, strings.TrimSpace(w.Body.String()))
+			}
+		})
+	}
+	e := newEnv(t, envConfig{revocations: true})
+	if w := do(e.srv.AdminHandler(), adminRequest(http.MethodPost, revocationsPath, `{"issuer":"`+issuerA+`","jti":"a"}`)); w.Code != http.StatusCreated {
+		t.Errorf("control: POST = %d %s, want 201", w.Code, strings.TrimSpace(w.Body.String()))
+	}
+}

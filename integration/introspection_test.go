@@ -59,7 +59,7 @@ func startASServer(t *testing.T) *asServer {
 		a.mu.Lock()
 		ans := map[string]any{"active": false}
 		if m, ok := a.answers[tok]; ok {
-			ans = map[string]any{"active": true, "sub": "svc", "exp": time.Now().Add(time.Hour).Unix()}
+			ans = map[string]any{"active": true, "sub": "svc", "iat": time.Now().Unix(), "exp": time.Now().Add(time.Hour).Unix()}
 			for k, v := range m {
 				ans[k] = v
 			}

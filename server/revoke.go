@@ -69,10 +69,12 @@ func (s *Server) revocation(res *verify.Result, now time.Time) error {
 		if from.IsZero() {
 			from = now
 		}
-		// A JWT without iat has no lifetime to bound: exp − now falls
-		// under the retention long after an entry naming it was stored
-		// and forgotten.
-		if (!res.Opaque && (res.ExpiresAt.IsZero() || res.IssuedAt.IsZero())) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(from) > r) {
+		// A token without iat (a JWT or an introspection answer) has no
+		// lifetime to bound: exp − now falls under the retention long
+		// after an entry naming it was stored and forgotten, while the
+		// authorization server, which never heard of the entry, still
+		// answers active.
+		if res.IssuedAt.IsZero() || (!res.Opaque && res.ExpiresAt.IsZero()) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(from) > r) {
 			return &verify.Error{Class: verify.Class(verify.ErrLifetimeExceeded), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: errOutlivesRevocations}
 		}
 	}

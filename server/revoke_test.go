@@ -129,7 +129,7 @@ func TestRevokedOpaque(t *testing.T) {
 		case "opaque-alice":
 			io.WriteString(w, `{"active":true,"sub":"alice","sid":"s-a","exp":`+jsonNumber(epoch.Add(time.Hour).Unix())+`,"iat":`+jsonNumber(epoch.Unix())+`}`)
 		case "opaque-bob":
-			io.WriteString(w, `{"active":true,"sub":"bob","exp":`+jsonNumber(epoch.Add(time.Hour).Unix())+`}`)
+			io.WriteString(w, `{"active":true,"sub":"bob","exp":`+jsonNumber(epoch.Add(time.Hour).Unix())+`,"iat":`+jsonNumber(epoch.Unix())+`}`)
 		default:
 			io.WriteString(w, `{"active":false}`)
 		}

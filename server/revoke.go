@@ -74,7 +74,12 @@ func (s *Server) revocation(res *verify.Result, now time.Time) error {
 		// after an entry naming it was stored and forgotten, while the
 		// authorization server, which never heard of the entry, still
 		// answers active.
-		if res.IssuedAt.IsZero() || (!res.Opaque && res.ExpiresAt.IsZero()) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(from) > r) {
+		// An introspection answer without exp (RFC 7662 makes it optional)
+		// is held as if its exp were iat + the retention: its
+		// authorization server, asked again every max_ttl, never heard of
+		// an entry stored here, and answers active after it is gone.
+		if res.IssuedAt.IsZero() || (!res.Opaque && res.ExpiresAt.IsZero()) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(from) > r) ||
+			(res.ExpiresAt.IsZero() && now.Sub(res.IssuedAt) > r) {
 			return &verify.Error{Class: verify.Class(verify.ErrLifetimeExceeded), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: errOutlivesRevocations}
 		}
 	}

@@ -85,3 +85,33 @@ func TestRevokedOpaqueNoIATOutlivesEntry(t *testing.T) {
 		})
 	}
 }
+
+// TestRevokedOpaqueNoExpOutlivesEntry: an introspection answer without exp
+// (required_claims: [], RFC 7662 makes exp optional) passes the revocation
+// stage's lifetime bound. DECISIONS' reason, "the authorization server is
+// asked again every max_ttl", holds only when the server itself ends the
+// token: one that never heard of a revocation made here (an admin entry, a
+// back-channel logout or SET for another client) answers active for good,
+// and the token passes again once the entry (retention + 20 min) is gone.
+func TestRevokedOpaqueNoExpOutlivesEntry(t *testing.T) {
+	const retention = time.Hour
+	answer := `{"active":true,"sub":"alice","sid":"s-1","client_id":"app","jti":"op-2","iat":` + jsonNumber(servertest.Epoch.Unix()) + `}`
+	for _, entry := range []string{`"jti":"op-2"`, `"sid":"s-1"`, `"sub":"alice"`} {
+		t.Run(entry, func(t *testing.T) {
+			srv, clock := opaqueRevocationServer(t, retention, answer, []string{})
+			clock.Add(time.Second)
+			e := revokeVia(t, srv, `{"issuer":"`+opaqueIssuer+`",`+entry+`}`)
+			prev := time.Duration(0)
+			for _, at := range []time.Duration{0, time.Hour + 10*time.Minute, time.Hour + 25*time.Minute, 30 * 24 * time.Hour} {
+				clock.Add(at - prev)
+				prev = at
+				d := srv.Decide(context.Background(), &Call{Endpoint: EndpointAuthz, Token: "opaque-token-2"})
+				t.Logf("revocation+%s: %d %q", at, d.Status, d.Class)
+				if d.Allowed() {
+					t.Errorf("opaque token revoked by %s (entry expires %s), answer without exp: at revocation+%s allowed, want refused",
+						entry, e.ExpiresAt.Format(time.RFC3339), at)
+				}
+			}
+		})
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // maxRememberedKid bounds the length of a kid remembered as missing: kids
@@ -301,7 +302,7 @@ func (f *Fetcher) kidWaitLocked(ctx context.Context, kid string, retried bool) (
 		return kidWait{}, ErrClosed
 	}
 	if !f.hasSource() {
-		return kidWait{}, fmt.Errorf("%w: static keys only, no source to refresh", ErrSuppressed)
+		return kidWait{}, fmt.Errorf("%w: static keys only, no source to refresh (%w)", ErrSuppressed, verify.ErrKidAbsent)
 	}
 	// Again under the lock: a flight that ended since the first look has
 	// published its set before it left f.cur (a late arrival of a refresh
@@ -348,7 +349,7 @@ func (f *Fetcher) flightForKidLocked(ctx context.Context, kid string, now time.T
 	switch {
 	case f.keys.RecentlyMissing(kid, now):
 		f.stats.SuppressedRefreshes.Add(1)
-		return nil, false, fmt.Errorf("%w: kid was absent from a refresh moments ago", ErrSuppressed)
+		return nil, false, fmt.Errorf("%w: kid was absent from a refresh moments ago (%w)", ErrSuppressed, verify.ErrKidAbsent)
 	case late:
 		// Wait for its publish (see kidWaitLocked); it spends no budget.
 	case fl != nil && fl.budget:

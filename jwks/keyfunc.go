@@ -119,8 +119,11 @@ func (k *Keyfunc) key(ctx context.Context, token *jwt.Token) (any, error) {
 			return nil, err
 		}
 		if key, ok = set.Lookup(kid); !ok {
-			if rerr != nil {
+			if rerr != nil && !errors.Is(rerr, verify.ErrKidAbsent) {
 				return nil, fmt.Errorf("jwks: %w: kid %q (%w: %w)", verify.ErrUnknownKid, kid, verify.ErrKidNotRefreshed, rerr)
+			}
+			if rerr != nil {
+				return nil, fmt.Errorf("jwks: %w: kid %q (%w)", verify.ErrUnknownKid, kid, rerr)
 			}
 			return nil, fmt.Errorf("jwks: %w: kid %q (not found after a refresh)", verify.ErrUnknownKid, kid)
 		}

@@ -92,6 +92,14 @@ var (
 // or remembered absent from one, does not wrap it.
 var ErrKidNotRefreshed = errors.New("no refresh")
 
+// ErrKidAbsent is wrapped by a [Refresher]'s error when no refresh would
+// find the kid either: the set has no source to refresh (static keys
+// only), or the kid was proven absent from a refresh moments ago. The
+// unknown_kid error of such a kid does not wrap [ErrKidNotRefreshed]: a
+// revocation signal naming it is refused, not answered "try later" for
+// ever.
+var ErrKidAbsent = errors.New("kid absent")
+
 // Classes returns every class word, in SPEC order. The slice is the
 // caller's to keep or change.
 func Classes() []string { return slices.Clone(classes) }

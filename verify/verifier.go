@@ -935,8 +935,11 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 			return nil, tr.fail("key", fmt.Errorf("%w: the issuer of the token has no usable key set", ErrKeysUnavailable))
 		}
 		if key, ok = set.Lookup(h.kid); !ok {
-			if rerr != nil {
+			if rerr != nil && !errors.Is(rerr, ErrKidAbsent) {
 				return nil, tr.fail("key", fmt.Errorf("%w: kid %s (%w: %w)", ErrUnknownKid, quote(h.kid), ErrKidNotRefreshed, rerr))
+			}
+			if rerr != nil {
+				return nil, tr.fail("key", fmt.Errorf("%w: kid %s (%w)", ErrUnknownKid, quote(h.kid), rerr))
 			}
 			return nil, tr.fail("key", fmt.Errorf("%w: kid %s (not found after a refresh)", ErrUnknownKid, quote(h.kid)))
 		}

@@ -54,7 +54,9 @@ type Refresher interface {
 	// the set from its cache.Keys), or an error when no refresh was made: the
 	// per-interval budget is spent (returned at once, never waited for), the
 	// kid is remembered as missing, or the fetch failed. It waits for a
-	// shared in-flight refresh only as long as ctx allows.
+	// shared in-flight refresh only as long as ctx allows. An error that
+	// wraps [ErrKidAbsent] says no refresh would find kid (no source, or
+	// proven absent moments ago).
 	RefreshUnknownKid(ctx context.Context, kid string) error
 }
 

@@ -27,7 +27,7 @@ import (
 //
 // where MAC is the hex of the first 128 bits of HMAC-SHA256 under the
 // shared key of the settings the answer depends on (the issuer, the
-// endpoint asked, the client asking, the cache's lifetimes: see scope) and
+// configured endpoint, the client asking, the cache's lifetimes: see scope) and
 // the token: never the token, nor a hash anyone could compute from it. A
 // reload that changes one of them (introspect.Same false) starts from an
 // empty cache, as a Client of its own does: the old endpoint's or client's
@@ -75,10 +75,8 @@ return 0`)
 type shared struct {
 	rc  *redisconn.Client
 	mac []byte // the HMAC key
-	// scope is what a token's MAC covers besides the token and, for a
-	// discovered endpoint, the endpoint in use (scope).
-	scope    []byte
-	endpoint func() string // nil: the URL is in scope
+	// scope is what a token's MAC covers besides the token (scope).
+	scope []byte
 	// lockTTL outlives the holder's flight: a replica that dies holding
 	// the lock blocks the others for at most this long.
 	lockTTL time.Duration
@@ -96,16 +94,13 @@ func newShared(o Options) (*shared, error) {
 		return nil, invalidOption("SharedKeyFile", "%w", err)
 	}
 	budget := o.MaxWait + o.Timeout
-	s := &shared{rc: o.Redis, mac: key, scope: scope(o), lockTTL: budget + time.Second, budget: budget}
-	if o.URL == "" {
-		s.endpoint = o.Endpoint
-	}
-	return s, nil
+	return &shared{rc: o.Redis, mac: key, scope: scope(o), lockTTL: budget + time.Second, budget: budget}, nil
 }
 
 // scope is the settings of o an answer depends on, each length-prefixed:
-// the issuer, the endpoint (its URL; a discovered one is added at each
-// lookup), the client that asks (an authorization server may answer each
+// the issuer, the endpoint (its URL; "" for a discovered one: the issuer
+// publishes it, and a replica that has not read it yet, or reads another
+// one, is answered by the same issuer's answers), the client that asks (an authorization server may answer each
 // client otherwise: inactive for a client the token is not meant for), and
 // the lifetimes stored with the answer (max_ttl, negative_ttl, stale_for).
 func scope(o Options) []byte {
@@ -141,13 +136,6 @@ func readKey(path string) ([]byte, error) {
 func (s *shared) key(token string) string {
 	m := hmac.New(sha256.New, s.mac)
 	m.Write(s.scope)
-	if s.endpoint != nil {
-		ep := s.endpoint()
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(ep)))
-		m.Write(n[:])
-		m.Write([]byte(ep))
-	}
 	m.Write([]byte(token))
 	var sum [sha256.Size]byte
 	tag := m.Sum(sum[:0])[:16]

@@ -324,6 +324,10 @@ func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
 			// removes the prefix when present reads it; Authorization
 			// holds other schemes (Basic).
 			return "", tokenAmbiguous
+		case !ok && ts.header == "Authorization" && bareToken(vals[0]):
+			// Authorization: <jwt>, no scheme: an application that removes
+			// the prefix when present reads it as X-Access-Token's above.
+			return "", tokenAmbiguous
 		case !ok || tok == "":
 			return "", tokenMissing
 		}
@@ -338,6 +342,14 @@ func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
 		return queryParam(o.RawQuery, ts.query)
 	}
 	return "", tokenMissing
+}
+
+// bareToken reports whether an Authorization value is a token without a
+// scheme: no white space, and a dot (a JWS's segments), which no auth
+// scheme name holds (Basic, Negotiate, AWS4-HMAC-SHA256 have their
+// credentials after a space).
+func bareToken(v string) bool {
+	return strings.Contains(v, ".") && !strings.ContainsAny(v, " \t")
 }
 
 // readsBearer reports whether an Authorization source with prefix reads

@@ -29,6 +29,10 @@ var (
 	// beside another source's token), and reach an application that reads
 	// it.
 	errUnreadBearer = fmt.Errorf("%w: a Bearer credential in Authorization, which no token source reads here", verify.ErrMalformed)
+	// errUnreadAuthorization: a token without a scheme in Authorization
+	// where Authorization is not a token source: as errUnreadBearer, for
+	// an application that takes the header's value, prefix or not.
+	errUnreadAuthorization = fmt.Errorf("%w: a token in Authorization, which no token source reads here", verify.ErrMalformed)
 )
 
 // OptionError is an option that [New] or [CheckOptions] refuses: the

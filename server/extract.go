@@ -70,6 +70,9 @@ func (s *Server) extract(c *Call) credential {
 	if !s.readsBearer && bearerIn(c.Headers) {
 		return credential{err: errUnreadBearer}
 	}
+	if !s.readsAuthorization && bareTokenIn(c.Headers) {
+		return credential{err: errUnreadAuthorization}
+	}
 	if dpopRepeated(c.Headers) {
 		return credential{err: errAmbiguousToken}
 	}
@@ -350,6 +353,17 @@ func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
 // credentials after a space).
 func bareToken(v string) bool {
 	return strings.Contains(v, ".") && !strings.ContainsAny(v, " \t")
+}
+
+// bareTokenIn reports whether an Authorization value of h is a token
+// without a scheme (bareToken).
+func bareTokenIn(h Headers) bool {
+	for _, v := range values(h, "Authorization") {
+		if bareToken(v) {
+			return true
+		}
+	}
+	return false
 }
 
 // readsBearer reports whether an Authorization source with prefix reads

@@ -218,17 +218,20 @@ type Server struct {
 	// in Authorization: Authorization with no prefix or one that starts
 	// "Bearer " ("Token " reads none).
 	readsBearer bool
-	issuers     []*issuerInfo          // configured order
-	byName      map[string]*issuerInfo // by configured issuer name
-	stripAuthz  bool
-	proxy       request.Proxy
-	clients     []introspectionClient
-	maxBody     int64
-	maxBatch    int
-	rejected    map[string]denial // class -> precomputed 401
-	unavailable map[string]denial // class -> precomputed 503
-	noTokenDeny denial
-	static      staticHeaders
+	// readsAuthorization reports that a token source reads Authorization
+	// (with any prefix).
+	readsAuthorization bool
+	issuers            []*issuerInfo          // configured order
+	byName             map[string]*issuerInfo // by configured issuer name
+	stripAuthz         bool
+	proxy              request.Proxy
+	clients            []introspectionClient
+	maxBody            int64
+	maxBatch           int
+	rejected           map[string]denial // class -> precomputed 401
+	unavailable        map[string]denial // class -> precomputed 503
+	noTokenDeny        denial
+	static             staticHeaders
 
 	policies       *policy.Set // nil: none
 	authorizes     bool        // forward-auth reads the original request and runs policies
@@ -355,6 +358,7 @@ func newCore(v *verify.Verifier, sources []TokenSource, log *slog.Logger) (*Serv
 	}
 	for _, src := range s.sources {
 		s.readsBearer = s.readsBearer || (src.header == "Authorization" && readsBearer(src.prefix))
+		s.readsAuthorization = s.readsAuthorization || src.header == "Authorization"
 	}
 	if s.issuers, s.byName, err = newIssuers(v.Issuers()); err != nil {
 		return nil, err

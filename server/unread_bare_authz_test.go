@@ -24,6 +24,10 @@ func TestAuthorizationSourceBareToken(t *testing.T) {
 		{"default-source-anonymous-route", nil, "/public/x", ""},
 		{"token-prefix-anonymous-route", []TokenSource{{Header: "Authorization", Prefix: "Token "}}, "/public/x", ""},
 		{"bearer-beside-valid-cookie", []TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Cookie: "access_token"}}, "/orders/1", "access_token=" + valid},
+		// Authorization is no source: the token an application taking the
+		// header's value reads is not the cookie's that was verified.
+		{"no-authorization-source-anonymous-route", []TokenSource{{Cookie: "access_token"}}, "/public/x", ""},
+		{"no-authorization-source-beside-valid-cookie", []TokenSource{{Cookie: "access_token"}}, "/orders/1", "access_token=" + valid},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newPolicyEnvWith(t, nil, func(o *Options) { o.TokenSources = tt.sources })
@@ -38,12 +42,15 @@ func TestAuthorizationSourceBareToken(t *testing.T) {
 			}
 		})
 	}
-	// Controls: other schemes still hold no token.
-	for _, authz := range []string{"Basic dXNlcjpwYXNz", "Negotiate YIIC", "AWS4-HMAC-SHA256 Credential=a/b.c"} {
-		e := newPolicyEnvWith(t, nil, nil)
-		r := nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": authz})
-		if d := e.srv.Decide(t.Context(), forwardAuthCall(e.srv, r)); !d.Allowed() {
-			t.Errorf("Authorization: %s on an anonymous route: class %q, want allowed", authz, d.Class)
+	// Controls: other schemes still hold no token, whether Authorization
+	// is a source or not.
+	for _, sources := range [][]TokenSource{nil, {{Cookie: "access_token"}}} {
+		for _, authz := range []string{"Basic dXNlcjpwYXNz", "Negotiate YIIC", "AWS4-HMAC-SHA256 Credential=a/b.c"} {
+			e := newPolicyEnvWith(t, nil, func(o *Options) { o.TokenSources = sources })
+			r := nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": authz})
+			if d := e.srv.Decide(t.Context(), forwardAuthCall(e.srv, r)); !d.Allowed() {
+				t.Errorf("sources %v, Authorization: %s on an anonymous route: class %q, want allowed", sources, authz, d.Class)
+			}
 		}
 	}
 }

@@ -68,7 +68,9 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, uncondition
 		if ra := (*retryAfterError)(nil); errors.As(err, &ra) {
 			// The source asked for a pause (429, 503): no retry before it,
 			// within the backoff's own ceiling, MinInterval.
-			retry = max(retry, f.jittered(min(ra.after, f.opts.MinInterval)))
+			// Jitter spreads it later, never sooner than the pause.
+			pause := min(ra.after, f.opts.MinInterval)
+			retry = max(retry, f.jittered(pause), pause)
 		}
 		// A fetch cut short by Close is not worth a warning.
 		f.failed(st, now, err, retry, ctx.Err() == nil)

@@ -195,7 +195,16 @@ func (f *Fetcher) inherit(prev *Fetcher) bool {
 		}
 	}
 	f.log.Info("jwks keys of the replaced fetcher kept", "keys", set.Len(), "fetched_at", at, "usable", set.Usable(f.opts.Now()))
-	f.transition(&f.st, f.opts.Now(), nil)
+	// The same source's condition goes on: a reload during an outage is no
+	// "ready" (the IdP still fails), its first attempt's failure no second
+	// "stale", and the recovery is "recovered", failed_for counted from the
+	// outage's start; the failures stay counted (status, backoff).
+	f.st.health, f.st.everReady, f.st.failingSince = st.health, st.everReady, st.failingSince
+	f.st.failures, f.st.lastErr = st.failures, st.lastErr
+	f.keys.SetStatus(f.statusLocked())
+	if f.st.health == healthUnknown {
+		f.transition(&f.st, f.opts.Now(), nil)
+	}
 	return true
 }
 

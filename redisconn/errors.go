@@ -15,6 +15,12 @@ var (
 	// a failover now would lose it: the caller must treat it as a failure
 	// (503, nothing acknowledged), never as stored.
 	ErrNotReplicated = errors.New("redisconn: fewer replicas acknowledged the write than acknowledge_replicas asks for")
+	// ErrEvicting: a master the client writes to runs with maxmemory and
+	// an eviction policy (maxmemory-policy other than noeviction): under
+	// memory pressure it forgets keys silently (a DPoP proof's jti, a
+	// revocation entry), so what it answers proves nothing. Callers treat
+	// it as a failure (503), never as an answer.
+	ErrEvicting = errors.New("redisconn: Redis may evict keys (maxmemory with a maxmemory-policy other than noeviction)")
 	// ErrCredentials: a password file could not be read.
 	ErrCredentials = errors.New("redisconn: cannot read the password file")
 )

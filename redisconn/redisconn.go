@@ -259,6 +259,8 @@ type Client struct {
 	replicas int
 
 	writes, notReplicated, failed atomic.Uint64
+
+	evict eviction // CheckNoEviction's last reading
 }
 
 // Stats are a [Client]'s counters.

@@ -98,6 +98,15 @@ func (r *Redis) use(ctx context.Context, key [32]byte, ttl time.Duration, value 
 	}
 	k := r.prefix + hex.EncodeToString(key[:])
 	keys := []string{k}
+	// One deadline for the call as a whole (the check and the write).
+	ctx, cancel := context.WithTimeout(ctx, r.c.Timeout())
+	defer cancel()
+	// A Redis that may evict keys forgets proofs under memory pressure: a
+	// replay would then be fresh. Fail closed.
+	if err := r.c.CheckNoEviction(ctx); err != nil {
+		r.failed.Add(1)
+		return false, fmt.Errorf("replay: redis: %w", err)
+	}
 	var set *redis.Cmd
 	var err error
 	if r.c.AcknowledgeReplicas() == 0 {

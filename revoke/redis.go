@@ -57,6 +57,22 @@ type Writer interface {
 	Write(ctx context.Context, key string, queue func(redis.Pipeliner)) ([]redis.Cmder, error)
 }
 
+// evictionChecker is what redisconn.Client adds: an error when Redis may
+// evict keys (maxmemory with an evicting maxmemory-policy).
+type evictionChecker interface {
+	CheckNoEviction(ctx context.Context) error
+}
+
+// checkEviction fails when the client can tell that Redis may evict keys:
+// entries Redis forgets silently would be lifted at every replica at its
+// next full read, so such a Redis proves nothing (fail closed).
+func (r *Redis) checkEviction(ctx context.Context) error {
+	if ec, ok := r.c.(evictionChecker); ok {
+		return ec.CheckNoEviction(ctx)
+	}
+	return nil
+}
+
 // Redis is the store every replica shares. Entries are a hash in Redis
 // (with a sorted set of their expiries and a version counter), changed only
 // by scripts that also bump the version and publish the change. Each
@@ -117,6 +133,9 @@ return {redis.call('GET', KEYS[3]) or '0', redis.call('HGETALL', KEYS[1])}`)
 // through the Writer when there is one (EVAL: a pipeline cannot fall back
 // from EVALSHA), else on the client.
 func (r *Redis) write(ctx context.Context, src string, args ...any) (int64, error) {
+	if err := r.checkEviction(ctx); err != nil {
+		return 0, err
+	}
 	keys := r.keys()
 	if r.opts.Writer == nil {
 		return r.c.Eval(ctx, src, keys, args...).Int64()
@@ -437,6 +456,9 @@ func (r *Redis) poll(ctx context.Context, wasBehind bool) (bool, error) {
 	start := r.opts.Now()
 	ctx, cancel := context.WithTimeout(ctx, r.followTimeout())
 	defer cancel()
+	if err := r.checkEviction(ctx); err != nil {
+		return wasBehind, err
+	}
 	s, err := r.c.Get(ctx, r.versionKey).Result()
 	if errors.Is(err, redis.Nil) {
 		s, err = "0", nil
@@ -473,6 +495,9 @@ func (r *Redis) reread(ctx context.Context) error {
 	start := r.opts.Now()
 	ctx, cancel := context.WithTimeout(ctx, max(r.opts.Timeout, 10*time.Second))
 	defer cancel()
+	if err := r.checkEviction(ctx); err != nil {
+		return err
+	}
 	res, err := snapshotScript.Run(ctx, r.c, r.keys()).Slice()
 	if err != nil {
 		return err

@@ -232,7 +232,13 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return false, err
+		// *url.Error repeats the whole URL, its query too (which may carry
+		// a credential): keep only its cause, after the URL redacted.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return false, fmt.Errorf("POST %s: %w", redactURL(p.o.URL), err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, p.o.MaxResponseBytes+1))
@@ -327,4 +333,14 @@ func ParsePollResponse(data []byte) (sets map[string]string, more bool, err erro
 		}
 	}
 	return sets, more, nil
+}
+
+// redactURL renders raw without user info, query or fragment, which may
+// carry credentials (as jwks and introspect render their URLs).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }

@@ -17,8 +17,15 @@ import (
 // settings is trusted: a CONFIG SET of maxmemory-policy is noticed within it.
 const evictionCheckEvery = time.Second
 
-// eviction caches the last reading of the masters' eviction settings.
+// eviction caches the last reading of each master's eviction settings
+// (by its address; "" for the one master of a standalone or Sentinel
+// client).
 type eviction struct {
+	masters sync.Map // string → *masterEviction
+}
+
+// masterEviction is one master's last reading.
+type masterEviction struct {
 	last       atomic.Pointer[evictionReading]
 	refreshing atomic.Bool
 }
@@ -28,49 +35,45 @@ type evictionReading struct {
 	err error
 }
 
-// CheckNoEviction returns [ErrEvicting] (wrapped with the policy) when a
-// master the client writes to may evict keys, and the error of the reading
-// when the settings cannot be read (INFO memory, on every master of a
-// Cluster). A reading is reused for a second: the cost is one INFO per
-// second per process, not one per call. It waits for Redis within ctx and
-// the client's timeout; while one caller reads again, the others use the
-// previous reading.
-func (c *Client) CheckNoEviction(ctx context.Context) error {
-	last := c.evict.last.Load()
+// CheckNoEviction returns [ErrEvicting] (wrapped with the policy) when the
+// master the client writes key to may evict keys, and the error of the
+// reading when its settings cannot be read (INFO memory; in a Cluster, on
+// the master of key's slot only: a master that is down fails the keys it
+// holds, not every other master's too). A reading is reused for a second:
+// the cost is one INFO per second per master and process, not one per
+// call. It waits for Redis within ctx and the client's timeout; while one
+// caller reads again, the others use the previous reading.
+func (c *Client) CheckNoEviction(ctx context.Context, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	var m redis.Cmdable = c.UniversalClient
+	addr := ""
+	if cc, ok := c.UniversalClient.(*redis.ClusterClient); ok {
+		mc, err := cc.MasterForKey(ctx, key)
+		if err != nil {
+			return fmt.Errorf("redisconn: INFO memory: %w", err)
+		}
+		m, addr = mc, mc.Options().Addr
+	}
+	v, _ := c.evict.masters.LoadOrStore(addr, &masterEviction{})
+	ev := v.(*masterEviction)
+	last := ev.last.Load()
 	if last != nil && time.Since(last.at) < evictionCheckEvery {
 		return last.err
 	}
-	if !c.evict.refreshing.CompareAndSwap(false, true) {
+	if !ev.refreshing.CompareAndSwap(false, true) {
 		if last != nil {
 			return last.err
 		}
 	} else {
-		defer c.evict.refreshing.Store(false)
+		defer ev.refreshing.Store(false)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	var err error
-	if cc, ok := c.UniversalClient.(*redis.ClusterClient); ok {
-		var mu sync.Mutex
-		ferr := cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-			if e := readEviction(ctx, m); e != nil {
-				mu.Lock()
-				err = e
-				mu.Unlock()
-			}
-			return nil
-		})
-		if err == nil && ferr != nil {
-			err = fmt.Errorf("redisconn: INFO memory: %w", ferr)
-		}
-	} else {
-		err = readEviction(ctx, c.UniversalClient)
-	}
+	err := readEviction(ctx, m)
 	if err != nil && !errors.Is(err, ErrEvicting) {
 		// A reading that failed is not remembered: the next call asks again.
 		return err
 	}
-	c.evict.last.Store(&evictionReading{at: time.Now(), err: err})
+	ev.last.Store(&evictionReading{at: time.Now(), err: err})
 	return err
 }
 

@@ -103,7 +103,7 @@ func (r *Redis) use(ctx context.Context, key [32]byte, ttl time.Duration, value 
 	defer cancel()
 	// A Redis that may evict keys forgets proofs under memory pressure: a
 	// replay would then be fresh. Fail closed.
-	if err := r.c.CheckNoEviction(ctx); err != nil {
+	if err := r.c.CheckNoEviction(ctx, k); err != nil {
 		r.failed.Add(1)
 		return false, fmt.Errorf("replay: redis: %w", err)
 	}

@@ -60,7 +60,7 @@ type Writer interface {
 // evictionChecker is what redisconn.Client adds: an error when Redis may
 // evict keys (maxmemory with an evicting maxmemory-policy).
 type evictionChecker interface {
-	CheckNoEviction(ctx context.Context) error
+	CheckNoEviction(ctx context.Context, key string) error
 }
 
 // checkEviction fails when the client can tell that Redis may evict keys:
@@ -68,7 +68,7 @@ type evictionChecker interface {
 // next full read, so such a Redis proves nothing (fail closed).
 func (r *Redis) checkEviction(ctx context.Context) error {
 	if ec, ok := r.c.(evictionChecker); ok {
-		return ec.CheckNoEviction(ctx)
+		return ec.CheckNoEviction(ctx, r.entriesKey) // every key of the store is in its slot
 	}
 	return nil
 }

@@ -375,7 +375,12 @@ func TestResilienceUntrustedTLS(t *testing.T) {
 	for i := 1; i < len(conns); i++ {
 		step := backoffStep(i, r.minInterval)
 		lo := time.Duration(float64(step)*0.9) - 50*time.Millisecond
-		hi := time.Duration(float64(step)*1.1) + outageMargin
+		// The backoff counts from the attempt's end at the client, the
+		// failed handshake, not from its accept here: on a busy machine
+		// the handshake is one more margin (CI: 1.618 s against 1.6 s,
+		// the service's retry_in 1.069 s). The lower bound, which catches
+		// retry storms, stays as tight.
+		hi := time.Duration(float64(step)*1.1) + 2*outageMargin
 		if gap := conns[i].Sub(conns[i-1]); gap < lo || gap > hi {
 			t.Errorf("TLS attempt %d came %v after attempt %d, want %v..%v", i+1, gap.Round(time.Millisecond), i, lo, hi)
 		}

@@ -58,7 +58,7 @@ func TestRedisEvictingPolicyKeepsRevocations(t *testing.T) {
 			}
 		}
 		if !gone {
-			t.Skip("the entries were never evicted")
+			t.Fatal("Add() was acknowledged, and the entries were never evicted: the test shows nothing")
 		}
 	}
 	time.Sleep(3 * time.Second) // two polls, and past max_staleness

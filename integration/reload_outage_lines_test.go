@@ -55,7 +55,11 @@ func TestReloadDuringOutageTransitionLines(t *testing.T) {
 	if _, ok := rhWaitFor(10*time.Second, func() bool { return svc.Lines(recovered) >= 1 }); !ok {
 		t.Errorf("no recovered line after the IdP came back")
 	}
-	if n, s, rc := svc.Lines(ready), svc.Lines(stale), svc.Lines(recovered); n != 1 || s != 1 || rc != 1 {
-		t.Errorf("one outage, one reload: %d ready, %d stale, %d recovered lines; want 1, 1, 1", n, s, rc)
+	// The replaced fetcher runs until the write-timeout grace ends (for
+	// requests still on the old generation) and may log a recovery of its
+	// own when the IdP comes back within it: one or two recovered lines
+	// (OPERATIONS.md, reload). Ready and stale come once.
+	if n, s, rc := svc.Lines(ready), svc.Lines(stale), svc.Lines(recovered); n != 1 || s != 1 || rc < 1 {
+		t.Errorf("one outage, one reload: %d ready, %d stale, %d recovered lines; want 1, 1, at least 1", n, s, rc)
 	}
 }

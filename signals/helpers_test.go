@@ -239,3 +239,23 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// receiverOver is a receiver of issuerA's logout tokens (session mode) and
+// SETs over v, with a memory replay store and a recording store.
+func receiverOver(t testing.TB, v *verify.Verifier) (*signals.Receiver, *adder) {
+	t.Helper()
+	mem, err := replay.NewMemory(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := &adder{}
+	r, err := signals.New(signals.Options{
+		Verifier: v, Replay: mem, Store: store, Logger: slog.New(slog.DiscardHandler),
+		Issuers: []signals.Issuer{{Issuer: issuerA, Logout: &signals.Logout{Audiences: []string{clientID}, Revoke: signals.RevokeSession},
+			SSF: &signals.SSF{Audiences: []string{ssfAud}, PushBearer: bearerA}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, store
+}

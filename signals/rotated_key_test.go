@@ -12,7 +12,6 @@ import (
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/jwks"
-	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/signals"
 	"github.com/jwksverify/jwksverify/verify"
@@ -52,19 +51,7 @@ func TestSignalOfAKeyNotYetFetched(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := replay.NewMemory(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := &adder{}
-	r, err := signals.New(signals.Options{
-		Verifier: v, Replay: mem, Store: store, Logger: slog.New(slog.DiscardHandler),
-		Issuers: []signals.Issuer{{Issuer: issuerA, Logout: &signals.Logout{Audiences: []string{clientID}, Revoke: signals.RevokeSession},
-			SSF: &signals.SSF{Audiences: []string{ssfAud}, PushBearer: bearerA}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, store := receiverOver(t, v)
 	now := time.Now()
 	at := map[string]any{"iat": now.Add(-time.Second).Unix(), "exp": now.Add(2 * time.Minute).Unix()}
 	withNew := func(hdr map[string]any, claims map[string]any) string {

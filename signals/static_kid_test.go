@@ -10,7 +10,6 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/jwks"
-	"github.com/jwksverify/jwksverify/replay"
 	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/signals"
 	"github.com/jwksverify/jwksverify/verify"
@@ -40,18 +39,7 @@ func TestSignalOfAKidAbsentFromStaticKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem, err := replay.NewMemory(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := signals.New(signals.Options{
-		Verifier: v, Replay: mem, Store: &adder{}, Logger: slog.New(slog.DiscardHandler),
-		Issuers: []signals.Issuer{{Issuer: issuerA, Logout: &signals.Logout{Audiences: []string{clientID}, Revoke: signals.RevokeSession},
-			SSF: &signals.SSF{Audiences: []string{ssfAud}, PushBearer: bearerA}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, _ := receiverOver(t, v)
 	now := time.Now()
 	at := map[string]any{"iat": now.Add(-time.Second).Unix(), "exp": now.Add(2 * time.Minute).Unix()}
 	// The control: the kid the set holds is taken.

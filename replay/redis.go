@@ -98,11 +98,10 @@ func (r *Redis) use(ctx context.Context, key [32]byte, ttl time.Duration, value 
 	}
 	k := r.prefix + hex.EncodeToString(key[:])
 	keys := []string{k}
-	// One deadline for the call as a whole (the check and the write).
-	ctx, cancel := context.WithTimeout(ctx, r.c.Timeout())
-	defer cancel()
 	// A Redis that may evict keys forgets proofs under memory pressure: a
-	// replay would then be fresh. Fail closed.
+	// replay would then be fresh. Fail closed. The check reads Redis at
+	// most once a second per master, within the client's timeout (a failed
+	// reading fails the call); the write has the client's own timeouts.
 	if err := r.c.CheckNoEviction(ctx, k); err != nil {
 		r.failed.Add(1)
 		return false, fmt.Errorf("replay: redis: %w", err)

@@ -27,7 +27,9 @@ func TestUnreadCredential(t *testing.T) {
 		bearer      = []TokenSource{{Header: "Authorization", Prefix: "Bearer "}}
 		accessToken = []TokenSource{{Header: "X-Access-Token", Prefix: "Bearer "}}
 		cookieOnly  = []TokenSource{{Cookie: "access_token"}}
-		withCookie  = func(s []TokenSource) []TokenSource { return append(s[:len(s):len(s)], TokenSource{Cookie: "access_token"}) }
+		withCookie  = func(s []TokenSource) []TokenSource {
+			return append(s[:len(s):len(s)], TokenSource{Cookie: "access_token"})
+		}
 	)
 	const anonymous, protected = "/public/x", "/orders/1"
 	for _, tt := range []struct {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
@@ -41,8 +42,14 @@ var (
 // names in another case: encoding/json keeps the last of two and matches
 // names in any case, while another reader of the same body (a gateway, a
 // log) may take the first or the exact one, and so see another token or
-// policy than the one decided.
+// policy than the one decided. It refuses a body that is not UTF-8 as
+// well: encoding/json reads each byte that is not as U+FFFD, so
+// {"sub":"\x97"} revoked the subject "\uFFFD" and a request path was
+// decided on with a character the gateway never saw.
 func exactMembers(data []byte, names []string) (map[string]json.RawMessage, error) {
+	if !utf8.Valid(data) {
+		return nil, errors.New("the body is not UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, errors.New("not a JSON object")

@@ -18,7 +18,8 @@ import (
 func FuzzRevocationsBody(f *testing.F) {
 	for _, s := range []string{`{"issuer":"` + issuerA + `","jti":"x"}`, `{"issuer":"` + issuerA + `"}`,
 		`{"issuer":"` + issuerA + `","sub":"a\u00e9","issued_before":"2020-01-01T00:00:00Z"}`, `{"issuer":"` + issuerA + `","jti":"a","JTI":"b"}`,
-		`{"issuer":"` + issuerA + `","client_id":null}`, `{"issuer":"` + issuerA + `","sid":"\ud800"}`} {
+		`{"issuer":"` + issuerA + `","client_id":null}`, `{"issuer":"` + issuerA + `","sid":"\ud800"}`,
+		`{"issuer":"` + issuerA + `","sub":"` + "\x97" + `"}`} {
 		f.Add(s)
 	}
 	e := newEnv(f, envConfig{revocations: true})

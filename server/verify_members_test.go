@@ -9,7 +9,8 @@ import (
 // encoding/json, where member names match in any case and a repeated
 // member's last value wins: "TOKEN" replaced "token", and a second "token"
 // the first, while a gateway or a log may read the first. Such a body is
-// now 400, as /v1/verify/batch refuses a repeated "tokens".
+// now 400, as /v1/verify/batch refuses a repeated "tokens"; so is a body
+// that is not UTF-8, whose bytes encoding/json reads as U+FFFD.
 func TestVerifyDuplicateAndCaseFoldedMembers(t *testing.T) {
 	e := newEnv(t, envConfig{maxTokenSize: 4096})
 	toks := tokens()
@@ -19,6 +20,8 @@ func TestVerifyDuplicateAndCaseFoldedMembers(t *testing.T) {
 		`{"token":` + jsonString(toks["valid"]) + `,"policy":"x","POLICY":null}`,
 		`{"token":` + jsonString(toks["valid"]) + `,"request":{"path":"/admin","PATH":"/public"}}`,
 		`{"token":` + jsonString(toks["valid"]) + `,"request":{"path":"/a","path":"/b"}}`,
+		// Not UTF-8: encoding/json decides on "/adm\uFFFDn".
+		`{"token":` + jsonString(toks["valid"]) + `,"request":{"path":"/adm` + "\x97" + `n"}}`,
 	} {
 		w := do(e.handler, postJSON("/v1/verify", body))
 		var got struct {
@@ -27,7 +30,7 @@ func TestVerifyDuplicateAndCaseFoldedMembers(t *testing.T) {
 		}
 		_ = json.Unmarshal(w.Body.Bytes(), &got)
 		if w.Code != 400 {
-			t.Errorf("body %.40s…: status %d valid=%v error=%q; the verdict is of a token other than \"token\"'s first value", body, w.Code, got.Valid, got.Error)
+			t.Errorf("body %.40s…: status %d valid=%v error=%q; another reader of the body reads other members or values than the ones decided", body, w.Code, got.Valid, got.Error)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -105,11 +106,22 @@ issuers:
     # The introspection metrics exist for an issuer with introspection
     # (never asked here: the token is a JWT).
     introspection: {url: "http://127.0.0.1:1/introspect"}
+    # The signal metric exists for an issuer with back-channel logout,
+    # once a logout token (here a refused one) is counted.
+    backchannel_logout: {audiences: [web-app]}
 `, t.TempDir(), idp.Issuer, idp.Audience))
 	c := httpClient()
+	resp, err := c.PostForm("http://"+jv.HTTP+"/v1/logout/backchannel", url.Values{"logout_token": {"not.a.token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("POST /v1/logout/backchannel = %d, want 400", resp.StatusCode)
+	}
 	req, _ := http.NewRequest("GET", "http://"+jv.HTTP+"/v1/authz", nil)
 	req.Header.Set("Authorization", "Bearer "+idp.Token(nil))
-	resp, err := c.Do(req)
+	resp, err = c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

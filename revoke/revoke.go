@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind says what an [Entry] names.
@@ -122,6 +123,12 @@ func Check(e Entry) error {
 		return fmt.Errorf("%w: issuer is required", ErrInvalid)
 	case len(e.Issuer) > MaxValueBytes || len(e.Value) > MaxValueBytes:
 		return fmt.Errorf("%w: issuer and value are at most %d bytes", ErrInvalid, MaxValueBytes)
+	case !utf8.ValidString(e.Issuer) || !utf8.ValidString(e.Value):
+		// A claim value always is UTF-8; a store writes the entry with
+		// encoding/json, which puts U+FFFD in place of each byte that is
+		// not: "bob\x97" was "bob\uFFFD" after a restart and at every
+		// other replica, revoking another subject.
+		return fmt.Errorf("%w: issuer and value must be UTF-8", ErrInvalid)
 	case kindIndex(e.Kind) < 0:
 		return fmt.Errorf("%w: kind %q is not one of jti, sid, sub, client_id, issuer", ErrInvalid, e.Kind)
 	case e.Kind == KindIssuer && e.Value != "":

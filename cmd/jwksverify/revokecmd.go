@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // revokeTimeout bounds one call of `jwksverify revoke` to the admin API.
@@ -44,6 +45,16 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
+	}
+	// A value that is not UTF-8 is refused, never sent: encoding/json
+	// writes each such byte as U+FFFD, so --sub $'bob\x97' revoked the
+	// subject "bob\uFFFD", another subject than the one asked for.
+	for i, v := range [...]string{*issuer, kinds[0], kinds[1], kinds[2], kinds[3], before} {
+		if !utf8.ValidString(v) {
+			name := [...]string{"issuer", "jti", "sid", "sub", "client-id", "issued-before"}[i]
+			fmt.Fprintf(a.stderr, "jwksverify revoke: --%s is not UTF-8 (a claim value always is; it would be sent with U+FFFD in place of each such byte)\n", name)
+			return exitUsage
+		}
 	}
 	base := *admin
 	if base == "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -52,9 +53,6 @@ func exactMembers(data []byte, names []string) (map[string]json.RawMessage, erro
 	if !utf8.Valid(data) {
 		return nil, errors.New("the body is not UTF-8")
 	}
-	if loneSurrogate(data) {
-		return nil, errors.New(`the body holds a lone UTF-16 surrogate escape (\ud800-\udfff not in a pair)`)
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, errors.New("not a JSON object")
@@ -80,44 +78,11 @@ func exactMembers(data []byte, names []string) (map[string]json.RawMessage, erro
 		}
 		members[key] = raw
 	}
+	// Read through: data is valid JSON here.
+	if jsonscan.LoneSurrogate(string(data)) {
+		return nil, errors.New(`the body holds a lone UTF-16 surrogate escape (\ud800-\udfff not in a pair)`)
+	}
 	return members, nil
-}
-
-// loneSurrogate reports whether data holds a \u escape of a surrogate
-// that is not half of a pair (a high one followed by an escaped low one).
-// Outside strings a JSON text has no '\', so data need not be valid JSON.
-func loneSurrogate(data []byte) bool {
-	hex4 := func(b []byte) rune {
-		if len(b) < 4 {
-			return -1
-		}
-		v, err := strconv.ParseUint(string(b[:4]), 16, 16)
-		if err != nil {
-			return -1
-		}
-		return rune(v)
-	}
-	for i := 0; i+1 < len(data); i++ {
-		if data[i] != '\\' {
-			continue
-		}
-		i++ // the escaped byte: '\\' here is no escape's start
-		if data[i] != 'u' {
-			continue
-		}
-		r := hex4(data[i+1:])
-		switch {
-		case r < 0xd800 || r > 0xdfff:
-		case r <= 0xdbff && i+6 < len(data) && data[i+5] == '\\' && data[i+6] == 'u':
-			if r2 := hex4(data[i+7:]); r2 < 0xdc00 || r2 > 0xdfff {
-				return true
-			}
-			i += 6
-		default:
-			return true
-		}
-	}
-	return false
 }
 
 // serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,

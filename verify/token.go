@@ -350,7 +350,7 @@ func extract(s string, want []string) map[string]string {
 // bytes, or an array element that a list split could cut (["eng admin"] or
 // ["eng\u00a0admin"] would read as ["eng","admin"]: splitsAsList).
 func headerValue(v string) string {
-	if hasLoneSurrogate(v) {
+	if jsonscan.LoneSurrogate(v) {
 		return "" // decodes to U+FFFD, as \ud800, \udfff and \ufffd all do
 	}
 	var out string
@@ -381,33 +381,6 @@ func headerValue(v string) string {
 		}
 	}
 	return out
-}
-
-// hasLoneSurrogate reports whether the validated JSON value v holds a
-// \u escape of a surrogate that is not half of a pair.
-func hasLoneSurrogate(v string) bool {
-	for i := 0; i+1 < len(v); i++ {
-		if v[i] != '\\' {
-			continue
-		}
-		i++
-		if v[i] != 'u' || i+4 >= len(v) {
-			continue
-		}
-		r := jsonscan.Hex4(v[i+1:])
-		i += 4
-		switch {
-		case r < 0xd800 || r > 0xdfff:
-		case r <= 0xdbff && i+6 < len(v) && v[i+1] == '\\' && v[i+2] == 'u':
-			if r2 := jsonscan.Hex4(v[i+3:]); r2 < 0xdc00 || r2 > 0xdfff {
-				return true
-			}
-			i += 6
-		default:
-			return true
-		}
-	}
-	return false
 }
 
 // splitsAsList reports whether an array element could be cut in two by an

@@ -406,6 +406,36 @@ func Unescape(s string) string {
 	return string(b)
 }
 
+// LoneSurrogate reports whether the valid JSON text v holds a \u escape
+// of a UTF-16 surrogate that is not half of a pair (a high one followed by
+// an escaped low one): encoding/json and Unescape decode it to U+FFFD, as
+// they do \ufffd itself, while Python's and JavaScript's JSON keep it. A
+// '\' is only ever inside a string, so v may be a whole document.
+func LoneSurrogate(v string) bool {
+	for i := 0; i+1 < len(v); i++ {
+		if v[i] != '\\' {
+			continue
+		}
+		i++ // the escaped byte: '\\' here starts no escape
+		if v[i] != 'u' || i+4 >= len(v) {
+			continue
+		}
+		r := hex4(v[i+1:])
+		i += 4
+		switch {
+		case r < 0xd800 || r > 0xdfff:
+		case r <= 0xdbff && i+6 < len(v) && v[i+1] == '\\' && v[i+2] == 'u':
+			if r2 := hex4(v[i+3:]); r2 < 0xdc00 || r2 > 0xdfff {
+				return true
+			}
+			i += 6
+		default:
+			return true
+		}
+	}
+	return false
+}
+
 // Hex4 reads the four hex digits of a \u escape the scanner has validated.
 func Hex4(s string) rune { return hex4(s) }
 

@@ -46,6 +46,10 @@ var (
 	ErrRefreshPending = errors.New("jwks: key refresh still in progress")
 	// ErrClosed reports a call on a closed [Fetcher].
 	ErrClosed = errors.New("jwks: fetcher closed")
+	// ErrRetired reports an unknown-kid refresh asked of a retired
+	// [Fetcher] ([Fetcher.Retire]): it was not made, and the kid was not
+	// looked for.
+	ErrRetired = errors.New("jwks: fetcher retired")
 )
 
 // nKeys is "1 key" or "n keys", for messages.

@@ -26,8 +26,8 @@ import (
 const maxRememberedKid = 256
 
 // Fetcher keeps one issuer's key set fresh in the background. It owns one
-// goroutine, started by New and stopped by Close, plus at most one fetch in
-// flight at a time. It is safe for concurrent use.
+// goroutine, started by New and stopped by Close (or, for one that another
+// has replaced, by Retire), plus at most one fetch in flight at a time. It is safe for concurrent use.
 //
 // Every fetch — the start-up fetch, a periodic refresh, a retry or an
 // unknown-kid refresh — is one shared flight: a caller that arrives while a
@@ -59,6 +59,7 @@ type Fetcher struct {
 
 	mu          sync.Mutex
 	closed      bool
+	retired     bool    // Retire was called: no flight starts from then on
 	cur         *flight // the flight in progress, or nil
 	seq         uint64  // names flights: each has its own singleflight key
 	lastUnknown time.Time
@@ -197,6 +198,30 @@ func (f *Fetcher) Close() error {
 	return nil
 }
 
+// Retire stops the fetcher's background work at once, for a fetcher that
+// another has replaced (a configuration reload): from then on no scheduled
+// refresh, retry or unknown-kid refresh reaches the source, the flight in
+// progress, if any, is cancelled (whoever waits for it gets its error), and
+// the fetcher logs no line, writes no state file and counts no fetch.
+// What it published last stays: [Fetcher.Keys] and its [Keyfunc]s serve
+// that set, until it goes stale, to the requests still holding what it
+// backs. [Fetcher.RefreshUnknownKid] returns an error wrapping
+// [ErrRetired] without fetching; it does not wrap [verify.ErrKidAbsent]
+// (the kid was not looked for), so a verifier's unknown_kid wraps
+// verify.ErrKidNotRefreshed ("try later"). Retire returns once the
+// background goroutine and the cancelled flight have ended: nothing the
+// fetcher does is logged after it. It is idempotent; [Fetcher.Close]
+// still releases the rest and is still the caller's to call.
+func (f *Fetcher) Retire() {
+	f.mu.Lock()
+	f.retired = true
+	f.mu.Unlock()
+	f.cancel()
+	<-f.loopDone
+	f.flights.Wait()
+	f.closeIdle()
+}
+
 func (f *Fetcher) closeIdle() {
 	if f.transport != nil {
 		f.transport.CloseIdleConnections()
@@ -295,11 +320,14 @@ type kidWait struct {
 
 // kidWaitLocked decides, under f.mu, what a request for kid waits for: a
 // zero kidWait when the set already holds kid, an error when no refresh
-// may run for it (closed, no source, suppressed, a flight too old to wait
-// for).
+// may run for it (closed, retired, no source, suppressed, a flight too old
+// to wait for).
 func (f *Fetcher) kidWaitLocked(ctx context.Context, kid string, retried bool) (kidWait, error) {
 	if f.closed {
 		return kidWait{}, ErrClosed
+	}
+	if f.retired {
+		return kidWait{}, ErrRetired
 	}
 	if !f.hasSource() {
 		return kidWait{}, fmt.Errorf("%w: static keys only, no source to refresh (%w)", ErrSuppressed, verify.ErrKidAbsent)
@@ -455,7 +483,7 @@ func (f *Fetcher) loop() {
 // for it.
 func (f *Fetcher) refreshAndWait() {
 	f.mu.Lock()
-	if f.closed {
+	if f.closed || f.retired {
 		f.mu.Unlock()
 		return
 	}

@@ -40,8 +40,8 @@ import (
 //
 // A Keyfunc reads the fetcher's current snapshot on every call and holds no
 // key store of its own; it is safe for concurrent use and lives as long as
-// its fetcher (after [Fetcher.Close] it serves the last set until that goes
-// stale, and unknown kids get no refresh). The zero value is not usable.
+// its fetcher (after [Fetcher.Close] or [Fetcher.Retire] it serves the last
+// set until that goes stale, and unknown kids get no refresh). The zero value is not usable.
 type Keyfunc struct {
 	f *Fetcher
 	// view is the jwkset form of the last set [Keyfunc.Storage] read,

@@ -18,13 +18,15 @@ import (
 const newIssuerWait = 10 * time.Second
 
 // Reload builds the generation of next and swaps it in atomically:
-// requests in flight finish under the old generation; the fetchers,
-// introspection clients and Redis replay stores of issuers and settings
-// next removed or changed close once those requests are done (after the
-// old plan's HTTP write timeout, or at Close), and their cached verdicts
-// go. A DPoP replay store that next replaces by another is still asked
-// about the proofs used before the reload (dpop.Options.Replaces): a
-// Redis one is closed after dpop.RetiredWindow of the old max_age, or at
+// requests in flight finish under the old generation; the fetchers of
+// issuers next removed or changed stop fetching at the swap
+// ([jwks.Fetcher.Retire]: their last keys serve those requests, an
+// unknown kid gets no refresh), and they, the introspection clients and
+// Redis replay stores of such issuers and settings close once those
+// requests are done (after the old plan's HTTP write timeout, or at
+// Close), and their cached verdicts go. A DPoP replay store that next
+// replaces by another is still asked about the proofs used before the
+// reload (dpop.Options.Replaces): a Redis one is closed after dpop.RetiredWindow of the old max_age, or at
 // Close. Issuers whose settings did not change keep their keys and caches.
 // When next does not build, the old generation keeps serving and Reload
 // returns why. Either way the outcome is counted (jwksverify_reloads_total)
@@ -73,13 +75,20 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	}
 	s.metrics.SetConfigHash(next.Hash)
 	s.mu.Unlock()
+	old, oldClients := replaced(prev, g)
+	for _, f := range old {
+		// Its successor has taken over: it fetches and logs no more (no
+		// second fetcher asking an IdP in an outage, no second
+		// "recovered"). Its keys serve the requests still on prev until
+		// retire closes it.
+		f.Retire()
+	}
 	s.metrics.Reloaded(metrics.ReloadSuccess)
 	if err := s.syncPollers(next); err != nil {
 		// config checked every poller's options: not expected.
 		s.opts.Logger.Error("reload: the SET pollers could not be started", "err", err)
 	}
 
-	old, oldClients := replaced(prev, g)
 	s.retire(old, oldClients, s.replacedRedis(), prev.plan.HTTP.Write)
 	if prev.minter != nil && prev.minter != g.minter {
 		// Only its watch stops: requests in flight may still mint with it.

@@ -31,7 +31,8 @@ func parsePlan(t *testing.T, dir, doc string) *config.Plan {
 
 // TestReloadReusesUnchangedIssuers: a reload keeps the fetcher of every
 // issuer whose key source did not change (its keys, no refetch) and
-// replaces the others; the replaced ones are closed once retired; a plan
+// replaces the others; the replaced ones stop fetching at the swap and are
+// closed once retired; a plan
 // that does not build leaves the running generation serving.
 func TestReloadReusesUnchangedIssuers(t *testing.T) {
 	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(testJWKS()) }))
@@ -57,6 +58,11 @@ func TestReloadReusesUnchangedIssuers(t *testing.T) {
 	}
 	if after[1].f == before[1].f {
 		t.Errorf("changed issuer b: fetcher kept, want replaced")
+	}
+	// Replaced, it fetches no more at once (before the write-timeout grace
+	// closes it): an unknown kid is not refreshed.
+	if err := before[1].f.RefreshUnknownKid(context.Background(), "absent"); !errors.Is(err, jwks.ErrRetired) {
+		t.Errorf("replaced fetcher before the grace: RefreshUnknownKid() = %v, want %v", err, jwks.ErrRetired)
 	}
 
 	// A plan the verifier refuses (an issuer listed twice) is not swapped in.

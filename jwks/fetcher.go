@@ -27,7 +27,8 @@ const maxRememberedKid = 256
 
 // Fetcher keeps one issuer's key set fresh in the background. It owns one
 // goroutine, started by New and stopped by Close (or, for one that another
-// has replaced, by Retire), plus at most one fetch in flight at a time. It is safe for concurrent use.
+// has replaced, by Retire), plus at most one fetch in flight at a time. It
+// is safe for concurrent use.
 //
 // Every fetch — the start-up fetch, a periodic refresh, a retry or an
 // unknown-kid refresh — is one shared flight: a caller that arrives while a

@@ -26,14 +26,15 @@ const newIssuerWait = 10 * time.Second
 // requests are done (after the old plan's HTTP write timeout, or at
 // Close), and their cached verdicts go. A DPoP replay store that next
 // replaces by another is still asked about the proofs used before the
-// reload (dpop.Options.Replaces): a Redis one is closed after dpop.RetiredWindow of the old max_age, or at
-// Close. Issuers whose settings did not change keep their keys and caches.
-// When next does not build, the old generation keeps serving and Reload
-// returns why. Either way the outcome is counted (jwksverify_reloads_total)
-// and logged. It waits for the first keys of added issuers (at most 10s,
-// and ctx), so that a reload does not turn the instance unready for an
-// issuer whose keys are on their way. After [Service.Drain] or [Service.Close] it swaps
-// nothing and returns nil. Reloads run one at a time.
+// reload (dpop.Options.Replaces): a Redis one is closed after
+// dpop.RetiredWindow of the old max_age, or at Close. Issuers whose
+// settings did not change keep their keys and caches. When next does not
+// build, the old generation keeps serving and Reload returns why. Either
+// way the outcome is counted (jwksverify_reloads_total) and logged. It
+// waits for the first keys of added issuers (at most 10s, and ctx), so
+// that a reload does not turn the instance unready for an issuer whose
+// keys are on their way. After [Service.Drain] or [Service.Close] it
+// swaps nothing and returns nil. Reloads run one at a time.
 func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	s.reloading.Lock()
 	defer s.reloading.Unlock()

@@ -223,6 +223,11 @@ func TestWriteAcknowledgeReplicas(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond) // polling a server
 	}
+	// WAIT gives up after half the Timeout, and the call has the other
+	// half for the rest (the dial, the SET, the answers): with 1s that was
+	// 500ms, and a loaded 2-core machine missed it ("set: i/o timeout"
+	// where ErrNotReplicated was due). 4s leaves 2s.
+	const timeout = 4 * time.Second
 	ctx := context.Background()
 	set := func(c *redisconn.Client, key string) error {
 		_, err := c.Write(ctx, key, func(p redis.Pipeliner) { p.Set(ctx, key, "v", time.Minute) })
@@ -239,7 +244,7 @@ func TestWriteAcknowledgeReplicas(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c := newClient(t, redisconn.Options{URL: master.URL(), AcknowledgeReplicas: tt.replicas, Timeout: time.Second})
+			c := newClient(t, redisconn.Options{URL: master.URL(), AcknowledgeReplicas: tt.replicas, Timeout: timeout})
 			key := "k:" + tt.name
 			if err := set(c, key); !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("Write() = %v, want %v", err, tt.wantErr)
@@ -259,7 +264,7 @@ func TestWriteAcknowledgeReplicas(t *testing.T) {
 		})
 	}
 	t.Run("replica-gone", func(t *testing.T) {
-		c := newClient(t, redisconn.Options{URL: master.URL(), AcknowledgeReplicas: 1, Timeout: time.Second})
+		c := newClient(t, redisconn.Options{URL: master.URL(), AcknowledgeReplicas: 1, Timeout: timeout})
 		if s := c.Stats(); s.Errors != 0 {
 			t.Errorf("Stats() = %+v before any failure, want no errors", s)
 		}

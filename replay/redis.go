@@ -98,21 +98,26 @@ func (r *Redis) use(ctx context.Context, key [32]byte, ttl time.Duration, value 
 	}
 	k := r.prefix + hex.EncodeToString(key[:])
 	keys := []string{k}
+	// One deadline for the call as a whole, counted from here: a check
+	// that read Redis slowly leaves the write what is left of Timeout, not
+	// a Timeout of its own (the HTTP server's timeouts count Timeout once).
+	// A time, not a context, until the write: the check's cached reading
+	// costs no allocation.
+	deadline := time.Now().Add(r.c.Timeout())
 	// A Redis that may evict keys forgets proofs under memory pressure: a
 	// replay would then be fresh. Fail closed. The check reads Redis at
 	// most once a second per master, within the client's timeout (a failed
-	// reading fails the call); the write has the client's own timeouts.
+	// reading fails the call).
 	if err := r.c.CheckNoEviction(ctx, k); err != nil {
 		r.failed.Add(1)
 		return false, fmt.Errorf("replay: redis: %w", err)
 	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	var set *redis.Cmd
 	var err error
 	if r.c.AcknowledgeReplicas() == 0 {
-		// One command, no WAIT: no pipeline either (the hot path). One
-		// deadline for the call keeps it within Timeout as a whole.
-		ctx, cancel := context.WithTimeout(ctx, r.c.Timeout())
-		defer cancel()
+		// One command, no WAIT: no pipeline either (the hot path).
 		set = r.c.Eval(ctx, useScript, keys, value, ms)
 		err = set.Err()
 	} else {

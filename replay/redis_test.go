@@ -83,12 +83,16 @@ func TestRedis(t *testing.T) {
 	}
 }
 
-// useWhenBack uses k until the store answers again (at most 10s), and
-// checks that the new key is fresh.
+// useWhenBack uses new keys (k, then k with a counter in its last bytes)
+// until the store answers again (at most 10s), and checks that the key it
+// answered for is fresh. Each try has a key of its own: a try that timed
+// out may still have set its key (the server ran it, the answer came
+// late), and the same key again would be a replay.
 func useWhenBack(t *testing.T, st *replay.Redis, k [32]byte, when string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for try := uint16(0); ; try++ {
+		k[30], k[31] = byte(try>>8), byte(try)
 		ok, err := st.Use(context.Background(), k, time.Minute, t0)
 		if err == nil {
 			if !ok {
@@ -183,7 +187,12 @@ func BenchmarkRedisUse(b *testing.B) {
 // never "fresh"), and its second use is refused as replayed.
 func TestRedisAcknowledgeReplicas(t *testing.T) {
 	srv := redistest.Start(t)
-	st := newRedis(t, redisconn.Options{URL: srv.URL(), AcknowledgeReplicas: 1, Timeout: time.Second}, "")
+	// WAIT gives up after half the Timeout, and the call has the other
+	// half for the rest (the dial, the script, the answers): with 1s that
+	// was 500ms, and a loaded 2-core machine missed it ("eval: i/o
+	// timeout"). 4s leaves 2s.
+	const timeout = 4 * time.Second
+	st := newRedis(t, redisconn.Options{URL: srv.URL(), AcknowledgeReplicas: 1, Timeout: timeout}, "")
 	ctx := context.Background()
 	if ok, err := st.Use(ctx, key(1), time.Minute, t0); ok || !errors.Is(err, redisconn.ErrNotReplicated) {
 		t.Errorf("Use() without a replica = %t, %v; want %v", ok, err, redisconn.ErrNotReplicated)

@@ -20,11 +20,14 @@ import (
 // the two (the HTTP server's timeouts count Timeout once per request). Once
 // Redis runs again the store answers again.
 func TestRedisStalledBoundedByTimeout(t *testing.T) {
-	const timeout = time.Second
-	// The bound checked: Timeout, plus slack for a loaded machine, well
-	// below what a second phase of Timeout adds (a caller that queued for
-	// the pooled connection 100ms after the first then waits ~1.9s).
-	const slack = 500 * time.Millisecond
+	const timeout = 2 * time.Second
+	// The bound checked: Timeout, plus slack for a loaded machine, below
+	// what a second phase of Timeout adds (a caller that queued for the
+	// pooled connection 200ms after the first then waits ~3.8s; the last
+	// of the staggered ones ~3.4s). With 1s and 500ms a busy 2-core
+	// machine stalled the whole test process past the bound: every caller
+	// returned at the same moment, 1.94s after the first started.
+	const slack = time.Second
 	tests := []struct {
 		name    string
 		pool    int
@@ -81,9 +84,9 @@ func TestRedisStalledBoundedByTimeout(t *testing.T) {
 func TestRedisUseOneDeadlineForCheckAndWrite(t *testing.T) {
 	const (
 		timeout = 2 * time.Second
-		asleep  = 1500 * time.Millisecond // most of timeout: the check's INFO waits for it
+		asleep  = 1700 * time.Millisecond // most of timeout: the check's INFO waits for it
 		// The bound checked: Timeout, plus slack for a loaded machine,
-		// below the ~3.4s of a check and a write with a Timeout each.
+		// below the ~3.6s of a check and a write with a Timeout each.
 		slack = time.Second
 	)
 	srv := redistest.Start(t, "--enable-debug-command", "yes")

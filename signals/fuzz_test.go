@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/signals"
 )
@@ -137,13 +138,19 @@ func FuzzSET(f *testing.F) {
 	})
 }
 
-// FuzzPollResponse: never a panic; an accepted response's sets survive a
-// round trip through encoding/json unchanged.
+// FuzzPollResponse: never a panic; an accepted response is one that the
+// strict reader (jsonscan: RFC 8259, UTF-8, every name once) reads, and its
+// sets survive a round trip through encoding/json unchanged.
 func FuzzPollResponse(f *testing.F) {
 	f.Add([]byte(`{"sets":{"a":"x.y.z"},"moreAvailable":true}`))
 	f.Add([]byte(`{"sets":{}}`))
 	f.Add([]byte(`{"sets":{"a":"1","a":"2"}}`))
 	f.Add([]byte(`{"sets":{"\u0061":"1"},"moreAvailable":null}`))
+	for _, s := range []string{`{"sets":{"a":"x"},"sets":{}}`, `{"sets":{"a":"x"},"Sets":{}}`, `{"sets":null}`, `{"sets":{"a":1}}`,
+		`{"sets":{},"moreAvailable":"true"}`, `{"sets":{"a":{"a":1,"a":2}}}`, `{"sets":{}} x`, `{"sets":{"\ud800":"x"}}`, `[]`,
+		`{"sets":{"` + "\x97" + `":"x"}}`} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sets, more, err := signals.ParsePollResponse(body)
 		if err != nil {
@@ -151,6 +158,20 @@ func FuzzPollResponse(f *testing.F) {
 				t.Fatalf("ParsePollResponse() = %v, %v with error %v", sets, more, err)
 			}
 			return
+		}
+		it, err := jsonscan.NewMembers(string(body))
+		var names jsonscan.Names
+		for err == nil {
+			mb, ok, nerr := it.Next()
+			if err = nerr; !ok || err != nil {
+				break
+			}
+			if !names.Add(mb.Name) {
+				t.Fatalf("ParsePollResponse(%q) accepted member %q twice", body, mb.Name)
+			}
+		}
+		if err != nil {
+			t.Fatalf("ParsePollResponse(%q) = %v; a strict reader: %v", body, sets, err)
 		}
 		b, _ := json.Marshal(map[string]any{"sets": sets, "moreAvailable": more})
 		again, more2, err := signals.ParsePollResponse(b)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"time"
+	"unicode/utf8"
 )
 
 // object is a JSON object's members by exact name (encoding/json matches
@@ -20,9 +21,14 @@ const maxDepth = 32
 var errDuplicate = errors.New("duplicate member name")
 
 // parseObject decodes data, a JSON object, refusing duplicate member names
-// at any depth (two parsers must not read two values for one name) and
-// nesting deeper than maxDepth.
+// at any depth (two parsers must not read two values for one name),
+// nesting deeper than maxDepth and data that is not UTF-8 (encoding/json
+// reads each such byte as U+FFFD: a poll response's jti "\x97" would be
+// acknowledged as "\uFFFD").
 func parseObject(data []byte) (object, error) {
+	if !utf8.Valid(data) {
+		return nil, errors.New("not UTF-8")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if err := checkValue(dec, 0); err != nil {

@@ -273,6 +273,11 @@ func TestParsePollResponse(t *testing.T) {
 		{"duplicate-jti", `{"sets":{"a":"1.2.3","a":"4.5.6"}}`, 0, false, true},
 		{"trailing", `{"sets":{}} {}`, 0, false, true},
 		{"array", `[]`, 0, false, true},
+		// encoding/json reads each byte that is not UTF-8 as U+FFFD: the
+		// SET listed under "\x97" would be acknowledged as "\uFFFD", a
+		// jti the transmitter never sent.
+		{"not-utf8", `{"sets":{"` + "\x97" + `":"x.y.z"}}`, 0, false, true},
+		{"not-utf8-value", `{"sets":{"a":"x.y.z` + "\xff" + `"}}`, 0, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -383,10 +385,19 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// FuzzDecode: never a panic; a refusal is empty; an accepted answer is one
+// that the strict reader (jsonscan: RFC 8259, UTF-8, every name once in
+// every object) reads, its one active member the literal true or false
+// that Decode answered; an active answer's claims are an object without
+// active.
 func FuzzDecode(f *testing.F) {
-	f.Add([]byte(`{"active":true,"sub":"a","exp":1900000000,"aud":["x"]}`))
-	f.Add([]byte(`{"active":false}`))
-	f.Add([]byte(`{"active":true,"exp":1e300}`))
+	for _, s := range []string{`{"active":true,"sub":"a","exp":1900000000,"aud":["x"]}`, `{"active":false}`, `{"active":true,"exp":1e300}`,
+		`{"active":false,"active":true}`, `{"active":false,"\u0061ctive":true}`, `{"active":true,"Active":false}`, `{"active":"true"}`,
+		`{"active":null}`, `{"active":1}`, `{"active":true,"cnf":{"jkt":"a","jkt":"b"}}`, `{"active":true,"sub":"\ud800"}`,
+		`{"active":true,"sub":"` + "\x97" + `"}`, `{"active":true,"exp":-1}`, `{"active":true,"exp":"1"}`, `{"active":true} {}`,
+		`{"active":true,"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, ` {"active" : true } `} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		a, err := introspect.Decode(body)
 		if err != nil {
@@ -394,6 +405,27 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("Decode() = %+v with error %v", a, err)
 			}
 			return
+		}
+		it, err := jsonscan.NewMembers(string(body))
+		var names jsonscan.Names
+		active := ""
+		for err == nil {
+			mb, ok, nerr := it.Next()
+			if err = nerr; !ok || err != nil {
+				break
+			}
+			if !names.Add(mb.Name) {
+				t.Fatalf("Decode(%q) accepted member %q twice", body, mb.Name)
+			}
+			if mb.Name == "active" {
+				active = string(body[mb.Start:mb.End])
+			}
+		}
+		if err != nil {
+			t.Fatalf("Decode(%q) = active %v; a strict reader: %v", body, a.Active, err)
+		}
+		if active != strconv.FormatBool(a.Active) {
+			t.Fatalf("Decode(%q) = active %v; a strict reader reads active %q", body, a.Active, active)
 		}
 		if !a.Active {
 			if a.Claims != nil {

@@ -101,8 +101,18 @@ func TestThumbprintXFCC(t *testing.T) {
 // FuzzForwarded: no input panics; an accepted one is a certificate.
 func FuzzForwarded(f *testing.F) {
 	der := cert(f)
-	f.Add(url.PathEscape(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))))
-	f.Add("Hash=00;By=x")
+	p := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	hash := strings.Repeat("0a", 32)
+	// Each spelling ParseForwarded reads (path- and query-escaped PEM, raw
+	// PEM, base64 and base64url DER) and the XFCC shapes ThumbprintXFCC
+	// splits (quoted ',' and ';', two elements, two Hash keys), so that the
+	// fuzzer starts at their branches rather than at the first byte.
+	for _, s := range []string{url.PathEscape(p), url.QueryEscape(p), p, base64.StdEncoding.EncodeToString(der),
+		base64.RawURLEncoding.EncodeToString(der), url.PathEscape(p) + "," + url.PathEscape(p), p + "junk",
+		"Hash=00;By=x", "Hash=" + hash, `By=spiffe://a;Hash="` + hash + `";Cert="` + url.PathEscape(p) + `"`,
+		`By="a,b;c";Hash=` + hash, "Hash=" + hash + ",Hash=" + hash, "hash=" + hash + ";HASH=" + hash, `Hash="` + hash, `Subject="\";Hash=` + hash} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, v string) {
 		if d, err := mtls.ParseForwarded(v); err == nil {
 			if _, err := x509.ParseCertificate(d); err != nil {

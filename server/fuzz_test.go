@@ -29,6 +29,17 @@ func FuzzVerifyBody(f *testing.F) {
 	f.Add([]byte(`{"tokens":["a"]}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"token":"\u0000.\u00ff.e30"}`))
+	// The members past "token" (a request override, a policy, a proof, a
+	// certificate, an ID token's), a member twice or in another case, and
+	// a batch of two, so that the fuzzer starts at their branches.
+	v := jsonString(toks["valid"])
+	for _, s := range []string{`{"token":` + v + `,"request":{"method":"GET","scheme":"https","host":"api.example.com","path":"/orders/1"}}`,
+		`{"token":` + v + `,"request":{"path":"/a/../b","PATH":"/b"}}`, `{"token":` + v + `,"policy":"x"}`, `{"token":` + v + `,"TOKEN":"x"}`,
+		`{"token":` + v + `,"dpop":"e30.e30.x","request":{"method":"POST"}}`, `{"token":` + v + `,"client_cert":"x"}`,
+		`{"token":` + v + `,"kind":"id_token","nonce":"n","max_age":60,"acr_values":"a"}`, `{"token":` + v + `,"token":"x"}`,
+		`{"tokens":[` + v + `,` + jsonString(toks["expired"]) + `]}`, `{"tokens":[` + v + `],"policy":"x"}`} {
+		f.Add([]byte(s))
+	}
 	e := newEnv(f, envConfig{})
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, path := range []string{"/v1/verify", "/v1/verify/batch"} {

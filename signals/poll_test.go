@@ -278,6 +278,7 @@ func TestParsePollResponse(t *testing.T) {
 		// jti the transmitter never sent.
 		{"not-utf8", `{"sets":{"` + "\x97" + `":"x.y.z"}}`, 0, false, true},
 		{"not-utf8-value", `{"sets":{"a":"x.y.z` + "\xff" + `"}}`, 0, false, true},
+		{"lone-surrogate", `{"sets":{"a\ud800":"x.y.z"}}`, 0, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

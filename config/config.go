@@ -581,7 +581,9 @@ func (t fileTLS) plan(path string) (TLS, error) {
 	switch {
 	case (t.CertFile == "") != (t.KeyFile == ""):
 		return TLS{}, fmt.Errorf("%s: cert_file and key_file go together", path)
-	case t.CertFile == "" && (t.ClientCAFile != "" || t.ClientAuth != ""):
+	// client_auth: none written out is the default (CONFIG.md's example
+	// writes it); asking for client certificates needs TLS.
+	case t.CertFile == "" && (t.ClientCAFile != "" || ca != "none"):
 		return TLS{}, fmt.Errorf("%s: client_ca_file and client_auth need cert_file and key_file", path)
 	case ca != "none" && t.ClientCAFile == "":
 		return TLS{}, fmt.Errorf("%s.client_auth: %s needs client_ca_file to verify client certificates against", path, ca)

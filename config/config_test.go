@@ -896,3 +896,64 @@ func TestPlanRevocation(t *testing.T) {
 		})
 	}
 }
+
+// TestDocsMainExamplePlans: the example of CONFIG.md, "Example", which
+// writes the main keys with their defaults, is a configuration serve
+// starts with once its files exist (its absolute paths moved into a temp
+// dir). Writing a default out (tls.client_auth: none without a
+// certificate) must mean what leaving it out means.
+func TestDocsMainExamplePlans(t *testing.T) {
+	m := regexp.MustCompile("(?s)## Example\n.*?```yaml\n(.*?)```").FindSubmatch(configDoc(t))
+	if m == nil {
+		t.Fatal(`docs/CONFIG.md has no yaml block under "## Example"`)
+	}
+	dir := t.TempDir()
+	jwksFile, err := os.ReadFile("../testdata/idp-jwks/keycloak.jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"keycloak.jwks.json": jwksFile, "hs256": []byte(strings.Repeat("k", 32))} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	doc := strings.NewReplacer("/run/secrets/hs256", "hs256", "/var/lib/jwksverify", "state").Replace(string(m[1]))
+	env := func(k string) (string, bool) {
+		if k == "INTROSPECT_SECRET" {
+			return "a-long-enough-introspection-secret", true
+		}
+		return "", false
+	}
+	if _, err := Parse([]byte(doc), dir, Overrides{}, env); err != nil {
+		t.Fatalf("Parse(CONFIG.md example) = %v", err)
+	}
+}
+
+// TestTLSClientAuthNoneWithoutCertificate: client_auth none is the
+// default, so writing it out on a plaintext listener is accepted; asking
+// for client certificates without a certificate of the listener is not.
+func TestTLSClientAuthNoneWithoutCertificate(t *testing.T) {
+	tests := []struct {
+		name, tls, wantErr string
+	}{
+		{"absent", "", ""},
+		{"empty-mapping", "tls: {}\n", ""},
+		{"none-written-out", "tls: {cert_file: \"\", key_file: \"\", client_ca_file: \"\", client_auth: none}\n", ""},
+		{"grpc-none-written-out", "grpc_tls: {client_auth: none}\n", ""},
+		{"request-without-cert", "tls: {client_auth: request}\n", "tls: client_ca_file and client_auth need cert_file and key_file"},
+		{"ca-without-cert", "tls: {client_ca_file: ca.pem}\n", "tls: client_ca_file and client_auth need cert_file and key_file"},
+		{"unknown-mode", "tls: {client_auth: always}\n", `tls.client_auth: "always" is not one of none, request, require`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := tt.tls + "issuers:\n  - {issuer: https://idp.example.com/, discovery: true}\n"
+			_, err := Parse([]byte(doc), t.TempDir(), Overrides{}, noEnv)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Fatalf("Parse = %v, want nil", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("Parse = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -28,6 +28,16 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	op, args := args[0], args[1:]
+	// Help and an unknown operation are answered before the admin URL is
+	// looked for: whoever asks has none yet.
+	switch op {
+	case "add", "list", "delete":
+	case "-h", "-help", "--help":
+		args = []string{"-h"} // the flag set prints the usage and the flags
+	default:
+		fmt.Fprintf(a.stderr, "jwksverify revoke: unknown operation %q; want add, list or delete\n\n%s", op, commandUsage["revoke"])
+		return exitUsage
+	}
 	fs := a.newFlagSet("revoke")
 	admin := fs.String("admin", "", "the admin listener's `URL` (http://HOST:PORT); default $JWKSVERIFY_ADMIN_URL")
 	client := fs.String("client", "", "introspection client `ID` to authenticate as (HTTP Basic, secret in $JWKSVERIFY_ADMIN_SECRET); empty: Bearer secret")
@@ -100,9 +110,6 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 			return exitUsage
 		}
 		req, _ = http.NewRequestWithContext(ctx, http.MethodDelete, target+"/"+url.PathEscape(pos[0]), nil)
-	default:
-		fmt.Fprintf(a.stderr, "jwksverify revoke: unknown operation %q; want add, list or delete\n\n%s", op, commandUsage["revoke"])
-		return exitUsage
 	}
 	secret, _ := a.lookupEnv("JWKSVERIFY_ADMIN_SECRET")
 	switch {

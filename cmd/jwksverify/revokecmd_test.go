@@ -91,3 +91,29 @@ func TestRevokeCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestRevokeHelpWithoutAdmin: asking revoke for help, or naming an
+// operation it does not have, is answered before the admin URL is looked
+// for: a new user has none yet. Before, `jwksverify revoke --help` said
+// only "--admin http(s)://HOST:PORT (or JWKSVERIFY_ADMIN_URL) is required".
+func TestRevokeHelpWithoutAdmin(t *testing.T) {
+	tests := []struct {
+		args       []string
+		wantCode   int
+		wantStderr string
+	}{
+		{[]string{"revoke", "--help"}, 0, "Usage: jwksverify revoke add"},
+		{[]string{"revoke", "-h"}, 0, "Usage: jwksverify revoke add"},
+		{[]string{"revoke", "-help"}, 0, "Usage: jwksverify revoke add"},
+		{[]string{"revoke", "add", "--help"}, 0, "Usage: jwksverify revoke add"},
+		{[]string{"revoke", "purge"}, 2, `unknown operation "purge"`},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			r := runApp(t, nil, "", tt.args...)
+			if r.code != tt.wantCode || !strings.Contains(r.stderr, tt.wantStderr) || strings.Contains(r.stderr, "is required") {
+				t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tt.wantCode, tt.wantStderr)
+			}
+		})
+	}
+}

@@ -9,8 +9,6 @@ import (
 	"math"
 	"time"
 	"unicode/utf8"
-
-	"github.com/jwksverify/jwksverify/internal/jsonscan"
 )
 
 // object is a JSON object's members by exact name (encoding/json matches
@@ -26,15 +24,14 @@ var errDuplicate = errors.New("duplicate member name")
 // at any depth (two parsers must not read two values for one name),
 // nesting deeper than maxDepth and data that is not UTF-8 (encoding/json
 // reads each such byte as U+FFFD: a poll response's jti "\x97" would be
-// acknowledged as "\uFFFD"), or holds a \u escape of a lone surrogate,
-// which it decodes to U+FFFD too.
+// acknowledged as "\uFFFD"). A \u escape of a lone surrogate, which it
+// decodes to U+FFFD too, is the caller's to refuse where the string goes
+// back to its sender (ParsePollResponse): in a signed token's claims the
+// verifier decodes it the same way, and a reason text a transmitter cut
+// in the middle of an emoji must not cost the revocation.
 func parseObject(data []byte) (object, error) {
 	if !utf8.Valid(data) {
 		return nil, errors.New("not UTF-8")
-	}
-	if jsonscan.LoneSurrogate(string(data)) {
-		// Decoded to U+FFFD as well ("\ud800" and "\ufffd" one jti).
-		return nil, errors.New(`a lone UTF-16 surrogate escape`)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 )
 
 // Poller defaults and bounds.
@@ -317,6 +319,11 @@ func setJTI(token string) (string, bool) {
 // at any depth are refused.
 func ParsePollResponse(data []byte) (sets map[string]string, more bool, err error) {
 	o, err := parseObject(data)
+	if err == nil && jsonscan.LoneSurrogate(string(data)) {
+		// Decoded to U+FFFD ("\ud800" and "\ufffd" one jti): a SET
+		// would be acknowledged under a name the transmitter never sent.
+		err = errors.New("a lone UTF-16 surrogate escape")
+	}
 	if err != nil {
 		return nil, false, fmt.Errorf("poll response: %w", err)
 	}

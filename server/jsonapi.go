@@ -335,7 +335,12 @@ const errBadBatch = `the body must be a JSON object {"tokens": [string, ...]}`
 // of a bad request, or the error of reading body (a *http.MaxBytesError
 // when it is too large).
 func decodeBatch(body io.Reader, max int) (_ []string, badRequest string, _ error) {
-	dec := json.NewDecoder(body)
+	// raw keeps what the decoder read (at most the body limit, as
+	// /v1/verify's body): a body that is not UTF-8, or holds a lone
+	// surrogate escape, is refused as exactMembers refuses it; encoding/json
+	// would read each as U+FFFD and decide another token than the caller's.
+	var raw bytes.Buffer
+	dec := json.NewDecoder(io.TeeReader(body, &raw))
 	// bad turns a decoding error into a bad request, or returns it when it
 	// is the body's (too large, cut).
 	bad := func(err error, msg string) ([]string, string, error) {
@@ -410,6 +415,11 @@ func decodeBatch(body io.Reader, max int) (_ []string, badRequest string, _ erro
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return bad(err, errBadBatch) // trailing data
+	}
+	if b := raw.Bytes(); !utf8.Valid(b) {
+		return nil, "the body is not UTF-8", nil
+	} else if jsonscan.LoneSurrogate(string(b)) {
+		return nil, `the body holds a lone UTF-16 surrogate escape (\ud800-\udfff not in a pair)`, nil
 	}
 	if !seen {
 		return nil, `the body has no "tokens" array`, nil

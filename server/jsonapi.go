@@ -50,9 +50,6 @@ var (
 // of a lone UTF-16 surrogate ("\ud800"), which encoding/json decodes to
 // U+FFFD too, while Python's and JavaScript's JSON keep the surrogate.
 func exactMembers(data []byte, names []string) (map[string]json.RawMessage, error) {
-	if !utf8.Valid(data) {
-		return nil, errors.New("the body is not UTF-8")
-	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, errors.New("not a JSON object")
@@ -78,11 +75,24 @@ func exactMembers(data []byte, names []string) (map[string]json.RawMessage, erro
 		}
 		members[key] = raw
 	}
-	// Read through: data is valid JSON here.
-	if jsonscan.LoneSurrogate(string(data)) {
-		return nil, errors.New(`the body holds a lone UTF-16 surrogate escape (\ud800-\udfff not in a pair)`)
+	if p := textProblem(data); p != "" {
+		return nil, errors.New(p)
 	}
 	return members, nil
+}
+
+// textProblem says what is wrong with the text of a JSON body that
+// encoding/json would read as another one: bytes that are not UTF-8, or a
+// \u escape of a lone surrogate, each read as U+FFFD (another reader keeps
+// the byte or the surrogate, or refuses the body). "" when nothing is.
+func textProblem(b []byte) string {
+	switch {
+	case !utf8.Valid(b):
+		return "the body is not UTF-8"
+	case jsonscan.LoneSurrogate(string(b)):
+		return `the body holds a lone UTF-16 surrogate escape (\ud800-\udfff not in a pair)`
+	}
+	return ""
 }
 
 // serveVerify is POST /v1/verify {"token":"..."}: 200 with the verdict,
@@ -416,10 +426,8 @@ func decodeBatch(body io.Reader, max int) (_ []string, badRequest string, _ erro
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return bad(err, errBadBatch) // trailing data
 	}
-	if b := raw.Bytes(); !utf8.Valid(b) {
-		return nil, "the body is not UTF-8", nil
-	} else if jsonscan.LoneSurrogate(string(b)) {
-		return nil, `the body holds a lone UTF-16 surrogate escape (\ud800-\udfff not in a pair)`, nil
+	if p := textProblem(raw.Bytes()); p != "" {
+		return nil, p, nil
 	}
 	if !seen {
 		return nil, `the body has no "tokens" array`, nil

@@ -46,6 +46,11 @@ const (
 	MaxPasswordBytes = 4096
 )
 
+// clusterStateReloadInterval is how old a Cluster's slot map may be before
+// a call reads it again (in the background): a promoted replica is found
+// within about this long.
+const clusterStateReloadInterval = time.Second
+
 // Options configure a [Client]. Exactly one of URL, Sentinel and Cluster
 // says where Redis is. Options hold file names, never secrets, except a
 // password written into URL: never log URL.
@@ -366,6 +371,14 @@ func New(o Options) (*Client, error) {
 			// reads its own write as fresh (replay.Redis,
 			// docs/DECISIONS.md).
 			ContextTimeoutEnabled: true, MaxRetries: -1, DisableIdentity: true,
+			// The slot map is read again when a call finds it older than
+			// this. go-redis reloads it on MOVED, ASK and READONLY only:
+			// a master that died answers none of them, so with its 60 s
+			// default the calls to the dead master's slots (MasterForKey:
+			// Write's WAIT pipeline, the eviction check; the pub/sub
+			// connection) failed for up to a minute after its replica was
+			// promoted (SPEC: followed within 10 s).
+			ClusterStateReloadInterval: clusterStateReloadInterval,
 		})
 	}
 	c.AddHook(errorHook{c})

@@ -19,6 +19,7 @@ type Server struct {
 	t    testing.TB
 	args []string
 	tls  bool
+	dir  string // its working directory: a replica writes the RDB of a full sync there
 	cmd  *exec.Cmd
 	// Port is the port it listens on, the same across Stop and Start.
 	Port int
@@ -41,7 +42,7 @@ func start(t testing.TB, tls bool, args []string) *Server {
 		}
 		t.Skip("redis-server is not installed")
 	}
-	s := &Server{t: t, args: args, tls: tls, Port: FreePort(t)}
+	s := &Server{t: t, args: args, tls: tls, dir: t.TempDir(), Port: FreePort(t)}
 	s.Start()
 	t.Cleanup(s.Stop)
 	return s
@@ -81,7 +82,7 @@ func (s *Server) Start() {
 	if s.tls {
 		port = []string{"--port", "0", "--tls-port", strconv.Itoa(s.Port)}
 	}
-	args := append(append(port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no"), s.args...)
+	args := append(append(port, "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", s.dir), s.args...)
 	s.cmd = exec.Command("redis-server", args...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)

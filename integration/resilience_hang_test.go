@@ -288,21 +288,8 @@ func TestResilienceHangClosedLoop(t *testing.T) {
 	out := make([][]hangAnswer, conns)
 	var control []hangAnswer
 	var wg sync.WaitGroup
-	for i := range conns {
-		wg.Go(func() {
-			var rc *rawConn
-			defer func() {
-				if rc != nil {
-					rc.Close()
-				}
-			}()
-			for n := 0; time.Now().Before(end) && n < maxOut; n++ {
-				out[i] = append(out[i], hs.send(&rc, rand.IntN(20) == 0))
-				time.Sleep(pause)
-			}
-		})
-	}
-	wg.Go(func() {
+	// loop runs one closed-loop connection until end, recording each answer.
+	loop := func(dst *[]hangAnswer, send func(**rawConn) hangAnswer) {
 		var rc *rawConn
 		defer func() {
 			if rc != nil {
@@ -310,10 +297,14 @@ func TestResilienceHangClosedLoop(t *testing.T) {
 			}
 		}()
 		for n := 0; time.Now().Before(end) && n < maxOut; n++ {
-			control = append(control, hs.sendControl(&rc))
+			*dst = append(*dst, send(&rc))
 			time.Sleep(pause)
 		}
-	})
+	}
+	for i := range conns {
+		wg.Go(func() { loop(&out[i], func(rc **rawConn) hangAnswer { return hs.send(rc, rand.IntN(20) == 0) }) })
+	}
+	wg.Go(func() { loop(&control, hs.sendControl) })
 	time.Sleep(time.Until(hangFrom))
 	hs.idp.SetBehaviour(behaviour{kind: serveHang})
 	time.Sleep(time.Until(hangTo))

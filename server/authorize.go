@@ -64,15 +64,16 @@ type policyStage struct {
 	anonymous bool
 }
 
-// choosePolicy returns the policy stage of c (policy.Set.Choose): the
-// policy c names, else, when c is Routed and policies or a proxy preset
-// are configured, the routes' choice; else none runs.
-func (s *Server) choosePolicy(c *Call) policyStage {
+// choosePolicy fills st, a zero policy stage, with the policy stage of c
+// (policy.Set.Choose): the policy c names, else, when c is Routed and
+// policies or a proxy preset are configured, the routes' choice; else none
+// runs.
+func (s *Server) choosePolicy(c *Call, st *policyStage) {
 	if c.Policy == "" && (!c.Routed || !s.authorizes) {
-		return policyStage{}
+		return
 	}
 	o, oerr := c.original()
-	st := policyStage{run: true, o: o, known: oerr == nil}
+	st.run, st.o, st.known = true, o, oerr == nil
 	ch, err := s.policies.Choose(c.Policy, o, oerr)
 	st.p, st.err = ch.Policy, err
 	switch {
@@ -92,21 +93,22 @@ func (s *Server) choosePolicy(c *Call) policyStage {
 		st.overrides = s.overridden(c.Policy, o, st.known, ch.Route)
 		st.anonymous = st.p.AllowAnonymous() && overridesAnonymous(st.overrides)
 	}
-	return st
 }
 
 // authorize is the fourth stage: the policy evaluated on the allowed
 // decision d of a valid token whose binding held, on every request (a
 // token-cache hit too), never before: a request without a valid token
-// learns nothing of what a policy requires. A refusal is a 403 of class
-// "forbidden"; a policy with its own claims_to_headers replaces the
-// issuer's identity headers.
-func (s *Server) authorize(d Decision, st *policyStage) Decision {
+// learns nothing of what a policy requires. A refusal makes d a 403 of
+// class "forbidden"; a policy with its own claims_to_headers replaces the
+// issuer's identity headers in d. d is changed in place: the decision is
+// copied nowhere on the hot path.
+func (s *Server) authorize(d *Decision, st *policyStage) {
 	if !st.run {
-		return d
+		return
 	}
 	if st.err != nil {
-		return forbid(d, "", policy.ReqRequest, st.err)
+		forbid(d, "", policy.ReqRequest, st.err)
+		return
 	}
 	if err := st.p.Evaluate(d.Result, policy.Request{Original: st.o, Known: st.known}); err != nil {
 		var dn *policy.Denial
@@ -114,19 +116,20 @@ func (s *Server) authorize(d Decision, st *policyStage) Decision {
 		if errors.As(err, &dn) {
 			req = dn.Requirement
 		}
-		return forbid(d, st.p.Name(), req, err)
+		forbid(d, st.p.Name(), req, err)
+		return
 	}
 	if op, req, err := overridesAllow(d, st); err != nil {
 		by := ""
 		if op != nil {
 			by = op.Name()
 		}
-		return forbid(d, by, req, err)
+		forbid(d, by, req, err)
+		return
 	}
 	if h := st.p.ClaimHeaders(); h != nil {
 		d.headers = s.policyHeaders[st.p.Name()]
 	}
-	return d
 }
 
 // overrideChoice is the original request as one method its overrides name
@@ -188,7 +191,7 @@ func overridesAnonymous(overrides []overrideChoice) bool {
 // name for the valid token of d: a request is allowed only when each of the
 // methods an application may run it as is. It returns the refusing policy
 // (nil when none could be chosen), the requirement, and why.
-func overridesAllow(d Decision, st *policyStage) (*policy.Policy, string, error) {
+func overridesAllow(d *Decision, st *policyStage) (*policy.Policy, string, error) {
 	for _, c := range st.overrides {
 		if c.err != nil {
 			return c.p, policy.ReqRequest, c.err
@@ -216,10 +219,9 @@ func overridesAllow(d Decision, st *policyStage) (*policy.Policy, string, error)
 // policy named by (whose 403 the renderer writes, and Decision.Policy
 // names; "" none could be chosen: the call's policy is named) refused it
 // for requirement.
-func forbid(d Decision, by, requirement string, err error) Decision {
+func forbid(d *Decision, by, requirement string, err error) {
 	d.Status, d.Class, d.Err, d.Requirement = http.StatusForbidden, verify.Class(verify.ErrForbidden), err, requirement
 	d.RemoveAuthorization, d.headers, d.forbiddenBy = false, nil, by
-	return d
 }
 
 // setPolicies validates the policies against the issuers and precomputes

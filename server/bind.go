@@ -218,15 +218,18 @@ var (
 
 // bind applies the sender constraints of res's issuer to what c presents
 // beside the token (cred: its scheme and DPoP proofs; the original request;
-// the client certificate). It returns the binding steps (when c.Explain),
-// the checks made, and nil, or a *verify.Error of class invalid_dpop_proof,
-// binding_mismatch or keys_unavailable.
-func (s *Server) bind(ctx context.Context, c *Call, cred credential, res *verify.Result, now time.Time) ([]verify.Step, bindCounts, error) {
-	bc := bindCounts{issuer: res.ConfiguredIssuer}
+// the client certificate), recording the checks made in bc. It returns the
+// binding steps (when c.Explain) and nil, or a *verify.Error of class
+// invalid_dpop_proof, binding_mismatch or keys_unavailable.
+func (s *Server) bind(ctx context.Context, c *Call, cred *credential, res *verify.Result, now time.Time, bc *bindCounts) ([]verify.Step, error) {
+	if len(s.constraints) == 0 {
+		return nil, nil
+	}
 	sc, ok := s.constraints[res.ConfiguredIssuer]
 	if !ok {
-		return nil, bc, nil
+		return nil, nil
 	}
+	bc.issuer = res.ConfiguredIssuer
 	if c.SkipBinding {
 		// The caller (/introspect's resource server) checks the proof
 		// against cnf; a token the issuer requires bound but that has no
@@ -247,9 +250,9 @@ func (s *Server) bind(ctx context.Context, c *Call, cred credential, res *verify
 		if err != nil {
 			err = &verify.Error{Class: verify.Class(err), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: err}
 		}
-		return nil, bc, err
+		return nil, err
 	}
-	b := binder{s: s, cred: cred, res: res, explain: c.Explain, cert: c.ClientCert, headers: c.Headers}
+	b := binder{s: s, cred: *cred, res: res, explain: c.Explain, cert: c.ClientCert, headers: c.Headers}
 	if c.ConnectionCert {
 		b.headers = nil // the connection's certificate or none: no forwarded header
 	}
@@ -257,11 +260,11 @@ func (s *Server) bind(ctx context.Context, c *Call, cred credential, res *verify
 	if res.Confirmation != nil {
 		b.cnf = *res.Confirmation
 	}
-	err := b.check(ctx, sc, now, &bc)
+	err := b.check(ctx, sc, now, bc)
 	if err != nil {
 		err = &verify.Error{Class: verify.Class(err), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: err}
 	}
-	return b.steps, bc, err
+	return b.steps, err
 }
 
 // binder is one bind stage's work: what it reads of the call (copied, so

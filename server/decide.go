@@ -110,7 +110,8 @@ func (c *Call) original() (request.Original, error) {
 func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	now := s.now()
 	cred := s.extract(c)
-	pol := s.choosePolicy(c)
+	var pol policyStage
+	s.choosePolicy(c, &pol)
 	var d Decision
 	var bc bindCounts
 	switch {
@@ -125,16 +126,16 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 		}
 		var steps []verify.Step
 		if err == nil && c.IDToken == nil {
-			steps, bc, err = s.bind(ctx, c, cred, res, now)
+			steps, err = s.bind(ctx, c, &cred, res, now, &bc)
 		}
-		d = s.verdict(res, err, steps)
+		s.verdict(&d, res, err, steps)
 		if d.Allowed() {
-			d = s.authorize(d, &pol)
+			s.authorize(&d, &pol)
 		}
 		if c.Mint && c.IDToken == nil && d.Allowed() {
 			// Minted tokens are access tokens, minted from access tokens
 			// only (never from an ID token).
-			d = s.mint(d, &pol, cred.token, now)
+			s.mint(&d, &pol, cred.token, now)
 		}
 	}
 	if c.Mint && d.Allowed() && d.minted == nil && s.minter != nil && s.mintHeader != "Authorization" {

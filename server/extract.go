@@ -61,31 +61,33 @@ func (s *Server) extract(c *Call) credential {
 		}
 		return credential{token: c.Token, dpop: c.DPoP, proofs: c.Proofs}
 	}
-	if s.malformedScheme(c.Headers) {
+	// Every check below reads Authorization: it is looked up once.
+	auth := values(c.Headers, "Authorization")
+	if s.malformedScheme(c.Headers, auth) {
 		return credential{err: errMalformedScheme}
 	}
-	if s.mergedCredential(c.Headers) {
+	if s.mergedCredential(c.Headers, auth) {
 		return credential{err: errAmbiguousToken}
 	}
-	if !s.readsBearer && bearerIn(c.Headers) {
+	if !s.readsBearer && bearerIn(auth) {
 		return credential{err: errUnreadBearer}
 	}
-	if !s.readsAuthorization && bareTokenIn(c.Headers) {
+	if !s.readsAuthorization && bareTokenIn(auth) {
 		return credential{err: errUnreadAuthorization}
 	}
-	if dpopRepeated(c.Headers) {
+	if dpopRepeated(auth) {
 		return credential{err: errAmbiguousToken}
 	}
-	if tok, ok := dpopToken(c.Headers); ok {
+	if tok, ok := dpopToken(auth); ok {
 		if s.constraints == nil || s.dpop == nil {
 			return credential{err: errDPoPOff}
 		}
-		if s.otherToken(c, 0, tok) {
+		if s.otherToken(c, auth, 0, tok) {
 			return credential{err: errAmbiguousToken}
 		}
 		return credential{token: tok, dpop: true, proofs: values(c.Headers, "Dpop")}
 	}
-	switch tok, st := s.sourcesToken(c); st {
+	switch tok, st := s.sourcesToken(c, auth); st {
 	case tokenFound:
 		return credential{token: tok}
 	case tokenAmbiguous:
@@ -103,6 +105,15 @@ func values(h Headers, canonical string) []string {
 	return h.Values(canonical)
 }
 
+// sourceValues returns the values of the header named canonical, auth
+// (Authorization's, looked up once by extract) when it is Authorization.
+func sourceValues(h Headers, auth []string, canonical string) []string {
+	if canonical == "Authorization" {
+		return auth
+	}
+	return values(h, canonical)
+}
+
 // sourcesToken returns the token of the first source that holds one. A
 // header whose value does not start with the source's prefix (Authorization:
 // Basic …) holds no token. A source present more than once, in any form a
@@ -111,13 +122,13 @@ func values(h Headers, canonical string) []string {
 // is a later source that holds another token (RFC 6750 §2: one method per
 // request), or is itself ambiguous. A query source reads only the query of
 // the original request (Call.Original), never another header.
-func (s *Server) sourcesToken(c *Call) (string, tokenState) {
+func (s *Server) sourcesToken(c *Call, auth []string) (string, tokenState) {
 	for i := range s.sources {
-		tok, st := sourceToken(c, &s.sources[i])
+		tok, st := sourceToken(c, auth, &s.sources[i])
 		switch {
 		case st == tokenMissing:
 			continue
-		case st == tokenFound && s.otherToken(c, i+1, tok):
+		case st == tokenFound && s.otherToken(c, auth, i+1, tok):
 			return "", tokenAmbiguous
 		}
 		return tok, st
@@ -125,14 +136,15 @@ func (s *Server) sourcesToken(c *Call) (string, tokenState) {
 	return "", tokenMissing
 }
 
-// malformedScheme reports whether Authorization, or a header token source,
+// malformedScheme reports whether Authorization (auth: its values), or a
+// header token source,
 // holds a value whose scheme is Bearer or DPoP (in any case) that is not
 // exactly "<scheme> <token68>" (RFC 6750 §2.1, RFC 9449 §7.1): one space,
 // one token. "Bearer\t<jwt>", "Bearer:<jwt>", "Bearer  <jwt>" or a bare
 // "Bearer" would otherwise hold no token here, pass an anonymous route as a
 // request without one, and reach an application that reads a token in it.
-func (s *Server) malformedScheme(h Headers) bool {
-	for _, v := range values(h, "Authorization") {
+func (s *Server) malformedScheme(h Headers, auth []string) bool {
+	for _, v := range auth {
 		if badScheme(v) {
 			return true
 		}
@@ -142,7 +154,7 @@ func (s *Server) malformedScheme(h Headers) bool {
 		if src.header == "" {
 			continue
 		}
-		for _, v := range values(h, src.header) {
+		for _, v := range sourceValues(h, auth, src.header) {
 			if (src.header != "Authorization" && badScheme(v)) || badPrefix(v, src) {
 				return true
 			}
@@ -170,14 +182,14 @@ func badPrefix(v string, src *tokenSource) bool {
 	return ok && len(lead) != len(v)
 }
 
-// mergedCredential reports whether Authorization, or a header token
-// source, holds a list: a ',' followed (after spaces or tabs) by a Bearer
+// mergedCredential reports whether Authorization (auth: its values), or a
+// header token source, holds a list: a ',' followed (after spaces or tabs) by a Bearer
 // or DPoP credential, or by the source's prefix. Envoy joins a repeated
 // header with ',' (the gRPC Check's headers map, and its HTTP authorization
 // request): "Basic x,Bearer y" came as two headers, and the application
 // may read the second one, which nothing here verified.
-func (s *Server) mergedCredential(h Headers) bool {
-	for _, v := range values(h, "Authorization") {
+func (s *Server) mergedCredential(h Headers, auth []string) bool {
+	for _, v := range auth {
 		if listsCredential(v, "") {
 			return true
 		}
@@ -293,18 +305,19 @@ func isToken68Char(c byte) bool {
 }
 
 // otherToken reports whether a source from index start on holds a token
-// other than tok, or is ambiguous.
-func (s *Server) otherToken(c *Call, start int, tok string) bool {
+// other than tok, or is ambiguous; auth is Authorization's values.
+func (s *Server) otherToken(c *Call, auth []string, start int, tok string) bool {
 	for i := start; i < len(s.sources); i++ {
-		if t, st := sourceToken(c, &s.sources[i]); st == tokenAmbiguous || (st == tokenFound && t != tok) {
+		if t, st := sourceToken(c, auth, &s.sources[i]); st == tokenAmbiguous || (st == tokenFound && t != tok) {
 			return true
 		}
 	}
 	return false
 }
 
-// sourceToken returns what the one source ts holds in c.
-func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
+// sourceToken returns what the one source ts holds in c; auth is
+// Authorization's values.
+func sourceToken(c *Call, auth []string, ts *tokenSource) (string, tokenState) {
 	switch {
 	case ts.header != "":
 		for _, t := range ts.twins {
@@ -312,7 +325,7 @@ func sourceToken(c *Call, ts *tokenSource) (string, tokenState) {
 				return "", tokenAmbiguous
 			}
 		}
-		vals := values(c.Headers, ts.header)
+		vals := sourceValues(c.Headers, auth, ts.header)
 		if len(vals) == 0 {
 			return "", tokenMissing
 		}
@@ -355,10 +368,10 @@ func bareToken(v string) bool {
 	return strings.Contains(v, ".") && !strings.ContainsAny(v, " \t")
 }
 
-// bareTokenIn reports whether an Authorization value of h is a token
+// bareTokenIn reports whether a value of Authorization (auth) is a token
 // without a scheme (bareToken).
-func bareTokenIn(h Headers) bool {
-	for _, v := range values(h, "Authorization") {
+func bareTokenIn(auth []string) bool {
+	for _, v := range auth {
 		if bareToken(v) {
 			return true
 		}
@@ -375,10 +388,10 @@ func readsBearer(prefix string) bool {
 	return len(prefix) <= len(b) && strings.EqualFold(prefix, b[:len(prefix)])
 }
 
-// bearerIn reports whether an Authorization value of h holds a Bearer
+// bearerIn reports whether a value of Authorization (auth) holds a Bearer
 // credential ("Bearer " and something, in any case).
-func bearerIn(h Headers) bool {
-	for _, v := range values(h, "Authorization") {
+func bearerIn(auth []string) bool {
+	for _, v := range auth {
 		if tok, ok := cutPrefixFold(v, "Bearer "); ok && tok != "" {
 			return true
 		}
@@ -386,12 +399,11 @@ func bearerIn(h Headers) bool {
 	return false
 }
 
-// dpopRepeated reports whether Authorization is present more than once with
-// a DPoP credential among its values: dpopToken reads none, and an
+// dpopRepeated reports whether Authorization (v: its values) is present
+// more than once with a DPoP credential among them: dpopToken reads none, and an
 // application reads the first line (node:http keeps the first
 // authorization line, net/http's Header.Get the first value).
-func dpopRepeated(h Headers) bool {
-	v := values(h, "Authorization")
+func dpopRepeated(v []string) bool {
 	if len(v) < 2 {
 		return false
 	}
@@ -404,9 +416,8 @@ func dpopRepeated(h Headers) bool {
 }
 
 // dpopToken returns the token of an Authorization: DPoP header: exactly one
-// Authorization value with the DPoP scheme.
-func dpopToken(h Headers) (string, bool) {
-	v := values(h, "Authorization")
+// Authorization value (of v, its values) with the DPoP scheme.
+func dpopToken(v []string) (string, bool) {
 	if len(v) != 1 {
 		return "", false
 	}

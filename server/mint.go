@@ -91,24 +91,25 @@ func CheckMintHeader(name string) error {
 	return CheckClaimHeader(name)
 }
 
-// mint is the mint stage: the token of the allowed decision d under the
-// policy of st when it mints, minted for (or reused from the cache of) the
-// source token. A token that cannot be minted fails closed: 503, as keys
-// that are unavailable (the upstream expects the minted token; the
-// request never passes without it).
-func (s *Server) mint(d Decision, st *policyStage, token string, now time.Time) Decision {
+// mint is the mint stage: it adds to the allowed decision d the token of
+// the policy of st when it mints, minted for (or reused from the cache of)
+// the source token. A token that cannot be minted fails closed: d becomes
+// a 503, as keys that are unavailable (the upstream expects the minted
+// token; the request never passes without it).
+func (s *Server) mint(d *Decision, st *policyStage, token string, now time.Time) {
 	if s.minter == nil || st.p == nil || d.Result == nil {
-		return d
+		return
 	}
 	mp := s.mintPolicies[st.name]
 	if mp == nil {
-		return d
+		return
 	}
 	t, err := s.minter.Mint(token, d.Result, mp, now)
 	if err != nil {
-		out := s.rejection(fmt.Errorf("%w: minting the upstream token: %w", verify.ErrKeysUnavailable, err), false)
-		out.Issuer = d.Issuer
-		return out
+		issuer := d.Issuer
+		*d = s.rejection(fmt.Errorf("%w: minting the upstream token: %w", verify.ErrKeysUnavailable, err), false)
+		d.Issuer = issuer
+		return
 	}
 	d.Minted, d.minted, d.mintHeader = t.JWT, t.Value, s.mintHeader
 	if s.mintHeader == "Authorization" {
@@ -116,7 +117,6 @@ func (s *Server) mint(d Decision, st *policyStage, token string, now time.Time) 
 		// Authorization (strip_authorization) would remove it too.
 		d.RemoveAuthorization = false
 	}
-	return d
 }
 
 // MintedHeader returns, for an allowed decision carrying a minted token,

@@ -133,7 +133,8 @@ func TestTokenSourceForms(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(r)
 			}
-			tok, st := e.srv.sourcesToken(forwardAuthCall(e.srv, r))
+			c := forwardAuthCall(e.srv, r)
+			tok, st := e.srv.sourcesToken(c, values(c.Headers, "Authorization"))
 			if st != tt.wantState || tok != tt.wantToken {
 				t.Errorf("sourcesToken() = %q, %v, want %q, %v", tok, st, tt.wantToken, tt.wantState)
 			}
@@ -166,7 +167,9 @@ func FuzzTokenSources(f *testing.F) {
 		if cookie != "" {
 			r.Header["Cookie"] = []string{cookie}
 		}
-		tok, st := e.srv.sourcesToken(forwardAuthCall(e.srv, r))
+		c := forwardAuthCall(e.srv, r)
+		auth := values(c.Headers, "Authorization")
+		tok, st := e.srv.sourcesToken(c, auth)
 		if st != tokenFound {
 			if tok != "" {
 				t.Fatalf("state %v with token %q", st, tok)
@@ -175,9 +178,8 @@ func FuzzTokenSources(f *testing.F) {
 			// ambiguous or malformed is malformed, and so is a header that
 			// spells a source's scheme without its token ("Bearer" alone:
 			// malformedScheme, whatever the sources found).
-			c := forwardAuthCall(e.srv, r)
 			want := "malformed"
-			if st == tokenMissing && !e.srv.malformedScheme(c.Headers) {
+			if st == tokenMissing && !e.srv.malformedScheme(c.Headers, auth) {
 				want = "missing_token"
 			}
 			d := e.srv.Decide(r.Context(), c)

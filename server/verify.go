@@ -30,20 +30,20 @@ func (s *Server) verify(ctx context.Context, token string, now time.Time, pol *p
 	return s.v.VerifyAmong(ctx, token, now, among)
 }
 
-// verdict is the decision of a verified token (err nil) whose binding
-// held, or the rejection of err; steps are the binding checks asked for.
-func (s *Server) verdict(res *verify.Result, err error, steps []verify.Step) Decision {
+// verdict sets d, a zero decision, to the decision of a verified token (err
+// nil) whose binding held, or to the rejection of err; steps are the
+// binding checks asked for.
+func (s *Server) verdict(d *Decision, res *verify.Result, err error, steps []verify.Step) {
 	if err != nil {
-		d := s.rejection(err, false)
+		*d = s.rejection(err, false)
 		d.Steps = steps
-		return d
+		return
 	}
 	is := s.byName[res.ConfiguredIssuer]
-	d := Decision{Status: http.StatusOK, Issuer: is.label(), Result: res, RemoveAuthorization: s.stripAuthz, Steps: steps}
+	d.Status, d.Issuer, d.Result, d.RemoveAuthorization, d.Steps = http.StatusOK, is.label(), res, s.stripAuthz, steps
 	if is != nil {
 		d.headers = is.answer
 	}
-	return d
 }
 
 // rejection is the decision of an error of the verifier (or of the other

@@ -477,10 +477,22 @@ func NormalizeMethod(method string) string {
 // Unicode folding: "\u212A" is not 'k' to a proxy), without its port and
 // trailing dot. "[::1]:8080" becomes "::1".
 func NormalizeHost(host string) string {
-	if !strings.ContainsAny(host, ":[]") && !strings.HasSuffix(host, ".") && !needsLower(host) {
+	if hostIsNormal(host) {
 		return host // already normal: the common case, without allocating
 	}
 	return normalizeHost(host)
+}
+
+// hostIsNormal reports whether NormalizeHost leaves host as it is: no
+// port, bracket, trailing dot, upper-case letter or byte 0x80 and above.
+// One pass over host: the original host of every forward-auth request.
+func hostIsNormal(host string) bool {
+	for i := 0; i < len(host); i++ {
+		if c := host[i]; c == ':' || c == '[' || c == ']' || 'A' <= c && c <= 'Z' || c >= 0x80 {
+			return false
+		}
+	}
+	return !strings.HasSuffix(host, ".")
 }
 
 // normalizeHost is [NormalizeHost] for every input.
@@ -549,17 +561,6 @@ func isNormalPath(raw string) bool {
 		}
 	}
 	return true
-}
-
-// needsLower reports whether strings.ToLower might change s: it holds an
-// ASCII upper-case letter or any byte outside ASCII.
-func needsLower(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; 'A' <= c && c <= 'Z' || c >= 0x80 {
-			return true
-		}
-	}
-	return false
 }
 
 // normalizePath is [NormalizePath] for every input: the decoding, the

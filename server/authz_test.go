@@ -385,3 +385,28 @@ func TestAuthzClaimHeadersFollowVerifierRouting(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimValueControlBytes holds claimValue to a header value's rules:
+// a lone CR, a lone LF, NUL and DEL make the header empty; HTAB and
+// bytes above 0x7F (obs-text) are kept.
+func TestClaimValueControlBytes(t *testing.T) {
+	for _, tt := range []struct {
+		v, want string
+	}{
+		{"alice", "alice"},
+		{"a\rb", ""},
+		{"a\nb", ""},
+		{"a\r\nb", ""},
+		{"a\x00b", ""},
+		{"a\x7fb", ""},
+		{"a\tb c", "a\tb c"},
+		{"caf\xc3\xa9", "caf\xc3\xa9"},
+	} {
+		t.Run(fmt.Sprintf("%q", tt.v), func(t *testing.T) {
+			d := Decision{Result: &verify.Result{Extracted: map[string]string{"sub": tt.v}}}
+			if got := d.claimValue("sub"); got != tt.want {
+				t.Errorf("claimValue(%q) = %q, want %q", tt.v, got, tt.want)
+			}
+		})
+	}
+}

@@ -107,7 +107,9 @@ func TestReportHTTPRatios(t *testing.T) {
 	writeMarkdown(&md, res, nil, nil, []byte("## Kept by hand\n\ntext"), hr, "benchmarks.svg")
 	for _, want := range []string{
 		"| HTTP /v1/authz RS256, repeated token ≥ 80% of the bare handler's req/s | 90% (45000 vs 50000 req/s) | pass |",
-		"| HTTP /v1/authz RS256, repeated token ≥ 0.80× the absolute floor's req/s | 0.75× (45000 vs 60000 req/s) | **MISS** |",
+		"| HTTP /v1/authz RS256, repeated token ≥ 0.85× the absolute floor's req/s | 0.75× (45000 vs 60000 req/s) | **MISS** |",
+		"| gRPC Check RS256, repeated token ≥ 0.90× the bare gRPC server's calls/s | 0.65× (13000 vs 20000 calls/s) | **MISS** |",
+		"| gRPC Check RS256, repeated token, p99 ≤ 1.5× the bare gRPC server's | 1.00× (1.00 vs 1.00 ms) | pass |",
 		"| RS256 | repeated | jwksverify | 45000 | — | 0.75× | 90% | 3.00× |",
 		"| RS256 | repeated | floor | 60000 | — | 1.00× |",
 		"| HTTP /v1/authz RS256, repeated token, with a scopes+claims policy ≥ 95% of the same run without | 93% (42000 vs 45000 req/s) | **MISS** |",

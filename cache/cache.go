@@ -360,6 +360,17 @@ func (s *Set) WithTimes(fetchedAt, usableUntil time.Time) *Set {
 	return &c
 }
 
+// SameKeys reports whether s and o hold the same keys, by identity: o is s,
+// or one was made from the other by [Set.WithTimes] (a 304 Not Modified).
+// A set parsed again from the same document is not the same. It is a
+// pointer compare, for callers that remember a set a key was found in.
+func (s *Set) SameKeys(o *Set) bool {
+	if s == nil || o == nil || len(s.keys) == 0 || len(s.keys) != len(o.keys) {
+		return false
+	}
+	return &s.keys[0] == &o.keys[0]
+}
+
 // Lookup returns the key with the given kid. It is O(1) and does not allocate.
 func (s *Set) Lookup(kid string) (*Key, bool) {
 	if s == nil {

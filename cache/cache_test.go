@@ -459,3 +459,35 @@ func TestNoCryptoImports(t *testing.T) {
 		}
 	}
 }
+
+// TestSetSameKeys holds SameKeys to key identity: a set and its WithTimes
+// copies hold the same keys; a set parsed again from the same keys, an
+// empty set and nil do not.
+func TestSetSameKeys(t *testing.T) {
+	a := mustKey(t, testkeys.RSA2048A, "a")
+	b := mustKey(t, testkeys.EC256A, "b")
+	s := cache.NewSet([]*cache.Key{a, b}, nil, t0, time.Time{})
+	again := cache.NewSet([]*cache.Key{a, b}, nil, t0, time.Time{})
+	fewer := cache.NewSet([]*cache.Key{a}, nil, t0, time.Time{})
+	empty := cache.NewSet(nil, nil, t0, time.Time{})
+	for _, tt := range []struct {
+		name string
+		x, y *cache.Set
+		want bool
+	}{
+		{"itself", s, s, true},
+		{"not-modified", s, s.WithTimes(t0.Add(time.Minute), t0.Add(time.Hour)), true},
+		{"not-modified-twice", s.WithTimes(t0, time.Time{}), s.WithTimes(t0.Add(time.Minute), time.Time{}), true},
+		{"parsed-again", s, again, false},
+		{"fewer-keys", s, fewer, false},
+		{"empty", empty, empty, false},
+		{"nil", s, nil, false},
+		{"nil-receiver", nil, s, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.x.SameKeys(tt.y); got != tt.want {
+				t.Errorf("SameKeys() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

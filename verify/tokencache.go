@@ -71,10 +71,13 @@ type tokenShard struct {
 // the verify call built (compactInto): one allocation for the entry and the
 // Result, one for the claims, one for the strings that are not shared.
 type tokenEntry struct {
-	id       tokenID
-	kind     tokenKind // what the token was verified as: answers only that kind
-	is       *issuer
-	key      *cache.Key
+	id   tokenID
+	kind tokenKind // what the token was verified as: answers only that kind
+	is   *issuer
+	key  *cache.Key
+	// keys is the issuer's key set when the entry was made, if it held
+	// key: a hit under the same keys (cache.Set.SameKeys) needs no lookup.
+	keys     *cache.Set
 	deadline time.Time // the entry is dead at or after it
 	size     int64
 	box      resultBox
@@ -150,11 +153,19 @@ func (e *tokenEntry) valid(now time.Time) bool {
 	if !set.Usable(now) {
 		return false
 	}
-	if e.key.Kid != "" {
-		k, ok := set.Lookup(e.key.Kid)
-		return ok && k == e.key
+	if set.SameKeys(e.keys) {
+		return true // key was in these keys when the entry was made
 	}
-	return slices.Contains(set.KidlessKeys(), e.key)
+	return holdsKey(set, e.key)
+}
+
+// holdsKey reports whether set holds key (the same *cache.Key).
+func holdsKey(set *cache.Set, key *cache.Key) bool {
+	if key.Kid != "" {
+		k, ok := set.Lookup(key.Kid)
+		return ok && k == key
+	}
+	return slices.Contains(set.KidlessKeys(), key)
 }
 
 // remove drops e if it is still the entry at h.
@@ -243,6 +254,9 @@ func (c *tokenCache) put(id tokenID, res *Result, is *issuer, key *cache.Key, no
 	}
 
 	e := &tokenEntry{id: id, kind: kind, is: is, key: key, deadline: deadline, size: size}
+	if set := is.cfg.Keys.Load(); holdsKey(set, key) {
+		e.keys = set
+	}
 	compactInto(&e.box, res, is)
 	sh := &c.shards[idx]
 	sh.mu.Lock()

@@ -157,6 +157,33 @@ func TestTokenCacheKeyRemoval(t *testing.T) {
 			}
 		})
 	}
+	// A 304 of the very set the entry was made under keeps its keys (the
+	// hit skips the lookup: cache.Set.SameKeys), but not its staleness.
+	for _, tt := range []struct {
+		name    string
+		until   time.Time
+		wantErr error
+	}{
+		{"not-modified", time.Time{}, nil},
+		{"not-modified-stale", t0.Add(-time.Second), verify.ErrKeysUnavailable},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			keys := keysOf(es, rs, kidless)
+			v := cachedVerifier(t, keys, newClock(t0), 10)
+			tok := mint("ES256", "k-ES256", nil)
+			if _, err := v.Verify(context.Background(), tok); err != nil {
+				t.Fatalf("Verify() = %v, want nil", err)
+			}
+			keys.Store(keys.Load().WithTimes(t0, tt.until))
+			_, err := v.Verify(context.Background(), tok)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("Verify() after the 304 = %v, want %v", err, tt.wantErr)
+			}
+			if hit := v.CacheStats().Hits == 1; hit != (tt.wantErr == nil) {
+				t.Errorf("cache hit = %v, want %v", hit, tt.wantErr == nil)
+			}
+		})
+	}
 }
 
 func TestTokenCacheBounded(t *testing.T) {

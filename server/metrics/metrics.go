@@ -67,8 +67,8 @@ type Metrics struct {
 	policies  map[string]map[string]prometheus.Counter // policy label -> class -> counter, made by New
 	decisions *prometheus.CounterVec                   // for policies a reload added
 	classes   map[string]bool                          // the class labels of policy_decisions_total
-	latency   map[string]prometheus.Observer
-	vec       *prometheus.CounterVec // verify_total
+	latency   []endpointLatency                        // by server.Endpoints, in its order
+	vec       *prometheus.CounterVec                   // verify_total
 	col       *collector
 	mu        sync.Mutex // serializes Use and SetConfigHash
 
@@ -136,7 +136,6 @@ func New(opts Options) (*Metrics, error) {
 	}
 	m := &Metrics{
 		reg:        reg,
-		latency:    make(map[string]prometheus.Observer),
 		vec:        vs.outcomes,
 		col:        col,
 		reloads:    vs.reloads,
@@ -149,7 +148,7 @@ func New(opts Options) (*Metrics, error) {
 	}
 	m.outcomes.Store(m.outcomesOf(issuers, nil))
 	for _, e := range server.Endpoints() {
-		m.latency[e] = vs.latency.WithLabelValues(e)
+		m.latency = append(m.latency, endpointLatency{e, vs.latency.WithLabelValues(e)})
 	}
 	m.setPolicies(vs.decisions, opts.Policies)
 	return m, nil
@@ -325,9 +324,20 @@ func (m *Metrics) Decided(endpoint, issuer, class string, elapsed time.Duration)
 			c.Inc()
 		}
 	}
-	if o, ok := m.latency[endpoint]; ok {
-		o.Observe(elapsed.Seconds())
+	for i := range m.latency {
+		if m.latency[i].endpoint == endpoint {
+			m.latency[i].o.Observe(elapsed.Seconds())
+			return
+		}
 	}
+}
+
+// endpointLatency is the latency histogram of one endpoint. A handful of
+// endpoints, each a constant: comparing the strings (the same pointer, as
+// a rule) costs less than hashing one for a map.
+type endpointLatency struct {
+	endpoint string
+	o        prometheus.Observer
 }
 
 // ClientAuthFailed implements [server.Metrics]: it counts one refused

@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -29,6 +28,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/internal/fileread"
 	"github.com/jwksverify/jwksverify/introspect"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/mint"
@@ -962,7 +962,7 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 // the HMAC algorithms the secret is long enough for, in verify's order: the
 // allowlist of an issuer whose only key it is.
 func SecretKey(path, kid string) (*cache.Key, []string, error) {
-	secret, err := ReadFile(path, MaxSecretBytes)
+	secret, err := ReadRegular(path, MaxSecretBytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -994,17 +994,19 @@ func CheckSecretAlgorithm(alg string, k *cache.Key) error {
 	return nil
 }
 
-// ReadFile reads the file at path, refusing one larger than limit bytes.
+// ReadFile reads the file at path, refusing one larger than limit bytes:
+// the configuration, or a command's input, which may be a named pipe
+// (--config <(…)); one without a writer, as at a reload, reads as empty
+// rather than blocking. A secret or key is read with [ReadRegular].
 func ReadFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(b)) > limit {
-		err = fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
+	return fileread.Any(path, limit)
+}
+
+// ReadRegular reads the regular file at path, refusing one larger than
+// limit bytes, and anything that is not a regular file (a named pipe,
+// whose open would block a load or a reload until a writer comes).
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	b, _, err := fileread.Regular(path, limit)
 	return b, err
 }
 

@@ -39,13 +39,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"os"
 	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/fileread"
 	"github.com/jwksverify/jwksverify/internal/tokenid"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/redisconn"
@@ -718,17 +718,11 @@ func readBounded(resp *http.Response, limit int64) ([]byte, error) {
 // readSecret reads the client secret file; its content never reaches an
 // error or a log.
 func readSecret(path string) (string, error) {
-	f, err := os.Open(path)
+	b, _, err := fileread.Regular(path, maxSecretBytes)
 	if err != nil {
 		return "", fmt.Errorf("client secret file: %w", err)
 	}
-	defer f.Close()
-	b := make([]byte, maxSecretBytes+1)
-	n, _ := f.Read(b)
-	if n > maxSecretBytes {
-		return "", fmt.Errorf("client secret file %s is over %d bytes", path, maxSecretBytes)
-	}
-	s := strings.TrimSpace(string(b[:n]))
+	s := strings.TrimSpace(string(b))
 	if s == "" {
 		return "", fmt.Errorf("client secret file %s is empty", path)
 	}

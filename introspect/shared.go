@@ -9,13 +9,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/jwksverify/jwksverify/internal/fileread"
 	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -115,17 +114,10 @@ func scope(o Options) []byte {
 
 // readKey reads a shared key file: raw bytes, at least MinSharedKeyBytes.
 func readKey(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSharedKeyBytes+1))
+	b, _, err := fileread.Regular(path, maxSharedKeyBytes)
 	switch {
 	case err != nil:
 		return nil, err
-	case len(b) > maxSharedKeyBytes:
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxSharedKeyBytes)
 	case len(b) < MinSharedKeyBytes:
 		return nil, fmt.Errorf("%s holds %d bytes; the key must be at least %d (openssl rand 32 > FILE)", path, len(b), MinSharedKeyBytes)
 	}

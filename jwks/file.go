@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/fileread"
 )
 
 // attemptFile reads the key file when it changed and records the outcome
@@ -80,7 +82,7 @@ func (f *Fetcher) loadFile(now time.Time) (os.FileInfo, error) {
 
 // readFile reads a regular file of at most limit bytes.
 func readFile(path string, limit int64) ([]byte, os.FileInfo, error) {
-	fh, err := os.Open(path)
+	fh, err := fileread.Open(path) // a named pipe: opened without waiting, then refused below
 	if err != nil {
 		return nil, nil, fmt.Errorf("jwks: %w", err)
 	}

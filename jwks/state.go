@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/fileread"
 )
 
 // stateFile is what StateDir holds per issuer: the last good JWKS with its
@@ -49,7 +50,7 @@ func statePath(dir, issuer, source string) string {
 
 // readState reads and decodes a state file, bounded by limit bytes of JWKS.
 func readState(path string, limit int64) (stateFile, error) {
-	fh, err := os.Open(path)
+	fh, err := fileread.Open(path)
 	if err != nil {
 		return stateFile{}, err
 	}

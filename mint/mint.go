@@ -24,7 +24,6 @@ import (
 	"io"
 	"log/slog"
 	"net/textproto"
-	"os"
 	"sort"
 	"strconv"
 	"sync"
@@ -33,6 +32,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/jwksverify/jwksverify/internal/fileread"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -215,15 +215,7 @@ func readKeys(o Options) (*keySet, error) {
 
 // readFile reads path, bounded by MaxKeysFileBytes.
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxKeysFileBytes+1))
-	if err == nil && len(b) > MaxKeysFileBytes {
-		err = fmt.Errorf("%s is larger than %d bytes", path, MaxKeysFileBytes)
-	}
+	b, _, err := fileread.Regular(path, MaxKeysFileBytes)
 	return b, err
 }
 

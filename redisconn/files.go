@@ -6,11 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/fileread"
 )
 
 // passwordFile gives a connection its credentials from a file, read again
@@ -62,15 +63,7 @@ func readPassword(path string) (string, error) {
 
 // readFile reads the file at path, refusing one larger than limit bytes.
 func readFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err == nil && int64(len(b)) > limit {
-		err = fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
+	b, _, err := fileread.Regular(path, limit)
 	return b, err
 }
 

@@ -11,12 +11,13 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/fileread"
 )
 
 // DefaultCheckEvery is how often the files are looked at by default.
@@ -237,14 +238,6 @@ func (r *Reloader) load() (*snapshot, error) {
 
 // readFile reads a PEM file, bounded.
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFileBytes+1))
-	if err == nil && len(b) > maxFileBytes {
-		err = fmt.Errorf("%s is larger than %d bytes", path, maxFileBytes)
-	}
+	b, _, err := fileread.Regular(path, maxFileBytes)
 	return b, err
 }

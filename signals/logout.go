@@ -21,7 +21,9 @@ const logoutEventName = "backchannel-logout"
 // an allowed algorithm; that issuer takes logout tokens; a typ header
 // absent, "JWT" or "logout+jwt" (never another kind's); an aud holding one
 // of the issuer's logout audiences; an iat not ahead of now by more than
-// the issuer's leeway; an exp, when present, not passed; a jti never used
+// the issuer's leeway, nor older than the jti TTL ([Options].JTITTL:
+// a jti is remembered that long, so an older token could be one whose jti
+// was forgotten); an exp, when present, not passed; a jti never used
 // before; an events claim that is an object whose backchannel-logout
 // member is an object; a sub or a sid; no nonce. It stores a sid entry
 // when the issuer revokes sessions and the token names one, else a sub
@@ -92,6 +94,14 @@ func (r *Receiver) logoutEntries(s *verify.Signed, now time.Time) ([]revoke.Entr
 	}
 	if err := checkTimes(s, now); err != nil {
 		return nil, err
+	}
+	if !now.Before(s.IssuedAt.Add(r.ttl)) {
+		// Anyone who saw a logout token can post it again, and its jti is
+		// remembered for the TTL only: once forgotten, the same token
+		// would be taken as new (a lifted entry stored again). commit
+		// remembers every jti until at least iat + the TTL.
+		return nil, invalid(ErrInvalidRequest, "iat %s is older than the %s a logout token's jti is remembered",
+			s.IssuedAt.UTC().Format(time.RFC3339), r.ttl)
 	}
 	cl, err := parseObject(s.Claims)
 	if err != nil {

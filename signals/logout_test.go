@@ -10,9 +10,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/signals"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -271,4 +273,57 @@ func TestNewRefuses(t *testing.T) {
 	if _, err := signals.New(good); err != nil {
 		t.Fatalf("New(good) = %v", err)
 	}
+}
+
+// A logout token is taken once: its jti is remembered for the TTL, and a
+// token older than that (which a replay eventually is) is refused by its
+// age, so no replay finds its jti forgotten (a lifted entry stored again).
+func TestLogoutNeverTakenAfterItsJTIIsForgotten(t *testing.T) {
+	keys := &cache.Keys{}
+	keys.Store(cache.NewSet([]*cache.Key{key(t, testkeys.RSA2048A, "rsa-a")}, nil, epoch, epoch.Add(72*time.Hour)))
+	v, err := verify.New(verify.Options{Issuers: []verify.Issuer{{Issuer: issuerA, Keys: keys}}, Now: func() time.Time { return epoch }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl := signals.DefaultJTITTL
+	tests := []struct {
+		name   string
+		iat    time.Time
+		replay time.Time
+		want   error
+	}{
+		{"within-the-ttl", epoch, epoch.Add(time.Hour), signals.ErrReplayed},
+		{"after-the-ttl", epoch, epoch.Add(ttl + time.Minute), signals.ErrInvalid},
+		{"at-the-ttl", epoch, epoch.Add(ttl), signals.ErrInvalid},
+		// iat ahead of now within the leeway: the jti is remembered
+		// until iat + the TTL, past the TTL from the first use.
+		{"iat-ahead", epoch.Add(20 * time.Second), epoch.Add(ttl + 10*time.Second), signals.ErrReplayed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, store := receiverOver(t, v)
+			tok := mintA(nil, logoutClaims(map[string]any{"exp": nil, "iat": tt.iat.Unix()}))
+			if _, err := r.Logout(context.Background(), tok, epoch); err != nil {
+				t.Fatalf("first Logout() = %v", err)
+			}
+			_, err := r.Logout(context.Background(), tok, tt.replay)
+			if !errors.Is(err, tt.want) || errors.Is(err, signals.ErrUnavailable) {
+				t.Errorf("the same token %s after its first use: Logout() = %v, want %v", tt.replay.Sub(epoch), err, tt.want)
+			}
+			if n := len(store.stored()); n != 1 {
+				t.Errorf("stored %d entries, want 1: a replay revokes nothing more", n)
+			}
+		})
+	}
+	t.Run("first-use-too-old", func(t *testing.T) {
+		r, store := receiverOver(t, v)
+		tok := mintA(nil, logoutClaims(map[string]any{"exp": nil, "iat": epoch.Add(-ttl).Unix()}))
+		_, err := r.Logout(context.Background(), tok, epoch)
+		if !errors.Is(err, signals.ErrInvalid) || signals.Code(err) != "invalid_request" {
+			t.Errorf("Logout() of a token issued %s ago = %v, want invalid_request", ttl, err)
+		}
+		if n := len(store.stored()); n != 0 {
+			t.Errorf("stored %d entries, want none", n)
+		}
+	})
 }

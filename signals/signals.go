@@ -134,7 +134,8 @@ type Options struct {
 	// Store stores the entries. Required.
 	Store revoke.Adder
 	// JTITTL is how long a jti is remembered at least (longer for a token
-	// whose exp is later). Zero means [DefaultJTITTL].
+	// whose exp is later), and the age (from its iat) beyond which a
+	// logout token is refused. Zero means [DefaultJTITTL].
 	JTITTL time.Duration
 	// Metrics counts events. Nil means none.
 	Metrics Metrics
@@ -340,7 +341,10 @@ func storedKey(key [32]byte) [32]byte {
 // [ErrUnavailable]. It returns the entries as stored.
 func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revoke.Entry, now time.Time) ([]revoke.Entry, error) {
 	key := jtiKey(s.ConfiguredIssuer, s.ID)
-	ttl := r.ttl
+	// At least until iat + the TTL (an iat ahead of now within the leeway
+	// adds to it): a logout token older than that is refused
+	// (logoutEntries), so a replay finds its jti or is refused by its age.
+	ttl := max(r.ttl, s.IssuedAt.Add(r.ttl).Sub(now))
 	if s.HasExpiresAt {
 		ttl = max(ttl, s.ExpiresAt.Sub(now)+s.Leeway)
 	}

@@ -20,6 +20,13 @@ func OverrideHeaders() []string { return slices.Clone(overrideHeaders[:]) }
 // overrideHeaders are [OverrideHeaders], fixed.
 var overrideHeaders = [...]string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
 
+// MaxOverrides is the most methods a request's overrides may name besides
+// its own: more is [ErrAmbiguousMethod]. No application runs a request as
+// more than one other method, and each one named is a policy choice more
+// (thousands of distinct _method values in one query cost a request a
+// second of CPU).
+const MaxOverrides = 8
+
 // overrideParam is the query parameter that Laravel, Symfony and Rails
 // (from a form body, which jwksverify cannot see) read the method from.
 const overrideParam = "_method"
@@ -117,6 +124,9 @@ func (o Original) withOverride(m string) (Original, error) {
 		if have == m {
 			return o, nil
 		}
+	}
+	if o.Overrides != "" && strings.Count(o.Overrides, " ")+1 >= MaxOverrides {
+		return Original{}, fmt.Errorf("%w: more than %d methods named besides the request's", ErrAmbiguousMethod, MaxOverrides)
 	}
 	// Sorted, so that the same request gives the same Original whatever
 	// order a header map is read in.

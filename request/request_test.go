@@ -217,6 +217,10 @@ func TestFromParts(t *testing.T) {
 		{"query-override-semicolon", "POST", "", "h", "/o?a=1;_method=DELETE", request.Original{Method: "POST", Host: "h", Path: "/o", RawQuery: "a=1;_method=DELETE", Overrides: "DELETE"}, nil},
 		{"query-override-case", "POST", "", "h", "/o?_METHOD=DELETE", request.Original{Method: "POST", Host: "h", Path: "/o", RawQuery: "_METHOD=DELETE", Overrides: "DELETE"}, nil},
 		{"query-override-twice", "POST", "", "h", "/o?_method=PUT&_method=DELETE&_method=put", request.Original{Method: "POST", Host: "h", Path: "/o", RawQuery: "_method=PUT&_method=DELETE&_method=put", Overrides: "DELETE PUT"}, nil},
+		// At most MaxOverrides methods besides the request's: each is a
+		// policy choice, and no application reads more than one.
+		{"query-override-eight", "POST", "", "h", "/o?_method=A&_method=B&_method=C&_method=D&_method=E&_method=F&_method=G&_method=H&_method=post&_method=h", request.Original{Method: "POST", Host: "h", Path: "/o", RawQuery: "_method=A&_method=B&_method=C&_method=D&_method=E&_method=F&_method=G&_method=H&_method=post&_method=h", Overrides: "A B C D E F G H"}, nil},
+		{"query-override-nine", "POST", "", "h", "/o?_method=A&_method=B&_method=C&_method=D&_method=E&_method=F&_method=G&_method=H&_method=I", request.Original{}, request.ErrAmbiguousMethod},
 		{"query-override-array", "POST", "", "h", "/o?_method[]=DELETE", request.Original{}, request.ErrAmbiguousMethod},
 		{"query-override-empty", "POST", "", "h", "/o?_method=", request.Original{}, request.ErrAmbiguousMethod},
 		{"query-override-list", "POST", "", "h", "/o?_method=DELETE,PUT", request.Original{}, request.ErrAmbiguousMethod},

@@ -10,6 +10,7 @@ package extauthz
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // The three outcomes map onto what Envoy's ext_authz filter does with them:
@@ -152,6 +154,12 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 		c.Headers, c.ClientCert = &envoyHeaders{hr: hr}, attrs.GetSource().GetCertificate()
 		c.Original, c.OriginalErr = original(hr)
 		c.Policy, c.Routed = attrs.GetContextExtensions()["policy"], true
+		if len(hr.GetHeaders()) > 0 && len(hr.GetHeaderMap().GetHeaders()) > 0 {
+			// Envoy sends one form or the other (encode_raw_headers);
+			// one that holds both could be read two ways: refused rather
+			// than decided on one of them.
+			c.ReadErr = errBothHeaderForms
+		}
 	}
 	d := a.s.Decide(ctx, &c)
 	return a.respond(d)
@@ -182,6 +190,9 @@ func original(hr *authv3.AttributeContext_HttpRequest) (request.Original, error)
 	if err != nil {
 		return o, err
 	}
+	if err := forwardedAsDecided(hr); err != nil {
+		return request.Original{}, err
+	}
 	o.RawQuery = originalQuery(hr)
 	// Both forms Envoy sends: with encode_raw_headers the headers map is
 	// empty and header_map holds every header (a repeated one repeated).
@@ -200,6 +211,67 @@ func original(hr *authv3.AttributeContext_HttpRequest) (request.Original, error)
 			}
 		}
 	})
+}
+
+// errBothHeaderForms refuses a CheckRequest that carries both the headers
+// map and header_map.
+var errBothHeaderForms = fmt.Errorf("%w: the CheckRequest carries both headers and header_map", verify.ErrMalformed)
+
+// forwarded are the headers Envoy forwards beside the attributes it read
+// from them, and "host", which an HTTP/2 client may send beside :authority
+// (kept by an Envoy before 1.28, or with
+// envoy.reloadable_features.http2_discard_host_header off).
+var forwarded = [...]struct {
+	key string
+	err error
+}{
+	{":authority", request.ErrAmbiguousHost},
+	{"host", request.ErrAmbiguousHost},
+	{":path", request.ErrAmbiguousPath},
+	{":method", request.ErrAmbiguousMethod},
+}
+
+// forwardedAsDecided reports an error when one of the [forwarded] headers
+// does not spell, byte for byte, the attribute the request is decided on
+// (host, path, method): the upstream could read another request than the
+// one authorized. Envoy builds both from the same header map, so they
+// agree; an absent header (not in allowed_headers) is not compared.
+func forwardedAsDecided(hr *authv3.AttributeContext_HttpRequest) error {
+	want := [len(forwarded)]string{hr.GetHost(), hr.GetHost(), hr.GetPath(), hr.GetMethod()}
+	check := func(i int, v string) error {
+		if v != want[i] {
+			return fmt.Errorf("%w: header %s is not the request's %s", forwarded[i].err, forwarded[i].key, strings.TrimPrefix(forwarded[i].key, ":"))
+		}
+		return nil
+	}
+	if hm := hr.GetHeaderMap(); hm != nil {
+		for _, e := range hm.GetHeaders() {
+			k := e.GetKey()
+			if len(k) == 0 || (k[0] != ':' && len(k) != len("host")) {
+				continue // most headers: one comparison
+			}
+			for i := range forwarded {
+				if strings.EqualFold(k, forwarded[i].key) {
+					if err := check(i, headerValue(e)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	m := hr.GetHeaders()
+	if len(m) == 0 {
+		return nil
+	}
+	for i := range forwarded {
+		if v, ok := m[forwarded[i].key]; ok {
+			if err := check(i, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // headerValue is the value of a header_map entry: its raw_value when set

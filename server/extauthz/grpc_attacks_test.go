@@ -72,33 +72,6 @@ func TestUnreadBearerRefused(t *testing.T) {
 	t.Logf("cookie+forged bearer: code=%v removes=%v", code(resp, err), resp.GetOkResponse().GetHeadersToRemove())
 }
 
-// TestBothHeaderForms: with both header forms present, header_map is read
-// for the token and the overrides alike.
-func TestBothHeaderForms(t *testing.T) {
-	set, err := policy.New(policy.Options{
-		Policies: []policy.Spec{{Name: "admin", Scopes: policy.Scopes{All: []string{"orders:admin"}}}, {Name: "any"}},
-		Routes:   []policy.Route{{Methods: []string{"DELETE"}, Path: "/**", Policy: "admin"}, {Path: "/**", Policy: "any"}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := rtServer(t, server.Options{}, set)
-	tok := mint(claims(nil))
-	// headers map: token + override DELETE; header_map: token only.
-	req := envoyRequest("POST", "/orders/1", map[string]string{"authorization": "Bearer " + tok, "x-http-method-override": "DELETE"})
-	hr := req.Attributes.Request.Http
-	hr.HeaderMap = &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "authorization", Value: "Bearer " + tok}}}
-	resp, err := a.Check(t.Context(), req)
-	t.Logf("headers has override, header_map has token only: %v", code(resp, err))
-	// header_map: override; headers: token.
-	req = envoyRequest("POST", "/orders/1", map[string]string{"authorization": "Bearer " + tok})
-	req.Attributes.Request.Http.HeaderMap = &corev3.HeaderMap{Headers: []*corev3.HeaderValue{{Key: "authorization", Value: "Bearer " + tok}, {Key: "X-HTTP-Method-Override", RawValue: []byte("delete")}}}
-	resp, err = a.Check(t.Context(), req)
-	if code(resp, err) != codes.PermissionDenied {
-		t.Errorf("override in header_map: %v, want PERMISSION_DENIED", code(resp, err))
-	}
-}
-
 // TestOKCacheAcrossRequests: the OK answer cache is keyed by the Result; a
 // request on another path, method or host is decided again.
 func TestOKCacheAcrossRequests(t *testing.T) {

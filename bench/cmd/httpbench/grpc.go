@@ -63,7 +63,10 @@ func checkRequest(token string) *authv3.CheckRequest {
 	return &authv3.CheckRequest{Attributes: &authv3.AttributeContext{Request: &authv3.AttributeContext_Request{
 		Http: &authv3.AttributeContext_HttpRequest{
 			Method: "GET", Scheme: "http", Host: "shop.example.com", Path: "/orders/1",
-			Headers: map[string]string{"authorization": "Bearer " + token},
+			Headers: map[string]string{
+				":authority": "shop.example.com", ":method": "GET", ":path": "/orders/1", ":scheme": "http",
+				"authorization": "Bearer " + token,
+			},
 		},
 	}}}
 }

@@ -248,7 +248,7 @@ func TestSelectMethodCase(t *testing.T) {
 		Routes:        []policy.Route{{Methods: []string{"POST", "DELETE"}, Path: "/orders/**", Policy: "write"}},
 		DefaultPolicy: "open",
 	})
-	for _, method := range []string{"DELETE", "delete", "Delete", "post"} {
+	for _, method := range []string{"DELETE", "POST"} {
 		t.Run(method, func(t *testing.T) {
 			o, err := request.FromParts(method, "https", "api.example.com", "/orders/1")
 			if err != nil {
@@ -256,6 +256,17 @@ func TestSelectMethodCase(t *testing.T) {
 			}
 			if got := s.Select(o).Name(); got != "write" {
 				t.Errorf("Select(%s /orders/1) = %q, want %q", method, got, "write")
+			}
+		})
+	}
+	// Another spelling is no route's: it is refused before any route is
+	// chosen (Django runs "delete" as DELETE, Go's ServeMux matches no
+	// "DELETE /orders/{id}" pattern with it), never decided by the
+	// default's open policy.
+	for _, method := range []string{"delete", "Delete", "post"} {
+		t.Run(method, func(t *testing.T) {
+			if _, err := request.FromParts(method, "https", "api.example.com", "/orders/1"); !errors.Is(err, request.ErrAmbiguousMethod) {
+				t.Errorf("FromParts(%s /orders/1) = %v, want ErrAmbiguousMethod", method, err)
 			}
 		})
 	}

@@ -21,14 +21,18 @@ var (
 	// escape. Servers and routers disagree on what such a path means, so
 	// none is routed. It matches [ErrAmbiguous].
 	ErrAmbiguousPath = fmt.Errorf("%w path", ErrAmbiguous)
-	// ErrAmbiguousMethod: a method override (a header of [OverrideHeaders],
-	// or a _method query parameter) names something that is not a method
-	// token. It matches [ErrAmbiguous].
-	ErrAmbiguousMethod = fmt.Errorf("%w method override", ErrAmbiguous)
+	// ErrAmbiguousMethod: the method is not in upper case (Django and
+	// Flask upper-case "get", Go's ServeMux does not), or a method override
+	// (a header of [OverrideHeaders], or a _method query parameter) names
+	// something that is not a method token, or more than [MaxOverrides]
+	// methods. It matches [ErrAmbiguous].
+	ErrAmbiguousMethod = fmt.Errorf("%w method", ErrAmbiguous)
 	// ErrAmbiguousHost: the host is not exactly a name or an IPv4 address
 	// (letters, digits, '-', '_', '.'; no empty label) or a bracketed IPv6
 	// address without a zone, followed by nothing or by ':' and at most
-	// five digits.
+	// five digits; or it holds an upper-case letter or a trailing '.',
+	// which Go's ServeMux matches against no host pattern while other
+	// applications ignore them.
 	// nginx reads "admin.example.com:1:2" as admin.example.com, and Unicode
 	// case folding reads "\u212Aiosk" as kiosk, while jwksverify would route
 	// another host. An IP address in another spelling than its canonical

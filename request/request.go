@@ -230,6 +230,9 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	if err := checkHost(host); err != nil {
 		return Original{}, err
 	}
+	if err := checkSpelling(method, host); err != nil {
+		return Original{}, err
+	}
 	o := Original{Method: NormalizeMethod(method), Scheme: strings.ToLower(scheme), Host: NormalizeHost(host), Port: hostPort(host)}
 	if o.Scheme != "" && o.Scheme != "http" && o.Scheme != "https" {
 		return Original{}, fmt.Errorf("%w: scheme %q", ErrMissing, scheme)
@@ -270,6 +273,34 @@ func RawPath(u *url.URL) string {
 		}
 	}
 	return u.EscapedPath()
+}
+
+// checkSpelling refuses a method or host that is not spelled as routes
+// compare it: a method with a lower-case letter ([ErrAmbiguousMethod]), a
+// host with an upper-case letter or a trailing '.' ([ErrAmbiguousHost]).
+// Applications read them two ways: Django and Flask upper-case a method,
+// Rails and most routers compare hosts ignoring case and a trailing dot,
+// while Go's net/http hands both on as sent and its ServeMux matches a
+// method or a host pattern exactly ("get" is not its GET, "API.example"
+// not its api.example), so deciding on the tidier spelling let a request
+// reach a handler that another route guards.
+func checkSpelling(method, host string) error {
+	if NormalizeMethod(method) != method {
+		return fmt.Errorf("%w: %q is not in upper case (Go's ServeMux does not read it as %s)", ErrAmbiguousMethod, method, NormalizeMethod(method))
+	}
+	name := host
+	if !strings.HasPrefix(host, "[") {
+		name, _, _ = strings.Cut(host, ":")
+	}
+	if strings.HasSuffix(name, ".") {
+		return fmt.Errorf("%w: %q ends with '.' (Go's ServeMux does not read it as %s)", ErrAmbiguousHost, host, NormalizeHost(host))
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; 'A' <= c && c <= 'Z' {
+			return fmt.Errorf("%w: %q holds an upper-case letter (Go's ServeMux does not read it as %s)", ErrAmbiguousHost, host, NormalizeHost(host))
+		}
+	}
+	return nil
 }
 
 // checkHost returns [ErrAmbiguousHost] unless host is empty, or a name or

@@ -112,7 +112,7 @@ func TestNormalizeHost(t *testing.T) {
 }
 
 func TestProxyFrom(t *testing.T) {
-	nginx := http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1?access_token=x"}, "X-Original-Host": {"API.example.com:443"}, "X-Original-Proto": {"https"}}
+	nginx := http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1?access_token=x"}, "X-Original-Host": {"api.example.com:443"}, "X-Original-Proto": {"https"}}
 	traefik := http.Header{"X-Forwarded-Method": {"GET"}, "X-Forwarded-Uri": {"/%61dmin"}, "X-Forwarded-Host": {"api.example.com"}}
 	both := http.Header{}
 	for k, v := range nginx {
@@ -135,7 +135,7 @@ func TestProxyFrom(t *testing.T) {
 		{"traefik", request.Traefik, "/v1/authz", traefik, request.Original{Method: "GET", Host: "api.example.com", Path: "/admin"}, nil},
 		{"caddy-reads-traefik-headers", request.Caddy, "/v1/authz", both, request.Original{Method: "GET", Host: "api.example.com", Path: "/admin"}, nil},
 		{"traefik-dot-segment", request.Traefik, "/v1/authz", http.Header{"X-Forwarded-Method": {"GET"}, "X-Forwarded-Uri": {"/public/../admin"}, "X-Forwarded-Host": {"h"}}, request.Original{}, request.ErrAmbiguousPath},
-		{"traefik-port", request.Traefik, "/v1/authz", http.Header{"X-Forwarded-Method": {"GET"}, "X-Forwarded-Uri": {"/x"}, "X-Forwarded-Host": {"H:8443"}, "X-Forwarded-Proto": {"https"}}, request.Original{Method: "GET", Scheme: "https", Host: "h", Port: "8443", Path: "/x"}, nil},
+		{"traefik-port", request.Traefik, "/v1/authz", http.Header{"X-Forwarded-Method": {"GET"}, "X-Forwarded-Uri": {"/x"}, "X-Forwarded-Host": {"h:8443"}, "X-Forwarded-Proto": {"https"}}, request.Original{Method: "GET", Scheme: "https", Host: "h", Port: "8443", Path: "/x"}, nil},
 		{"nginx-override-header", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1"}, "X-Original-Host": {"h"}, "X-Http-Method-Override": {"delete"}}, request.Original{Method: "POST", Host: "h", Path: "/orders/1", Overrides: "DELETE"}, nil},
 		{"nginx-override-cgi-twin", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1"}, "X-Original-Host": {"h"}, "X_http_method_override": {"PUT"}, "X-Method-Override": {"PATCH"}}, request.Original{Method: "POST", Host: "h", Path: "/orders/1", Overrides: "PATCH PUT"}, nil},
 		{"nginx-override-not-a-token", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1"}, "X-Original-Host": {"h"}, "X-Http-Method": {"DELETE, PUT"}}, request.Original{}, request.ErrAmbiguousMethod},
@@ -201,10 +201,15 @@ func TestFromParts(t *testing.T) {
 		// Django and Werkzeug (Flask) upper-case the method they are sent:
 		// behind a proxy that forwards "delete" as sent (Traefik, Caddy),
 		// a route or expression about DELETE must see DELETE.
-		{"method-upper-cased", "delete", "", "h", "/", request.Original{Method: "DELETE", Host: "h", Path: "/"}, nil},
-		{"method-mixed-case", "Post", "", "h", "/", request.Original{Method: "POST", Host: "h", Path: "/"}, nil},
-		{"method-extension", "m-search", "", "h", "/", request.Original{Method: "M-SEARCH", Host: "h", Path: "/"}, nil},
-		{"port", "GET", "https", "H:8443", "/", request.Original{Method: "GET", Scheme: "https", Host: "h", Port: "8443", Path: "/"}, nil},
+		// A method or host in another spelling than routes compare is
+		// ambiguous: Django upper-cases "delete", Go's ServeMux runs it
+		// as sent and matches no "DELETE /…" pattern with it.
+		{"method-lower-case", "delete", "", "h", "/", request.Original{}, request.ErrAmbiguousMethod},
+		{"method-mixed-case", "Post", "", "h", "/", request.Original{}, request.ErrAmbiguousMethod},
+		{"method-extension", "M-SEARCH", "", "h", "/", request.Original{Method: "M-SEARCH", Host: "h", Path: "/"}, nil},
+		{"method-extension-lower-case", "m-search", "", "h", "/", request.Original{}, request.ErrAmbiguousMethod},
+		{"port", "GET", "https", "h:8443", "/", request.Original{Method: "GET", Scheme: "https", Host: "h", Port: "8443", Path: "/"}, nil},
+		{"host-upper-case-with-port", "GET", "https", "H:8443", "/", request.Original{}, request.ErrAmbiguousHost},
 		{"ipv6-port", "GET", "https", "[::1]:8443", "/", request.Original{Method: "GET", Scheme: "https", Host: "::1", Port: "8443", Path: "/"}, nil},
 		// Method overrides in the query (Laravel, Symfony, Express's
 		// method-override): the request is decided for each method named.
@@ -233,7 +238,9 @@ func TestFromParts(t *testing.T) {
 		// Hosts every proxy and application reads alike, and those they
 		// do not: nginx takes everything before the first ':' as the host,
 		// Unicode case folding reads U+212A as 'k'.
-		{"host-trailing-dot", "GET", "", "Api.Example.com.", "/", request.Original{Method: "GET", Host: "api.example.com", Path: "/"}, nil},
+		{"host-trailing-dot", "GET", "", "api.example.com.", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-trailing-dot-port", "GET", "", "api.example.com.:443", "/", request.Original{}, request.ErrAmbiguousHost},
+		{"host-upper-case", "GET", "", "Api.Example.com", "/", request.Original{}, request.ErrAmbiguousHost},
 		{"host-empty-port", "GET", "", "h:", "/", request.Original{Method: "GET", Host: "h", Path: "/"}, nil},
 		{"host-underscore", "GET", "", "svc_a.internal:80", "/", request.Original{Method: "GET", Host: "svc_a.internal", Port: "80", Path: "/"}, nil},
 		{"host-ipv4", "GET", "", "10.0.0.1:8080", "/", request.Original{Method: "GET", Host: "10.0.0.1", Port: "8080", Path: "/"}, nil},
@@ -265,7 +272,7 @@ func TestOriginalURL(t *testing.T) {
 	for _, tt := range []struct {
 		scheme, host, want string
 	}{
-		{"https", "API.example.com", "https://api.example.com/x"},
+		{"https", "api.example.com", "https://api.example.com/x"},
 		{"https", "api.example.com:443", "https://api.example.com/x"},
 		{"https", "api.example.com:8443", "https://api.example.com:8443/x"},
 		{"http", "api.example.com:80", "http://api.example.com/x"},
@@ -358,7 +365,8 @@ func TestHostIPSpelling(t *testing.T) {
 		{"example.1a", "example.1a"},
 		{"[::1]", "::1"},
 		{"[::1]:8443", "::1"},
-		{"[2001:DB8::1]", "2001:db8::1"},
+		{"[2001:db8::1]", "2001:db8::1"},
+		{"[2001:DB8::1]", ""},
 		{"[::7f00:1]", "::7f00:1"},
 		{"127.1", ""},
 		{"127.0.1", ""},

@@ -101,9 +101,10 @@ func TestAuthzPolicies(t *testing.T) {
 	}{
 		{"read-get-order", nginxAuthz("GET", "/orders/1", read, nil), 200, "", "orders-read"},
 		{"read-post-orders", nginxAuthz("POST", "/orders", read, nil), 403, `Bearer error="insufficient_scope", scope="orders:write"`, "orders-write"},
-		// A lower-case method that a backend upper-cases (Django, Flask)
-		// is the write route's, not the read route's.
-		{"read-delete-lower-case", nginxAuthz("delete", "/orders/1", read, nil), 403, `Bearer error="insufficient_scope", scope="orders:write"`, "orders-write"},
+		// A lower-case method is ambiguous: Django and Flask upper-case it
+		// (the write route's), Go's ServeMux runs it as sent (no "DELETE
+		// /orders/{id}" pattern's). Never the read route's.
+		{"read-delete-lower-case", nginxAuthz("delete", "/orders/1", read, nil), 403, `Bearer error="insufficient_scope"`, ""},
 		{"no-scopes-order", nginxAuthz("GET", "/orders/1", none, nil), 403, `Bearer error="insufficient_scope", scope="orders:read orders:write"`, "orders-read"},
 		{"no-scopes-public", nginxAuthz("GET", "/public", none, nil), 200, "", "public"},
 		{"anonymous-public", nginxAuthz("GET", "/public/x", "", nil), 200, "", "public"},

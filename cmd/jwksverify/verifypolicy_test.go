@@ -80,7 +80,7 @@ func TestVerifyPolicy(t *testing.T) {
 			[]string{"policy:FAIL"}, "ambiguous"},
 		{"encoded-slash-denied", []string{"--path", "/orders%2F..%2Fadmin"}, admin, 1, "",
 			[]string{"policy:FAIL"}, "ambiguous"},
-		{"no-route-any-token", []string{"--path", "/public/x", "--host", "API.example.com:443"}, reader, 0, "",
+		{"no-route-any-token", []string{"--path", "/public/x", "--host", "api.example.com:443"}, reader, 0, "",
 			[]string{"policy:ok"}, "any valid token (no route matched GET api.example.com /public/x"},
 		{"explicit-policy", []string{"--policy", "admin"}, admin, 0, "admin",
 			[]string{"policy:ok", "claims:ok"}, "admin (--policy)"},

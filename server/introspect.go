@@ -143,7 +143,7 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed")
 		return
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
+	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" || !utf8Charset(params) {
 		writeError(w, http.StatusBadRequest, "invalid_request", "the body must be application/x-www-form-urlencoded")
 		return
 	}
@@ -167,6 +167,9 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		// RFC 6749 §3.1: parameters must not be included more than once.
 		writeError(w, http.StatusBadRequest, "invalid_request", "the token parameter is given more than once")
 		return
+	case len(r.PostForm["token_type_hint"]) > 1:
+		writeError(w, http.StatusBadRequest, "invalid_request", "the token_type_hint parameter is given more than once")
+		return
 	}
 	d := s.Decide(r.Context(), &Call{Endpoint: EndpointIntrospect, Token: toks[0], SkipBinding: true})
 	if s.minter != nil && acceptsJWT(r) && d.Status != http.StatusServiceUnavailable {
@@ -174,6 +177,14 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeIntrospection(w, &d, toks[0])
+}
+
+// utf8Charset reports whether the media type parameters params name no
+// charset or UTF-8: a body labelled with another is read as UTF-8 here and
+// otherwise by whoever honours the label.
+func utf8Charset(params map[string]string) bool {
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
 }
 
 // introspectionJWT is the media type of an RFC 9701 answer.

@@ -36,6 +36,9 @@ func (s *Server) tooLarge() error {
 var (
 	verifyMembers  = []string{"token", "policy", "dpop", "request", "client_cert", "mint", "kind", "nonce", "access_token", "code", "max_age", "acr_values"}
 	requestMembers = []string{"method", "scheme", "host", "path"}
+	// nullRefused are the members whose null would skip a check the
+	// caller named.
+	nullRefused = []string{"policy", "kind", "nonce", "access_token", "code", "max_age", "acr_values"}
 )
 
 // exactMembers returns the members of the JSON object data by name, or an
@@ -133,6 +136,16 @@ func (s *Server) serveVerify(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
 		return
+	}
+	// A member that names a check, given null, is a caller's missing
+	// value ({"nonce": session.get("nonce")}), not a request to skip the
+	// check: encoding/json leaves it unset, and the token passed whatever
+	// its nonce (or with no policy run). "" is refused alike (checks).
+	for _, n := range nullRefused {
+		if bytes.Equal(m[n], []byte("null")) {
+			writeError(w, http.StatusBadRequest, "bad_request", fmt.Sprintf("%q is null; leave it out to not use it", n))
+			return
+		}
 	}
 	if req.Token == nil {
 		writeError(w, http.StatusBadRequest, "bad_request", `the body has no "token" string`)
@@ -235,6 +248,9 @@ func (b *idTokenBody) checks() (*verify.IDTokenChecks, error) {
 		if f.v != nil {
 			*f.to = *f.v
 		}
+	}
+	if b.ACRValues != nil && len(b.ACRValues) == 0 {
+		return nil, errors.New(`"acr_values" is empty; leave it out to not check it`)
 	}
 	if slices.Contains(b.ACRValues, "") {
 		return nil, errors.New(`"acr_values" holds an empty value`)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -122,7 +123,25 @@ func (s *Server) serveRevocations(w http.ResponseWriter, r *http.Request) {
 		s.addRevocation(w, r)
 		return
 	}
-	issuer := r.URL.Query().Get("issuer")
+	// The query is read strictly: net/url drops a pair holding ';' and
+	// Get takes the first of two values, so ?issuer=A;x or
+	// ?issuer=A&issuer=B listed another set than the one asked for.
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request", "the query could not be parsed")
+		return
+	}
+	for k, vs := range q {
+		switch {
+		case k != "issuer":
+			writeError(w, http.StatusBadRequest, "invalid_request", "the query may hold issuer only")
+			return
+		case len(vs) > 1:
+			writeError(w, http.StatusBadRequest, "invalid_request", "issuer is given more than once")
+			return
+		}
+	}
+	issuer := q.Get("issuer")
 	if issuer != "" {
 		if _, ok := s.byName[issuer]; !ok {
 			writeError(w, http.StatusBadRequest, "invalid_request", "issuer is not a configured issuer")
@@ -145,7 +164,7 @@ func (s *Server) serveRevocations(w http.ResponseWriter, r *http.Request) {
 // addRevocation is POST /v1/revocations: 201 with the entry once the store
 // holds it.
 func (s *Server) addRevocation(w http.ResponseWriter, r *http.Request) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" || !utf8Charset(params) {
 		writeError(w, http.StatusUnsupportedMediaType, "invalid_request", "the body must be application/json")
 		return
 	}

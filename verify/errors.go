@@ -156,7 +156,9 @@ type Error struct {
 	// client, "" when there is nothing to add: for wrong_audience the
 	// configured audiences; for unknown_issuer and wrong_issuer the
 	// configured issuer the token's iss nearly matches (a trailing '/'
-	// more or less). It names configuration, so it belongs in logs and in
+	// more or less); for keys_unavailable of an opaque token, why its
+	// introspection gave no answer (the endpoint, its status or the
+	// network's error, which Err withholds). It names configuration, so it belongs in logs and in
 	// the CLI, never in an answer to the caller (Err's text is that).
 	Hint string
 }

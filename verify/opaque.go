@@ -102,6 +102,14 @@ func (v *Verifier) checkOpaque(ctx context.Context, token string, now time.Time,
 			// failure to decide, never an allow or a verdict.
 			err = fmt.Errorf("%w: %w", ErrKeysUnavailable, err)
 		}
+		if !errors.Is(err, ErrInactive) {
+			// The caller is told that no answer could be had, not why:
+			// the reason names the endpoint (or the shared cache's Redis),
+			// its address and path. The operator reads it in the hint
+			// (the log line, --explain) and in the introspector's own log.
+			at.upstream = err.Error()
+			err = &withheld{msg: ErrKeysUnavailable.Error() + ": the token's authorization server gave no usable answer", err: err}
+		}
 		return nil, tr.fail("introspection", err)
 	}
 	m := ans.memo.Load()
@@ -226,3 +234,13 @@ func notAccessToken(ps string) error {
 		}
 	}
 }
+
+// withheld is an error whose text is shown to callers in place of err's,
+// which names configuration; errors.Is and errors.As still see err.
+type withheld struct {
+	msg string
+	err error
+}
+
+func (w *withheld) Error() string { return w.msg }
+func (w *withheld) Unwrap() error { return w.err }

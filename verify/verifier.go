@@ -375,6 +375,7 @@ type attempt struct {
 	parsed       bool    // the header and claims were read
 	routed       bool    // step 5 ran
 	routedIssuer *issuer // its answer: the issuer, or the template iss fits
+	upstream     string  // why an introspection gave no answer (operator only)
 }
 
 // verify runs every check in the order of docs/ARCHITECTURE.md and returns
@@ -412,6 +413,8 @@ func (v *Verifier) verify(ctx context.Context, token string, now time.Time, tr *
 // asked to be of kind. It runs only for rejected tokens.
 func (v *Verifier) hint(class string, at *attempt, named *issuer, kind tokenKind) string {
 	switch class {
+	case "keys_unavailable":
+		return at.upstream
 	case "wrong_audience":
 		if named == nil {
 			return ""

@@ -90,6 +90,9 @@ func OpenMemory(o MemoryOptions) (*Memory, error) {
 		return nil, err
 	}
 	now := o.Now()
+	for i := range es {
+		es[i] = atLeastRetention(es[i], o.Retention)
+	}
 	m.idx.Replace(es, now)
 	live := m.idx.List("", now)
 	if err := writeLog(path, live); err != nil {

@@ -213,7 +213,7 @@ func (r *Redis) Add(ctx context.Context, e Entry) (Entry, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	v, err := r.write(ctx, addSource, e.ID, b, e.ExpiresAt.UnixMilli(), now.UnixMilli(), r.chn)
+	v, err := r.write(ctx, addSource, e.ID, b, e.ExpiresAt.UnixMilli(), now.Add(-r.opts.Retention).UnixMilli(), r.chn)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -413,6 +413,7 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 		if json.Unmarshal([]byte(arg), &e) != nil {
 			return r.reread(ctx)
 		}
+		e = atLeastRetention(e, r.opts.Retention)
 		r.apply(v, func() { r.idx.Put(e, now) }, func() bool {
 			_, ok := r.idx.Get(e.ID, now)
 			return ok
@@ -439,6 +440,7 @@ func (r *Redis) oldChangeMissing(op, arg string) bool {
 		if json.Unmarshal([]byte(arg), &e) != nil {
 			return true
 		}
+		e = atLeastRetention(e, r.opts.Retention)
 		_, ok := r.idx.Get(e.ID, now)
 		return !ok && now.Before(e.ExpiresAt)
 	case "d":
@@ -516,7 +518,7 @@ func (r *Redis) reread(ctx context.Context) error {
 		s, _ := kv[i].(string)
 		var e Entry
 		if json.Unmarshal([]byte(s), &e) == nil {
-			es = append(es, e)
+			es = append(es, atLeastRetention(e, r.opts.Retention))
 		}
 	}
 	r.mu.Lock()

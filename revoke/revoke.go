@@ -188,3 +188,23 @@ func stamp(e Entry, now time.Time, retention time.Duration) Entry {
 	}
 	return e
 }
+
+// atLeastRetention returns e with its expiry extended, when needed, to the
+// later of its creation and its issued_before plus retention and the
+// margin: an entry stored under a shorter retention (before a restart
+// that raised it, or by a replica configured so) otherwise ends while
+// tokens it names, accepted under the longer retention's max_lifetime,
+// are still valid.
+func atLeastRetention(e Entry, retention time.Duration) Entry {
+	from := e.CreatedAt
+	if e.IssuedBefore.After(from) {
+		from = e.IssuedBefore
+	}
+	if from.IsZero() {
+		return e
+	}
+	if x := from.Add(retention + expiryMargin); x.After(e.ExpiresAt) {
+		e.ExpiresAt = x.UTC()
+	}
+	return e
+}

@@ -96,6 +96,11 @@ func (s *Server) entry(req *revocationRequest, now time.Time) (revoke.Entry, str
 		if t.After(now) {
 			return revoke.Entry{}, "issued_before is in the future"
 		}
+		if t.IsZero() {
+			// 0001-01-01T00:00:00Z is Go's zero time, which a store reads
+			// as "not given" (now); it names no token, as 1970 does.
+			t = time.Unix(0, 0).UTC()
+		}
 		e.IssuedBefore = t
 	}
 	if err := revoke.Check(e); err != nil {

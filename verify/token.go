@@ -287,6 +287,9 @@ func numericDate(v string) (time.Time, error) {
 	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
 		return time.Unix(min(max(n, minNumericDate), maxNumericDate), 0).UTC(), nil
 	}
+	if t, ok := decimalDate(v); ok {
+		return t, nil
+	}
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return time.Time{}, errDateClaim
@@ -298,6 +301,32 @@ func numericDate(v string) (time.Time, error) {
 		sec, nsec = sec+1, nsec-1e9
 	}
 	return time.Unix(int64(sec), int64(nsec)).UTC(), nil
+}
+
+// decimalDate reads a non-negative NumericDate written as digits, a point
+// and digits (no exponent) exactly, to the nanosecond, dropping the digits
+// after the ninth: a float64 holds 1893553444.999999999 as
+// …445.000000000, an iat that moved past a revocation's issued_before
+// (iat equal to it is not before). It reports false for any other form.
+func decimalDate(v string) (time.Time, bool) {
+	ip, fp, ok := strings.Cut(v, ".")
+	if !ok || ip == "" || fp == "" || ip[0] == '-' {
+		return time.Time{}, false
+	}
+	for _, c := range fp {
+		if c < '0' || c > '9' {
+			return time.Time{}, false
+		}
+	}
+	sec, err := strconv.ParseInt(ip, 10, 64)
+	if err != nil || sec > maxNumericDate {
+		return time.Time{}, false // the float path clamps it
+	}
+	if len(fp) > 9 {
+		fp = fp[:9]
+	}
+	ns, _ := strconv.ParseInt(fp+strings.Repeat("0", 9-len(fp)), 10, 64)
+	return time.Unix(sec, ns).UTC(), true
 }
 
 // hasMember reports whether the validated object s has a member named name.

@@ -611,7 +611,11 @@ func (f *file) planPolicies(p *Plan) error {
 		sp := policy.Spec{Name: fp.Name, Issuers: fp.Issuers, Scopes: policy.Scopes{All: fp.Scopes.All, Any: fp.Scopes.Any},
 			Expression: fp.Expression, AllowAnonymous: fp.AllowAnonymous, ClaimsToHeaders: fp.ClaimsToHeaders}
 		for _, c := range fp.Claims {
-			sp.Claims = append(sp.Claims, policy.Claim{Claim: c.Claim, AnyOf: c.AnyOf, Equals: c.Equals})
+			var equals any
+			if c.Equals != nil {
+				equals = c.Equals[0]
+			}
+			sp.Claims = append(sp.Claims, policy.Claim{Claim: c.Claim, AnyOf: matcherValues(c.AnyOf), Equals: equals})
 		}
 		opts.Policies = append(opts.Policies, sp)
 	}

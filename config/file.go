@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -105,9 +106,46 @@ type fileScopes struct {
 }
 
 type fileClaim struct {
-	Claim  string `yaml:"claim"`
-	AnyOf  []any  `yaml:"any_of"`
-	Equals any    `yaml:"equals"`
+	Claim  string         `yaml:"claim"`
+	AnyOf  []matcherValue `yaml:"any_of"`
+	Equals *matcherValue  `yaml:"equals"`
+}
+
+// matcherValue is a claim matcher's value as written: a number is kept as
+// its literal (json.Number), which must be a JSON number. YAML reads 012
+// as octal 10, 1e-400 as 0 and 1e400 as a string: each would compare with
+// another value than the one written.
+type matcherValue [1]any // an array, not a struct: it holds no configuration keys
+
+var jsonNumberLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+func (m *matcherValue) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		switch tag := n.ShortTag(); {
+		case tag == "!!int" || tag == "!!float":
+			if !jsonNumberLiteral.MatchString(n.Value) {
+				return fmt.Errorf("line %d: %s is not a JSON number: write the number as JSON does, or quote it for a string", n.Line, n.Value)
+			}
+			m[0] = json.Number(n.Value)
+			return nil
+		case tag == "!!str" && n.Style == 0 && jsonNumberLiteral.MatchString(n.Value):
+			m[0] = json.Number(n.Value) // a number YAML does not read as one (1e400)
+			return nil
+		}
+	}
+	return n.Decode(&m[0])
+}
+
+// matcherValues returns the values of vs.
+func matcherValues(vs []matcherValue) []any {
+	if vs == nil {
+		return nil
+	}
+	out := make([]any, len(vs))
+	for i := range vs {
+		out[i] = vs[i][0]
+	}
+	return out
 }
 
 type fileRoute struct {

@@ -252,10 +252,15 @@ func (s *Server) setPolicies(set *policy.Set, issuers []verify.Issuer, proxy req
 			continue
 		}
 		var out []claimHeader
+		mine := map[string]string{}
 		for _, h := range hs {
 			if err := CheckClaimHeader(h.Header); err != nil {
 				return fmt.Errorf("%w: policy %q: claim %q: %w", ErrInvalidOptions, p.Name(), h.Claim, err)
 			}
+			if other, dup := mine[cgiName(h.Header)]; dup {
+				return fmt.Errorf("%w: policy %q: claims %q and %q map to the same header %q (or CGI twins: a CGI upstream reads both as one)", ErrInvalidOptions, p.Name(), other, h.Claim, h.Header)
+			}
+			mine[cgiName(h.Header)] = h.Claim
 			for _, vi := range issuers {
 				if (len(p.Issuers()) == 0 || slices.Contains(p.Issuers(), vi.Issuer)) && !slices.Contains(vi.ExtractClaims, h.Claim) {
 					return fmt.Errorf("%w: policy %q: claim %q is not extracted by the verifier for issuer %q (ExtractClaims)", ErrInvalidOptions, p.Name(), h.Claim, vi.Issuer)
@@ -270,6 +275,16 @@ func (s *Server) setPolicies(set *policy.Set, issuers []verify.Issuer, proxy req
 		s.policyHeaders[p.Name()] = out
 	}
 	slices.SortFunc(identity, func(a, b claimHeader) int { return strings.Compare(a.header, b.header) })
+	// Two identity headers that are CGI twins of each other (an issuer's
+	// X-Auth-Subject, a policy's X_Auth_Subject) are one header to a CGI
+	// upstream.
+	cgi := map[string]string{}
+	for _, h := range identity {
+		if other, dup := cgi[cgiName(h.header)]; dup {
+			return fmt.Errorf("%w: claim headers %q and %q are CGI twins: a CGI upstream reads both as one", ErrInvalidOptions, other, h.header)
+		}
+		cgi[cgiName(h.header)] = h.header
+	}
 	s.identity = identity
 	// An allowed answer sets its own claim headers and every other identity
 	// header empty: a client's copy of another issuer's header, or of the

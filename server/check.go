@@ -109,7 +109,10 @@ func CheckClaimHeader(name string) error {
 	if !httpguts.ValidHeaderFieldName(name) {
 		return fmt.Errorf("%q is not a valid HTTP header name", name)
 	}
-	c := textproto.CanonicalMIMEHeaderKey(name)
+	// A CGI, FastCGI or WSGI application reads X_Forwarded_Host as
+	// X-Forwarded-Host (HTTP_X_FORWARDED_HOST): a twin is refused as the
+	// header it stands for.
+	c := textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(name, "_", "-"))
 	reserved := strings.HasPrefix(c, "Content-") || strings.HasPrefix(c, "Proxy-") ||
 		strings.HasPrefix(c, "X-Forwarded-") || strings.HasPrefix(c, "X-Original-") || strings.HasPrefix(c, "X-Envoy-")
 	switch c {
@@ -153,4 +156,10 @@ func CheckTokenSource(ts TokenSource) error {
 // separators counts the '-' and '_' of a header name.
 func separators(name string) int {
 	return strings.Count(name, "-") + strings.Count(name, "_")
+}
+
+// cgiName is the name a CGI upstream reads the header name as
+// (HTTP_X_AUTH_SUBJECT for X-Auth-Subject and X_Auth_Subject).
+func cgiName(name string) string {
+	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }

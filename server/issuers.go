@@ -86,10 +86,10 @@ func (s *Server) setClaimHeaders(cfg map[string]map[string]string, issuers []ver
 				return fmt.Errorf("%w: issuer %q: claim %q is not extracted by the verifier (ExtractClaims)", ErrInvalidOptions, name, claim)
 			}
 			h := textproto.CanonicalMIMEHeaderKey(header)
-			if other, dup := seen[h]; dup {
-				return fmt.Errorf("%w: issuer %q: claims %q and %q map to the same header %q", ErrInvalidOptions, name, other, claim, h)
+			if other, dup := seen[cgiName(h)]; dup {
+				return fmt.Errorf("%w: issuer %q: claims %q and %q map to the same header %q (or CGI twins: a CGI upstream reads both as one)", ErrInvalidOptions, name, other, claim, h)
 			}
-			seen[h] = claim
+			seen[cgiName(h)] = claim
 			is.headers = append(is.headers, claimHeader{claim: claim, header: h})
 		}
 		slices.SortFunc(is.headers, func(a, b claimHeader) int { return strings.Compare(a.claim, b.claim) })

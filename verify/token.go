@@ -363,6 +363,13 @@ func extract(s string, want []string) map[string]string {
 		for _, w := range want {
 			if w == mb.name {
 				out[w] = headerValue(s[mb.start:mb.end])
+				if (w == "scope" || w == "scp") && scopeStringSplits(s[mb.start:mb.end]) {
+					// A space-separated scope list (the policy splits it
+					// at U+0020 only): a token an application's list split
+					// cuts in two would grant it a scope the policy did
+					// not, as an array element would (splitsAsList).
+					out[w] = ""
+				}
 				break
 			}
 		}
@@ -410,6 +417,20 @@ func headerValue(v string) string {
 		}
 	}
 	return out
+}
+
+// scopeStringSplits reports whether the JSON value v is a string whose
+// space-separated tokens include one that splitsAsList.
+func scopeStringSplits(v string) bool {
+	if v == "" || v[0] != '"' {
+		return false
+	}
+	for it := range strings.SplitSeq(unescape(v[1:len(v)-1]), " ") {
+		if splitsAsList(it) {
+			return true
+		}
+	}
+	return false
 }
 
 // splitsAsList reports whether an array element could be cut in two by an

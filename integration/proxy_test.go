@@ -536,22 +536,7 @@ func TestProxyStripAuthorization(t *testing.T) {
 			up := startEcho(t)
 			cfg := fmt.Sprintf("listen: 127.0.0.1:%d\nshutdown_timeout: 1s\nforward_auth: {proxy: %s, strip_authorization: true}\nissuers:\n%s",
 				freePort(t), px, is.IssuerConfig())
-			startJWKSVerify(t, cfg)
-			cfgPath := filepath.Join(t.TempDir(), "config.yaml")
-			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			b := proxyBackends{upstream: up, config: cfgPath}
-			port := freePort(t)
-			listen := "127.0.0.1:" + strconv.Itoa(port)
-			var addr string
-			switch px {
-			case "nginx":
-				addr = runNginx(t, requireNginx(t), proxyConfig(t, px, b, listen), port)
-			case "caddy":
-				runCaddy(t, requireTool(t, "caddy", "caddy"), proxyConfig(t, px, b, listen), listen)
-				addr = listen
-			}
+			addr := startBehindProxy(t, px, cfg, up)
 			req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/orders/1", nil)
 			req.Header.Set("Authorization", "Bearer "+is.Token(nil))
 			resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)

@@ -214,10 +214,18 @@ func parse(name string) *template.Template {
 		"twins": func(h string) []string { return append([]string{h}, server.HeaderTwins(h)...) },
 		// onlytwins: the names a CGI upstream reads as h, without h.
 		"onlytwins": server.HeaderTwins,
-		"nginxvar":  func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
-		"seconds":   func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
-		"host":      func(a string) string { h, _, _ := net.SplitHostPort(a); return h },
-		"port":      func(a string) string { _, p, _ := net.SplitHostPort(a); return p },
+		// hyphentwin: for a name holding '_', its spelling with '-' only,
+		// the one twin nginx passes on (it drops every name with '_').
+		"hyphentwin": func(h string) []string {
+			if !strings.Contains(h, "_") {
+				return nil
+			}
+			return []string{textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(h, "_", "-"))}
+		},
+		"nginxvar": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
+		"seconds":  func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
+		"host":     func(a string) string { h, _, _ := net.SplitHostPort(a); return h },
+		"port":     func(a string) string { _, p, _ := net.SplitHostPort(a); return p },
 		"nextport": func(a string) (string, error) {
 			_, p, _ := net.SplitHostPort(a)
 			n, err := strconv.Atoi(p)
@@ -254,7 +262,8 @@ var forwarding = struct {
 	Set, Removed []string
 }{
 	Set: []string{"X-Forwarded-Host", "X-Forwarded-Proto"},
-	Removed: []string{"Forwarded", "X-Forwarded-Method", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Server", "X-Forwarded-Uri", "X-Host",
+	Removed: []string{"Forwarded", "X-Forwarded-Method", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Scheme", "X-Forwarded-Server",
+		"X-Forwarded-Ssl", "X-Forwarded-Uri", "X-Host", "X-Scheme", "X-Url-Scheme", "Front-End-Https",
 		"X-Original-Host", "X-Original-Method", "X-Original-Proto", "X-Original-Uri", "X-Original-Url", "X-Rewrite-Url"},
 }
 

@@ -51,8 +51,9 @@ func (s *Server) traced(h http.Handler) http.Handler {
 		case slices.Contains(paths, r.URL.Path):
 			route = r.URL.Path
 		}
-		ctx, span := s.StartSpan(r.Context(), propagation.HeaderCarrier(r.Header), r.Method+" "+route,
-			attribute.String("http.request.method", r.Method), attribute.String("http.route", route))
+		method := spanMethod(r.Method)
+		ctx, span := s.StartSpan(r.Context(), propagation.HeaderCarrier(r.Header), method+" "+route,
+			attribute.String("http.request.method", method), attribute.String("http.route", route))
 		defer span.End()
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(sw, r.WithContext(ctx))
@@ -61,6 +62,19 @@ func (s *Server) traced(h http.Handler) http.Handler {
 			span.SetStatus(codes.Error, http.StatusText(sw.status))
 		}
 	})
+}
+
+// spanMethod is the method a span names: one of HTTP's, else "_OTHER"
+// (OpenTelemetry's HTTP conventions). The client chooses the method: any
+// token, of any length (a JWT is all token characters), would otherwise
+// become a span name and an attribute value of its own.
+func spanMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
 }
 
 // statusWriter records the status a handler writes.

@@ -167,7 +167,7 @@ func startDemoIssuer(logger *slog.Logger, addr string) (*demoIssuer, error) {
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      10 * time.Second,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(limitedHandler(logger.Handler()), slog.LevelWarn),
 	}
 	go func() {
 		defer close(d.done)

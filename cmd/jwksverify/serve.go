@@ -27,6 +27,7 @@ import (
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/deadline"
 	"github.com/jwksverify/jwksverify/cmd/jwksverify/internal/tlsfiles"
 	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/internal/loglimit"
 	"github.com/jwksverify/jwksverify/service"
 )
 
@@ -418,6 +419,26 @@ func (s *watchStream) RecvMsg(m any) error {
 	return err
 }
 
+// limitedHandler is h holding net/http's own server errors (a failed TLS
+// handshake: one a connection an unauthenticated client opens and drops)
+// to loglimit.DefaultRate lines a second, with a summary of the rest.
+func limitedHandler(h slog.Handler) slog.Handler {
+	return &rateLimited{Handler: h, lim: loglimit.New(loglimit.DefaultRate, "server errors not logged"), log: slog.New(h)}
+}
+
+type rateLimited struct {
+	slog.Handler
+	lim *loglimit.Limiter
+	log *slog.Logger
+}
+
+func (h *rateLimited) Handle(ctx context.Context, r slog.Record) error {
+	if !h.lim.Allow(ctx, h.log, r.Level, r.Time) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
 // newHTTPServer is an HTTP server of h with the plan's timeouts t.
 func newHTTPServer(h http.Handler, t config.Timeouts, logger *slog.Logger) *http.Server {
 	srv := &http.Server{
@@ -427,7 +448,7 @@ func newHTTPServer(h http.Handler, t config.Timeouts, logger *slog.Logger) *http
 		WriteTimeout:      t.Write,
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(limitedHandler(logger.Handler()), slog.LevelWarn),
 		// HTTP/2 (ALPN h2 on the TLS listener) sets no deadline on the
 		// connection: a stream's write timeout queues a RST_STREAM behind
 		// a write blocked on a client that never reads, so the streams,

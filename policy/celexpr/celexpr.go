@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"cel.dev/cel-go/cel"
@@ -228,9 +229,29 @@ func (p *program) Eval(res *verify.Result, o request.Original) (bool, error) {
 		err = cmp.Or(a.claims.err, a.headerErr)
 	}
 	if err != nil {
-		return false, err
+		return false, valueFree(err, p.claims)
 	}
 	return ok, nil
+}
+
+// valueFree is err without the values cel-go quotes in its run-time
+// errors (timestamp("…") of a claim, a map key read from a claim, a
+// regular expression taken from one): the error is logged ("request
+// forbidden") and a claim may hold anything, a token too. A missing claim
+// the expression selects by name (names, sorted) is kept: that name is
+// the configuration's.
+func valueFree(err error, names []string) error {
+	msg := err.Error()
+	if k, ok := strings.CutPrefix(msg, "no such key: "); ok {
+		if _, found := slices.BinarySearch(names, k); found {
+			return err
+		}
+		return errors.New("no such key (a key computed from a value)")
+	}
+	if i := strings.IndexAny(msg, "\"`"); i >= 0 {
+		return errors.New(strings.TrimRight(msg[:i], " :") + " (its value is not repeated)")
+	}
+	return err
 }
 
 // run evaluates the program on vars (an activation or a map of them); a

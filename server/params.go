@@ -204,6 +204,11 @@ func phpName(k string) string {
 // legacy parser at ',', and each then reads a cookie name there, with white
 // space before its '=' too ("x=1 access_token =FORGED" is access_token to
 // SimpleCookie).
+//
+// A name read there ends at the next white space, ',' or '=' (those
+// parsers split at the first two), so each byte of v is looked at a bounded
+// number of times: a value of many spaces and one '=' at its end was
+// scanned from every space to that '=' (quadratic in the header's size).
 func inValue(v, name string) bool {
 	for {
 		i := strings.IndexAny(v, ", \t")
@@ -211,8 +216,13 @@ func inValue(v, name string) bool {
 			return false
 		}
 		v = strings.TrimLeft(v[i:], ", \t")
-		k, _, ok := strings.Cut(v, "=")
-		if k = strings.TrimRight(k, " \t"); ok && (sameName(k, name, false) || phpSame(k, name, false)) {
+		j := strings.IndexAny(v, "=, \t")
+		if j < 0 {
+			return false
+		}
+		k := v[:j]
+		v = v[j:]
+		if rest := strings.TrimLeft(v, " \t"); rest != "" && rest[0] == '=' && (sameName(k, name, false) || phpSame(k, name, false)) {
 			return true
 		}
 	}

@@ -224,6 +224,9 @@ type Client struct {
 	smu         sync.Mutex
 	lastSuccess time.Time
 	lastErr     string
+	// pausedUntil is the end of the pause the endpoint asked for with
+	// Retry-After (a 429 or 503): no call is made before it.
+	pausedUntil time.Time
 
 	failLog, busyLog logLimit
 }
@@ -533,6 +536,15 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 // Timeout too), and returns the entry of its answer or an error wrapping
 // verify.ErrKeysUnavailable.
 func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry, error) {
+	c.smu.Lock()
+	until := c.pausedUntil
+	c.smu.Unlock()
+	if now.Before(until) {
+		// Like an unreachable endpoint (a stale answer may serve), without
+		// a call: the server asked for the pause.
+		c.errs.Add(1)
+		return nil, fmt.Errorf("%w: %w: the endpoint asked (Retry-After) not to be called before %s", verify.ErrKeysUnavailable, ErrUpstream, until.UTC().Format(time.RFC3339))
+	}
 	if err := c.acquire(now); err != nil {
 		return nil, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
 	}
@@ -544,6 +556,11 @@ func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry,
 		c.errs.Add(1)
 		c.smu.Lock()
 		c.lastErr = err.Error()
+		var ra *retryAfterError
+		if errors.As(err, &ra) {
+			// At most MaxTTL: the longest the server's word is held anyway.
+			c.pausedUntil = now.Add(min(ra.after, c.opts.MaxTTL))
+		}
 		c.smu.Unlock()
 		if ok, n := c.failLog.allow(now); ok && c.ctx.Err() == nil {
 			c.log.Warn("introspection failed", "err", err.Error(), "suppressed", n)
@@ -688,7 +705,13 @@ func (c *Client) ask(ctx context.Context, token string) (Answer, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Answer{}, fmt.Errorf("%w: POST %s: status %d", ErrUpstream, shown, resp.StatusCode)
+		err := fmt.Errorf("%w: POST %s: status %d", ErrUpstream, shown, resp.StatusCode)
+		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+			if d, ok := jwks.RetryAfter(resp.Header, time.Now()); ok && d > 0 {
+				return Answer{}, &retryAfterError{err: err, after: d}
+			}
+		}
+		return Answer{}, err
 	}
 	body, err := readBounded(resp, c.opts.MaxAnswerBytes)
 	if err != nil {
@@ -700,6 +723,17 @@ func (c *Client) ask(ctx context.Context, token string) (Answer, error) {
 	}
 	return a, nil
 }
+
+// retryAfterError is a failed call whose answer asked, with Retry-After
+// (a 429 or 503 of a server shedding load), not to be called again before
+// after.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
 
 func readBounded(resp *http.Response, limit int64) ([]byte, error) {
 	if resp.ContentLength > limit {

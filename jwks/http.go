@@ -214,7 +214,7 @@ func (f *Fetcher) doGet(ctx context.Context, rawURL, accept, etag, lastModified 
 		return response{notModified: true, header: resp.Header, etag: etag}, nil
 	default:
 		err := fmt.Errorf("%w: GET %s: %d", ErrStatus, shown, resp.StatusCode)
-		if d, ok := retryAfter(resp.Header, f.opts.Now()); ok {
+		if d, ok := RetryAfter(resp.Header, f.opts.Now()); ok {
 			err = &retryAfterError{err: err, after: d}
 		}
 		return response{}, err
@@ -237,10 +237,11 @@ type retryAfterError struct {
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
 
-// retryAfter reads a Retry-After header (RFC 9110 §10.2.3): delay-seconds
-// or an HTTP-date, as a delay from now. ok is false when there is none, or
-// it does not parse.
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+// RetryAfter reads a Retry-After header (RFC 9110 §10.2.3): delay-seconds
+// or an HTTP-date, as a delay from now, capped at the longest a fetched
+// answer's caching headers are honoured. ok is false when there is none,
+// or it does not parse. The introspection client reads it too.
+func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0, false

@@ -388,6 +388,18 @@ func decode(data []byte) (*file, error) {
 	if i := slices.IndexFunc(es, func(e entry) bool { return e.value.Kind == yaml.AliasNode }); i >= 0 {
 		return nil, fmt.Errorf("%s: line %d: YAML aliases are not supported", es[i].path, es[i].value.Line)
 	}
+	// A key is matched as yaml decodes it: an alias (`*k : true`) or a
+	// tagged key (`!!binary YWxs...: true`) names a key the reader does not
+	// see, and yaml's repeat check compares keys as written.
+	if i := slices.IndexFunc(es, func(e entry) bool {
+		return e.key != nil && (e.key.Kind != yaml.ScalarNode || e.key.Style&yaml.TaggedStyle != 0)
+	}); i >= 0 {
+		return nil, fmt.Errorf("%s: line %d: a key must be plain text (no alias, tag or complex key)", es[i].path, es[i].key.Line)
+	}
+	// yaml decodes a !!binary value from base64 into a string.
+	if i := slices.IndexFunc(es, func(e entry) bool { return e.value.ShortTag() == "!!binary" }); i >= 0 {
+		return nil, fmt.Errorf("%s: line %d: YAML !!binary values are not supported", es[i].path, es[i].value.Line)
+	}
 	// A merge key (`<<: {leeway: 5s}`) hides a repeated key: yaml lets the
 	// direct value win, where every other repeat is refused.
 	if i := slices.IndexFunc(es, func(e entry) bool { return e.key != nil && e.key.ShortTag() == "!!merge" }); i >= 0 {
@@ -410,7 +422,78 @@ func decode(data []byte) (*file, error) {
 		}
 		return nil, err
 	}
+	if err := checkScalars(doc, reflect.TypeFor[file](), ""); err != nil {
+		return nil, err
+	}
 	return &f, nil
+}
+
+var (
+	unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+	decimalWhole    = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+)
+
+// checkScalars refuses, in n decoded as t (at path), what yaml reads into a
+// boolean or a whole number as another value than a reader sees: y, yes,
+// on, n, no, off (even quoted) as booleans, and 010 (octal 8), 0x10, 1_0
+// or 0.5 (truncated to 0) as whole numbers. Decoding has accepted n.
+func checkScalars(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == reflect.TypeFor[positive]() {
+		t = reflect.TypeFor[int]()
+	} else if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil // read by its own UnmarshalYAML
+	}
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
+		return nil // absent
+	}
+	quoted := n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) != 0
+	switch t.Kind() {
+	case reflect.Bool:
+		if n.ShortTag() != "!!bool" || quoted {
+			return fmt.Errorf("%s: line %d: want a boolean (true or false), got %q", path, n.Line, n.Value)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if n.ShortTag() != "!!int" || quoted || !decimalWhole.MatchString(n.Value) {
+			return fmt.Errorf("%s: line %d: want a whole number written in decimal, got %q", path, n.Line, n.Value)
+		}
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			for f := range t.Fields() {
+				name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+				if f.IsExported() && cmp.Or(name, strings.ToLower(f.Name)) == k {
+					if err := checkScalars(n.Content[i+1], f.Type, strings.TrimPrefix(path+"."+k, ".")); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind != yaml.SequenceNode {
+			return nil
+		}
+		for i, c := range n.Content {
+			if err := checkScalars(c, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := checkScalars(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // entry is a mapping value with its key, or a list item (key nil), with its

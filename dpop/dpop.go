@@ -358,7 +358,8 @@ type Input struct {
 	// RequestErr, if set, says why it is unknown; the proof then fails.
 	Request    request.Original
 	RequestErr error
-	// AccessToken is the token the proof accompanies, as presented (ath).
+	// AccessToken is the token the proof accompanies, as presented: the
+	// proof's ath must be its SHA-256. Required: empty fails the proof.
 	AccessToken string
 	// JKT is the token's cnf.jkt (verify.Result.Confirmation), "" when the
 	// token is not bound to a key (which fails: binding_mismatch).
@@ -443,7 +444,9 @@ func (c *Checker) check(ctx context.Context, in *Input, now time.Time, tr *trace
 	}
 
 	// 3. Required claims (§4.3 3, §4.2).
-	pc, err := readClaims(cl, in.AccessToken != "")
+	// A bound token is always presented with its proof (JKT comes from
+	// it): the proof must carry ath, and it must name that token.
+	pc, err := readClaims(cl, true)
 	if err != nil {
 		return nil, tr.fail("dpop-claims", err)
 	}
@@ -640,7 +643,9 @@ func (c *Checker) checkIAT(iat, now time.Time, leeway time.Duration, tr *trace) 
 // is the hash of that token.
 func checkATH(accessToken, ath string, tr *trace) error {
 	if accessToken == "" {
-		return nil
+		// No token to bind to: Input.AccessToken is required (a proof
+		// accepted without it is bound to no token at all).
+		return tr.fail("dpop-ath", invalid("no access token given to check ath against (Input.AccessToken)"))
 	}
 	sum := sha256.Sum256(readOnlyBytes(accessToken))
 	var want [43]byte

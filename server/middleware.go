@@ -50,8 +50,8 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 	if err != nil {
 		return nil, err
 	}
-	if s.revocations = opts.Revocations; s.revocations != nil {
-		s.revIndex, s.revRetention = s.revocations.Index(), retentionOf(s.revocations)
+	if err := s.setRevocations(opts.Revocations); err != nil {
+		return nil, err
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

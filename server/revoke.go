@@ -27,7 +27,22 @@ type Revocations interface {
 	// List returns the live entries of issuer ("" every issuer).
 	List(ctx context.Context, issuer string) ([]revoke.Entry, error)
 	// Index is what the request path checks: it never waits on the store.
+	// It must not be nil: New and Middleware refuse a store without one.
 	Index() *revoke.Index
+}
+
+// setRevocations sets the revocation stage of r (nil: none). A store
+// without an index is refused: the stage would check nothing while the
+// store acknowledges entries.
+func (s *Server) setRevocations(r Revocations) error {
+	if s.revocations = r; r == nil {
+		return nil
+	}
+	if s.revIndex = r.Index(); s.revIndex == nil {
+		return invalidOption("Revocations", "Index() is nil: no revocation could be checked")
+	}
+	s.revRetention = retentionOf(r)
+	return nil
 }
 
 // retentionOf returns the retention of a store that reports one (package

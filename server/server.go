@@ -316,8 +316,8 @@ func New(opts Options) (*Server, error) {
 	s.metrics, s.metricsHandler = opts.Metrics, opts.MetricsHandler
 	s.apiAuth = opts.APIAuth
 	s.signals = opts.Signals
-	if s.revocations = opts.Revocations; s.revocations != nil {
-		s.revIndex, s.revRetention = s.revocations.Index(), retentionOf(s.revocations)
+	if err := s.setRevocations(opts.Revocations); err != nil {
+		return nil, err
 	}
 	s.policyMetrics, _ = opts.Metrics.(PolicyMetrics)
 	if err := s.setBinding(opts); err != nil {

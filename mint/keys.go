@@ -44,6 +44,9 @@ type signingKey struct {
 	kid, alg string
 	pub      *cache.Key
 	priv     crypto.Signer // *ecdsa.PrivateKey, ed25519.PrivateKey, *rsa.PrivateKey; nil: public only
+	// noSign: the key's key_ops do not allow "sign" (it may only be
+	// published, never be the signing key).
+	noSign bool
 	// header is the base64url JOSE header of a minted token signed by this
 	// key: {"alg","kid","typ":"at+jwt"}.
 	header string
@@ -74,7 +77,7 @@ func parseKeys(data []byte, signingKid string) (*keySet, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return fail("not a JWKS document: %w", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF { // More is false before a '}' or ']'
 		return fail("not a JWKS document: data after the JSON object")
 	}
 	switch {
@@ -106,6 +109,8 @@ func parseKeys(data []byte, signingKid string) (*keySet, error) {
 		return fail("no key has the signing kid %q", signingKid)
 	case ks.signer.priv == nil:
 		return fail("the signing key %q has no private part (d): it can only be published", signingKid)
+	case ks.signer.noSign:
+		return fail(`the signing key %q has key_ops without "sign": it can only be published`, signingKid)
 	}
 	var err error
 	if ks.jwks, err = json.Marshal(pub); err != nil {
@@ -176,7 +181,7 @@ func parseKey(raw json.RawMessage) (*signingKey, jwkset.JWKMarshal, error) {
 	if err != nil {
 		return fail("%w", err)
 	}
-	k := &signingKey{kid: m.KID}
+	k := &signingKey{kid: m.KID, noSign: len(m.KEYOPS) > 0 && !slices.Contains(m.KEYOPS, jwkset.KeyOpsSign)}
 	var public crypto.PublicKey
 	switch key := j.Key().(type) {
 	case *ecdsa.PrivateKey:

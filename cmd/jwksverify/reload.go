@@ -24,6 +24,29 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 	t := time.NewTicker(configPollInterval)
 	defer t.Stop()
 	seen := svc.Plan().Hash // the content last tried, valid or not
+	// After a failed reload, the running plan's mint.keys_file and its
+	// content then: a change of that file tries the configuration again.
+	// An emergency rotation changes the configuration (a new signing_kid)
+	// and the keys file (without the leaked key) in either order (a
+	// ConfigMap and a Secret); seen first, the new signing_kid fails
+	// against the old keys file, and the running minter refuses the new
+	// keys file (its own signing_kid is gone), so without the retry the
+	// removed key would go on signing and being published.
+	var retryKeys, retrySum string
+	keysChanged := func() bool {
+		if retryKeys == "" {
+			return false
+		}
+		h, err := config.FileHash(retryKeys)
+		return err == nil && h != retrySum
+	}
+	failed := func() {
+		retryKeys, retrySum = "", ""
+		if m := svc.Plan().Mint; m != nil {
+			retryKeys = m.KeysFile
+			retrySum, _ = config.FileHash(retryKeys)
+		}
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -32,11 +55,18 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 			logger.Info("SIGHUP: reloading the configuration", "file", path)
 		case <-t.C:
 			h, err := config.FileHash(path)
-			if err != nil || h == seen {
+			switch {
+			case err != nil:
 				continue // unreadable for a moment (being replaced): wait for its content
+			case h != seen:
+				logger.Info("configuration file changed: reloading", "file", path)
+			case keysChanged():
+				logger.Info("mint.keys_file changed after a failed reload: reloading the configuration", "file", path)
+			default:
+				continue
 			}
-			logger.Info("configuration file changed: reloading", "file", path)
 		}
+		retryKeys, retrySum = "", ""
 		plan, err := load()
 		if plan != nil {
 			seen = plan.Hash
@@ -45,8 +75,11 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 		}
 		if err != nil {
 			svc.ReloadFailed(err)
+			failed()
 			continue
 		}
-		_ = svc.Reload(ctx, plan) // counted and logged by the service
+		if err := svc.Reload(ctx, plan); err != nil { // counted and logged by the service
+			failed()
+		}
 	}
 }

@@ -966,7 +966,7 @@ func (fi *fileIssuer) introspection(path string, in *fileIssuerIntrospection) (*
 // the HMAC algorithms the secret is long enough for, in verify's order: the
 // allowlist of an issuer whose only key it is.
 func SecretKey(path, kid string) (*cache.Key, []string, error) {
-	secret, err := ReadRegular(path, MaxSecretBytes)
+	secret, err := readRegular(path, MaxSecretBytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -1001,15 +1001,15 @@ func CheckSecretAlgorithm(alg string, k *cache.Key) error {
 // ReadFile reads the file at path, refusing one larger than limit bytes:
 // the configuration, or a command's input, which may be a named pipe
 // (--config <(…)); one without a writer, as at a reload, reads as empty
-// rather than blocking. A secret or key is read with [ReadRegular].
+// rather than blocking. A secret or key file must be a regular file (readRegular).
 func ReadFile(path string, limit int64) ([]byte, error) {
 	return fileread.Any(path, limit)
 }
 
-// ReadRegular reads the regular file at path, refusing one larger than
+// readRegular reads the regular file at path, refusing one larger than
 // limit bytes, and anything that is not a regular file (a named pipe,
 // whose open would block a load or a reload until a writer comes).
-func ReadRegular(path string, limit int64) ([]byte, error) {
+func readRegular(path string, limit int64) ([]byte, error) {
 	b, _, err := fileread.Regular(path, limit)
 	return b, err
 }

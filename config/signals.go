@@ -145,7 +145,7 @@ func bearerToken(field, path string, required bool) (string, error) {
 		}
 		return "", nil
 	}
-	b, err := ReadRegular(path, MaxBearerTokenBytes)
+	b, err := readRegular(path, MaxBearerTokenBytes)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
 	}

@@ -2,67 +2,32 @@ package dpop_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"testing"
-	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/jwksverify/jwksverify/dpop"
-	"github.com/jwksverify/jwksverify/replay"
-	"github.com/jwksverify/jwksverify/request"
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
-// TestCheckWithoutAccessTokenIsNotAnAllow: a caller that builds an
-// Input for a bound token (JKT set: it holds the token) but forgets
-// AccessToken must not have a proof accepted without any ath, nor a proof
-// whose ath names another token. RFC 9449 §4.3 step 12 / §7: a proof
-// presented with an access token must carry ath, and it must match.
+// TestCheckWithoutAccessTokenIsNotAnAllow: a caller that builds an Input
+// for a bound token (JKT set: it holds the token) but forgets AccessToken
+// must not have a proof accepted without any ath, nor one whose ath names
+// another token: an empty AccessToken turned the ath check off. RFC 9449
+// §4.3 step 12: a proof presented with an access token carries its ath.
 func TestCheckWithoutAccessTokenIsNotAnAllow(t *testing.T) {
-	client, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	p, _ := client.PublicKey.Bytes()
-	b64 := base64.RawURLEncoding.EncodeToString
-	jwk := map[string]string{"kty": "EC", "crv": "P-256", "x": b64(p[1:33]), "y": b64(p[33:])}
-	canonical, _ := json.Marshal(jwk)
-	sum := sha256.Sum256(canonical)
-	jkt := b64(sum[:])
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-
-	otherToken := sha256.Sum256([]byte("some other access token"))
-	for name, claims := range map[string]jwt.MapClaims{
-		"no ath":             {"jti": "j-noath", "htm": "GET", "htu": "https://api.example.com/orders", "iat": now.Unix()},
-		"ath of other token": {"jti": "j-other", "htm": "GET", "htu": "https://api.example.com/orders", "iat": now.Unix(), "ath": b64(otherToken[:])},
+	jkt := thumb(t, testkeys.EC256A)
+	for name, claims := range map[string]map[string]any{
+		"no-ath":             {"jti": "j-noath", "ath": nil},
+		"ath-of-other-token": {"jti": "j-other", "ath": ath("some other access token")},
+		"ath-of-the-token":   {"jti": "j-right"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			proof := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
-			proof.Header["typ"] = "dpop+jwt"
-			proof.Header["jwk"] = jwk
-			signed, err := proof.SignedString(client)
-			if err != nil {
-				t.Fatal(err)
-			}
-			store, _ := replay.NewMemory(1000)
-			checker, err := dpop.New(dpop.Options{Replay: store})
-			if err != nil {
-				t.Fatal(err)
-			}
-			original, oerr := request.FromParts("GET", "https", "api.example.com", "/orders")
-			in := dpop.Input{Proofs: []string{signed}, Request: original, RequestErr: oerr, JKT: jkt, Issuer: "https://idp.example.com/"}
-			got, err := checker.Check(context.Background(), in, now)
-			if err == nil {
-				t.Fatalf("Check(Input without AccessToken) accepted a proof (%+v): ath was never checked; want an error (invalid_dpop_proof)", got)
-			}
-			if !errorsIsRejected(err) {
-				t.Fatalf("Check() = %v, want a rejection", err)
+			in := input(proof("ES256", testkeys.EC256A, nil, claims), jkt)
+			in.AccessToken = ""
+			got, err := newChecker(t, dpop.Options{}).Check(context.Background(), in, t0)
+			if err == nil || verify.Class(err) != "invalid_dpop_proof" {
+				t.Errorf("Check(Input without AccessToken) = %+v, %v; want invalid_dpop_proof", got, err)
 			}
 		})
 	}
 }
-
-func errorsIsRejected(err error) bool { return verify.Class(err) != "" }

@@ -233,7 +233,7 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	if err := checkSpelling(method, host); err != nil {
 		return Original{}, err
 	}
-	o := Original{Method: NormalizeMethod(method), Scheme: strings.ToLower(scheme), Host: NormalizeHost(host), Port: hostPort(host)}
+	o := Original{Method: method, Scheme: strings.ToLower(scheme), Host: NormalizeHost(host), Port: hostPort(host)}
 	if o.Scheme != "" && o.Scheme != "http" && o.Scheme != "https" {
 		return Original{}, fmt.Errorf("%w: scheme %q", ErrMissing, scheme)
 	}

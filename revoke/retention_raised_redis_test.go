@@ -36,17 +36,17 @@ func TestRedisEntryOutlivesReplicaRetention(t *testing.T) {
 	}
 	old, young := open(time.Hour), open(24*time.Hour)
 	tok := revoke.Token{Sub: "alice", IssuedAt: t0.Add(-time.Minute)}
-	eventually(t, 5*time.Second, "both synced", func() bool {
+	eventually(t, 20*time.Second, "both synced", func() bool {
 		return !old.Index().Stale(clock()) && !young.Index().Stale(clock())
 	})
 	if _, err := old.Add(context.Background(), revoke.Entry{Issuer: "https://a/", Kind: revoke.KindSub, Value: "alice", Source: revoke.SourceAdmin}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 5*time.Second, "the 24h replica has the entry", func() bool {
+	eventually(t, 20*time.Second, "the 24h replica has the entry", func() bool {
 		return errors.Is(young.Index().Check("https://a/", &tok, clock()), revoke.ErrRevoked)
 	})
 	off.Store(int64(2 * time.Hour)) // the token (iat t0-1m, exp +12h) is still valid under 24h
-	eventually(t, 5*time.Second, "the 24h replica synced at the new time", func() bool {
+	eventually(t, 20*time.Second, "the 24h replica synced at the new time", func() bool {
 		return !errors.Is(young.Index().Check("https://a/", &tok, clock()), revoke.ErrStale)
 	})
 	if err := young.Index().Check("https://a/", &tok, clock()); !errors.Is(err, revoke.ErrRevoked) {

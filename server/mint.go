@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"slices"
 	"time"
 
 	mintpkg "github.com/jwksverify/jwksverify/mint"
@@ -44,8 +43,7 @@ func (s *Server) setMint(opts Options) error {
 	// (X-Internal_Token beside X-Internal-Token: one HTTP_X_INTERNAL_TOKEN
 	// to a CGI upstream) would hand the upstream a claim's value where it
 	// reads the minted token.
-	twins := HeaderTwins(s.mintHeader)
-	same := func(h string) bool { return h == s.mintHeader || slices.Contains(twins, h) }
+	same := func(h string) bool { return cgiName(h) == cgiName(s.mintHeader) }
 	for _, is := range s.issuers {
 		for _, h := range is.answer {
 			if same(h.header) {
@@ -65,7 +63,7 @@ func (s *Server) setMint(opts Options) error {
 		// before the authorization call: a token source there would never
 		// reach jwksverify.
 		for _, src := range s.sources {
-			if src.header != "" && (src.header == s.mintHeader || slices.Contains(src.twins, s.mintHeader)) {
+			if src.header != "" && same(src.header) {
 				return invalidOption("Minter", "header %s is also a token source's header (%s)", s.mintHeader, src.header)
 			}
 		}

@@ -3,8 +3,6 @@ package service
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -18,18 +16,7 @@ import (
 // writer route guards. Both spellings are now ambiguous: 401 without a
 // token, 403 with one.
 func TestMiddlewareSpellingAsServeMuxReadsIt(t *testing.T) {
-	dir := t.TempDir()
-	jwksFile := filepath.Join(dir, "jwks.json")
-	if err := os.WriteFile(jwksFile, testJWKS(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := startPlan(t, `state_dir: `+dir+`
-forward_auth: {proxy: nginx}
-issuers:
-  - issuer: https://a.example/
-    jwks_file: `+jwksFile+`
-    audiences: [orders]
-policies:
+	s := startOrdersPlan(t, `policies:
   - {name: public, allow_anonymous: true}
   - {name: reader, scopes: {any: [orders:read]}}
   - {name: writer, scopes: {any: [orders:write]}}
@@ -38,7 +25,7 @@ routes:
   - {methods: [GET, HEAD], path: /orders/**, policy: reader}
   - {path: /orders/**, policy: writer}
 default_policy: writer
-`, dir)
+`)
 	now := time.Now()
 	reader := mintRS256(map[string]any{"iss": "https://a.example/", "aud": "orders", "sub": "alice", "scope": "orders:read",
 		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})

@@ -18,22 +18,11 @@ import (
 // A URL changed in front of the middleware is now ambiguous: refused
 // wherever a policy (or a proof) needs the path.
 func TestMiddlewareUnderStripPrefix(t *testing.T) {
-	dir := t.TempDir()
-	jwksFile := filepath.Join(dir, "jwks.json")
-	if err := os.WriteFile(jwksFile, testJWKS(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s := startPlan(t, `state_dir: `+dir+`
-forward_auth: {proxy: nginx}
-issuers:
-  - issuer: https://a.example/
-    jwks_file: `+jwksFile+`
-    audiences: [orders]
-policies:
+	s := startOrdersPlan(t, `policies:
   - {name: orders-read, scopes: {any: [orders:read]}}
 routes:
   - {path: /api/orders/**, policy: orders-read}
-`, dir)
+`)
 	now := time.Now()
 	tok := mintRS256(map[string]any{"iss": "https://a.example/", "aud": "orders", "sub": "alice", "scope": "profile",
 		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix()})
@@ -59,4 +48,23 @@ routes:
 	if reached || w.Code == http.StatusOK {
 		t.Errorf("behind StripPrefix: %d, handler reached %v; /v1/authz refuses the same request", w.Code, reached)
 	}
+}
+
+// startOrdersPlan starts a service behind the nginx preset with one issuer,
+// https://a.example/ (audience orders, keys from testJWKS), and the
+// policies and routes of rest.
+func startOrdersPlan(t *testing.T, rest string) *Service {
+	t.Helper()
+	dir := t.TempDir()
+	jwksFile := filepath.Join(dir, "jwks.json")
+	if err := os.WriteFile(jwksFile, testJWKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startPlan(t, `state_dir: `+dir+`
+forward_auth: {proxy: nginx}
+issuers:
+  - issuer: https://a.example/
+    jwks_file: `+jwksFile+`
+    audiences: [orders]
+`+rest, dir)
 }

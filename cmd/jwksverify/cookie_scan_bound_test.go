@@ -1,36 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 )
-
-// allocatedBytes reads go_memstats_alloc_bytes_total from the binary's
-// /metrics at base: the bytes the process has allocated since it started.
-func allocatedBytes(t *testing.T, base string) float64 {
-	t.Helper()
-	resp, err := http.Get(base + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_memstats_alloc_bytes_total "); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
-	}
-	t.Fatal("no go_memstats_alloc_bytes_total in /metrics")
-	return 0
-}
 
 // TestCookieHeaderWorkBounded: with a cookie token source, one forward-auth
 // request whose Cookie header fits the listener's 64 KiB header bound costs
@@ -67,9 +41,9 @@ issuers: [{issuer: "https://a.test/", jwks_file: jwks.json}]
 		return resp.StatusCode
 	}
 	send() // warm up the connection and the handler
-	before := allocatedBytes(t, base)
+	before := metricValue(t, http.DefaultClient, base, "go_memstats_alloc_bytes_total")
 	code := send()
-	after := allocatedBytes(t, base)
+	after := metricValue(t, http.DefaultClient, base, "go_memstats_alloc_bytes_total")
 	spent := after - before
 	t.Logf("one request with a %d-byte Cookie header: status %d, %.0f MiB allocated", len(cookie), code, spent/(1<<20))
 	// Linear work allocates a few times the header at most; allow 1024×.

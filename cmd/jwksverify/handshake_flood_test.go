@@ -1,14 +1,8 @@
 package main
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"strings"
@@ -17,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/internal/testlog"
 )
 
@@ -29,10 +24,7 @@ import (
 // 1000 dropped connections: a bound of 20 a second would log at most
 // 20 per second the test runs plus its summaries.
 func TestHandshakeErrorsBounded(t *testing.T) {
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: []string{"localhost"}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	pair, err := tls.X509KeyPair(testkeys.NewCA("handshake CA").Issue("localhost", false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +44,7 @@ func TestHandshakeErrorsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}})
+	ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{pair}})
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 

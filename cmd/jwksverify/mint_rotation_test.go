@@ -2,39 +2,20 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/internal/testlog"
 	"github.com/jwksverify/jwksverify/service"
 )
-
-// lockedBuf is a concurrency-safe log sink.
-type lockedBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestMintEmergencyRotationConfigFirst: OPERATIONS' emergency rotation
 // ("write a file without the leaked key and with a new one as
@@ -74,8 +55,8 @@ func TestMintEmergencyRotationConfigFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuf{}
-	logger := slog.New(slog.NewTextHandler(io.MultiWriter(logs), nil))
+	logs := &testlog.Buffer{}
+	logger := slog.New(slog.NewTextHandler(logs, nil))
 	svc, err := service.New(plan, service.Options{Logger: logger})
 	if err != nil {
 		t.Fatal(err)

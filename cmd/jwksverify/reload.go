@@ -40,12 +40,16 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 		h, err := config.FileHash(retryKeys)
 		return err == nil && h != retrySum
 	}
-	failed := func() {
-		retryKeys, retrySum = "", ""
-		if m := svc.Plan().Mint; m != nil {
-			retryKeys = m.KeysFile
-			retrySum, _ = config.FileHash(retryKeys)
+	// keysNow is the running plan's mint.keys_file and its content,
+	// taken before a reload is tried: a change made while it runs (the
+	// keys file written right after the configuration) still retries.
+	keysNow := func() (string, string) {
+		m := svc.Plan().Mint
+		if m == nil {
+			return "", ""
 		}
+		h, _ := config.FileHash(m.KeysFile)
+		return m.KeysFile, h
 	}
 	for {
 		select {
@@ -67,6 +71,8 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 			}
 		}
 		retryKeys, retrySum = "", ""
+		keys, keysSum := keysNow()
+		failed := func() { retryKeys, retrySum = keys, keysSum }
 		plan, err := load()
 		if plan != nil {
 			seen = plan.Hash

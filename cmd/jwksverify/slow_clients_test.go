@@ -28,6 +28,13 @@ import (
 // through c.
 func goroutines(t *testing.T, c *http.Client, base string) int {
 	t.Helper()
+	return int(metricValue(t, c, base, "go_goroutines"))
+}
+
+// metricValue reads the value of the unlabelled metric name from the
+// binary's /metrics at base through c.
+func metricValue(t *testing.T, c *http.Client, base, name string) float64 {
+	t.Helper()
 	resp, err := c.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -36,15 +43,15 @@ func goroutines(t *testing.T, c *http.Client, base string) int {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			n, err := strconv.ParseFloat(v, 64)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return int(n)
+			return n
 		}
 	}
-	t.Fatal("no go_goroutines in /metrics")
+	t.Fatalf("no %s in /metrics", name)
 	return 0
 }
 

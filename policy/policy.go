@@ -400,6 +400,14 @@ func (s *Set) selectDecoded(o request.Original) int {
 	return -1
 }
 
+// sentPolicy is the policy of the first route that matches o with its
+// path as sent (o.SentPath), or the default.
+func (s *Set) sentPolicy(o request.Original) *Policy {
+	o.Path = o.SentPath
+	p, _ := s.selectRoute(o)
+	return p
+}
+
 // decodedPolicy is the policy of route index i of selectDecoded: the
 // fallback for -1, nil (never a chosen policy) for -2. Only the policy
 // can differ between the two readings, so an encoded ':' that reaches
@@ -537,6 +545,12 @@ func (s *Set) Choose(name string, o request.Original, oerr error) (Choice, error
 	if s != nil && s.spelled && s.decodedPolicy(s.selectDecoded(o)) != p {
 		// The route a router that decodes the path first runs it under is
 		// another one: ambiguous, refused rather than decoded.
+		return Choice{By: ByRoute, Route: -1}, ErrAmbiguous
+	}
+	if s.HasRoutes() && o.SentPath != "" && s.sentPolicy(o) != p {
+		// The route a router that matches the target as sent (Express,
+		// chi) runs it under is another one: /%70ublic/x is not its
+		// /public/x.
 		return Choice{By: ByRoute, Route: -1}, ErrAmbiguous
 	}
 	if i < 0 {

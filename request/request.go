@@ -84,6 +84,13 @@ type Original struct {
 	// Path is the normalized path (see [NormalizePath]): never empty,
 	// starts with '/', no query.
 	Path string
+	// SentPath is the path as the target spelled it, when that is not
+	// Path (an unreserved escape decoded, a hex digit upper-cased), else
+	// "". Routers that match the target as sent (Express, @koa/router,
+	// chi when URL.RawPath is set) read /%70ublic/x as no /public route's
+	// path, so routes are matched in this spelling too
+	// (policy.Set.Choose).
+	SentPath string
 	// RawQuery is the query as sent, without '?' and without fragment.
 	RawQuery string
 	// Overrides lists the methods that method overrides name (the
@@ -250,6 +257,9 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 		return Original{}, err
 	}
 	o.Path = p
+	if p != path && path != "" {
+		o.SentPath = path
+	}
 	if query != "" {
 		if o, err = o.withQueryOverrides(query); err != nil {
 			return Original{}, err

@@ -192,8 +192,16 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 // Errors are [FromParts]', and [ErrAmbiguousPath] when r.URL no longer
 // spells the path of r.RequestURI (http.StripPrefix or a rewrite ran
 // before): the client sent, and a DPoP proof names, one path, and the
-// handler acts on another.
+// handler acts on another. A CONNECT is [ErrAmbiguousMethod]: Go's
+// ServeMux routes it on r.Host with its port, where routes strip it.
 func FromRequest(r *http.Request) (Original, error) {
+	if r.Method == http.MethodConnect {
+		// Go's ServeMux does not canonicalize a CONNECT: it matches a
+		// host pattern against r.Host with its port, so a CONNECT to
+		// public.example:8080 runs the catch-all, not the public.example/
+		// handler the host's route decided it for.
+		return Original{}, fmt.Errorf("%w: CONNECT (Go's ServeMux routes it on the host with its port)", ErrAmbiguousMethod)
+	}
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"

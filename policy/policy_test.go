@@ -42,6 +42,15 @@ func one(t testing.TB, sp policy.Spec) *policy.Policy {
 
 var getOrders = policy.Request{Known: true, Original: request.Original{Method: "GET", Host: "api.example.com", Path: "/orders/1"}}
 
+// sentAs is a known GET of target as request.FromParts reads it.
+func sentAs(target string) policy.Request {
+	o, err := request.FromParts("GET", "", "api.example.com", target)
+	if err != nil {
+		panic(err)
+	}
+	return policy.Request{Known: true, Original: o}
+}
+
 func TestEvaluate(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -98,6 +107,8 @@ func TestEvaluate(t *testing.T) {
 		{"expression-runtime-error-type", policy.Spec{Expression: `claims.tid + 1 == 2`}, `{"tid":"t1"}`, "", getOrders, policy.ReqExpression},
 		{"expression-cost-limit", policy.Spec{Expression: `claims.l.all(x, claims.l.all(y, claims.l.all(z, x == y || y != z)))`}, `{"l":[` + strings.Repeat(`1,`, 60) + `1]}`, "", getOrders, policy.ReqExpression},
 		{"expression-needs-request-unknown", policy.Spec{Expression: `request.method == "GET"`}, `{}`, "", policy.Request{}, policy.ReqRequest},
+		{"expression-needs-request-two-spellings", policy.Spec{Expression: `request.path.startsWith("/public/") || claims.tid == "admin"`}, `{"tid":"t1"}`, "", sentAs("/%70ublic/x"), policy.ReqRequest},
+		{"expression-without-request-two-spellings", policy.Spec{Expression: `claims.tid == "t1"`}, `{"tid":"t1"}`, "", sentAs("/%70ublic/x"), ""},
 		{"expression-without-request-unknown", policy.Spec{Expression: `claims.tid == "t1"`}, `{"tid":"t1"}`, "", policy.Request{}, ""},
 		{"order-issuers-first", policy.Spec{Issuers: []string{issB}, Scopes: policy.Scopes{All: []string{"a"}}}, `{}`, "", getOrders, policy.ReqIssuers},
 		{"issuer-b", policy.Spec{Issuers: []string{issB}}, `{}`, issB, getOrders, ""},

@@ -379,8 +379,24 @@ func isTimeout(err error) bool {
 	return errors.As(err, &te) && te.Timeout()
 }
 
+// changeScript reads, atomically, what a published change is checked
+// against: Redis's version and the stored entry of ARGV[1] (empty when
+// absent; a stored entry is never empty).
+var changeScript = redis.NewScript(`
+return {redis.call('GET', KEYS[3]) or '0', redis.call('HGET', KEYS[1], ARGV[1]) or ''}`)
+
 // onMessage applies one published change; a gap in the versions, or one
 // that does not decode, reads everything again.
+//
+// A message only says which entry changed: its payload is never the
+// change. Pub/sub ignores database numbers, and ACL key patterns do not
+// restrict channels, so a client that cannot touch one key of the store
+// (another application on the server, another database) may publish on
+// its channel; a forged "lift" applied as sent took an acknowledged
+// revocation out of every replica's copy. The entry is read from Redis
+// (its keys are the store's), with the version, in one script: a message
+// of a version Redis has not handed out is not Redis's and is ignored
+// (the poll proves the copy whole against Redis's version).
 func (r *Redis) onMessage(ctx context.Context, payload string) error {
 	vs, rest, _ := strings.Cut(payload, " ")
 	op, arg, _ := strings.Cut(rest, " ")
@@ -406,26 +422,54 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 	if !next {
 		return r.reread(ctx)
 	}
-	now := r.opts.Now()
+	var id string
 	switch op {
 	case "a":
 		var e Entry
 		if json.Unmarshal([]byte(arg), &e) != nil {
 			return r.reread(ctx)
 		}
+		id = e.ID
+	case "d":
+		id = arg
+	default:
+		return r.reread(ctx)
+	}
+	rctx, cancel := context.WithTimeout(ctx, r.followTimeout())
+	defer cancel()
+	res, err := changeScript.Run(rctx, r.c, r.keys(), id).Slice()
+	if err != nil {
+		return err
+	}
+	if len(res) != 2 {
+		return errors.New("revoke: unexpected change")
+	}
+	rvs, _ := res[0].(string)
+	rv, err := strconv.ParseInt(rvs, 10, 64)
+	if err != nil {
+		return fmt.Errorf("revoke: version %q", rvs)
+	}
+	if rv < v {
+		return nil // not a version Redis handed out: not Redis's message
+	}
+	// What Redis holds now decides: the entry stored (a later change may
+	// have replaced it), or none (lifted, then or since).
+	stored, _ := res[1].(string)
+	var e Entry
+	have := stored != "" && json.Unmarshal([]byte(stored), &e) == nil && e.ID == id
+	now := r.opts.Now()
+	if have {
 		e = atLeastRetention(e, r.opts.Retention)
 		r.apply(v, func() { r.idx.Put(e, now) }, func() bool {
 			_, ok := r.idx.Get(e.ID, now)
 			return ok
 		})
-	case "d":
-		r.apply(v, func() { r.idx.Remove(arg) }, func() bool {
-			_, ok := r.idx.Get(arg, now)
-			return !ok
-		})
-	default:
-		return r.reread(ctx)
+		return nil
 	}
+	r.apply(v, func() { r.idx.Remove(id) }, func() bool {
+		_, ok := r.idx.Get(id, now)
+		return !ok
+	})
 	return nil
 }
 

@@ -149,6 +149,11 @@ func (e *tokenEntry) valid(now time.Time) bool {
 	if !r.IssuedAt.IsZero() && r.IssuedAt.After(now.Add(is.leeway)) {
 		return false
 	}
+	// Without iat, MaxLifetime holds exp − now (checkLifetime): it too
+	// depends on the instant asked.
+	if r.IssuedAt.IsZero() && is.cfg.MaxLifetime > 0 && r.ExpiresAt.Sub(now) > is.cfg.MaxLifetime {
+		return false
+	}
 	set := is.cfg.Keys.Load()
 	if !set.Usable(now) {
 		return false

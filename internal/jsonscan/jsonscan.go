@@ -10,6 +10,7 @@ import (
 	"errors"
 	"iter"
 	"strings"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -26,7 +27,8 @@ var (
 	ErrDepth = errors.New("JSON nested deeper than 64")
 	// ErrNotObject is a text that does not start with an object.
 	ErrNotObject = errors.New("not a JSON object")
-	// ErrDupMember is a member name seen twice in one object. The scanner
+	// ErrDupMember is a member name seen twice in one object, in any
+	// spelling (escaped, or in another case: see Names). The scanner
 	// detects it in the objects nested in a member's value; in the
 	// top-level object its callers do, on the names it returns.
 	ErrDupMember = errors.New("duplicate member name")
@@ -499,7 +501,12 @@ func Elements(v string) iter.Seq[string] {
 
 // Names records member names to detect duplicates (RFC 7519 §4: a claims
 // set with duplicate names is rejected, so that no two parsers can disagree
-// on which value counts). Small objects need no allocation; large ones
+// on which value counts). Names equal ignoring case count as duplicates:
+// encoding/json (and every Go program that decodes claims into a struct,
+// golang-jwt's RegisteredClaims among them) matches an object's names to
+// its fields ignoring case, the last match winning, so {"groups":[…],
+// "Groups":[…]} reads as one value to such a program and as another to a
+// reader of the exact name. Small objects need no allocation; large ones
 // cost a map, not a quadratic scan. The zero Names is empty.
 type Names struct {
 	small [24]string
@@ -507,8 +514,10 @@ type Names struct {
 	big   map[string]struct{}
 }
 
-// Add records name and reports false if it was already present.
+// Add records name and reports false if it, or a name equal to it
+// ignoring case (strings.EqualFold), was already present.
 func (d *Names) Add(name string) bool {
+	name = foldKey(name)
 	if d.big != nil {
 		if _, dup := d.big[name]; dup {
 			return false
@@ -532,4 +541,44 @@ func (d *Names) Add(name string) bool {
 	}
 	d.big[name] = struct{}{}
 	return true
+}
+
+// foldKey returns a string that is the same for two names exactly when
+// strings.EqualFold holds between them, as encoding/json folds names: name
+// itself when it holds no upper-case ASCII letter and no byte beyond ASCII
+// (every usual claim name: no allocation), else name with each rune
+// replaced by the smallest rune of its simple-folding orbit, an upper-case
+// ASCII letter lowered (so that "Sub", "SUB" and "ſub" all give "sub").
+func foldKey(name string) string {
+	i := 0
+	for ; i < len(name); i++ {
+		if c := name[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			break
+		}
+	}
+	if i == len(name) {
+		return name
+	}
+	b := make([]byte, 0, len(name))
+	b = append(b, name[:i]...)
+	for _, r := range name[i:] {
+		f := foldRune(r)
+		if 'A' <= f && f <= 'Z' {
+			f += 'a' - 'A'
+		}
+		b = utf8.AppendRune(b, f)
+	}
+	return string(b)
+}
+
+// foldRune returns the smallest rune of r's simple-folding orbit
+// (encoding/json's foldRune).
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -59,12 +60,14 @@ func reference(s string) bool {
 }
 
 // nestedDuplicate reports whether an object below the top level of the
-// valid JSON text s has a member name twice, by encoding/json's tokens.
+// valid JSON text s has a member name twice, by encoding/json's tokens,
+// names compared as encoding/json matches them to a struct's fields
+// (strings.EqualFold).
 func nestedDuplicate(s string) bool {
 	dec := json.NewDecoder(strings.NewReader(s))
 	type frame struct {
-		names  map[string]bool // nil for an array
-		expect bool            // an object's next string token is a name
+		names  *[]string // nil for an array
+		expect bool      // an object's next string token is a name
 	}
 	var stack []frame
 	for {
@@ -75,10 +78,10 @@ func nestedDuplicate(s string) bool {
 		if len(stack) > 0 && stack[len(stack)-1].names != nil && stack[len(stack)-1].expect {
 			top := &stack[len(stack)-1]
 			if name, ok := tok.(string); ok {
-				if len(stack) > 1 && top.names[name] {
+				if len(stack) > 1 && slices.ContainsFunc(*top.names, func(n string) bool { return strings.EqualFold(n, name) }) {
 					return true
 				}
-				top.names[name], top.expect = true, false
+				*top.names, top.expect = append(*top.names, name), false
 				continue
 			}
 		}
@@ -87,7 +90,7 @@ func nestedDuplicate(s string) bool {
 			if len(stack) > 0 {
 				stack[len(stack)-1].expect = stack[len(stack)-1].names != nil
 			}
-			stack = append(stack, frame{names: map[string]bool{}, expect: true})
+			stack = append(stack, frame{names: new([]string), expect: true})
 			continue
 		case json.Delim('['):
 			if len(stack) > 0 {
@@ -116,6 +119,7 @@ var scannerCases = []string{
 	`{"a":{"b":1,"b":2}}`, `{"a":{"b":1,"\u0062":2}}`, `{"a":[{"b":1},{"b":2}]}`, `{"a":{"b":{"b":1}}}`,
 	`{"a":[{"x":1,"y":{"z":1,"z":2}}]}`, `{"a":{"b":1},"c":{"b":1}}`, `{"a":1,"a":2}`,
 	`{"a":{` + strings.Repeat(`"k":1,`, 30) + `"k":1}}`,
+	`{"a":{"b":1,"B":2}}`, `{"a":{"sub":1,"ſub":2}}`, `{"a":{"k":1,"\u212a":2}}`, `{"a":{"b":1,"bb":2}}`,
 }
 
 func TestScannerMatchesEncodingJSON(t *testing.T) {
@@ -143,6 +147,11 @@ func TestNestedDuplicateNames(t *testing.T) {
 		{`{"a":{"b":1,"\u0062":2}}`, true},
 		{`{"a":[{"x":1,"y":{"z":1,"z":2}}]}`, true},
 		{`{"realm_access":{"roles":["user"],"roles":["admin"]}}`, true},
+		{`{"realm_access":{"roles":["user"],"Roles":["admin"]}}`, true},
+		{`{"a":{"sub":1,"ſub":2}}`, true},      // U+017F folds to s
+		{`{"a":{"kid":1,"\u212aid":2}}`, true}, // the Kelvin sign folds to k
+		{`{"a":{"b":1,"bb":2,"é":3,"É":4}}`, true},
+		{`{"a":{"b":1,"bb":2,"é":3}}`, false},
 		{`{"a":{` + distinct.String() + `"k3":2}}`, true}, // past Names' small array
 		{`{"a":{` + distinct.String() + `"k30":2}}`, false},
 		{`{"a":[{"b":1},{"b":2}]}`, false},
@@ -195,6 +204,31 @@ func FuzzScanner(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestNamesFoldCase: Add refuses a name equal to one recorded ignoring
+// case, as strings.EqualFold (and encoding/json's field matching) has it,
+// in the small array and in the map alike.
+func TestNamesFoldCase(t *testing.T) {
+	for _, pre := range []int{0, 30} {
+		var d Names
+		for i := range pre {
+			d.Add(fmt.Sprintf("k%d", i))
+		}
+		for _, pair := range [][2]string{{"sub", "SUB"}, {"Groups", "gROUPS"}, {"ſx", "SX"}, {"\u212ay", "ky"}, {"éa", "ÉA"}} {
+			if !d.Add(pair[0]) {
+				t.Fatalf("pre %d: Add(%q) = false, want true", pre, pair[0])
+			}
+			if d.Add(pair[1]) {
+				t.Errorf("pre %d: Add(%q) after %q = true, want false (equal ignoring case)", pre, pair[1], pair[0])
+			}
+		}
+		for _, n := range []string{"subject", "x", "k", "groupsx"} {
+			if !d.Add(n) {
+				t.Errorf("pre %d: Add(%q) = false, want true", pre, n)
+			}
+		}
+	}
 }
 
 func TestNames(t *testing.T) {

@@ -115,12 +115,7 @@ func New(opts Options) (*Metrics, error) {
 	if now == nil {
 		now = opts.Verifier.Now
 	}
-	var issuers []issuer
-	for _, vi := range opts.Verifier.Issuers() {
-		is := issuer{name: vi.Issuer, keys: vi.Keys}
-		is.introspection, _ = vi.Introspector.(introspectionStats)
-		issuers = append(issuers, is)
-	}
+	issuers := issuersOf(opts.Verifier)
 	col := &collector{now: now, d: newCollectorDescs(), redis: opts.Redis}
 	col.cur.Store(&collected{v: opts.Verifier, issuers: issuers})
 
@@ -275,10 +270,7 @@ func (m *Metrics) outcomesOf(issuers []issuer, old map[string]*issuerOutcomes) *
 func (m *Metrics) Use(v *verify.Verifier) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var issuers []issuer
-	for _, vi := range v.Issuers() {
-		issuers = append(issuers, issuer{name: vi.Issuer, keys: vi.Keys})
-	}
+	issuers := issuersOf(v)
 	old := *m.outcomes.Load()
 	next := m.outcomesOf(issuers, old)
 	m.outcomes.Store(next)
@@ -376,6 +368,18 @@ func (m *Metrics) BindingChecked(issuer, kind, outcome string) {
 // Handler serves the registry in the Prometheus text format (GET /metrics).
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// issuersOf returns v's issuers as the collector reads them: New and Use
+// build them alike, so that a reload keeps the introspection series.
+func issuersOf(v *verify.Verifier) []issuer {
+	var issuers []issuer
+	for _, vi := range v.Issuers() {
+		is := issuer{name: vi.Issuer, keys: vi.Keys}
+		is.introspection, _ = vi.Introspector.(introspectionStats)
+		issuers = append(issuers, is)
+	}
+	return issuers
 }
 
 // issuer is one configured issuer, as the collector reads it.

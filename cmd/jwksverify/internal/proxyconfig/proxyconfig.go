@@ -50,6 +50,10 @@ type Input struct {
 	Upstream string
 	// JWKSVerify is jwksverify's HTTP address (host:port).
 	JWKSVerify string
+	// Admin is jwksverify's admin_listen address (host:port), "" when the
+	// configuration has none: /readyz is served there only, so Envoy's
+	// health check of the HTTP cluster goes there.
+	Admin string
 	// GRPC is jwksverify's gRPC address; "" means JWKSVerify's host with
 	// DefaultGRPCPort (Envoy's gRPC listener then needs grpc_listen set).
 	GRPC string
@@ -170,6 +174,9 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 	}
 	if p.GRPCListen != "" {
 		in.GRPC = dialable(p.GRPCListen)
+	}
+	if _, port, _ := net.SplitHostPort(p.AdminListen); port != "" && port != "0" {
+		in.Admin = dialable(p.AdminListen)
 	}
 	if p.Mint != nil {
 		in.MintHeader = textproto.CanonicalMIMEHeaderKey(cmp.Or(p.Mint.Header, mint.DefaultHeader))

@@ -155,13 +155,22 @@ func Timeout(p *config.Plan) time.Duration {
 }
 
 // FromPlan returns the input for proxy px under plan p. It returns
-// ErrMismatch when p's forward_auth.proxy names another preset.
+// ErrMismatch when p's forward_auth.proxy names another preset, ErrTLS
+// when a listener the file connects to serves TLS.
 func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 	if _, ok := templates[px]; !ok {
 		return Input{}, fmt.Errorf("%w %q, want one of %s", ErrProxy, px, strings.Join(request.Proxies(), ", "))
 	}
 	if cp := p.Server.Proxy; cp != request.None && cp != px {
 		return Input{}, fmt.Errorf("%w: the configuration says forward_auth.proxy: %s, not %s", ErrMismatch, cp, px)
+	}
+	// The files speak plain HTTP (and plaintext gRPC) to jwksverify: to a
+	// TLS listener every auth call would fail (closed, but an outage).
+	switch {
+	case p.TLS.On():
+		return Input{}, fmt.Errorf("%w: listen has tls, and the %s file speaks plain HTTP to it; serve that listener without tls on an address only the proxy reaches, or set up the proxy's TLS to jwksverify by hand", ErrTLS, px)
+	case px == request.Envoy && p.GRPCListen != "" && p.GRPCTLS.On():
+		return Input{}, fmt.Errorf("%w: grpc_listen has grpc_tls, and the envoy file speaks plaintext gRPC to it; serve it without grpc_tls on an address only Envoy reaches, or add the cluster's transport_socket by hand", ErrTLS)
 	}
 	in := Input{
 		Proxy:              px,

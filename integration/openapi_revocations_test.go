@@ -1,0 +1,86 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestOpenAPIRevocationsAdminAnswers holds the revocations admin API
+// (admin_listen, store: redis) to api/openapi.yaml as TestOpenAPIAnswers
+// holds the rest of the API: every status its operations can answer,
+// validated with kin-openapi — with Redis up, and with Redis stopped, when
+// the store refuses every change and the stale copy every list (503).
+func TestOpenAPIRevocationsAdminAnswers(t *testing.T) {
+	doc := loadOpenAPI(t)
+	rd := startRedis(t)
+	t.Setenv("JV_REVOKE_SECRET", revokeSecret)
+	is := newTestIssuer(t)
+	p := startJWKSVerify(t, revocationConfig(is, fmt.Sprintf("revocation: {store: redis, max_staleness: 2s}\nredis: {url: \"redis://%s\", timeout: 1s}\n", rd.addr())))
+
+	hdr := func(kv ...string) http.Header {
+		h := http.Header{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			h.Add(kv[i], kv[i+1])
+		}
+		return h
+	}
+	basic := "Basic " + b64("admin:"+revokeSecret)
+	authed := hdr("Authorization", basic)
+	authedJSON := hdr("Authorization", basic, "Content-Type", "application/json")
+	entry := func(kind, value string) string {
+		b, _ := json.Marshal(map[string]string{"issuer": is.Issuer, kind: value})
+		return string(b)
+	}
+	listIssuer := "/v1/revocations?issuer=" + url.QueryEscape(is.Issuer)
+	hc := httpClient()
+	id := revokeAt(t, hc, p.Admin, entry("jti", "to-lift"))
+
+	v := &openAPIValidator{doc: doc, seen: map[string][]int{}}
+	up := []apiCase{
+		{name: "add", method: "POST", target: "/v1/revocations", header: authedJSON, body: entry("sub", "alice"), status: 201, conforming: true},
+		{name: "add-whole-issuer", method: "POST", target: "/v1/revocations", header: authedJSON, body: `{"issuer":"` + is.Issuer + `","issued_before":"2020-01-01T00:00:00Z"}`, status: 201, conforming: true},
+		{name: "list", method: "GET", target: "/v1/revocations", header: authed, status: 200, conforming: true},
+		{name: "list-issuer", method: "GET", target: listIssuer, header: authed, status: 200, conforming: true},
+		{name: "list-head", method: "HEAD", target: "/v1/revocations", header: authed, status: 200, conforming: true},
+		{name: "add-no-credentials", method: "POST", target: "/v1/revocations", header: hdr("Content-Type", "application/json"), body: entry("jti", "x"), status: 401},
+		{name: "add-wrong-secret", method: "POST", target: "/v1/revocations", header: hdr("Content-Type", "application/json", "Authorization", "Basic "+b64("admin:nope")), body: entry("jti", "x"), status: 401},
+		{name: "list-head-no-credentials", method: "HEAD", target: "/v1/revocations", status: 401},
+		{name: "add-two-kinds", method: "POST", target: "/v1/revocations", header: authedJSON, body: `{"issuer":"` + is.Issuer + `","jti":"a","sub":"b"}`, status: 400},
+		{name: "add-not-json", method: "POST", target: "/v1/revocations", header: authedJSON, body: `jti=a`, status: 400},
+		{name: "add-text", method: "POST", target: "/v1/revocations", header: hdr("Authorization", basic, "Content-Type", "text/plain"), body: entry("jti", "x"), status: 415},
+		{name: "add-too-large", method: "POST", target: "/v1/revocations", header: authedJSON, body: entry("jti", strings.Repeat("x", 9000)), status: 413},
+		{name: "list-bad-query", method: "GET", target: "/v1/revocations?iss=x", header: authed, status: 400},
+		{name: "list-head-bad-query", method: "HEAD", target: "/v1/revocations?iss=x", header: authed, status: 400},
+		{name: "put", method: "PUT", target: "/v1/revocations", header: authed, status: 405},
+		{name: "lift", method: "DELETE", target: "/v1/revocations/" + id, header: authed, status: 204, conforming: true},
+		{name: "lift-unknown", method: "DELETE", target: "/v1/revocations/" + id, header: authed, status: 404},
+		{name: "lift-no-credentials", method: "DELETE", target: "/v1/revocations/" + id, status: 401},
+		{name: "get-one", method: "GET", target: "/v1/revocations/" + id, header: authed, status: 405},
+	}
+	for _, c := range up {
+		t.Run(c.name, func(t *testing.T) { v.check(t, p.Admin, c) })
+	}
+	kept := revokeAt(t, hc, p.Admin, entry("jti", "kept"))
+
+	// Redis stopped: past max_staleness the copy is stale; every change is
+	// refused, nothing acknowledged.
+	rd.p.stop()
+	waitFor(t, 15*time.Second, "the copy goes stale", func() bool {
+		code, _, err := adminCall(hc, p.Admin, http.MethodGet, "/v1/revocations", "")
+		return err == nil && code == http.StatusServiceUnavailable
+	})
+	down := []apiCase{
+		{name: "down-list", method: "GET", target: "/v1/revocations", header: authed, status: 503, conforming: true},
+		{name: "down-list-head", method: "HEAD", target: "/v1/revocations", header: authed, status: 503, conforming: true},
+		{name: "down-add", method: "POST", target: "/v1/revocations", header: authedJSON, body: entry("jti", "down"), status: 503, conforming: true},
+		{name: "down-lift", method: "DELETE", target: "/v1/revocations/" + kept, header: authed, status: 503, conforming: true},
+	}
+	for _, c := range down {
+		t.Run(c.name, func(t *testing.T) { v.check(t, p.Admin, c) })
+	}
+}

@@ -63,9 +63,10 @@ type Plan struct {
 	// AdminListen the admin endpoints' one (/healthz, /readyz, /v1/issuers,
 	// /metrics), "" = on Listen (Server.SeparateAdmin is set when it is not).
 	Listen, GRPCListen, AdminListen string
-	// TLS and GRPCTLS are the HTTP and gRPC listeners' TLS files; a zero
-	// CertFile means plaintext.
-	TLS, GRPCTLS TLS
+	// TLS, GRPCTLS and AdminTLS are the HTTP, gRPC and admin listeners'
+	// TLS files; a zero CertFile means plaintext. AdminTLS needs
+	// AdminListen.
+	TLS, GRPCTLS, AdminTLS TLS
 	// ShutdownTimeout bounds the drain; ShutdownDelay is how long the
 	// service reports draining before it starts.
 	ShutdownTimeout, ShutdownDelay time.Duration
@@ -128,7 +129,7 @@ func FileHash(path string) (string, error) {
 	return Hash(data), nil
 }
 
-// TLS is a listener's tls (or grpc_tls) section, checked: CertFile and
+// TLS is a listener's tls (grpc_tls, admin_tls) section, checked: CertFile and
 // KeyFile both set or both empty; ClientAuth request or require only with a
 // ClientCAFile. The command that opens the listener loads the files.
 type TLS struct {
@@ -243,7 +244,7 @@ func Parse(data []byte, dir string, ov Overrides, env func(string) (string, bool
 	for _, p := range []*string{&f.Redis.PasswordFile, &f.Redis.Sentinel.PasswordFile, &f.Redis.TLS.CAFile, &f.Redis.TLS.CertFile, &f.Redis.TLS.KeyFile} {
 		abs(p)
 	}
-	for _, t := range []*fileTLS{&f.TLS, &f.GRPCTLS} {
+	for _, t := range []*fileTLS{&f.TLS, &f.GRPCTLS, &f.AdminTLS} {
 		abs(&t.CertFile)
 		abs(&t.KeyFile)
 		abs(&t.ClientCAFile)
@@ -368,6 +369,13 @@ func (f *file) planProcess(p *Plan, ov Overrides, env func(string) (string, bool
 	}
 	if p.GRPCTLS, err = f.GRPCTLS.plan("grpc_tls"); err != nil {
 		return err
+	}
+	if p.AdminTLS, err = f.AdminTLS.plan("admin_tls"); err != nil {
+		return err
+	}
+	if p.AdminTLS.On() && p.AdminListen == "" {
+		// Without admin_listen the admin endpoints are on listen, under tls.
+		return errors.New("admin_tls: set without admin_listen; the admin endpoints are then on listen, under tls")
 	}
 	if err := between("shutdown_timeout", p.ShutdownTimeout, time.Second, 10*time.Minute); err != nil {
 		return err
@@ -571,7 +579,7 @@ func (f *file) planClients(p *Plan, ov Overrides, env func(string) (string, bool
 	return nil
 }
 
-// plan checks a tls or grpc_tls section; path is its key.
+// plan checks a tls, grpc_tls or admin_tls section; path is its key.
 func (t fileTLS) plan(path string) (TLS, error) {
 	ca := cmp.Or(t.ClientAuth, "none")
 	if !slices.Contains([]string{"none", "request", "require"}, ca) {

@@ -293,6 +293,8 @@ func TestSurfaceKeys(t *testing.T) {
 		{"tls-ca-without-auth", "tls: {cert_file: c.pem, key_file: k.pem, client_ca_file: ca.pem}\n", "tls.client_ca_file"},
 		{"tls-ca-without-pair", "tls: {client_ca_file: ca.pem, client_auth: request}\n", "tls: client_ca_file and client_auth need"},
 		{"grpc-tls-cert-only", "grpc_tls: {key_file: k.pem}\n", "grpc_tls: cert_file and key_file go together"},
+		{"admin-tls-without-admin-listen", "admin_tls: {cert_file: c.pem, key_file: k.pem}\n", "admin_tls: set without admin_listen"},
+		{"admin-tls-cert-only", "admin_listen: 127.0.0.1:9090\nadmin_tls: {cert_file: c.pem}\n", "admin_tls: cert_file and key_file go together"},
 		{"admin", "admin_listen: 127.0.0.1:9090\n", ""},
 		{"admin-same-as-listen", "listen: 127.0.0.1:8080\nadmin_listen: 127.0.0.1:8080\n", "admin_listen"},
 		{"admin-bad", "admin_listen: nope\n", "admin_listen"},

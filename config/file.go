@@ -27,6 +27,7 @@ type file struct {
 	AdminListen     *string              `yaml:"admin_listen"`
 	TLS             fileTLS              `yaml:"tls"`
 	GRPCTLS         fileTLS              `yaml:"grpc_tls"`
+	AdminTLS        fileTLS              `yaml:"admin_tls"`
 	APIAuth         fileAPIAuth          `yaml:"api_auth"`
 	ShutdownTimeout *duration            `yaml:"shutdown_timeout"`
 	ShutdownDelay   *duration            `yaml:"shutdown_delay"`

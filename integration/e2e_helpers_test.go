@@ -22,6 +22,7 @@ package integration
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -343,6 +344,9 @@ type jwksverifyOptions struct {
 	// over http. /readyz is asked on the admin listener when there is one.
 	Ready       *http.Client
 	ReadyScheme string
+	// AdminScheme is the admin listener's scheme ("https" with
+	// admin_tls; "" means http): /readyz is asked there with Ready.
+	AdminScheme string
 }
 
 // startJWKSVerify runs `jwksverify serve --config` with configYAML and
@@ -389,7 +393,7 @@ func startJWKSVerifyWith(t *testing.T, configYAML string, opts jwksverifyOptions
 		readyURL = opts.ReadyScheme + "://" + j.HTTP + "/readyz"
 	}
 	if j.Admin != "" {
-		readyURL = "http://" + j.Admin + "/readyz"
+		readyURL = cmp.Or(opts.AdminScheme, "http") + "://" + j.Admin + "/readyz"
 	}
 	for {
 		resp, err := c.Get(readyURL)

@@ -87,8 +87,11 @@ func TestOpenAPIRevocationsAdminAnswers(t *testing.T) {
 
 // TestOpenAPIRevocationsAdminSecurityWorks: each security scheme
 // api/openapi.yaml offers for the revocations admin API authenticates a
-// caller on the listener that serves it (admin_listen), with TLS and a
-// client CA configured as the document's clientCertificate asks.
+// caller on the listener that serves it (admin_listen), under admin_tls
+// with a client CA (the document's clientCertificate needs it: without
+// admin_tls that listener is plain HTTP and no certificate can be
+// presented). A caller with none is 401, and a plain-HTTP one never
+// reaches the API.
 func TestOpenAPIRevocationsAdminSecurityWorks(t *testing.T) {
 	doc := loadOpenAPI(t)
 	s := newTLSSetup(t)
@@ -100,39 +103,46 @@ admin_listen: 127.0.0.1:0
 shutdown_timeout: 1s
 state_dir: %s
 revocation: {store: memory}
-tls: {cert_file: %s, key_file: %s, client_ca_file: %s, client_auth: request}
+admin_tls: {cert_file: %s, key_file: %s, client_ca_file: %s, client_auth: request}
 introspection: {clients: [{id: admin, secret_env: JV_REVOKE_SECRET}]}
 issuers:
 %s`, t.TempDir(), s.cert, s.key, s.clientPEM, is.IssuerConfig())
-	jv := startJWKSVerifyWith(t, cfg, jwksverifyOptions{Ready: s.client(nil, false), ReadyScheme: "https"})
+	jv := startJWKSVerifyWith(t, cfg, jwksverifyOptions{Ready: s.client(nil, false), AdminScheme: "https"})
+	list := "https://" + jv.Admin + "/v1/revocations"
+	get := func(c *http.Client, url string, set func(*http.Request)) (int, error) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		set(req)
+		resp, err := c.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	none := func(*http.Request) {}
 
 	// How a caller presents each scheme at the admin listener.
 	try := map[string]func() (int, error){
 		"clientBasic": func() (int, error) {
-			code, _, err := adminCall(httpClient(), jv.Admin, http.MethodGet, "/v1/revocations", "")
-			return code, err
+			return get(s.client(nil, false), list, func(r *http.Request) { r.SetBasicAuth("admin", revokeSecret) })
 		},
 		"clientBearer": func() (int, error) {
-			req, _ := http.NewRequest(http.MethodGet, "http://"+jv.Admin+"/v1/revocations", nil)
-			req.Header.Set("Authorization", "Bearer "+revokeSecret)
-			resp, err := httpClient().Do(req)
-			if err != nil {
-				return 0, err
-			}
-			resp.Body.Close()
-			return resp.StatusCode, nil
+			return get(s.client(nil, false), list, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+revokeSecret) })
 		},
-		// A verified client certificate: TLS to the admin listener, as to
-		// the one that verifies it for api_auth.
-		"clientCertificate": func() (int, error) {
-			resp, err := s.client(&caller, false).Get("https://" + jv.Admin + "/v1/revocations")
-			if err != nil {
-				return 0, err
-			}
-			resp.Body.Close()
-			return resp.StatusCode, nil
-		},
+		// A certificate admin_tls.client_ca_file verified.
+		"clientCertificate": func() (int, error) { return get(s.client(&caller, false), list, none) },
 	}
+	t.Run("no-credentials", func(t *testing.T) {
+		if code, err := get(s.client(nil, false), list, none); err != nil || code != http.StatusUnauthorized {
+			t.Errorf("GET /v1/revocations without credentials = %d %v, want 401", code, err)
+		}
+	})
+	t.Run("plain-http", func(t *testing.T) {
+		code, err := get(httpClient(), "http://"+jv.Admin+"/v1/revocations", func(r *http.Request) { r.SetBasicAuth("admin", revokeSecret) })
+		if err == nil && code == http.StatusOK {
+			t.Errorf("GET http://admin_listen/v1/revocations = 200 under admin_tls; want no answer from the API")
+		}
+	})
 	for _, path := range []string{"/v1/revocations", "/v1/revocations/{id}"} {
 		for method, op := range doc.Paths.Value(path).Operations() {
 			if op.Security == nil {

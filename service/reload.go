@@ -261,6 +261,7 @@ func restartNeeded(cur, next *config.Plan) []string {
 		// which files, and whether TLS is on, is the listener's.
 		{"tls", cur.TLS != next.TLS},
 		{"grpc_tls", cur.GRPCTLS != next.GRPCTLS},
+		{"admin_tls", cur.AdminTLS != next.AdminTLS},
 		{"HTTP server timeouts (derived from the issuers' refresh waits)", cur.HTTP != next.HTTP},
 		{"log.level", cur.LogLevel != next.LogLevel},
 		{"log.format", cur.LogFormat != next.LogFormat},

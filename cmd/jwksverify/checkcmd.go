@@ -75,7 +75,7 @@ func checkPlan(ctx context.Context, plan *config.Plan, online bool, logger *slog
 	for _, l := range []struct {
 		key string
 		tls config.TLS
-	}{{"tls", plan.TLS}, {"grpc_tls", plan.GRPCTLS}} {
+	}{{"tls", plan.TLS}, {"grpc_tls", plan.GRPCTLS}, {"admin_tls", plan.AdminTLS}} {
 		if _, err := newTLS(l.tls, nil, logger); err != nil {
 			problems = append(problems, fmt.Errorf("%s: %w", l.key, err))
 		}

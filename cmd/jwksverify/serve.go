@@ -112,6 +112,18 @@ func warnPlaintext(logger *slog.Logger, what, addr string, tlsOn bool) {
 		"listener", what, "addr", addr)
 }
 
+// warnAdminPlaintext logs a warning for a plaintext admin listener that is
+// not on a loopback address and serves the revocations admin API: its
+// callers' secrets and its entries (subjects, sessions) would cross the
+// network in clear.
+func warnAdminPlaintext(logger *slog.Logger, plan *config.Plan, tlsOn bool) {
+	if plan.Revocation == nil || plan.AdminListen == "" || tlsOn || isLoopback(plan.AdminListen) {
+		return
+	}
+	logger.Warn("plaintext admin listener on a non-loopback address serves the revocations admin API: its callers' secrets and its entries cross the network unencrypted; configure admin_tls",
+		"listener", "admin", "addr", plan.AdminListen)
+}
+
 // isLoopback reports whether the host of addr is a loopback address or
 // localhost.
 func isLoopback(addr string) bool {
@@ -216,6 +228,11 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 		fmt.Fprintf(a.stderr, "jwksverify serve: grpc_tls: %v\n", err)
 		return nil, exitUsage
 	}
+	adminTLS, err := newTLS(plan.AdminTLS, []string{"h2", "http/1.1"}, logger)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify serve: admin_tls: %v\n", err)
+		return nil, exitUsage
+	}
 	s := &servers{}
 	if err := s.listen(plan); err != nil {
 		logger.Error("cannot listen", "err", err)
@@ -245,7 +262,11 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 	if s.aln != nil {
 		s.aln = deadline.NewListener(s.aln, 0)
 		s.admin = newHTTPServer(svc.AdminHandler(), plan.HTTP, logger)
-		attrs = append(attrs, "admin", s.aln.Addr().String())
+		attrs = append(attrs, "admin", s.aln.Addr().String(), "admin_tls", adminTLS != nil)
+		warnAdminPlaintext(logger, plan, adminTLS != nil)
+		if adminTLS != nil {
+			s.aln = tls.NewListener(s.aln, adminTLS.Config())
+		}
 	}
 	logger.Info("listening", attrs...)
 	return s, exitOK

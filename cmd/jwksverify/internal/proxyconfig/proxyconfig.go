@@ -169,6 +169,8 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 	switch {
 	case p.TLS.On():
 		return Input{}, fmt.Errorf("%w: listen has tls, and the %s file speaks plain HTTP to it; serve that listener without tls on an address only the proxy reaches, or set up the proxy's TLS to jwksverify by hand", ErrTLS, px)
+	case px == request.Envoy && p.AdminTLS.On():
+		return Input{}, fmt.Errorf("%w: admin_listen has admin_tls, and the envoy file health-checks /readyz there in plain HTTP; add the cluster's transport_socket by hand", ErrTLS)
 	case px == request.Envoy && p.GRPCListen != "" && p.GRPCTLS.On():
 		return Input{}, fmt.Errorf("%w: grpc_listen has grpc_tls, and the envoy file speaks plaintext gRPC to it; serve it without grpc_tls on an address only Envoy reaches, or add the cluster's transport_socket by hand", ErrTLS)
 	}

@@ -26,7 +26,9 @@ func TestFromPlanRefusesTLSListeners(t *testing.T) {
 		{"http-tls-traefik", "listen: :8080\ntls: " + tls + "\n", request.Traefik, ErrTLS},
 		{"http-tls-envoy", "listen: :8080\ntls: " + tls + "\n", request.Envoy, ErrTLS},
 		{"grpc-tls-envoy", "listen: :8080\ngrpc_listen: :9001\ngrpc_tls: " + tls + "\n", request.Envoy, ErrTLS},
-		{"grpc-tls-nginx", "listen: :8080\ngrpc_listen: :9001\ngrpc_tls: " + tls + "\n", request.Nginx, nil}, // nginx never dials gRPC
+		{"admin-tls-envoy", "listen: :8080\nadmin_listen: :9090\nadmin_tls: " + tls + "\n", request.Envoy, ErrTLS},
+		{"admin-tls-nginx", "listen: :8080\nadmin_listen: :9090\nadmin_tls: " + tls + "\n", request.Nginx, nil}, // nginx never dials the admin listener
+		{"grpc-tls-nginx", "listen: :8080\ngrpc_listen: :9001\ngrpc_tls: " + tls + "\n", request.Nginx, nil},    // nginx never dials gRPC
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := FromPlan(loadPlan(t, tt.yaml+issuers), tt.px)

@@ -73,11 +73,17 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 		retryKeys, retrySum = "", ""
 		keys, keysSum := keysNow()
 		failed := func() { retryKeys, retrySum = keys, keysSum }
+		// The content as it is before the load: a load that fails read it,
+		// or a later one (then the next poll tries that again). Hashed
+		// after the load, a file written in place (truncated, then
+		// written) whose first half failed recorded its complete content
+		// as tried, and that content was never loaded.
+		before, herr := config.FileHash(path)
 		plan, err := load()
 		if plan != nil {
 			seen = plan.Hash
-		} else if h, herr := config.FileHash(path); herr == nil {
-			seen = h // an invalid content is reported once, not every poll
+		} else if herr == nil {
+			seen = before // an invalid content is reported once, not every poll
 		}
 		if err != nil {
 			svc.ReloadFailed(err)

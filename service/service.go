@@ -250,9 +250,23 @@ func (s *Service) AdminHandler() http.Handler {
 func (s *Service) RegisterGRPC(g *grpc.Server) { s.grpc.Register(g) }
 
 // Ready blocks until every issuer of the current generation has its first
-// keys (or a definitive failure to get them), or ctx is done.
+// keys (or a definitive failure to get them), or ctx is done. A reload
+// that swaps in another generation meanwhile is followed: its replaced
+// fetchers retire (closed to Ready), and the new generation is waited for.
 func (s *Service) Ready(ctx context.Context) error {
-	for _, f := range s.cur.Load().fetchers {
+	for {
+		g := s.cur.Load()
+		err := g.ready(ctx)
+		if err == nil || ctx.Err() != nil || s.cur.Load() == g {
+			return err
+		}
+	}
+}
+
+// ready blocks until every fetcher of g has its first keys, or one is
+// closed (or retired), or ctx is done.
+func (g *generation) ready(ctx context.Context) error {
+	for _, f := range g.fetchers {
 		if err := f.f.Ready(ctx); err != nil {
 			return err
 		}

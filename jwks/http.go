@@ -137,6 +137,9 @@ type response struct {
 	header      http.Header
 	// etag is the If-None-Match the request carried, "" when none.
 	etag string
+	// lastModified is the If-Modified-Since the request carried, "" when
+	// none.
+	lastModified string
 }
 
 // get sends one bounded GET. It counts the request, sends the validators when
@@ -211,7 +214,7 @@ func (f *Fetcher) doGet(ctx context.Context, rawURL, accept, etag, lastModified 
 	switch {
 	case resp.StatusCode == http.StatusOK:
 	case resp.StatusCode == http.StatusNotModified && (etag != "" || lastModified != ""):
-		return response{notModified: true, header: resp.Header, etag: etag}, nil
+		return response{notModified: true, header: resp.Header, etag: etag, lastModified: lastModified}, nil
 	default:
 		err := fmt.Errorf("%w: GET %s: %d", ErrStatus, shown, resp.StatusCode)
 		if d, ok := RetryAfter(resp.Header, f.opts.Now()); ok {

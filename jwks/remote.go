@@ -96,6 +96,15 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 		// validators.
 		st.etag, st.lastModified = "", ""
 		return 0, fmt.Errorf("%w: 304 Not Modified names ETag %q, asked about %q", ErrStatus, clip(resp.header.Get("ETag")), clip(resp.etag))
+	case resp.notModified && (resp.etag == "" || resp.header.Get("ETag") == "") &&
+		!sameDate(resp.header.Get("Last-Modified"), resp.lastModified):
+		// The same for a 304 that no ETag identifies and whose
+		// Last-Modified names another date than the one asked about: a
+		// source comparing dates (http.ServeContent) answers 304 to a file
+		// put back with an older modification time (a rollback that removed
+		// a key), and every later refresh would renew the set held.
+		st.etag, st.lastModified = "", ""
+		return 0, fmt.Errorf("%w: 304 Not Modified names Last-Modified %q, asked about %q", ErrStatus, clip(resp.header.Get("Last-Modified")), clip(resp.lastModified))
 	case resp.notModified:
 		f.stats.NotModified.Add(1)
 		f.publish(cur.WithTimes(now, until))
@@ -157,6 +166,21 @@ func sameETag(got, asked string) bool {
 		return true
 	}
 	return strings.TrimPrefix(got, "W/") == strings.TrimPrefix(asked, "W/")
+}
+
+// sameDate reports whether a 304's Last-Modified got names the date asked
+// about (If-Modified-Since): true when either is absent, else when both
+// parse to the same instant (or, unparsable, are the same text).
+func sameDate(got, asked string) bool {
+	if got == "" || asked == "" {
+		return true
+	}
+	g, gerr := http.ParseTime(got)
+	a, aerr := http.ParseTime(asked)
+	if gerr != nil || aerr != nil {
+		return got == asked
+	}
+	return g.Equal(a)
 }
 
 // strongLastModified returns lm when it may serve as a validator, else "".

@@ -183,6 +183,7 @@ func (f *Fetcher) inherit(prev *Fetcher) bool {
 	if out != savedLoaded {
 		return false
 	}
+	f.st.etag, f.st.lastModified = validator(st.etag), validator(st.lastModified)
 	if f.opts.Discovery && prev.opts.DiscoveryURL == f.opts.DiscoveryURL {
 		// What the same document said: the jwks_uri (fetched even while the
 		// document is down, so under this fetcher's transport rule, as
@@ -238,7 +239,12 @@ func (f *Fetcher) loadSaved(s stateFile) (set *cache.Set, at time.Time, out save
 	}
 	set = f.newSet(keys, skipped, at, at.Add(f.opts.StaleFor))
 	f.publish(set)
-	f.st.etag, f.st.lastModified = validator(s.ETag), validator(s.LastModified)
+	// No validators: a 304 renews the set held, and a file is not known to
+	// hold the body its validators name (anyone who can write state_dir can
+	// pair keys of their own with the source's current ETag, which the
+	// public JWKS tells). The first fetch asks without them; a body equal
+	// to the saved one keeps its keys (bodyHash). inherit, whose set and
+	// validators come from a running fetcher, sets them.
 	f.st.body, f.st.bodyHash = s.JWKS, sha256.Sum256(s.JWKS)
 	f.st.lastSuccess = at
 	f.keys.SetStatus(f.statusLocked())

@@ -48,3 +48,41 @@ func TestIDTokenNeverAnAccessTokenWithoutAudiences(t *testing.T) {
 		t.Fatalf("VerifyIDTokenAt() = %v, want nil", err)
 	}
 }
+
+// TestIDTokenNeverAnAccessTokenBesideAudiences: an ID token may hold
+// several audiences (OIDC Core 2, 3.1.3.7 items 3–5: that is what azp is
+// for), among them the API's. With the API in audiences, such an ID token
+// passed every access-token front end, while the same token was wrong_type
+// when no audiences were configured: configuring audiences made the kinds
+// mix again. An aud naming a client ID the operator does not also list in
+// audiences is an ID token wherever an access token is asked for.
+func TestIDTokenNeverAnAccessTokenBesideAudiences(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		audiences []string
+		extra     map[string]any
+		wantErr   error
+	}{
+		{"id-token-api-and-client", []string{aud}, map[string]any{"aud": []string{aud, clientID}, "azp": clientID}, verify.ErrWrongType},
+		{"id-token-client-and-api", []string{aud}, map[string]any{"aud": []string{clientID, aud}, "azp": clientID}, verify.ErrWrongType},
+		{"id-token-api-and-other-client", []string{aud}, map[string]any{"aud": []string{aud, "other-app"}, "azp": "other-app"}, verify.ErrWrongType},
+		{"id-token-of-the-client-only", []string{aud}, nil, verify.ErrWrongAudience},
+		{"access-token-of-the-api", []string{aud}, map[string]any{"aud": aud}, nil},
+		{"access-token-of-two-apis", []string{aud}, map[string]any{"aud": []string{aud, "api://billing"}}, nil},
+		{"client-also-an-audience", []string{aud, clientID}, map[string]any{"aud": []string{aud, clientID}, "azp": clientID}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			is := idIssuer(allKeys(t), "")
+			is.Audiences = tt.audiences
+			v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{is}, TokenCache: verify.TokenCacheOptions{MaxEntries: 16}})
+			tok := mintID("ES256", nil, tt.extra)
+			for range 2 { // the second may be a cache hit
+				if _, err := v.VerifyAt(ctx, tok, t0); !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+					t.Fatalf("VerifyAt() = %v, want %v", err, tt.wantErr)
+				}
+			}
+		})
+	}
+}

@@ -718,26 +718,48 @@ func (is *issuer) checkNbf(c *claims, now time.Time, iat bool, tr *trace) error 
 }
 
 // checkAud is step 11: when the issuer has audiences, the claims c hold
-// one of them.
+// one of them; and aud names no client ID of the issuer's id_token that is
+// not also one of its audiences (such a token is an ID token).
 func (is *issuer) checkAud(c *claims, tr *trace) error {
-	if auds := is.cfg.Audiences; len(auds) > 0 {
+	auds := is.cfg.Audiences
+	if len(auds) > 0 {
 		if err := is.audienceError(c); err != nil {
 			return tr.fail("aud", err)
 		}
-		if tr != nil {
+	}
+	if id, ok := is.clientAudience(c); ok {
+		// An aud naming the relying party's client ID is an ID token's,
+		// never an access token's: without audiences (aud tells nothing
+		// else of an access token), and beside them too, for an ID token
+		// may hold several audiences (OIDC Core 2), the API's among them.
+		// An operator whose API is also a client lists the client ID in
+		// audiences.
+		return tr.fail("aud", fmt.Errorf("%w: aud %s names the client ID %s of id_token.client_ids, not one of the audiences: an ID token, never an access token",
+			ErrWrongType, quoteList(c.audList()), quote(id)))
+	}
+	if tr != nil {
+		if len(auds) > 0 {
 			tr.add("aud", true, fmt.Sprintf("aud %s has one of %q", quoteList(c.audList()), auds))
+		} else {
+			tr.add("aud", true, "not checked (no audiences configured)")
 		}
-	} else if ids := is.cfg.IDToken.ClientIDs; len(ids) > 0 && c.audHas(ids) {
-		// Without audiences, aud tells nothing of an access token; one
-		// naming the relying party's client ID is an ID token, never an
-		// access token (an operator whose API is also a client lists the
-		// client ID in audiences).
-		return tr.fail("aud", fmt.Errorf("%w: aud %s names a client ID of id_token.client_ids: an ID token, never an access token (no audiences configured)",
-			ErrWrongType, quoteList(c.audList())))
-	} else if tr != nil {
-		tr.add("aud", true, "not checked (no audiences configured)")
 	}
 	return nil
+}
+
+// clientAudience returns a client ID of the issuer's id_token that the
+// claims c's aud names and that is not one of the issuer's audiences, and
+// whether there is one.
+func (is *issuer) clientAudience(c *claims) (string, bool) {
+	for _, id := range is.cfg.IDToken.ClientIDs {
+		if slices.Contains(is.cfg.Audiences, id) {
+			continue
+		}
+		if c.audOne && c.aud1 == id || !c.audOne && slices.Contains(c.aud, id) {
+			return id, true
+		}
+	}
+	return "", false
 }
 
 // checkTyp is step 12: when the issuer has a type, the header's typ is it.

@@ -355,7 +355,9 @@ func checkHash(claim, raw, value, alg string, tr *trace) error {
 }
 
 // checkAuthTime holds auth_time (JSON text raw, "" when absent) to maxAge
-// plus leeway at now.
+// plus leeway at now. An auth_time ahead of now by more than the leeway is
+// not_yet_valid, as an iat is: it would pass every max_age (an IdP writing
+// milliseconds).
 func checkAuthTime(raw string, maxAge, leeway time.Duration, now time.Time, tr *trace) error {
 	if raw == "" {
 		return tr.fail("auth_time", fmt.Errorf("%w: max_age was given and the token has no auth_time", ErrMissingClaim))
@@ -363,6 +365,10 @@ func checkAuthTime(raw string, maxAge, leeway time.Duration, now time.Time, tr *
 	at, err := numericDate(raw)
 	if err != nil {
 		return tr.fail("auth_time", fmt.Errorf("%w: auth_time: %w", ErrMalformed, err))
+	}
+	if at.After(now.Add(leeway)) {
+		return tr.fail("auth_time", fmt.Errorf("%w: auth_time %s is ahead of now %s, leeway %s", ErrNotYetValid,
+			at.Format(time.RFC3339), now.UTC().Format(time.RFC3339), leeway))
 	}
 	if now.Sub(at) > maxAge+leeway {
 		return tr.fail("auth_time", fmt.Errorf("%w: auth_time %s is older than max_age %s plus leeway %s",

@@ -357,7 +357,8 @@ func checkHash(claim, raw, value, alg string, tr *trace) error {
 // checkAuthTime holds auth_time (JSON text raw, "" when absent) to maxAge
 // plus leeway at now. An auth_time ahead of now by more than the leeway is
 // not_yet_valid, as an iat is: it would pass every max_age (an IdP writing
-// milliseconds).
+// milliseconds). The bound is compared without adding maxAge and leeway,
+// which overflows near time.Duration's range.
 func checkAuthTime(raw string, maxAge, leeway time.Duration, now time.Time, tr *trace) error {
 	if raw == "" {
 		return tr.fail("auth_time", fmt.Errorf("%w: max_age was given and the token has no auth_time", ErrMissingClaim))
@@ -370,7 +371,8 @@ func checkAuthTime(raw string, maxAge, leeway time.Duration, now time.Time, tr *
 		return tr.fail("auth_time", fmt.Errorf("%w: auth_time %s is ahead of now %s, leeway %s", ErrNotYetValid,
 			at.Format(time.RFC3339), now.UTC().Format(time.RFC3339), leeway))
 	}
-	if now.Sub(at) > maxAge+leeway {
+	maxAge = max(maxAge, 0)
+	if age := now.Sub(at); age > maxAge && age-maxAge > leeway {
 		return tr.fail("auth_time", fmt.Errorf("%w: auth_time %s is older than max_age %s plus leeway %s",
 			ErrAuthTooOld, at.Format(time.RFC3339), maxAge, leeway))
 	}

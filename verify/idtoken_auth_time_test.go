@@ -3,6 +3,7 @@ package verify_test
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
 	"time"
 
@@ -46,5 +47,19 @@ func TestIDTokenAuthTimeAhead(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestIDTokenMaxAgeNearDurationLimit: a MaxAge near time.Duration's range
+// plus the issuer's leeway overflowed to a negative bound, and every ID
+// token, authenticated a minute ago, was auth_too_old.
+func TestIDTokenMaxAgeNearDurationLimit(t *testing.T) {
+	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{idIssuer(allKeys(t), "")}})
+	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 10*time.Second} {
+		in := allInputs()
+		in.MaxAge = d
+		if _, err := v.VerifyIDTokenAt(context.Background(), mintID("ES256", nil, nil), t0, in); err != nil {
+			t.Errorf("MaxAge %d: VerifyIDTokenAt() = %v, want nil (auth_time a minute old)", d, err)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -73,10 +74,15 @@ func (f *verifyFlags) idToken() (*verify.IDTokenChecks, error) {
 	if f.maxAge != "" {
 		d, err := time.ParseDuration(f.maxAge)
 		if n, nerr := strconv.ParseInt(f.maxAge, 10, 64); nerr == nil {
+			// Seconds beyond a Duration's range wrapped (18446744074
+			// was 0.29 s, a negative value a positive one).
 			d, err = time.Duration(n)*time.Second, nil
+			if n > int64(math.MaxInt64/time.Second) || n < 0 {
+				err = errors.New("out of range")
+			}
 		}
 		if err != nil || d < 0 {
-			return nil, fmt.Errorf("--max-age %q: want seconds (300) or a duration (5m), not negative", f.maxAge)
+			return nil, fmt.Errorf("--max-age %q: want seconds (300) or a duration (5m), not negative, at most %d seconds", f.maxAge, int64(math.MaxInt64/time.Second))
 		}
 		in.MaxAge, in.HasMaxAge = d, true
 	}

@@ -118,7 +118,14 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	case secret != "":
 		req.Header.Set("Authorization", "Bearer "+secret)
 	}
-	c := &http.Client{Timeout: revokeTimeout}
+	// A redirect is answered as what it is, never followed: a 301, 302
+	// or 303 turns the POST of add into a GET (of the list, which answers
+	// 200: "done", with nothing stored), and Go's client sends the
+	// Authorization header on to the same host name at any port and
+	// scheme (https://admin:9443 to http://admin:80, in clear).
+	c := &http.Client{Timeout: revokeTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
 	resp, err := c.Do(req)
 	if err != nil {
 		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %v\n", op, err)
@@ -136,6 +143,10 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	case resp.StatusCode >= 500:
 		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s", op, resp.Status, out)
 		return exitUndecided
+	}
+	if loc := resp.Header.Get("Location"); resp.StatusCode < 400 && loc != "" {
+		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s to %q, not followed: give the admin listener's own URL (--admin, JWKSVERIFY_ADMIN_URL)\n", op, resp.Status, loc)
+		return exitFailure
 	}
 	fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s", op, resp.Status, out)
 	return exitFailure

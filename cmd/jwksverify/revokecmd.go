@@ -132,8 +132,16 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 		return exitUndecided
 	}
 	defer resp.Body.Close()
-	out, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	out, err := io.ReadAll(io.LimitReader(resp.Body, maxRevokeAnswer+1))
+	if err == nil && len(out) > maxRevokeAnswer {
+		err = fmt.Errorf("larger than %d bytes", maxRevokeAnswer)
+	}
 	switch {
+	case resp.StatusCode < 300 && err != nil:
+		// Part of a list, or of an entry, is not an answer: never exit 0
+		// with it. The change may have been made (the status came first).
+		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s, but the answer could not be read whole: %v (`jwksverify revoke list` shows the entries)\n", op, resp.Status, err)
+		return exitUndecided
 	case resp.StatusCode < 300:
 		a.stdout.Write(out)
 		if resp.StatusCode == http.StatusNoContent {
@@ -141,13 +149,49 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 		}
 		return exitOK
 	case resp.StatusCode >= 500:
-		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s", op, resp.Status, out)
+		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s\n", op, resp.Status, shownBody(out))
 		return exitUndecided
 	}
 	if loc := resp.Header.Get("Location"); resp.StatusCode < 400 && loc != "" {
 		fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s to %q, not followed: give the admin listener's own URL (--admin, JWKSVERIFY_ADMIN_URL)\n", op, resp.Status, loc)
 		return exitFailure
 	}
-	fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s", op, resp.Status, out)
+	fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s\n", op, resp.Status, shownBody(out))
 	return exitFailure
+}
+
+// maxRevokeAnswer bounds an answer of the admin API that is read.
+const maxRevokeAnswer = 64 << 20
+
+// maxShownBody bounds the part of a refusal's body shown on stderr.
+const maxShownBody = 2 << 10
+
+// shownBody is a refusal's body as stderr shows it: at most maxShownBody
+// bytes (a proxy's error page may be large), on one line, its control
+// characters and bytes that are not UTF-8 escaped (a terminal would run
+// an escape sequence the answer holds).
+func shownBody(b []byte) string {
+	cut := len(b) > maxShownBody
+	if cut {
+		b = b[:maxShownBody]
+	}
+	b = bytes.TrimRight(b, "\r\n")
+	var sb strings.Builder
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			fmt.Fprintf(&sb, `\x%02x`, b[0])
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&sb, `\u%04x`, r)
+		default:
+			sb.Write(b[:n])
+		}
+		b = b[n:]
+	}
+	s := sb.String()
+	if cut {
+		s += " …(cut)"
+	}
+	return s
 }

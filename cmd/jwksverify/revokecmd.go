@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -41,17 +42,20 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	fs := a.newFlagSet("revoke")
 	admin := fs.String("admin", "", "the admin listener's `URL` (http://HOST:PORT); default $JWKSVERIFY_ADMIN_URL")
 	client := fs.String("client", "", "introspection client `ID` to authenticate as (HTTP Basic, secret in $JWKSVERIFY_ADMIN_SECRET); empty: Bearer secret")
-	issuer := fs.String("issuer", "", "the configured `issuer`")
+	// A flag of the entry given twice is refused: the flag package keeps
+	// the last value, so --sub alice --sub bob revoked bob alone, exit 0.
+	issuer := new(string)
+	fs.Func("issuer", "the configured `issuer`", once(func(v string) error { *issuer = v; return nil }))
 	// An empty value (--jti "$JTI", the variable unset) is refused: without
 	// the flag the entry names the whole issuer.
 	const whole = "leave --jti, --sid, --sub and --client-id out to revoke every token of the issuer"
 	var kinds [4]string
 	var before string
-	fs.Func("jti", "revoke the token with this `jti`", nonEmpty(whole, func(v string) { kinds[0] = v }))
-	fs.Func("sid", "revoke the session with this `sid`", nonEmpty(whole, func(v string) { kinds[1] = v }))
-	fs.Func("sub", "revoke the subject's tokens issued before --issued-before", nonEmpty(whole, func(v string) { kinds[2] = v }))
-	fs.Func("client-id", "revoke the client's tokens (client_id or azp) issued before --issued-before", nonEmpty(whole, func(v string) { kinds[3] = v }))
-	fs.Func("issued-before", "RFC 3339 `time` (sub, client_id, issuer entries); default now", nonEmpty("leave it out for now", func(v string) { before = v }))
+	fs.Func("jti", "revoke the token with this `jti`", once(nonEmpty(whole, func(v string) { kinds[0] = v })))
+	fs.Func("sid", "revoke the session with this `sid`", once(nonEmpty(whole, func(v string) { kinds[1] = v })))
+	fs.Func("sub", "revoke the subject's tokens issued before --issued-before", once(nonEmpty(whole, func(v string) { kinds[2] = v })))
+	fs.Func("client-id", "revoke the client's tokens (client_id or azp) issued before --issued-before", once(nonEmpty(whole, func(v string) { kinds[3] = v })))
+	fs.Func("issued-before", "RFC 3339 `time` (sub, client_id, issuer entries); default now", once(nonEmpty("leave it out for now", func(v string) { before = v })))
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)
@@ -158,6 +162,19 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s\n", op, resp.Status, shownBody(out))
 	return exitFailure
+}
+
+// once is a flag's setter that refuses a second value: a command that
+// names one entry must not silently drop a value it was given.
+func once(set func(string) error) func(string) error {
+	given := false
+	return func(v string) error {
+		if given {
+			return errors.New("given twice; one entry a call (run revoke add again for another)")
+		}
+		given = true
+		return set(v)
+	}
 }
 
 // maxRevokeAnswer bounds an answer of the admin API that is read.

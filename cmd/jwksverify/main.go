@@ -184,9 +184,12 @@ jwksverify may take to answer. A config whose forward_auth.proxy names
 another proxy is refused (exit 2); one without it gets a warning.
 `,
 	"revoke": `Usage: jwksverify revoke add --issuer ISSUER [--jti J | --sid S | --sub U | --client-id C]
-                           [--issued-before RFC3339] [--admin URL] [--client ID]
-       jwksverify revoke list [--issuer ISSUER] [--admin URL] [--client ID]
-       jwksverify revoke delete ID [--admin URL] [--client ID]
+                           [--issued-before RFC3339] [--admin URL] [--client ID] [TLS flags]
+       jwksverify revoke list [--issuer ISSUER] [--admin URL] [--client ID] [TLS flags]
+       jwksverify revoke delete ID [--admin URL] [--client ID] [TLS flags]
+TLS flags, for an https --admin (admin_tls): [--ca-file CA.pem]
+       [--cert-file CERT.pem --key-file KEY.pem] (a client certificate that
+       admin_tls.client_ca_file verifies authenticates without a secret).
 
 Calls the revocations admin API of a running service (admin_listen; --admin
 or JWKSVERIFY_ADMIN_URL, e.g. http://127.0.0.1:9090). It authenticates as an

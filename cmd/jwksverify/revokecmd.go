@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jwksverify/jwksverify/internal/fileread"
 )
 
 // revokeTimeout bounds one call of `jwksverify revoke` to the admin API.
@@ -41,6 +45,9 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	}
 	fs := a.newFlagSet("revoke")
 	admin := fs.String("admin", "", "the admin listener's `URL` (http://HOST:PORT); default $JWKSVERIFY_ADMIN_URL")
+	caFile := fs.String("ca-file", "", "PEM `file` of the CAs an https --admin is verified against (default: the system's roots)")
+	certFile := fs.String("cert-file", "", "PEM client certificate `file` for an https --admin whose admin_tls.client_ca_file verifies it (with --key-file)")
+	keyFile := fs.String("key-file", "", "PEM private key `file` of --cert-file")
 	client := fs.String("client", "", "introspection client `ID` to authenticate as (HTTP Basic, secret in $JWKSVERIFY_ADMIN_SECRET); empty: Bearer secret")
 	// A flag of the entry given twice is refused: the flag package keeps
 	// the last value, so --sub alice --sub bob revoked bob alone, exit 0.
@@ -127,7 +134,18 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	// 200: "done", with nothing stored), and Go's client sends the
 	// Authorization header on to the same host name at any port and
 	// scheme (https://admin:9443 to http://admin:80, in clear).
-	c := &http.Client{Timeout: revokeTimeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+	tlsConf, err := adminTLSConfig(*caFile, *certFile, *keyFile)
+	if err != nil {
+		fmt.Fprintf(a.stderr, "jwksverify revoke: %v\n", err)
+		return exitUsage
+	}
+	if tlsConf != nil && u.Scheme != "https" {
+		fmt.Fprintln(a.stderr, "jwksverify revoke: --ca-file, --cert-file and --key-file need an https --admin URL")
+		return exitUsage
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tlsConf
+	c := &http.Client{Timeout: revokeTimeout, Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error {
 		return http.ErrUseLastResponse
 	}}
 	resp, err := c.Do(req)
@@ -162,6 +180,49 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 	}
 	fmt.Fprintf(a.stderr, "jwksverify revoke %s: %s: %s\n", op, resp.Status, shownBody(out))
 	return exitFailure
+}
+
+// maxPEMFile bounds a CA, certificate or key file revoke reads.
+const maxPEMFile = 1 << 20
+
+// adminTLSConfig is the TLS configuration of an https --admin: the CAs of
+// caFile (else the system's roots) and the client certificate of certFile
+// and keyFile (for admin_tls.client_ca_file). Nil when none is given.
+func adminTLSConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
+	if caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, _, err := fileread.Regular(caFile, maxPEMFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-file: %w", err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca-file %s: no PEM certificate", caFile)
+		}
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("--cert-file and --key-file go together")
+	}
+	if certFile != "" {
+		certPEM, _, err := fileread.Regular(certFile, maxPEMFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cert-file: %w", err)
+		}
+		keyPEM, _, err := fileread.Regular(keyFile, maxPEMFile)
+		if err != nil {
+			return nil, fmt.Errorf("--key-file: %w", err)
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			// Not err itself: it may quote the key's PEM.
+			return nil, fmt.Errorf("--cert-file %s and --key-file %s are not a certificate and its key", certFile, keyFile)
+		}
+		conf.Certificates = []tls.Certificate{cert}
+	}
+	return conf, nil
 }
 
 // once is a flag's setter that refuses a second value: a command that

@@ -200,6 +200,26 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 	return in, nil
 }
 
+// checkAddress checks that a is host:port as every proxy's file reads it:
+// a host that is an IP address or a DNS name ([A-Za-z0-9.-], or empty for
+// every interface) and a port in [1, 65535]. Anything else (a ';', a quote,
+// a newline) would be written into the file as syntax. "" is no address.
+func checkAddress(a string) error {
+	if a == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(a)
+	if err != nil {
+		return fmt.Errorf("proxyconfig: address %q: %w", a, err)
+	}
+	n, perr := strconv.Atoi(port)
+	dnsName := strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == ""
+	if perr != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port || (net.ParseIP(host) == nil && !dnsName) {
+		return fmt.Errorf("proxyconfig: address %q: want HOST:PORT, HOST an IP address or a DNS name, PORT in [1, 65535]", a)
+	}
+	return nil
+}
+
 // dialable turns a listen address into one to connect to: an unspecified
 // host (":8080", "0.0.0.0:8080", "[::]:8080") becomes loopback.
 func dialable(listen string) string {
@@ -293,9 +313,9 @@ func Write(w io.Writer, in Input) error {
 	}
 	in.Listen = cmp.Or(in.Listen, DefaultListen)
 	in.Upstream = cmp.Or(in.Upstream, DefaultUpstream)
-	for _, a := range []string{in.Listen, in.Upstream, in.JWKSVerify} {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			return fmt.Errorf("proxyconfig: address %q: %w", a, err)
+	for _, a := range []string{in.Listen, in.Upstream, in.JWKSVerify, in.GRPC, in.Admin} {
+		if err := checkAddress(a); err != nil {
+			return err
 		}
 	}
 	grpcSet := in.GRPC != ""

@@ -2,6 +2,7 @@ package proxyconfig
 
 import (
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/jwksverify/jwksverify/request"
@@ -34,6 +35,37 @@ func TestFromPlanRefusesTLSListeners(t *testing.T) {
 			_, err := FromPlan(loadPlan(t, tt.yaml+issuers), tt.px)
 			if !errors.Is(err, tt.err) {
 				t.Errorf("FromPlan(%s) = %v, want %v", tt.px, err, tt.err)
+			}
+		})
+	}
+}
+
+// TestWriteRefusesAddressesTheFileWouldReadAsSyntax: --listen and
+// --upstream (and the configuration's addresses) are written into the
+// proxy's file as they are; one holding a ';', a quote, a space or a
+// newline would be read there as configuration.
+func TestWriteRefusesAddressesTheFileWouldReadAsSyntax(t *testing.T) {
+	for _, tt := range []struct {
+		name, upstream string
+		ok             bool
+	}{
+		{"ipv4", "127.0.0.1:9000", true},
+		{"ipv6", "[::1]:9000", true},
+		{"dns-name", "app.internal:9000", true},
+		{"semicolon", "127.0.0.1:9000; include /etc/passwd", false},
+		{"newline", "app:9000\n  location /admin { }", false},
+		{"quote", `app":9000`, false},
+		{"space-in-host", "app x:9000", false},
+		{"port-zero", "app:0", false},
+		{"port-too-large", "app:65536", false},
+		{"port-padded", "app:09000", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, px := range []request.Proxy{request.Nginx, request.Caddy, request.Traefik, request.Envoy} {
+				err := Write(io.Discard, Input{Proxy: px, JWKSVerify: "127.0.0.1:8080", Upstream: tt.upstream})
+				if (err == nil) != tt.ok {
+					t.Errorf("%s: Write(upstream %q) = %v, want ok %v", px, tt.upstream, err, tt.ok)
+				}
 			}
 		})
 	}

@@ -86,8 +86,9 @@ type PollStats struct {
 }
 
 // Poller polls a transmitter for SETs (RFC 8936) until it is closed: every
-// Interval, and at once while the transmitter says more are available or
-// acknowledgements are pending; after a failure it waits twice as long as
+// Interval, and at once while acknowledgements or errors are pending (a
+// poll whose SETs could none be stored waits the Interval, whatever
+// moreAvailable says: they come again); after a failure it waits twice as long as
 // the last time, up to [MaxPollBackoff]. Each request acknowledges the
 // SETs the previous ones stored (ack) and reports those refused
 // (setErrs), asks for at most MaxEvents and returnImmediately. It owns one
@@ -187,7 +188,9 @@ func (p *Poller) run(ctx context.Context) {
 	ack, errs := []string{}, map[string]setErr{}
 	backoff := time.Duration(0)
 	for {
-		more, err := p.poll(ctx, &ack, errs)
+		// moreAvailable needs no rule of its own: an answer with SETs to
+		// report is followed at once, and one without waits (below).
+		_, err := p.poll(ctx, &ack, errs)
 		var wait time.Duration
 		switch {
 		case ctx.Err() != nil:
@@ -197,9 +200,16 @@ func (p *Poller) run(ctx context.Context) {
 			backoff = min(max(2*backoff, p.o.Interval), max(MaxPollBackoff, p.o.Interval))
 			wait = backoff
 			p.log.Warn("SET poll failed", "issuer", p.o.Issuer, "retry_in", wait, "err", err)
-		case more || len(ack) > 0 || len(errs) > 0:
+		case len(ack) > 0 || len(errs) > 0:
+			// This answer's SETs were stored or refused: report them at
+			// once (and take what more the transmitter has).
 			backoff = 0
 		default:
+			// Nothing to report: the answer was empty, or none of its SETs
+			// could be stored (a revocation store down). Polling again at
+			// once, moreAvailable or not, would be handed the same SETs
+			// back while whatever deferred them still fails: a request,
+			// a signature check and a store attempt per SET, back to back.
 			backoff, wait = 0, p.o.Interval
 		}
 		if wait > 0 {

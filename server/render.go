@@ -230,11 +230,20 @@ func writeTooLarge(w http.ResponseWriter, d *Decision, code string) {
 // activeBody builds {"active":true, claims..., "token_type"} from the
 // token's claims, values passed through exactly (numbers not rounded). A
 // claim named "active" never overrides the answer; token_type is "Bearer"
-// unless the token has one. Members are sorted by name.
+// unless the token has one. A claim that names either in another case
+// (Active, TOKEN_TYPE) is left out: beside the answer's own member it
+// would make two names equal ignoring case, one member to encoding/json
+// (the last winning) and a duplicate to jsonscan.Names, so to
+// introspect.Decode. Members are sorted by name.
 func activeBody(claims json.RawMessage) ([]byte, bool) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(claims, &m); err != nil || m == nil {
 		return nil, false
+	}
+	for name := range m {
+		if (strings.EqualFold(name, "active") || strings.EqualFold(name, "token_type")) && name != "active" && name != "token_type" {
+			delete(m, name)
+		}
 	}
 	m["active"] = json.RawMessage("true")
 	if _, ok := m["token_type"]; !ok {

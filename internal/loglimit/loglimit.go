@@ -14,6 +14,15 @@ import (
 // DefaultRate is the default bound on the lines of one kind per second.
 const DefaultRate = 20
 
+// maxLag is how far before the current window a reading may be and still
+// count in it. Callers read their clock before they ask (a decision, when
+// it starts), so concurrent callers ask out of the order of their
+// readings, and one that waited (an introspection call, an unknown-kid
+// refresh) asks with an old reading: opening a window for it, and another
+// for the next current reading, let a flood of late and current lines
+// interleaved through whole. A reading further back is a clock set back.
+const maxLag = time.Minute
+
 // Limiter bounds how many lines of one kind are written per second, so a
 // flood of bad tokens is not also a flood of log lines. Lines past the bound
 // are counted, and the count is logged once, as summary, when their
@@ -51,6 +60,8 @@ func New(perSecond int, summary string) *Limiter {
 // Allow reports whether one more line may be written at now (the caller's
 // reading of its clock), at level to log. When a window
 // closes with dropped lines not yet summarized, it logs their count first.
+// A reading before the current window (up to maxLag) counts in it: windows
+// only move forward.
 func (l *Limiter) Allow(ctx context.Context, log *slog.Logger, level slog.Level, now time.Time) bool {
 	if l == nil {
 		return true
@@ -58,7 +69,7 @@ func (l *Limiter) Allow(ctx context.Context, log *slog.Logger, level slog.Level,
 	l.mu.Lock()
 	var dropped int
 	var droppedLevel slog.Level
-	if now.Sub(l.window) >= time.Second || now.Before(l.window) {
+	if since := now.Sub(l.window); since >= time.Second || since < -maxLag {
 		dropped, droppedLevel = l.suppressed, l.level
 		l.window, l.used, l.suppressed, l.armed = now, 0, 0, false
 	}

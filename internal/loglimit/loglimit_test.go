@@ -46,7 +46,8 @@ func TestLimiter(t *testing.T) {
 		{name: "over-the-bound-then-summary", perSecond: 2, calls: []time.Duration{0, 0, 0, 0, 0, time.Second}, wantAllowed: 3, wantSummary: []int{3}},
 		{name: "summary-without-another-line", perSecond: 2, calls: []time.Duration{0, 0, 0, 10 * time.Millisecond}, wantAllowed: 2, wantSummary: []int{2}},
 		{name: "window-restarts", perSecond: 1, calls: []time.Duration{0, 500 * time.Millisecond, 1500 * time.Millisecond, 1600 * time.Millisecond, 3 * time.Second}, wantAllowed: 3, wantSummary: []int{1, 1}},
-		{name: "clock-goes-back", perSecond: 1, calls: []time.Duration{time.Second, 0}, wantAllowed: 2},
+		{name: "clock-goes-back", perSecond: 1, calls: []time.Duration{2 * time.Minute, 0}, wantAllowed: 2},
+		{name: "late-reading-counts-in-the-window", perSecond: 1, calls: []time.Duration{time.Second, 0}, wantAllowed: 1, wantSummary: []int{1}},
 		{name: "no-limit", perSecond: -1, calls: []time.Duration{0, 0, 0, 0}, wantAllowed: 4},
 	}
 	for _, tt := range tests {

@@ -105,7 +105,8 @@ func (l *Limiter) flush(w time.Time) {
 		return
 	}
 	n, level, log := l.suppressed, l.level, l.log
-	l.suppressed = 0
+	// A late reading may still drop a line of w: it arms a timer again.
+	l.suppressed, l.armed = 0, false
 	l.mu.Unlock()
 	l.write(context.Background(), log, level, n)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/testlog"
@@ -48,4 +49,34 @@ func TestLimiterBoundsReorderedReadings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLimiterSummarizesLateDrops: a line dropped in a window whose summary
+// was already written (a caller that asks with a reading taken before the
+// window closed) is summarized too, when no other line follows. It was
+// counted and never written: the summary timer stayed marked as armed.
+func TestLimiterSummarizesLateDrops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		buf := new(testlog.Buffer)
+		log := slog.New(slog.NewJSONHandler(buf, nil))
+		l := New(1, "token rejections not logged")
+		ctx := context.Background()
+		start := time.Now()
+		l.Allow(ctx, log, slog.LevelInfo, start)
+		l.Allow(ctx, log, slog.LevelInfo, start) // dropped: the window's timer is armed
+		time.Sleep(1100 * time.Millisecond)
+		synctest.Wait()
+		if got := summaries(t, buf); !equalInts(got, []int{1}) {
+			t.Fatalf("summaries %v when the window closed, want [1]", got)
+		}
+		// A decision that started in the window asks now, and is dropped.
+		if l.Allow(ctx, log, slog.LevelInfo, start.Add(500*time.Millisecond)) {
+			t.Fatal("a second line allowed in a window of one")
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := summaries(t, buf); !equalInts(got, []int{1, 1}) {
+			t.Errorf("summaries %v, want [1 1]: the late drop is counted and never written", got)
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
@@ -457,7 +458,27 @@ func (h *rateLimited) Handle(ctx context.Context, r slog.Record) error {
 	if !h.lim.Allow(ctx, h.log, r.Level, r.Time) {
 		return nil
 	}
+	if len(r.Message) > maxServerErrorLine {
+		// crypto/tls quotes every ALPN protocol a failed ClientHello
+		// offered: up to 64 KiB the client chose, four times that quoted.
+		r.Message = clipUTF8(r.Message, maxServerErrorLine) + "…"
+	}
 	return h.Handler.Handle(ctx, r)
+}
+
+// maxServerErrorLine bounds the message of a net/http server error line:
+// its text can quote what an unauthenticated client sent.
+const maxServerErrorLine = 1024
+
+// clipUTF8 is s cut to at most n bytes, not inside a UTF-8 sequence.
+func clipUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // newHTTPServer is an HTTP server of h with the plan's timeouts t.

@@ -209,7 +209,11 @@ func FromRequest(r *http.Request) (Original, error) {
 	uri := RawPath(r.URL)
 	if sent := r.RequestURI; sent != "" && sent != "*" {
 		if u, err := url.ParseRequestURI(sent); err != nil || RawPath(u) != uri {
-			return Original{}, fmt.Errorf("%w: the request's URL is not the one the client sent (%q): a handler in front changed it", ErrAmbiguousPath, sent)
+			// The path only: the query carries what clients put there
+			// (an OAuth code, a signed URL's signature, a token), and this
+			// error reaches the rejection's log line.
+			shown, _, _ := strings.Cut(sent, "?")
+			return Original{}, fmt.Errorf("%w: the request's URL is not the one the client sent (%q): a handler in front changed it", ErrAmbiguousPath, shown)
 		}
 	}
 	if r.URL.RawQuery != "" || r.URL.ForceQuery {

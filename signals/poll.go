@@ -261,7 +261,9 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 		return false, fmt.Errorf("the response is larger than %d bytes", p.o.MaxResponseBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return false, fmt.Errorf("the transmitter answered %s", resp.Status)
+		// The code only, as jwks and introspect: the reason phrase is the
+		// transmitter's text, of any length, logged at every poll.
+		return false, fmt.Errorf("the transmitter answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	sets, more, err := ParsePollResponse(data)
 	if err != nil {

@@ -58,6 +58,14 @@ const (
 	// authorizationService is the ext_authz service's name, as health
 	// checkers ask for it (authv3.Authorization_ServiceDesc.ServiceName).
 	authorizationService = "envoy.service.auth.v3.Authorization"
+	// maxHealthWatches bounds the health Watch streams open at once. A
+	// Watch lives as long as its client keeps it (a goroutine, a ticker and
+	// grpc-go's stream state, about 8 KiB, waking every second), and costs
+	// the client a few bytes of HTTP/2: unbounded, one client held memory
+	// without limit (1000 streams a connection, any number of connections).
+	// Envoy and Kubernetes probe with Check; the watchers of one server are
+	// gRPC clients doing client-side health checking, one per connection.
+	maxHealthWatches = 1024
 )
 
 // Register registers on g, over s, the Envoy ext_authz service
@@ -480,6 +488,8 @@ type healthGRPC struct {
 	s func() *server.Server // the current server
 	// interval is how often Watch re-checks readiness.
 	interval time.Duration
+	// watches counts the open Watch streams (at most maxHealthWatches).
+	watches atomic.Int64
 }
 
 // servingStatus returns the status of service, and false when the service
@@ -524,8 +534,13 @@ func (h *healthGRPC) List(context.Context, *healthpb.HealthListRequest) (*health
 // with UNAVAILABLE, so that grpc.Server.GracefulStop need not wait for it and
 // the client looks for another server. An unknown service is reported as
 // SERVICE_UNKNOWN (the call is kept open, as the protocol asks, until the
-// server drains).
+// server drains). Past maxHealthWatches open streams, a Watch ends at once
+// with RESOURCE_EXHAUSTED.
 func (h *healthGRPC) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
+	defer h.watches.Add(-1)
+	if h.watches.Add(1) > maxHealthWatches {
+		return status.Error(codes.ResourceExhausted, "too many health watches")
+	}
 	t := time.NewTicker(h.interval)
 	defer t.Stop()
 	last := healthpb.HealthCheckResponse_ServingStatus(-1)

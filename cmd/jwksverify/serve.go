@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -251,7 +252,7 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 		s.ln = tls.NewListener(s.ln, httpTLS.Config())
 	}
 	if s.gln != nil {
-		gopts := grpcServerOptions(int(svc.Server().MaxBodyBytes()), plan.HTTP)
+		gopts := grpcServerOptions(int(svc.Server().MaxBodyBytes()), plan.HTTP, logger)
 		if grpcTLS != nil {
 			gopts = append(gopts, grpc.Creds(credentials.NewTLS(grpcTLS.Config())))
 		}
@@ -307,7 +308,7 @@ const grpcMaxStreams = 1000
 // handshake within t.ReadHeader, at most grpcMaxStreams streams a
 // connection (grpc-go's default is unlimited), and a call's metadata at
 // most maxHeaderBytes.
-func grpcServerOptions(maxMsg int, t config.Timeouts) []grpc.ServerOption {
+func grpcServerOptions(maxMsg int, t config.Timeouts, logger *slog.Logger) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxMsg),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: t.Idle}),
@@ -323,8 +324,50 @@ func grpcServerOptions(maxMsg int, t config.Timeouts) []grpc.ServerOption {
 		// only a connection without streams). A health Watch is bounded
 		// only until its request came.
 		grpc.InTapHandle(callDeadline(t.Read)),
-		grpc.ChainStreamInterceptor(watchRequestBound),
+		// A handler's panic ends its call (INTERNAL, and Envoy's
+		// status_on_error), not the process: net/http recovers a handler's
+		// panic the same way, and grpc-go does not.
+		grpc.ChainUnaryInterceptor(recoverUnary(logger)),
+		grpc.ChainStreamInterceptor(recoverStream(logger), watchRequestBound),
 	}
+}
+
+// recoverUnary answers a unary handler's panic with codes.Internal and logs
+// it ([logPanic]).
+func recoverUnary(logger *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				logPanic(logger, info.FullMethod, r)
+				resp, err = nil, status.Error(codes.Internal, "internal error")
+			}
+		}()
+		return h(ctx, req)
+	}
+}
+
+// recoverStream is [recoverUnary] for a streaming handler (health Watch).
+func recoverStream(logger *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				logPanic(logger, info.FullMethod, r)
+				err = status.Error(codes.Internal, "internal error")
+			}
+		}()
+		return h(srv, ss)
+	}
+}
+
+// maxPanicText bounds the panic value and the stack a panic's log line
+// holds.
+const maxPanicText = 4 << 10
+
+// logPanic logs a gRPC handler's panic with its method, value and stack,
+// each clipped to maxPanicText.
+func logPanic(logger *slog.Logger, method string, r any) {
+	logger.Error("gRPC call panicked; answered INTERNAL", "method", method,
+		"panic", clipUTF8(fmt.Sprint(r), maxPanicText), "stack", clipUTF8(string(debug.Stack()), maxPanicText))
 }
 
 // healthWatch is the one server-streaming method the gRPC listener serves:

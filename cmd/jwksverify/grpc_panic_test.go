@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/internal/testlog"
+)
+
+// panickingHealth panics in both of its methods.
+type panickingHealth struct {
+	healthpb.UnimplementedHealthServer
+}
+
+func (panickingHealth) Check(context.Context, *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	panic("a bug in Check")
+}
+
+func (panickingHealth) Watch(*healthpb.HealthCheckRequest, healthpb.Health_WatchServer) error {
+	panic("a bug in Watch")
+}
+
+// TestGRPCHandlerPanicEndsTheCallNotTheProcess: grpc-go recovers no
+// handler's panic, so one panicking call stopped the whole process (every
+// front end with it); with the listener's options it is that call's
+// INTERNAL, logged, and the server goes on answering.
+func TestGRPCHandlerPanicEndsTheCallNotTheProcess(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs testlog.Buffer
+	srv := grpc.NewServer(grpcServerOptions(1<<20, config.Timeouts{Idle: time.Minute, ReadHeader: time.Second, Read: 10 * time.Second},
+		slog.New(slog.NewJSONHandler(&logs, nil)))...)
+	healthpb.RegisterHealthServer(srv, panickingHealth{})
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := healthpb.NewHealthClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 2 { // the second call shows the server still serves
+		if _, err := c.Check(ctx, &healthpb.HealthCheckRequest{}); status.Code(err) != codes.Internal {
+			t.Fatalf("Check #%d = %v, want INTERNAL", i+1, err)
+		}
+	}
+	w, err := c.Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Recv(); status.Code(err) != codes.Internal {
+		t.Fatalf("Watch = %v, want INTERNAL", err)
+	}
+	lines := testlog.Lines(t, &logs)
+	if len(lines) != 3 {
+		t.Fatalf("%d log lines, want one per panic: %s", len(lines), logs.String())
+	}
+	for _, l := range lines {
+		if l["msg"] != "gRPC call panicked; answered INTERNAL" || !strings.HasPrefix(l["panic"].(string), "a bug in") || l["stack"] == "" {
+			t.Errorf("log line %v", l)
+		}
+	}
+}

@@ -440,6 +440,10 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 	id := c.ids.Of(token)
 	var e *entry
 	if c.shared != nil {
+		if err := ctx.Err(); err != nil {
+			// Not the shared cache failing: its Redis is not asked.
+			return nil, callerDone(err)
+		}
 		var err error
 		if e, err = c.shared.get(ctx, c.shared.key(token)); err != nil {
 			return nil, c.sharedFailed(err)
@@ -452,6 +456,13 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 	if e != nil && now.Before(e.fresh) {
 		c.hits.Add(1)
 		return e.answer()
+	}
+	if err := ctx.Err(); err != nil {
+		// The caller is gone, or its wait budget spent (a batch past its
+		// deadline answers its remaining opaque tokens here): a call
+		// nobody waits for would still take a slot and reach the server,
+		// one per token of such a batch.
+		return nil, callerDone(err)
 	}
 
 	c.fmu.Lock()
@@ -471,7 +482,7 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: introspection: %w", verify.ErrKeysUnavailable, ctx.Err())
+		return nil, callerDone(ctx.Err())
 	}
 	if cl.err != nil {
 		if errors.Is(cl.err, ErrOverloaded) || errors.Is(cl.err, ErrShared) {
@@ -484,6 +495,12 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 		return c.staleOr(e, now, cl.err)
 	}
 	return cl.e.answer()
+}
+
+// callerDone is the error of a caller whose context ended (err) before an
+// answer: no answer could be had in its time.
+func callerDone(err error) error {
+	return fmt.Errorf("%w: introspection: %w", verify.ErrKeysUnavailable, err)
 }
 
 // answer is the verifier's answer for an entry.

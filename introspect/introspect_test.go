@@ -667,3 +667,45 @@ func TestIntrospectFailureLogRateLimited(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// TestIntrospectCallerDoneMakesNoCall: a caller whose context is already
+// done (gone, or its request's wait budget spent: a batch past its
+// deadline decides its remaining opaque tokens with it) gets a fresh
+// cached answer, or keys_unavailable at once, and no upstream call is made
+// for it. Each such call took a slot and reached the authorization server
+// with nobody waiting for its answer: one per distinct token of a batch of
+// random strings.
+func TestIntrospectCallerDoneMakesNoCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bt := &blockingTransport{release: make(chan struct{})}
+		close(bt.release)
+		c, err := introspect.New(introspect.Options{Issuer: "https://as.example.com/", URL: "https://as.example.com/introspect", HTTPClient: &http.Client{Transport: bt}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Introspect(context.Background(), "cached", t0); err != nil {
+			t.Fatal(err)
+		}
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		tests := []struct {
+			token   string
+			wantErr error
+		}{
+			{"cached", nil},
+			{"random-1", verify.ErrKeysUnavailable},
+			{"random-2", verify.ErrKeysUnavailable},
+			{"random-3", verify.ErrKeysUnavailable},
+		}
+		for _, tt := range tests {
+			if _, err := c.Introspect(done, tt.token, t0); !errors.Is(err, tt.wantErr) {
+				t.Errorf("Introspect(%s) with a done context = %v, want %v", tt.token, err, tt.wantErr)
+			}
+		}
+		synctest.Wait() // every call started has reached the transport
+		if n := bt.calls.Load(); n != 1 {
+			t.Errorf("upstream calls = %d, want 1 (the cached answer's)", n)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -332,9 +333,14 @@ func (s *Server) serveBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	out := append(make([]byte, 0, 256*len(tokens)+16), `{"results":[`...)
 	for i, tok := range tokens {
-		if r.Context().Err() != nil {
+		if errors.Is(r.Context().Err(), context.Canceled) {
 			return // the caller is gone; nobody reads the answer
 		}
+		// A deadline that passed is the request's wait budget
+		// (config.Timeouts.Wait), not the caller: the rest of the items
+		// are decided without waits (an unknown kid is unknown_kid, an
+		// opaque token without a fresh answer keys_unavailable) and the
+		// caller gets every result.
 		if i > 0 {
 			out = append(out, ',')
 		}

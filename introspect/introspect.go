@@ -651,7 +651,12 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // store caches e, evicting entries past their stale window first, then any,
-// to stay within MaxEntries and MaxBytes.
+// to stay within MaxEntries and MaxBytes. An inactive answer evicts only
+// inactive answers (or those past their stale window): anyone can make
+// inactive answers by the thousand with random strings, and at random they
+// evicted the active answers of the users behind forward-auth, whose next
+// requests then needed calls of their own, held by the same flood at
+// MaxConcurrent. Found none among those sampled, it is not kept.
 func (c *Client) store(id tokenid.ID, e *entry, now time.Time) {
 	if !now.Before(e.stale) && !now.Before(e.fresh) {
 		return // nothing to serve later (exp already past)
@@ -662,16 +667,24 @@ func (c *Client) store(id tokenid.ID, e *entry, now time.Time) {
 		c.bytes -= old.size
 		delete(c.entries, id)
 	}
+	inactive := e.ans == nil
 	for len(c.entries) > 0 && (len(c.entries) >= c.opts.MaxEntries || c.bytes+e.size > c.opts.MaxBytes) {
 		// Sample a few entries (map order is random): the first past its
-		// stale window, else the last sampled.
+		// stale window, else the last sampled (for an inactive answer,
+		// the last inactive one sampled).
 		var victim tokenid.ID
-		n := 0
+		found, n := false, 0
 		for k, v := range c.entries {
-			victim = k
-			if n++; !now.Before(v.stale) || n >= 8 {
+			past := !now.Before(v.stale)
+			if past || !inactive || v.ans == nil {
+				victim, found = k, true
+			}
+			if n++; past || n >= 8 {
 				break
 			}
+		}
+		if !found {
+			return
 		}
 		c.bytes -= c.entries[victim].size
 		delete(c.entries, victim)

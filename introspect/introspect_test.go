@@ -709,3 +709,54 @@ func TestIntrospectCallerDoneMakesNoCall(t *testing.T) {
 		}
 	})
 }
+
+// TestIntrospectRandomTokensKeepActiveAnswers: a flood of random strings —
+// from anyone: forward-auth with a made-up Bearer, /v1/verify, a batch of
+// them, no credential needed — costs one call each (within MaxConcurrent)
+// and stores their inactive answers. Stored into a full cache they evicted
+// entries at random, the active answers of the users behind forward-auth
+// among them; those users' next requests then needed calls of their own,
+// which the flood holds at MaxConcurrent: 503 for tokens that had a fresh
+// cached answer (DECISIONS: "a token with a fresh cached answer never
+// waits"; a flood's price is new tokens only). An inactive answer never
+// evicts an active one.
+func TestIntrospectRandomTokensKeepActiveAnswers(t *testing.T) {
+	tests := []struct {
+		name string
+		o    introspect.Options
+	}{
+		{"max-entries", introspect.Options{MaxEntries: 16}},
+		{"max-bytes", introspect.Options{MaxBytes: 8 << 10}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, url := newServer(t)
+			tt.o.URL = url
+			c := newClient(t, tt.o)
+			users := []string{"alice-token", "bob-token", "carol-token"}
+			for _, u := range users {
+				srv.set(u, activeAnswer(t0.Add(time.Hour)))
+				if _, err := c.Introspect(context.Background(), u, t0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range 300 {
+				if _, err := c.Introspect(context.Background(), fmt.Sprintf("random-%d", i), t0); !errors.Is(err, verify.ErrInactive) {
+					t.Fatalf("random token: %v, want inactive", err)
+				}
+			}
+			before := srv.calls.Load()
+			for _, u := range users {
+				if _, err := c.Introspect(context.Background(), u, t0.Add(time.Second)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := srv.calls.Load() - before; n != 0 {
+				t.Errorf("%d of %d users' active answers evicted by random tokens (upstream calls again)", n, len(users))
+			}
+			if st := c.Stats(); (tt.o.MaxEntries > 0 && st.Entries > tt.o.MaxEntries) || (tt.o.MaxBytes > 0 && st.Bytes > tt.o.MaxBytes) {
+				t.Errorf("Stats() = %+v, over the bound", st)
+			}
+		})
+	}
+}

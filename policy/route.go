@@ -60,6 +60,16 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 			// would never match.
 			return route{}, fmt.Errorf("host: %q: %w", rt.Host, err)
 		}
+		// Nor would a host no request can name (a URL, user info, an
+		// escape, a byte no host name holds): the requests it was
+		// written for would go to the next route or the default.
+		full := rt.Host
+		if strings.Count(full, ":") > 1 && !strings.HasPrefix(full, "[") {
+			full = "[" + full + "]" // an IPv6 address, brackets optional
+		}
+		if err := request.CheckHost(full); err != nil {
+			return route{}, fmt.Errorf("host: %q is not a host name or IP address (with an optional port) that a request can name", rt.Host)
+		}
 	}
 	path := rt.Path
 	if path == "" {
@@ -101,6 +111,10 @@ func compilePath(pattern string) ([]string, bool, error) {
 	}
 	if !strings.HasPrefix(pattern, "/") {
 		return nil, false, fmt.Errorf("want a path starting with '/'")
+	}
+	if strings.Contains(pattern, "?") {
+		// A request's path never holds a raw '?': its query starts there.
+		return nil, false, fmt.Errorf("a path holds no query ('?'); write a literal '?' as %%3F")
 	}
 	if strings.Contains(pattern, "**") {
 		return nil, false, fmt.Errorf("'**' only as the last segment, after '/'")

@@ -364,6 +364,20 @@ func checkHost(host string) error {
 	return nil
 }
 
+// CheckHost returns [ErrAmbiguousHost] for a host (with an optional port)
+// that no request [FromParts] accepts can name: anything but a name of
+// ASCII letters, digits, '-', '_' and '.' (no empty label but a single
+// trailing '.') or an IP address in its canonical spelling (IPv6 in
+// brackets), followed by nothing or by ':' and at most five digits. Letter
+// case is not judged: a route's host is lower-cased at load. Routes refuse
+// such a host at load: they would never match.
+func CheckHost(host string) error {
+	if host == "" {
+		return fmt.Errorf("%w: empty", ErrAmbiguousHost)
+	}
+	return checkHost(host)
+}
+
 // checkHostName reports what is wrong with a host name without its port.
 func checkHostName(name string) error {
 	if name == "" {

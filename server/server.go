@@ -326,6 +326,9 @@ func New(opts Options) (*Server, error) {
 	if err := s.setMint(opts); err != nil {
 		return nil, err
 	}
+	if err := s.checkAnswerHeaders(); err != nil {
+		return nil, err
+	}
 	s.tracer, s.propagator, s.configHash = opts.Tracer, opts.Propagator, opts.ConfigHash
 	if s.propagator == nil {
 		s.propagator = propagation.TraceContext{}

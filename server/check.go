@@ -100,7 +100,7 @@ func CheckOptions(opts Options, maxTokenBytes int) error {
 // that frame or route the response (Connection, Content-*, Host, Keep-Alive,
 // Te, Trailer, Transfer-Encoding, Upgrade; Cache-Control, which the answer
 // sets itself: no-store), that carry credentials or sessions
-// (Authorization, Cookie, Set-Cookie, WWW-Authenticate, Proxy-*),
+// (Authorization, Cookie, DPoP, Set-Cookie, WWW-Authenticate, Proxy-*),
 // that proxies trust as facts about the client or the original request
 // (Forwarded, X-Forwarded-*, X-Real-Ip, X-Original-*), and Envoy's own
 // (X-Envoy-*): a claim must never become any of them. The message has no
@@ -116,7 +116,7 @@ func CheckClaimHeader(name string) error {
 	reserved := strings.HasPrefix(c, "Content-") || strings.HasPrefix(c, "Proxy-") ||
 		strings.HasPrefix(c, "X-Forwarded-") || strings.HasPrefix(c, "X-Original-") || strings.HasPrefix(c, "X-Envoy-")
 	switch c {
-	case "Authorization", "Cache-Control", "Connection", "Cookie", "Forwarded", "Host", "Keep-Alive", "Set-Cookie", "Te",
+	case "Authorization", "Cache-Control", "Connection", "Cookie", "Dpop", "Forwarded", "Host", "Keep-Alive", "Set-Cookie", "Te",
 		"Trailer", "Transfer-Encoding", "Upgrade", "Www-Authenticate", "X-Real-Ip":
 		reserved = true
 	}

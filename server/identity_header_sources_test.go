@@ -15,8 +15,8 @@ import (
 // TestIdentityHeaderNotARequestSource: a header an allowed answer sets for
 // the upstream (an issuer's or a policy's claims_to_headers, mint.header)
 // may not be a header jwksverify reads from the request: the client
-// certificate header (mtls.client_cert_header) or a token source's header,
-// nor a CGI twin of one. Every allowed answer sets each identity header
+// certificate header (mtls.client_cert_header), a token source's header or
+// DPoP, nor a CGI twin of one. Every allowed answer sets each identity header
 // (empty when the claim is absent), and the proxies copy them over the
 // request's: behind nginx the upstream got `X-Client-Cert: <sub>` where it
 // reads the certificate nginx verified, and a token source there is
@@ -36,6 +36,10 @@ func TestIdentityHeaderNotARequestSource(t *testing.T) {
 		{name: "issuer-header-client-cert-twin", issuerHdr: map[string]string{"sub": "X_Client_Cert"}, cert: "x-client-cert"},
 		{name: "policy-header-client-cert", policyHdr: map[string]string{"sub": "X-Client-Cert"}, cert: "X-Client-Cert"},
 		{name: "mint-header-client-cert", mint: "X-Client-Cert", cert: "X-Client-Cert"},
+		// A DPoP proof is a credential (RFC 9449 §4.1), read from the
+		// request: a claim must never become one.
+		{name: "issuer-header-dpop", issuerHdr: map[string]string{"sub": "DPoP"}},
+		{name: "policy-header-dpop-twin", policyHdr: map[string]string{"sub": "dpop"}},
 		{name: "issuer-header-token-source", issuerHdr: map[string]string{"sub": "X-Token"}, sources: []TokenSource{{Header: "X-Token"}}},
 		{name: "policy-header-token-source-twin", policyHdr: map[string]string{"sub": "X-Token"}, sources: []TokenSource{{Header: "Authorization", Prefix: "Bearer "}, {Header: "X_Token"}}},
 	} {

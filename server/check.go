@@ -163,3 +163,40 @@ func separators(name string) int {
 func cgiName(name string) string {
 	return strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
+
+// checkAnswerHeaders refuses a header an allowed answer sets for the
+// upstream (an issuer's or a policy's claims_to_headers, the mint header
+// other than Authorization) that is also a header read from the request
+// (the client certificate header, a token source's header), or a CGI twin
+// of one. Every allowed answer sets each identity header, and the proxies
+// copy them over the request's, so the upstream would read a claim where it
+// reads the certificate the proxy verified; and the proxies clear a
+// client's own copy before the auth call, so a token or certificate there
+// would never arrive.
+func (s *Server) checkAnswerHeaders() error {
+	type read struct{ header, what string }
+	var reads []read
+	if s.certHeader != "" {
+		reads = append(reads, read{s.certHeader, "the client certificate header (ClientCert.Header)"})
+	}
+	for _, src := range s.sources {
+		if src.header != "" {
+			reads = append(reads, read{src.header, "a token source's header"})
+		}
+	}
+	answers := make([]string, 0, len(s.identity)+1)
+	for _, h := range s.identity {
+		answers = append(answers, h.header)
+	}
+	if s.minter != nil && s.mintHeader != "Authorization" {
+		answers = append(answers, s.mintHeader)
+	}
+	for _, a := range answers {
+		for _, r := range reads {
+			if cgiName(a) == cgiName(r.header) {
+				return fmt.Errorf("%w: answer header %q (claims_to_headers or the mint header) is also %s %q (or a CGI twin of it)", ErrInvalidOptions, a, r.what, r.header)
+			}
+		}
+	}
+	return nil
+}

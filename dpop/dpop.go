@@ -617,11 +617,14 @@ func checkHTU(in *Input, htu string, tr *trace) error {
 // more than leeway; and a proof that a replaced checker with a shorter
 // MaxAge may have used is not older than that MaxAge.
 func (c *Checker) checkIAT(iat, now time.Time, leeway time.Duration, tr *trace) error {
+	// Compared as instants, not as now.Sub(iat): that saturates at about
+	// 292 years, and the negation of the smallest Duration is itself, so
+	// an iat that far ahead read as "not ahead" and passed.
 	switch age := now.Sub(iat); {
-	case age >= c.maxAge: // past max_age the jti's replay entry (max_age + 2 leeway after a first use at iat - leeway, on a store clock up to leeway behind) may be gone
+	case !iat.After(now.Add(-c.maxAge)): // past max_age the jti's replay entry (max_age + 2 leeway after a first use at iat - leeway, on a store clock up to leeway behind) may be gone
 		return tr.fail("dpop-iat", invalid("iat %s is %s old, max_age %s", iat.Format(time.RFC3339), age.Round(time.Second), c.maxAge))
-	case -age > leeway:
-		return tr.fail("dpop-iat", invalid("iat %s is %s ahead, leeway %s", iat.Format(time.RFC3339), (-age).Round(time.Second), leeway))
+	case iat.After(now.Add(leeway)):
+		return tr.fail("dpop-iat", invalid("iat %s is ahead of now by more than the leeway %s", iat.Format(time.RFC3339), leeway))
 	}
 	for _, p := range c.priors {
 		since := p.since.Load()

@@ -142,10 +142,12 @@ func (s *Server) sourcesToken(c *Call, auth []string) (string, tokenState) {
 // exactly "<scheme> <token68>" (RFC 6750 §2.1, RFC 9449 §7.1): one space,
 // one token. "Bearer\t<jwt>", "Bearer:<jwt>", "Bearer  <jwt>" or a bare
 // "Bearer" would otherwise hold no token here, pass an anonymous route as a
-// request without one, and reach an application that reads a token in it.
+// request without one, and reach an application that reads a token in it;
+// so would an Authorization value holding "Bearer " after its start
+// (embedsBearer).
 func (s *Server) malformedScheme(h Headers, auth []string) bool {
 	for _, v := range auth {
-		if badScheme(v) {
+		if badScheme(v) || embedsBearer(v) {
 			return true
 		}
 	}
@@ -158,6 +160,35 @@ func (s *Server) malformedScheme(h Headers, auth []string) bool {
 			if (src.header != "Authorization" && badScheme(v)) || badPrefix(v, src) {
 				return true
 			}
+		}
+	}
+	return false
+}
+
+// embedsBearer reports whether the Authorization value v holds the word
+// Bearer (in any case) followed by a space or a tab anywhere but as its own
+// scheme (which badScheme holds to "Bearer <token68>"): Laravel's
+// Request::bearerToken() reads the token after the last "Bearer " in the
+// value, wherever it is ("XBearer <jwt>", "Basic dXNlcjpwYXNz Bearer
+// <jwt>"), and PHP's common preg_match('/Bearer\s(\S+)/') the first one.
+// Such a value held no token here, so an anonymous route passed it and,
+// beside a cookie source's token, the application read another token than
+// the one verified. A token has no space or tab: for "Bearer <jwt>" this
+// costs two IndexByte over the token.
+func embedsBearer(v string) bool {
+	const word = "Bearer"
+	own := len(v) - len(trimAppSpace(v)) // where v's own scheme starts
+	for _, sep := range [...]byte{' ', '\t'} {
+		for i := 0; i < len(v); {
+			j := strings.IndexByte(v[i:], sep)
+			if j < 0 {
+				break
+			}
+			j += i
+			if j >= len(word) && j-len(word) != own && strings.EqualFold(v[j-len(word):j], word) {
+				return true
+			}
+			i = j + 1
 		}
 	}
 	return false

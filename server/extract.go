@@ -386,9 +386,38 @@ func sourceToken(c *Call, auth []string, ts *tokenSource) (string, tokenState) {
 		if err != nil {
 			return "", tokenMissing
 		}
-		return queryParam(o.RawQuery, ts.query)
+		tok, st := queryParam(o.RawQuery, ts.query)
+		if st == tokenFound && mayHoldForm(c.Headers, o.Method) {
+			return "", tokenAmbiguous
+		}
+		return tok, st
 	}
 	return "", tokenMissing
+}
+
+// mayHoldForm reports whether the original request (its headers h and
+// method) may carry a form body an application reads parameters from: a
+// Content-Type naming a form (application/x-www-form-urlencoded,
+// multipart/form-data; in any case, with parameters), or a POST without
+// one (Rack reads such a body as a form). RFC 6750 names one parameter,
+// access_token, in the query (§2.3) and in a form body (§2.2), and the
+// common readers of a request's parameters read the body's first (Go's
+// Request.FormValue, as go-oauth2's BearerAuth does; Rack's params;
+// oauthlib): a forward-auth call never sees the body, so a query token
+// beside one is ambiguous.
+func mayHoldForm(h Headers, method string) bool {
+	cts := values(h, "Content-Type")
+	empty := true
+	for _, ct := range cts {
+		if strings.TrimSpace(ct) != "" {
+			empty = false
+		}
+		ct = strings.ToLower(ct)
+		if strings.Contains(ct, "form-urlencoded") || strings.Contains(ct, "form-data") {
+			return true
+		}
+	}
+	return empty && method == "POST"
 }
 
 // bareToken reports whether an Authorization value is a token without a

@@ -86,9 +86,10 @@ type Input struct {
 	// had.
 	MintHeader string
 	// SourceHeaders are the configuration's header token sources other than
-	// Authorization (canonical): Envoy sends the authorization call only
-	// the headers its file lists, and one it did not send would reach the
-	// application unverified.
+	// Authorization (canonical), and Content-Type when a source is a query
+	// parameter: Envoy sends the authorization call only the headers its
+	// file lists, and one it did not send would reach the application
+	// unverified (a query token is refused beside a form body).
 	SourceHeaders []string
 }
 
@@ -193,7 +194,14 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 		in.MintHeader = textproto.CanonicalMIMEHeaderKey(cmp.Or(p.Mint.Header, mint.DefaultHeader))
 	}
 	for _, ts := range p.Server.TokenSources {
-		if h := textproto.CanonicalMIMEHeaderKey(ts.Header); ts.Header != "" && h != "Authorization" && !slices.Contains(in.SourceHeaders, h) {
+		h := textproto.CanonicalMIMEHeaderKey(ts.Header)
+		if ts.Query != "" {
+			// A query token beside a form body is refused (the
+			// application may read the body's parameter first), told by
+			// the request's Content-Type.
+			h = "Content-Type"
+		}
+		if h != "" && h != "Authorization" && !slices.Contains(in.SourceHeaders, h) {
 			in.SourceHeaders = append(in.SourceHeaders, h)
 		}
 	}

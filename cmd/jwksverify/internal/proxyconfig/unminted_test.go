@@ -51,3 +51,18 @@ func TestEnvoySendsHeaderSources(t *testing.T) {
 		t.Errorf("x-api-token listed in %d allowed_headers, want 2 (the gRPC and the HTTP listener)", n)
 	}
 }
+
+// TestEnvoySendsContentTypeWithQuerySource: with a query token source,
+// jwksverify refuses a query token beside a form body (an application's
+// FormValue reads the body's access_token first), which it tells by the
+// request's Content-Type: Envoy sends it only when the file lists it, in
+// both listeners.
+func TestEnvoySendsContentTypeWithQuerySource(t *testing.T) {
+	const listed = "- exact: content-type\n"
+	const envoy = threeHeaders + "forward_auth: {proxy: envoy}\n"
+	without := strings.Count(writeFor(t, envoy, request.Envoy), listed)
+	yaml := envoy + "token_sources: [{header: Authorization, prefix: \"Bearer \"}, {query: access_token}]\n"
+	if n := strings.Count(writeFor(t, yaml, request.Envoy), listed) - without; n != 2 {
+		t.Errorf("content-type listed in %d more allowed_headers with a query source, want 2 (the gRPC and the HTTP listener)", n)
+	}
+}

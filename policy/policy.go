@@ -729,9 +729,11 @@ func (p *Policy) evaluate(res *verify.Result, req Request, trace *[]verify.Step)
 		if p.needsRequest && !req.Known {
 			return p.deny(trace, ReqRequest, -1, "the expression reads the original request, which the proxy did not forward", nil)
 		}
-		if p.needsRequest && req.Original.SentPath != "" {
+		if p.needsRequest && req.Original.DecodedEscape() {
 			// request.path is the decoded spelling; a router that matches
-			// the target as sent (Express, chi) acts on the other one.
+			// the target as sent (Express, chi) acts on the other one. Hex
+			// digits in another case alone (%c3%a9) are no other path to
+			// an expression: it is not refused for them.
 			return p.deny(trace, ReqRequest, -1, "the expression reads the original request, whose path has two spellings (an unreserved escape)", nil)
 		}
 		ok, err := p.expr.Eval(res, req.Original)

@@ -108,6 +108,11 @@ func TestEvaluate(t *testing.T) {
 		{"expression-cost-limit", policy.Spec{Expression: `claims.l.all(x, claims.l.all(y, claims.l.all(z, x == y || y != z)))`}, `{"l":[` + strings.Repeat(`1,`, 60) + `1]}`, "", getOrders, policy.ReqExpression},
 		{"expression-needs-request-unknown", policy.Spec{Expression: `request.method == "GET"`}, `{}`, "", policy.Request{}, policy.ReqRequest},
 		{"expression-needs-request-two-spellings", policy.Spec{Expression: `request.path.startsWith("/public/") || claims.tid == "admin"`}, `{"tid":"t1"}`, "", sentAs("/%70ublic/x"), policy.ReqRequest},
+		// Only the hex digits' case differs (.NET's HttpUtility.UrlEncode
+		// writes %c3%a9): no router reads another segment, and the
+		// expression's request.path is the sent path but for that case.
+		{"expression-needs-request-hex-case-only", policy.Spec{Expression: `request.path.startsWith("/files/") && request.method == "GET"`}, `{}`, "", sentAs("/files/caf%c3%a9"), ""},
+		{"expression-needs-request-hex-case-and-unreserved", policy.Spec{Expression: `request.path.startsWith("/public/")`}, `{}`, "", sentAs("/%70ublic/caf%c3%a9"), policy.ReqRequest},
 		{"expression-without-request-two-spellings", policy.Spec{Expression: `claims.tid == "t1"`}, `{"tid":"t1"}`, "", sentAs("/%70ublic/x"), ""},
 		{"expression-without-request-unknown", policy.Spec{Expression: `claims.tid == "t1"`}, `{"tid":"t1"}`, "", policy.Request{}, ""},
 		{"order-issuers-first", policy.Spec{Issuers: []string{issB}, Scopes: policy.Scopes{All: []string{"a"}}}, `{}`, "", getOrders, policy.ReqIssuers},

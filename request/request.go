@@ -364,6 +364,16 @@ func checkHost(host string) error {
 	return nil
 }
 
+// DecodedEscape reports whether Path decoded an unreserved escape of the
+// path as sent (SentPath): the two spellings then name other characters
+// ("/%70ublic/x" and "/public/x"), not only hex digits in another case
+// ("/caf%c3%a9" and "/caf%C3%A9", which every reader of a path takes for
+// the same bytes). NormalizePath only decodes unreserved escapes (three
+// bytes to one) and upper-cases hex digits, so the lengths tell.
+func (o Original) DecodedEscape() bool {
+	return o.SentPath != "" && len(o.SentPath) != len(o.Path)
+}
+
 // CheckHost returns [ErrAmbiguousHost] for a host (with an optional port)
 // that no request [FromParts] accepts can name: anything but a name of
 // ASCII letters, digits, '-', '_' and '.' (no empty label but a single

@@ -209,9 +209,11 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 }
 
 // checkAddress checks that a is host:port as every proxy's file reads it:
-// a host that is an IP address or a DNS name ([A-Za-z0-9.-], or empty for
-// every interface) and a port in [1, 65535]. Anything else (a ';', a quote,
-// a newline) would be written into the file as syntax. "" is no address.
+// a host that is an IP address or a host name as a request may name one
+// (request.CheckHost: ASCII letters, digits, '-', '_' and '.', no empty
+// label; '_' as in a Docker Compose service name), or empty for every
+// interface, and a port in [1, 65535]. Anything else (a ';', a quote, a
+// newline) would be written into the file as syntax. "" is no address.
 func checkAddress(a string) error {
 	if a == "" {
 		return nil
@@ -221,8 +223,8 @@ func checkAddress(a string) error {
 		return fmt.Errorf("proxyconfig: address %q: %w", a, err)
 	}
 	n, perr := strconv.Atoi(port)
-	dnsName := strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-") == ""
-	if perr != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port || (net.ParseIP(host) == nil && !dnsName) {
+	name := host == "" || net.ParseIP(host) != nil || request.CheckHost(host) == nil
+	if perr != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port || !name {
 		return fmt.Errorf("proxyconfig: address %q: want HOST:PORT, HOST an IP address or a DNS name, PORT in [1, 65535]", a)
 	}
 	return nil

@@ -52,6 +52,11 @@ func TestWriteRefusesAddressesTheFileWouldReadAsSyntax(t *testing.T) {
 		{"ipv4", "127.0.0.1:9000", true},
 		{"ipv6", "[::1]:9000", true},
 		{"dns-name", "app.internal:9000", true},
+		// A Docker Compose service name: request.CheckHost's rule for a
+		// host name ('_' included), which nginx, Caddy, Traefik and Envoy
+		// write and resolve as it is.
+		{"underscore-name", "my_app:9000", true},
+		{"empty-label", "app..internal:9000", false},
 		{"semicolon", "127.0.0.1:9000; include /etc/passwd", false},
 		{"newline", "app:9000\n  location /admin { }", false},
 		{"quote", `app":9000`, false},

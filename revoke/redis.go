@@ -385,8 +385,9 @@ func isTimeout(err error) bool {
 var changeScript = redis.NewScript(`
 return {redis.call('GET', KEYS[3]) or '0', redis.call('HGET', KEYS[1], ARGV[1]) or ''}`)
 
-// onMessage applies one published change; a gap in the versions, or one
-// that does not decode, reads everything again.
+// onMessage applies one published change; a gap to a version Redis has
+// handed out reads everything again at once, a message that does not
+// decode at the next poll.
 //
 // A message only says which entry changed: its payload is never the
 // change. Pub/sub ignores database numbers, and ACL key patterns do not
@@ -402,7 +403,7 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 	op, arg, _ := strings.Cut(rest, " ")
 	v, err := strconv.ParseInt(vs, 10, 64)
 	if err != nil {
-		return r.reread(ctx)
+		return r.undecodable()
 	}
 	r.mu.Lock()
 	next := v == r.applied+1
@@ -420,20 +421,25 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 		return nil
 	}
 	if !next {
-		return r.reread(ctx)
+		// A gap: a change lost on its way, or a message that is not
+		// Redis's. Only a version Redis has handed out is worth reading
+		// everything again: anyone who can publish on the channel would
+		// otherwise have every replica read the whole store (a script
+		// that blocks Redis) once per message.
+		return r.gap(ctx, v)
 	}
 	var id string
 	switch op {
 	case "a":
 		var e Entry
 		if json.Unmarshal([]byte(arg), &e) != nil {
-			return r.reread(ctx)
+			return r.undecodable()
 		}
 		id = e.ID
 	case "d":
 		id = arg
 	default:
-		return r.reread(ctx)
+		return r.undecodable()
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.followTimeout())
 	defer cancel()
@@ -470,6 +476,38 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 		_, ok := r.idx.Get(id, now)
 		return !ok
 	})
+	return nil
+}
+
+// gap handles a message of version v past the next one: everything is read
+// again when Redis has handed v out, else the message is not Redis's and
+// is ignored (the poll proves the copy whole against Redis's version).
+func (r *Redis) gap(ctx context.Context, v int64) error {
+	rctx, cancel := context.WithTimeout(ctx, r.followTimeout())
+	defer cancel()
+	s, err := r.c.Get(rctx, r.versionKey).Result()
+	if errors.Is(err, redis.Nil) {
+		s, err = "0", nil
+	}
+	if err != nil {
+		return err
+	}
+	rv, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("revoke: version %q", s)
+	}
+	if rv < v {
+		return nil
+	}
+	return r.reread(ctx)
+}
+
+// undecodable handles a message that does not decode: not one of Redis's
+// (or of another version of this store), so the copy is read again at the
+// next poll, not at once: at most one full read a poll interval, whoever
+// publishes on the channel.
+func (r *Redis) undecodable() error {
+	r.behind.Store(true)
 	return nil
 }
 

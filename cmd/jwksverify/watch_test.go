@@ -77,10 +77,10 @@ func TestWatchAppliesContentWrittenDuringAFailedLoad(t *testing.T) {
 		return w.Code
 	}
 	// Bounded wait: the watcher polls every second.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for svc.Plan().Hash != config.Hash(complete) {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 10 s (%d loads): the complete file was never loaded; running %s, file %s; a token for the removed audience answers %d",
+			t.Fatalf("after 30 s (%d loads): the complete file was never loaded; running %s, file %s; a token for the removed audience answers %d",
 				loads.Load(), svc.Plan().Hash, config.Hash(complete), status())
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -485,21 +485,30 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 func (r *Redis) gap(ctx context.Context, v int64) error {
 	rctx, cancel := context.WithTimeout(ctx, r.followTimeout())
 	defer cancel()
-	s, err := r.c.Get(rctx, r.versionKey).Result()
-	if errors.Is(err, redis.Nil) {
-		s, err = "0", nil
-	}
+	rv, err := r.version(rctx)
 	if err != nil {
 		return err
-	}
-	rv, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return fmt.Errorf("revoke: version %q", s)
 	}
 	if rv < v {
 		return nil
 	}
 	return r.reread(ctx)
+}
+
+// version reads Redis's version of the store (0 before its first change).
+func (r *Redis) version(ctx context.Context) (int64, error) {
+	s, err := r.c.Get(ctx, r.versionKey).Result()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("revoke: version %q", s)
+	}
+	return v, nil
 }
 
 // undecodable handles a message that does not decode: not one of Redis's
@@ -543,16 +552,9 @@ func (r *Redis) poll(ctx context.Context, wasBehind bool) (bool, error) {
 	if err := r.checkEviction(ctx); err != nil {
 		return wasBehind, err
 	}
-	s, err := r.c.Get(ctx, r.versionKey).Result()
-	if errors.Is(err, redis.Nil) {
-		s, err = "0", nil
-	}
+	v, err := r.version(ctx)
 	if err != nil {
 		return wasBehind, err
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return wasBehind, fmt.Errorf("revoke: version %q", s)
 	}
 	r.mu.Lock()
 	applied := r.applied

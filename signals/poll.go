@@ -190,7 +190,7 @@ func (p *Poller) run(ctx context.Context) {
 	for {
 		// moreAvailable needs no rule of its own: an answer with SETs to
 		// report is followed at once, and one without waits (below).
-		_, err := p.poll(ctx, &ack, errs)
+		err := p.poll(ctx, &ack, errs)
 		var wait time.Duration
 		switch {
 		case ctx.Err() != nil:
@@ -227,15 +227,16 @@ func (p *Poller) run(ctx context.Context) {
 // poll makes one request that acknowledges *ack and reports errs, and
 // applies the SETs of its answer. Once the transmitter answered 200, *ack
 // and errs hold what the next poll must report: the SETs this answer
-// brought. It reports whether the transmitter has more.
-func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr) (bool, error) {
+// brought. Whether the transmitter has more decides nothing: run follows
+// an answer with something to report at once, and waits after any other.
+func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr) error {
 	body, err := json.Marshal(pollRequest{Ack: *ack, SetErrs: errs, MaxEvents: p.o.MaxEvents, ReturnImmediately: true})
 	if err != nil {
-		return false, err
+		return err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.o.URL, bytes.NewReader(body))
 	if err != nil {
-		return false, err
+		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -250,24 +251,24 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return false, fmt.Errorf("POST %s: %w", redactURL(p.o.URL), err)
+		return fmt.Errorf("POST %s: %w", redactURL(p.o.URL), err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, p.o.MaxResponseBytes+1))
 	if err != nil {
-		return false, fmt.Errorf("reading the response: %w", err)
+		return fmt.Errorf("reading the response: %w", err)
 	}
 	if int64(len(data)) > p.o.MaxResponseBytes {
-		return false, fmt.Errorf("the response is larger than %d bytes", p.o.MaxResponseBytes)
+		return fmt.Errorf("the response is larger than %d bytes", p.o.MaxResponseBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
 		// The code only, as jwks and introspect: the reason phrase is the
 		// transmitter's text, of any length, logged at every poll.
-		return false, fmt.Errorf("the transmitter answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		return fmt.Errorf("the transmitter answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
-	sets, more, err := ParsePollResponse(data)
+	sets, _, err := ParsePollResponse(data)
 	if err != nil {
-		return false, err
+		return err
 	}
 	// The transmitter has the acknowledgements and errors it was sent.
 	p.polls.Add(1)
@@ -280,7 +281,7 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 	sort.Strings(jtis)
 	for _, jti := range jtis {
 		if ctx.Err() != nil {
-			return false, ctx.Err()
+			return ctx.Err()
 		}
 		if got, ok := setJTI(sets[jti]); !ok || got != jti {
 			// Acknowledged by its member name: a SET filed under another
@@ -301,7 +302,7 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 			p.deferred.Add(1)
 		}
 	}
-	return more, nil
+	return nil
 }
 
 // setJTI returns the jti claim of the SET token, read without verifying

@@ -119,6 +119,7 @@ func (fi *fileIssuer) planPoll(path string, in *fileSSFPoll) (signals.PollOption
 	u, _ := url.Parse(in.URL)
 	o := signals.PollOptions{
 		Issuer: fi.Issuer, URL: in.URL, InsecureAllowHTTP: u.Scheme == "http", // jwks.CheckURL allowed it
+		CAFile:   fi.CAFile, // the issuer's transmitter is trusted as its other endpoints are
 		Interval: orDuration(in.Interval, 0), MaxEvents: int(deref(in.MaxEvents)),
 	}
 	if in.BearerTokenFile != "" {

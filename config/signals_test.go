@@ -109,3 +109,18 @@ func TestPlanSignalsRefuses(t *testing.T) {
 		}
 	})
 }
+
+// TestPlanPollTrustsIssuerCAFile: an issuer's ca_file, which its discovery,
+// JWKS and introspection calls trust, is what its SSF poll trusts too (a
+// transmitter behind the IdP's private CA was polled against the system's
+// roots and failed every poll).
+func TestPlanPollTrustsIssuerCAFile(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Parse([]byte(signalsDoc(t, dir, "    ca_file: ca.pem\n")), dir, Overrides{}, noEnv)
+	if err != nil {
+		t.Fatalf("Parse() = %v", err)
+	}
+	if got, want := p.Signals.Polls[0].CAFile, filepath.Join(dir, "ca.pem"); got != want {
+		t.Errorf("Signals.Polls[0].CAFile = %q, want %q", got, want)
+	}
+}

@@ -154,7 +154,7 @@ func (s *Service) syncPollers(plan *config.Plan) error {
 func samePoll(a, b signals.PollOptions) bool {
 	return a.Issuer == b.Issuer && a.URL == b.URL && a.InsecureAllowHTTP == b.InsecureAllowHTTP &&
 		a.BearerToken == b.BearerToken && a.Interval == b.Interval && a.MaxEvents == b.MaxEvents &&
-		a.MaxResponseBytes == b.MaxResponseBytes
+		a.MaxResponseBytes == b.MaxResponseBytes && a.CAFile == b.CAFile
 }
 
 // pollReceive applies a polled SET of issuer through the receiver of the

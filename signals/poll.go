@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/jsonscan"
+	"github.com/jwksverify/jwksverify/jwks"
 )
 
 // Poller defaults and bounds.
@@ -35,6 +36,9 @@ const (
 	// pollBytesPerEvent is the response budget of one SET (a SET of the
 	// largest token size, JSON-escaped, and its jti).
 	pollBytesPerEvent = 64 << 10
+	// maxPollHeaderBytes bounds a poll response's headers (net/http's
+	// default is 10 MB).
+	maxPollHeaderBytes = 64 << 10
 )
 
 // PollOptions configure a [Poller].
@@ -60,8 +64,13 @@ type PollOptions struct {
 	// MaxResponseBytes bounds a poll's response body, enforced while it is
 	// read. Zero means 64 KiB per event of MaxEvents.
 	MaxResponseBytes int64
+	// CAFile, if not empty, names PEM root certificates that the poller's
+	// own client trusts instead of the system's (the issuer's ca_file: a
+	// transmitter behind a private CA). Ignored when Client is set.
+	CAFile string
 	// Client makes the requests. Nil means a client of its own whose
-	// requests time out after [DefaultPollTimeout]. Redirects are never
+	// requests time out after [DefaultPollTimeout], trusting CAFile, and
+	// reading at most 64 KiB of response headers. Redirects are never
 	// followed (the poller uses a copy of Client with its own
 	// CheckRedirect).
 	Client *http.Client
@@ -96,6 +105,7 @@ type PollStats struct {
 type Poller struct {
 	o      PollOptions
 	client *http.Client
+	owned  *http.Transport // the transport of a client of its own, nil with Options.Client
 	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -141,7 +151,16 @@ func NewPoller(o PollOptions) (*Poller, error) {
 		c := *o.Client // a copy: the redirect rule is the poller's, not the caller's client's
 		p.client = &c
 	} else {
-		p.client = &http.Client{Timeout: DefaultPollTimeout}
+		tc, err := jwks.TLSConfig(o.CAFile)
+		if err != nil {
+			return nil, invalidOption("CAFile", "%w", err)
+		}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxResponseHeaderBytes = maxPollHeaderBytes
+		if tc != nil {
+			tr.TLSClientConfig = tc
+		}
+		p.client, p.owned = &http.Client{Transport: tr, Timeout: DefaultPollTimeout}, tr
 	}
 	// A redirect is never followed: net/http would send the bearer token
 	// and the acknowledgements again to any scheme, port or subdomain of
@@ -161,6 +180,9 @@ func NewPoller(o PollOptions) (*Poller, error) {
 func (p *Poller) Close() {
 	p.once.Do(p.cancel)
 	<-p.done
+	if p.owned != nil {
+		p.owned.CloseIdleConnections()
+	}
 }
 
 // Stats returns the poller's counters. It is safe for concurrent use.

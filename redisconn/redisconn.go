@@ -234,14 +234,40 @@ func checkURLMode(o Options) error {
 func checkAddrs(field string, addrs []string) error {
 	for i, a := range addrs {
 		host, port, err := net.SplitHostPort(a)
-		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
-			return invalidOption(fmt.Sprintf("%s[%d]", field, i), "%q is not host:port with a port in [1, 65535]", a)
+		if n, perr := strconv.Atoi(port); err != nil || !addrHost(host) || perr != nil || n < 1 || n > 65535 {
+			return invalidOption(fmt.Sprintf("%s[%d]", field, i), "%q is not host:port with a port in [1, 65535]", withoutUserInfo(a))
 		}
 	}
 	if i := firstDuplicate(addrs); i >= 0 {
-		return invalidOption(fmt.Sprintf("%s[%d]", field, i), "%q is listed twice", addrs[i])
+		return invalidOption(fmt.Sprintf("%s[%d]", field, i), "%q is listed twice", withoutUserInfo(addrs[i]))
 	}
 	return nil
+}
+
+// addrHost reports whether host can be a dialled host: an IP address (a
+// zone too) or a DNS name, not a URL's scheme and user info pasted before it.
+func addrHost(host string) bool {
+	if host == "" {
+		return false
+	}
+	for i := 0; i < len(host); i++ {
+		switch c := host[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '-', c == '_', c == ':', c == '%':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// withoutUserInfo is an address as an error may quote it: a URL pasted
+// where host:port belongs (redis://user:password@host:6379) loses what
+// precedes its last '@', which may be a password.
+func withoutUserInfo(a string) string {
+	if i := strings.LastIndexByte(a, '@'); i >= 0 {
+		return "…@" + a[i+1:]
+	}
+	return a
 }
 
 func firstDuplicate(s []string) int {

@@ -48,6 +48,9 @@ func TestCheckOptions(t *testing.T) {
 		{"sentinel-bad-addr", redisconn.Options{Sentinel: redisconn.Sentinel{Master: "m", Addrs: []string{"a:1", "a"}}}, "Sentinel.Addrs[1]"},
 		{"cluster-port-zero", redisconn.Options{Cluster: redisconn.Cluster{Addrs: []string{"a:0"}}}, "Cluster.Addrs[0]"},
 		{"cluster-duplicate", redisconn.Options{Cluster: redisconn.Cluster{Addrs: []string{"a:1", "b:1", "a:1"}}}, "Cluster.Addrs[2]"},
+		{"sentinel-url", redisconn.Options{Sentinel: redisconn.Sentinel{Master: "m", Addrs: []string{"redis://u:s3cret@a:26379"}}}, "Sentinel.Addrs[0]"},
+		{"cluster-user-info", redisconn.Options{Cluster: redisconn.Cluster{Addrs: []string{"u:s3cret@a:7000"}}}, "Cluster.Addrs[0]"},
+		{"cluster-ipv6", redisconn.Options{Cluster: redisconn.Cluster{Addrs: []string{"[::1]:7000", "[fe80::1%eth0]:7001"}}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -64,6 +67,9 @@ func TestCheckOptions(t *testing.T) {
 			}
 			if want := strings.TrimPrefix(tt.field, "-"); oe.Field != want {
 				t.Errorf("CheckOptions() names field %q, want %q (%v)", oe.Field, want, err)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("CheckOptions() = %q: it repeats a password", err)
 			}
 			if _, err := redisconn.New(tt.o); !errors.Is(err, redisconn.ErrInvalidOptions) {
 				t.Errorf("New() = %v, want %v", err, redisconn.ErrInvalidOptions)

@@ -380,14 +380,9 @@ func New(opts Options) (*Client, error) {
 	}
 	hc := opts.HTTPClient
 	if hc == nil {
-		tc, err := jwks.TLSConfig(opts.CAFile)
+		tr, err := jwks.NewTransport(opts.CAFile, 64<<10)
 		if err != nil {
 			return nil, err
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxResponseHeaderBytes = 64 << 10
-		if tc != nil {
-			tr.TLSClientConfig = tc
 		}
 		hc = &http.Client{
 			Transport: tr,

@@ -38,7 +38,7 @@ type Fetcher struct {
 	opts      Options // defaults applied
 	keys      *cache.Keys
 	client    *http.Client
-	transport *http.Transport     // owned (closed by Close), or nil for a caller's client
+	transport *Transport          // owned (closed by Close), or nil for a caller's client
 	source    string              // cache.Status.Source
 	staticKid map[string]struct{} // the kids of StaticKeys: a source's key with one is skipped
 	statePath string              // "" when nothing is persisted

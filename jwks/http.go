@@ -91,22 +91,17 @@ func redactString(raw string) string {
 // newClient returns the client a fetcher uses, and the transport it owns (nil
 // when the caller gave the client). A caller's client is copied, so that the
 // redirect rule can be added without changing it.
-func newClient(opts Options) (*http.Client, *http.Transport, error) {
+func newClient(opts Options) (*http.Client, *Transport, error) {
 	var c http.Client
-	var owned *http.Transport
+	var owned *Transport
 	if opts.Client != nil {
 		c = *opts.Client
 	} else {
 		// FetchTimeout is enforced by the context of each request (get), for
 		// a caller's client too.
-		owned = http.DefaultTransport.(*http.Transport).Clone()
-		owned.MaxResponseHeaderBytes = maxHeaderBytes
-		tc, err := TLSConfig(opts.CAFile)
-		if err != nil {
+		var err error
+		if owned, err = NewTransport(opts.CAFile, maxHeaderBytes); err != nil {
 			return nil, nil, err
-		}
-		if tc != nil {
-			owned.TLSClientConfig = tc
 		}
 		c = http.Client{Transport: owned}
 	}

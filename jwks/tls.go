@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"os"
 	"strings"
 )
 
@@ -14,24 +15,36 @@ const maxCAFileBytes = 1 << 20
 // token is about 1 KiB).
 const maxBearerTokenBytes = 64 << 10
 
-// TLSConfig returns the client TLS configuration of an issuer whose fetches
-// trust the PEM roots in caFile (TLS 1.2 minimum), or nil for caFile "" (the
-// system roots). The error wraps [ErrInvalidOptions] when the file cannot be
-// read or holds no certificate. Introspection (package introspect) uses it
-// too, so that one ca_file covers every connection to the issuer.
+// TLSConfig returns a client TLS configuration trusting the PEM roots in
+// caFile (TLS 1.2 minimum), or nil for caFile "" (the system roots), read
+// once. The error wraps [ErrInvalidOptions] when the file cannot be read or
+// holds no certificate. The issuer's own calls use a [Transport], which
+// reads the file again when it changes; TLSConfig checks a file as they
+// read it.
 func TLSConfig(caFile string) (*tls.Config, error) {
 	if caFile == "" {
 		return nil, nil
 	}
-	pem, _, err := readFile(caFile, maxCAFileBytes)
+	pool, _, _, err := readRoots(caFile)
 	if err != nil {
-		return nil, fmt.Errorf("%w: CAFile: %w", ErrInvalidOptions, err)
+		return nil, err
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+// readRoots reads the PEM roots of caFile: the pool, the content and its
+// file's information. The error wraps [ErrInvalidOptions] when the file
+// cannot be read or holds no certificate.
+func readRoots(caFile string) (*x509.CertPool, []byte, os.FileInfo, error) {
+	pem, fi, err := readFile(caFile, maxCAFileBytes)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: CAFile: %w", ErrInvalidOptions, err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("%w: CAFile %s holds no PEM certificate", ErrInvalidOptions, caFile)
+		return nil, nil, nil, fmt.Errorf("%w: CAFile %s holds no PEM certificate", ErrInvalidOptions, caFile)
 	}
-	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	return pool, pem, fi, nil
 }
 
 // ReadBearerToken reads a bearer token file: at most 64 KiB, trimmed of

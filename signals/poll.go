@@ -105,7 +105,7 @@ type PollStats struct {
 type Poller struct {
 	o      PollOptions
 	client *http.Client
-	owned  *http.Transport // the transport of a client of its own, nil with Options.Client
+	owned  *jwks.Transport // the transport of a client of its own, nil with Options.Client
 	log    *slog.Logger
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -151,14 +151,9 @@ func NewPoller(o PollOptions) (*Poller, error) {
 		c := *o.Client // a copy: the redirect rule is the poller's, not the caller's client's
 		p.client = &c
 	} else {
-		tc, err := jwks.TLSConfig(o.CAFile)
+		tr, err := jwks.NewTransport(o.CAFile, maxPollHeaderBytes)
 		if err != nil {
 			return nil, invalidOption("CAFile", "%w", err)
-		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxResponseHeaderBytes = maxPollHeaderBytes
-		if tc != nil {
-			tr.TLSClientConfig = tc
 		}
 		p.client, p.owned = &http.Client{Transport: tr, Timeout: DefaultPollTimeout}, tr
 	}

@@ -25,8 +25,10 @@
 // flood of distinct unknown tokens is not an unbounded load on the
 // authorization server. A call that finds no free slot within MaxWait (or
 // finds 4 × MaxConcurrent calls already waiting) is not made; its callers
-// get keys_unavailable: never an allow, and never a stale answer, which would
-// let whoever fills the slots keep a revoked token alive. Failed calls are logged at most once per failure-log interval, with
+// get keys_unavailable: never an allow, and not a stale answer, which would
+// let whoever fills the slots keep a revoked token alive, unless the last
+// call that ended got no answer at all (the slots are then held by calls to
+// an unreachable server, whose stale answers serve). Failed calls are logged at most once per failure-log interval, with
 // the number of failures not logged since the previous line.
 package introspect
 
@@ -227,6 +229,10 @@ type Client struct {
 	// pausedUntil is the end of the pause the endpoint asked for with
 	// Retry-After (a 429 or 503): no call is made before it.
 	pausedUntil time.Time
+	// unreachable: the last call that ended got no answer from the
+	// endpoint (dial, TLS, timeout, a 5xx), which says nothing about the
+	// token asked; cleared by the next answered call.
+	unreachable bool
 
 	failLog, busyLog logLimit
 }
@@ -480,6 +486,13 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 		return nil, callerDone(ctx.Err())
 	}
 	if cl.err != nil {
+		if errors.Is(cl.err, ErrOverloaded) && c.endpointDown(now) {
+			// The slots are held by calls to an endpoint known not to
+			// answer (the last call ended unanswered): the server is
+			// unreachable, whoever fills the slots, and its stale answers
+			// serve as for any unreachable server.
+			return c.staleOr(e, now, cl.err)
+		}
 		if errors.Is(cl.err, ErrOverloaded) || errors.Is(cl.err, ErrShared) {
 			// Not the endpoint failing: anyone can fill the slots with
 			// random tokens, and a stale answer here would keep a token
@@ -490,6 +503,17 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 		return c.staleOr(e, now, cl.err)
 	}
 	return cl.e.answer()
+}
+
+// endpointDown reports whether the endpoint is known not to answer at now:
+// the last call that ended got no answer, or the endpoint asked for a
+// pause (Retry-After) that still runs. An answer the server gave for one
+// token (a 4xx, a malformed body) does not count: a crafted token could
+// make it, and with a flood of random tokens keep revoked tokens alive.
+func (c *Client) endpointDown(now time.Time) bool {
+	c.smu.Lock()
+	defer c.smu.Unlock()
+	return c.unreachable || now.Before(c.pausedUntil)
 }
 
 // callerDone is the error of a caller whose context ended (err) before an
@@ -568,6 +592,8 @@ func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry,
 		c.errs.Add(1)
 		c.smu.Lock()
 		c.lastErr = err.Error()
+		var ue *unreachableError
+		c.unreachable = errors.As(err, &ue)
 		var ra *retryAfterError
 		if errors.As(err, &ra) {
 			// At most MaxTTL: the longest the server's word is held anyway.
@@ -580,7 +606,7 @@ func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry,
 		return nil, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
 	}
 	c.smu.Lock()
-	c.lastSuccess, c.lastErr = now, ""
+	c.lastSuccess, c.lastErr, c.unreachable = now, "", false
 	c.smu.Unlock()
 	e := &entry{size: entryOverhead}
 	if a.Active {
@@ -726,11 +752,14 @@ func (c *Client) ask(ctx context.Context, token string) (Answer, error) {
 		if errors.As(err, &ue) {
 			err = ue.Err // *url.Error repeats the URL
 		}
-		return Answer{}, fmt.Errorf("%w: POST %s: %w", ErrUpstream, shown, err)
+		return Answer{}, &unreachableError{fmt.Errorf("%w: POST %s: %w", ErrUpstream, shown, err)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("%w: POST %s: status %d", ErrUpstream, shown, resp.StatusCode)
+		var err error = fmt.Errorf("%w: POST %s: status %d", ErrUpstream, shown, resp.StatusCode)
+		if resp.StatusCode >= 500 {
+			err = &unreachableError{err}
+		}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 			if d, ok := jwks.RetryAfter(resp.Header, time.Now()); ok && d > 0 {
 				return Answer{}, &retryAfterError{err: err, after: d}
@@ -759,6 +788,13 @@ type retryAfterError struct {
 
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
+
+// unreachableError is a failed call that got no answer about the token:
+// no response (dial, TLS, timeout) or a 5xx.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+func (e *unreachableError) Unwrap() error { return e.err }
 
 func readBounded(resp *http.Response, limit int64) ([]byte, error) {
 	if resp.ContentLength > limit {

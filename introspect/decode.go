@@ -66,7 +66,8 @@ func Decode(body []byte) (Answer, error) {
 	a.Active = true
 	if raw, ok := doc["exp"]; ok {
 		var exp float64
-		if err := json.Unmarshal(raw, &exp); err != nil || math.IsNaN(exp) || math.IsInf(exp, 0) || exp < 0 || exp > 1e15 {
+		// null decodes into a float without an error, leaving it zero.
+		if err := json.Unmarshal(raw, &exp); err != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || math.IsNaN(exp) || math.IsInf(exp, 0) || exp < 0 || exp > 1e15 {
 			return Answer{}, fmt.Errorf("%w: exp is not a number of seconds", ErrBadAnswer)
 		}
 		sec, frac := math.Modf(exp)

@@ -360,6 +360,12 @@ func TestDecode(t *testing.T) {
 		{"active-null", `{"active":null}`, false, true},
 		{"array", `[{"active":true}]`, false, true},
 		{"exp-string", `{"active":true,"exp":"soon"}`, false, true},
+		// null is no number: json.Unmarshal leaves the float zero, so the
+		// answer was active with an exp of 1970 (never cached, one call per
+		// request) and the verifier refused its exp as not a date (503,
+		// without the stale answer or the failure count of a bad answer).
+		{"exp-null", `{"active":true,"exp":null}`, false, true},
+		{"exp-null-spaced", `{"active":true,"exp": null }`, false, true},
 		{"bad-utf8", "{\"active\":true,\"sub\":\"\xff\"}", false, true},
 		{"deep", `{"active":true,"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, false, true},
 		// Duplicate member names: parsers disagree on which counts (the

@@ -79,3 +79,48 @@ func TestHungEndpointServesStaleAnswers(t *testing.T) {
 		<-done
 	})
 }
+
+// TestAnsweredFailureKeepsTheSlotRule: a server that answers, even with a
+// 5xx, is not unreachable: a crafted token that makes it fail must not turn
+// off the rule that a call refused at max_concurrent is never answered
+// stale (with a flood holding the slots, a revoked token's stale active
+// answer would serve). Nor is a shared-cache caller that hangs up.
+func TestAnsweredFailureKeepsTheSlotRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		hc := &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+			body, _ := io.ReadAll(r.Body)
+			switch {
+			case strings.Contains(string(body), "crafted"):
+				return &http.Response{StatusCode: http.StatusInternalServerError, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+			case strings.Contains(string(body), "flood"):
+				select { // slow, but answering
+				case <-release:
+				case <-r.Context().Done():
+					return nil, r.Context().Err()
+				}
+			}
+			return &http.Response{StatusCode: http.StatusOK, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: io.NopCloser(strings.NewReader(`{"active":true,"sub":"alice"}`)), Request: r}, nil
+		})}
+		c := newClient(t, introspect.Options{URL: "https://as.example.com/introspect", HTTPClient: hc,
+			MaxConcurrent: 1, MaxWait: time.Millisecond, Timeout: time.Minute, MaxTTL: time.Second, StaleFor: time.Hour})
+		ctx := context.Background()
+		t1 := time.Now()
+		if _, err := c.Introspect(ctx, "revoked", t1); err != nil {
+			t.Fatal(err)
+		}
+		t2 := t1.Add(2 * time.Second) // past max_ttl, within stale_for
+		if _, err := c.Introspect(ctx, "crafted", t2); !errors.Is(err, verify.ErrKeysUnavailable) {
+			t.Fatalf("Introspect(crafted) = %v, want keys_unavailable", err)
+		}
+		done := make(chan struct{})
+		go func() { _, _ = c.Introspect(ctx, "flood", t2); close(done) }()
+		synctest.Wait()
+		if _, err := c.Introspect(ctx, "revoked", t2); !errors.Is(err, verify.ErrKeysUnavailable) {
+			t.Errorf("Introspect(revoked) with the slot held after a 500 = %v, want keys_unavailable (not the stale answer)", err)
+		}
+		close(release)
+		<-done
+	})
+}

@@ -229,9 +229,9 @@ type Client struct {
 	// pausedUntil is the end of the pause the endpoint asked for with
 	// Retry-After (a 429 or 503): no call is made before it.
 	pausedUntil time.Time
-	// unreachable: the last call that ended got no answer from the
-	// endpoint (dial, TLS, timeout, a 5xx), which says nothing about the
-	// token asked; cleared by the next answered call.
+	// unreachable: the last call that ended got no response from the
+	// endpoint (dial, TLS, a timeout), which says nothing about the token
+	// asked; cleared by the next answered call.
 	unreachable bool
 
 	failLog, busyLog logLimit
@@ -506,10 +506,10 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 }
 
 // endpointDown reports whether the endpoint is known not to answer at now:
-// the last call that ended got no answer, or the endpoint asked for a
-// pause (Retry-After) that still runs. An answer the server gave for one
-// token (a 4xx, a malformed body) does not count: a crafted token could
-// make it, and with a flood of random tokens keep revoked tokens alive.
+// the last call that ended got no response, or the endpoint asked for a
+// pause (Retry-After) that still runs. An answer the server gave (any
+// status, a malformed body) does not count: a crafted token could make
+// it, and with a flood of random tokens keep revoked tokens alive.
 func (c *Client) endpointDown(now time.Time) bool {
 	c.smu.Lock()
 	defer c.smu.Unlock()
@@ -585,6 +585,7 @@ func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry,
 		return nil, fmt.Errorf("%w: %w", verify.ErrKeysUnavailable, err)
 	}
 	defer func() { <-c.slots }()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	a, err := c.ask(ctx, token)
@@ -592,8 +593,11 @@ func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry,
 		c.errs.Add(1)
 		c.smu.Lock()
 		c.lastErr = err.Error()
+		// A call that got no response marks the endpoint unreachable,
+		// unless its caller went away (a shared-cache call runs on the
+		// caller's context: a client that hangs up is not the server).
 		var ue *unreachableError
-		c.unreachable = errors.As(err, &ue)
+		c.unreachable = errors.As(err, &ue) && parent.Err() == nil
 		var ra *retryAfterError
 		if errors.As(err, &ra) {
 			// At most MaxTTL: the longest the server's word is held anyway.
@@ -756,10 +760,10 @@ func (c *Client) ask(ctx context.Context, token string) (Answer, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		var err error = fmt.Errorf("%w: POST %s: status %d", ErrUpstream, shown, resp.StatusCode)
-		if resp.StatusCode >= 500 {
-			err = &unreachableError{err}
-		}
+		// An answer, even a 5xx: a server that answers fast frees its
+		// slot, and one that fails on a crafted token must not let that
+		// token turn the slot rule off (it is not "unreachable").
+		err := fmt.Errorf("%w: POST %s: status %d", ErrUpstream, shown, resp.StatusCode)
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 			if d, ok := jwks.RetryAfter(resp.Header, time.Now()); ok && d > 0 {
 				return Answer{}, &retryAfterError{err: err, after: d}
@@ -789,8 +793,8 @@ type retryAfterError struct {
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
 
-// unreachableError is a failed call that got no answer about the token:
-// no response (dial, TLS, timeout) or a 5xx.
+// unreachableError is a failed call that got no response at all (dial,
+// TLS, a timeout): the server said nothing, about this token or any.
 type unreachableError struct{ err error }
 
 func (e *unreachableError) Error() string { return e.err.Error() }

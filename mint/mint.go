@@ -29,10 +29,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/jwksverify/jwksverify/internal/fileread"
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -418,6 +420,15 @@ func NewPolicy(s PolicySpec) (*Policy, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	// The minted claims' names, each distinct from every other ignoring
+	// case (as the verifier refuses a claims set): encoding/json, and
+	// every Go program that decodes claims into a struct, matches names
+	// ignoring case, the last one winning, so "Sub" beside "sub" would
+	// be that program's subject.
+	var seen jsonscan.Names
+	for _, r := range reserved {
+		seen.Add(r)
+	}
 	for _, name := range names {
 		src := s.Claims[name]
 		field := "Claims[" + name + "]"
@@ -430,6 +441,10 @@ func NewPolicy(s PolicySpec) (*Policy, error) {
 			continue
 		case isReserved(name):
 			return nil, invalidOption(field, "%q is set by every minted token itself (%v): a mapping may not name it", name, reserved)
+		case !utf8.ValidString(name):
+			return nil, invalidOption(field, "the claim name is not UTF-8")
+		case !seen.Add(name):
+			return nil, invalidOption(field, "%q equals a claim every minted token sets (%v) or another mapped claim ignoring case: a program that matches names ignoring case would read one for the other", name, reserved)
 		}
 		n, _ := json.Marshal(name)
 		p.claims = append(p.claims, mapping{name: append(n, ':'), source: src})

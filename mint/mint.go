@@ -170,6 +170,7 @@ type Minter struct {
 	cur      atomic.Pointer[state]
 	reloadMu sync.Mutex // serializes reloads
 	lastBad  [32]byte   // the SHA-256 of the last refused content (logged once)
+	lastErr  error      // why it was refused
 
 	hits, mints, reloads, failures atomic.Uint64
 
@@ -301,14 +302,21 @@ func (m *Minter) Reload() (bool, error) {
 		m.refused(sha256Sum([]byte(err.Error())), err)
 		return false, err
 	}
+	// The content in use, or the one refused last, is told by its sum
+	// and not parsed again: parsing checks every key (a test signature by
+	// each private key), which the watch would do every second.
+	sum := sha256Sum(data)
 	cur := m.cur.Load()
+	switch {
+	case sum == cur.keys.sum:
+		return false, nil
+	case sum == m.lastBad && m.lastErr != nil:
+		return false, m.lastErr
+	}
 	ks, err := parseKeys(data, m.opts.SigningKid)
 	if err != nil {
-		m.refused(sha256Sum(data), err)
+		m.refused(sum, err)
 		return false, err
-	}
-	if ks.sum == cur.keys.sum {
-		return false, nil
 	}
 	m.cur.Store(m.newState(ks))
 	m.reloads.Add(1)
@@ -322,7 +330,7 @@ func (m *Minter) refused(sum [32]byte, err error) {
 	if sum == m.lastBad {
 		return
 	}
-	m.lastBad = sum
+	m.lastBad, m.lastErr = sum, err
 	m.failures.Add(1)
 	m.opts.Logger.Error("mint keys file refused; the previous keys keep signing", "file", m.opts.KeysFile, "err", err)
 }

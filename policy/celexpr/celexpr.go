@@ -100,7 +100,9 @@ func compile(env *cel.Env, src string, limit uint64) (*program, error) {
 	if lit, ok := inexactLiteral(checked.NativeRep().Expr()); ok {
 		return nil, fmt.Errorf("the integer %s is beyond what a double holds exactly (2^53): claims' numbers are doubles, and CEL compares an integer with a double as a double, so it would equal another number (compare such an id with a claims matcher, which compares exactly)", lit)
 	}
-	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	// A pattern that is not a literal is measured before it is compiled
+	// (regex.go): at most limit instructions, each one unit of cost.
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(boundRegex(limit))}
 	p := &program{tracked: true}
 	// An expression whose worst case is within the limit whatever its
 	// input — cel-go's estimate with every size unknown, so unbounded —
@@ -110,7 +112,7 @@ func compile(env *cel.Env, src string, limit uint64) (*program, error) {
 	if est, err := env.EstimateCost(checked, unknownSizes{}); err == nil && est.Max <= limit {
 		p.tracked = false
 	} else {
-		opts = append(opts, cel.CostLimit(limit))
+		opts = append(opts, cel.CostLimit(limit), cel.CostTrackerOptions(cost.OverloadTracker(regexCompileOverload, regexCompileCost)))
 	}
 	prg, err := env.Program(checked, opts...)
 	if err != nil {

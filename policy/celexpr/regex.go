@@ -1,0 +1,131 @@
+package celexpr
+
+import (
+	"regexp/syntax"
+
+	"cel.dev/cel-go/common/overloads"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/interpreter"
+)
+
+// A regular expression that is not a literal of the expression (one read
+// from a claim, or built from one) is compiled by cel-go at every
+// evaluation, and cel-go charges matches by the pattern's length, not by
+// the program it compiles to: ".{1000}" is 7 bytes and 1000 instructions,
+// and a 14 KB claim of them compiles to 2 000 000 (over 400 MB allocated
+// in one evaluation within any cost limit). Such a pattern is therefore
+// measured before it is compiled (its instruction count, as regexp/syntax
+// bounds its own programs, without expanding the repetitions): one unit of
+// cost per instruction, charged before the compilation, so that the cost
+// limit stops it, and never more instructions than the limit in one call,
+// tracked or not. A literal pattern is compiled once, at load (cel-go's
+// OptOptimize), and is not affected.
+
+// regexCompileOverload is the overload the cost tracker charges a run-time
+// pattern's compilation under ([regexCompileCost]).
+const regexCompileOverload = "jwksverify_regex_compile"
+
+// regexCompileCall is the call the compilation of a run-time pattern is
+// charged as.
+type regexCompileCall struct{}
+
+func (regexCompileCall) Function() string   { return overloads.Matches }
+func (regexCompileCall) OverloadID() string { return regexCompileOverload }
+
+// regexCompileCost is the cost of compiling a run-time pattern: its
+// instruction count, which boundRegex passes as the call's result.
+func regexCompileCost(_ []ref.Val, result ref.Val) *uint64 {
+	n, _ := result.(types.Int)
+	c := uint64(max(n, 0))
+	return &c
+}
+
+// boundRegex decorates each matches call whose pattern is not a constant
+// with the bound of costLimit instructions.
+func boundRegex(costLimit uint64) interpreter.InterpretableDecoratorV2 {
+	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
+		call, ok := i.(interpreter.InterpretableCall)
+		if !ok || call.Function() != overloads.Matches || len(call.Args()) != 2 {
+			return i, nil
+		}
+		if _, isConst := call.Args()[1].(interpreter.InterpretableConst); isConst {
+			return i, nil
+		}
+		return &boundedMatches{InterpretableCall: call, limit: costLimit}, nil
+	}
+}
+
+// boundedMatches is a matches call whose pattern is measured first.
+type boundedMatches struct {
+	interpreter.InterpretableCall
+	limit uint64
+}
+
+// Exec implements interpreter.InterpretableV2.
+func (b *boundedMatches) Exec(frame *interpreter.ExecutionFrame) ref.Val {
+	pat := b.Args()[1].Exec(frame)
+	if s, ok := pat.(types.String); ok {
+		n, err := regexSize(string(s))
+		if err != nil {
+			return types.NewErr("invalid regular expression (its value is not repeated)")
+		}
+		if uint64(n) > b.limit {
+			return types.NewErr("regular expression of %d instructions is beyond the cost limit (%d)", n, b.limit)
+		}
+		if costs := frame.CostTracker(); costs != nil {
+			costs.EvalUnary(frame, b.ID(), regexCompileCall{}, s, types.Int(n))
+		}
+	}
+	return b.InterpretableCall.Exec(frame)
+}
+
+// Eval implements interpreter.Interpretable.
+func (b *boundedMatches) Eval(vars interpreter.Activation) ref.Val {
+	return interpreter.EvalActivation(vars, b.Exec)
+}
+
+// regexSize is the instruction count of pattern's program as regexp/syntax
+// estimates it (its parser's calcSize), without compiling it: a repetition
+// multiplies its operand's size instead of copying it.
+func regexSize(pattern string) (int64, error) {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return 0, err
+	}
+	return reSize(re), nil
+}
+
+// sizeCap bounds every intermediate size (far above any cost limit, far
+// below overflow).
+const sizeCap = 1 << 40
+
+func reSize(re *syntax.Regexp) int64 {
+	var size int64
+	switch re.Op {
+	case syntax.OpLiteral:
+		size = int64(len(re.Rune))
+	case syntax.OpCapture, syntax.OpStar:
+		size = 2 + reSize(re.Sub[0])
+	case syntax.OpPlus, syntax.OpQuest:
+		size = 1 + reSize(re.Sub[0])
+	case syntax.OpConcat, syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			size = min(size+reSize(sub), sizeCap)
+		}
+		if re.Op == syntax.OpAlternate && len(re.Sub) > 1 {
+			size += int64(len(re.Sub)) - 1
+		}
+	case syntax.OpRepeat:
+		sub := reSize(re.Sub[0])
+		switch {
+		case re.Max == -1 && re.Min == 0:
+			size = 2 + sub
+		case re.Max == -1:
+			size = 1 + int64(re.Min)*sub
+		default:
+			size = int64(re.Max)*sub + int64(re.Max-re.Min)
+		}
+	}
+	return min(max(1, size), sizeCap)
+}

@@ -35,6 +35,11 @@ func TestExpressionNumericIDIsExact(t *testing.T) {
 		{"claim-double", `claims.uid == 123456789012345680.0`, "123456789012345677"},
 		{"literal-rounded", `claims.uid == 9007199254740993`, "9007199254740992"},
 		{"literal-rounded-uint", `claims.uid == 9007199254740993u`, "9007199254740992"},
+		// A double literal rounds as an int literal does: 9007199254740993.0
+		// is the double 9007199254740992, another user's id.
+		{"literal-rounded-double", `claims.uid == 9007199254740993.0`, "9007199254740992"},
+		{"literal-rounded-double-exponent", `claims.uid in [9.007199254740993e15]`, "9007199254740992"},
+		{"literal-rounded-double-negative", `claims.uid == -123456789012345677.0`, "-123456789012345680"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			set, err := policy.New(policy.Options{

@@ -21,7 +21,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -97,8 +99,8 @@ func compile(env *cel.Env, src string, limit uint64) (*program, error) {
 	if !checked.OutputType().IsExactType(cel.BoolType) {
 		return nil, fmt.Errorf("is of type %s, want bool", checked.OutputType())
 	}
-	if lit, ok := inexactLiteral(checked.NativeRep().Expr()); ok {
-		return nil, fmt.Errorf("the integer %s is beyond what a double holds exactly (2^53): claims' numbers are doubles, and CEL compares an integer with a double as a double, so it would equal another number (compare such an id with a claims matcher, which compares exactly)", lit)
+	if lit, ok := inexactLiteral(src, checked.NativeRep()); ok {
+		return nil, fmt.Errorf("the number %s is beyond what a double holds exactly (2^53): claims' numbers are doubles, and CEL compares an integer with a double as a double, so it would equal another number (compare such an id with a claims matcher, which compares exactly)", lit)
 	}
 	// A pattern that is not a literal is measured before it is compiled
 	// (regex.go): at most limit instructions, each one unit of cost.
@@ -136,12 +138,18 @@ func compile(env *cel.Env, src string, limit uint64) (*program, error) {
 	return p, nil
 }
 
-// inexactLiteral returns the first int or uint literal of e that a double
-// does not hold exactly (9007199254740993 is the double 9007199254740992,
-// which cel-go compares it as), as written, and true; or false.
-func inexactLiteral(e ast.Expr) (string, bool) {
+// inexactLiteral returns the first number literal of a, the checked form
+// of src, that a double does not hold exactly, as written, and true; or
+// false. An int or uint literal is compared with a claim's double as a
+// double (9007199254740993 is the double 9007199254740992); a double
+// literal is that double already (9007199254740993.0 too): from 2^53 on,
+// where a double no longer holds every integer, up to 2^64, beyond every
+// int and uint id, its text is read again from src and must be exactly
+// its value.
+func inexactLiteral(src string, a *ast.AST) (string, bool) {
 	var found string
-	ast.PreOrderVisit(e, ast.NewExprVisitor(func(e ast.Expr) {
+	var runes []rune // src, read only for a double literal from 2^53 on
+	ast.PreOrderVisit(a.Expr(), ast.NewExprVisitor(func(e ast.Expr) {
 		if found != "" || e.Kind() != ast.LiteralKind {
 			return
 		}
@@ -154,9 +162,56 @@ func inexactLiteral(e ast.Expr) (string, bool) {
 			if f := float64(v); f >= 1<<64 || uint64(f) != v {
 				found = fmt.Sprint(v) + "u"
 			}
+		case float64:
+			if a := math.Abs(v); a < twoTo53 || a >= 1<<64 {
+				return // every integer is exact; or beyond any integer id (a threshold such as 1e300)
+			}
+			if runes == nil {
+				runes = []rune(src)
+			}
+			text := ""
+			if o, ok := a.SourceInfo().GetOffsetRange(e.ID()); ok {
+				text = numberText(runes, int(o.Start))
+			}
+			if _, exact := exactDouble(text); !exact {
+				found = cmp.Or(text, strconv.FormatFloat(v, 'g', -1, 64))
+			}
 		}
 	}))
 	return found, found != ""
+}
+
+// numberText returns the CEL floating-point literal that starts at rune
+// offset i of src (a '-' and the spaces after it skipped), or "".
+func numberText(src []rune, i int) string {
+	if i < 0 || i > len(src) {
+		return ""
+	}
+	if i < len(src) && src[i] == '-' {
+		i++
+		for i < len(src) && (src[i] == ' ' || src[i] == '\t' || src[i] == '\n' || src[i] == '\r') {
+			i++
+		}
+	}
+	start := i
+	digits := func() {
+		for i < len(src) && '0' <= src[i] && src[i] <= '9' {
+			i++
+		}
+	}
+	digits()
+	if i < len(src) && src[i] == '.' {
+		i++
+		digits()
+	}
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		i++
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		digits()
+	}
+	return string(src[start:i])
 }
 
 // selectedClaims returns the claim names e selects with a constant: the

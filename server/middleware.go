@@ -67,7 +67,9 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 // policies its routes choose — in front of next, an application handler in
 // this process, deciding on the request next acts on (no proxy preset: the
 // request is the original). An allowed request reaches next with the
-// [verify.Result] in its context ([ResultFromContext]); a refused one gets
+// [verify.Result] in its context ([ResultFromContext]) and the configured
+// identity headers (claims_to_headers) as /v1/authz answers them, in place
+// of any copy the client sent (an empty one is removed); a refused one gets
 // the answer /v1/authz gives (401 with the challenge, 403, 503), and next
 // never runs. Nothing is minted.
 //
@@ -109,14 +111,34 @@ func (s *Server) Admit(w http.ResponseWriter, r *http.Request, next http.Handler
 }
 
 // serveDecided decides c and serves next with the verified token in its
-// context when allowed, else writes the refusal.
+// context when allowed, else writes the refusal. The configured identity
+// headers (claims_to_headers) of an allowed request are the decision's, as
+// forward-auth answers them and the proxies copy them over the request's:
+// next reads each one set to the claim's value, or absent (an anonymous
+// request, another issuer's or policy's header, an unsafe value), and never
+// a copy the client sent, nor one of its CGI twins.
 func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, next http.Handler) {
 	d := s.Decide(r.Context(), c)
 	if !d.Allowed() {
 		s.writeDenial(w, &d)
 		return
 	}
-	next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), resultKey{}, d.Result)))
+	ctx := context.WithValue(r.Context(), resultKey{}, d.Result)
+	if len(d.headers) == 0 {
+		next.ServeHTTP(w, r.WithContext(ctx))
+		return
+	}
+	r = r.Clone(ctx) // the headers are the caller's: r's own stay as sent
+	for name, v := range d.ClaimHeaders() {
+		for _, twin := range HeaderTwins(name) {
+			delete(r.Header, twin)
+		}
+		delete(r.Header, name)
+		if v != "" {
+			r.Header[name] = []string{v}
+		}
+	}
+	next.ServeHTTP(w, r)
 }
 
 // ResultFromContext returns the verified token that [Middleware] put in

@@ -107,6 +107,22 @@ func OpenMemory(o MemoryOptions) (*Memory, error) {
 	return m, nil
 }
 
+// CheckMemory reports what [OpenMemory] would refuse of o without opening
+// the store: its options and every line of the log in o.Dir. The log is
+// read only: not locked (a running store may hold the lock), not
+// rewritten. A directory or log not there yet is no problem: OpenMemory
+// creates them.
+func CheckMemory(o MemoryOptions) error {
+	if o.Dir == "" {
+		return errors.New("revoke: the memory store needs a directory (state_dir)")
+	}
+	if o.Retention <= 0 {
+		return errors.New("revoke: retention must be positive")
+	}
+	_, err := readLog(filepath.Join(o.Dir, MemoryFile))
+	return err
+}
+
 // lockDir locks MemoryLock in dir, or fails when another store holds it.
 func lockDir(dir string) (*os.File, error) {
 	f, err := os.OpenFile(filepath.Join(dir, MemoryLock), os.O_RDWR|os.O_CREATE, 0o600)

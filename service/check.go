@@ -10,13 +10,15 @@ import (
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/server/metrics"
 )
 
 // Check builds what [New] builds of plan and starts nothing: every option
 // each package refuses (jwks, introspect, verify, dpop, server, metrics),
 // the local files the service reads at start (each issuer's ca_file, the
-// introspection clients' files, a state_dir it could not create), with no
+// introspection clients' files, a state_dir it could not create, the
+// memory revocation store's log, read without its lock), with no
 // fetch, no connection and no goroutine left behind. Keys are not read:
 // an issuer's key source is checked as options only. The error joins one
 // error per problem (errors.Join; Unwrap() []error lists them); nil means
@@ -46,6 +48,13 @@ func Check(plan *config.Plan, o Options) error {
 	}
 	if err := checkStateDir(plan); err != nil {
 		b.problems = append(b.problems, err)
+	}
+	if r := plan.Revocation; r != nil && r.Store != "redis" {
+		// New reads the memory store's log at start: a line that does not
+		// decode fails it.
+		if err := revoke.CheckMemory(revoke.MemoryOptions{Dir: r.StateDir, Retention: r.Retention}); err != nil {
+			b.problems = append(b.problems, fmt.Errorf("revocation: %w", err))
+		}
 	}
 	g, err := b.build(plan)
 	if err != nil {

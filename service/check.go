@@ -24,6 +24,9 @@ import (
 // error per problem (errors.Join; Unwrap() []error lists them); nil means
 // New would build the service.
 func Check(plan *config.Plan, o Options) error {
+	if plan == nil {
+		return errNoPlan
+	}
 	s := &Service{opts: o.withDefaults(), stop: make(chan struct{})}
 	if plan.Redis != nil {
 		// Built to read its files, never dialled (New connects nothing).

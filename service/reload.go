@@ -34,8 +34,13 @@ const newIssuerWait = 10 * time.Second
 // waits for the first keys of added issuers (at most 10s, and ctx), so
 // that a reload does not turn the instance unready for an issuer whose
 // keys are on their way. After [Service.Drain] or [Service.Close] it
-// swaps nothing and returns nil. Reloads run one at a time.
+// swaps nothing and returns nil. A nil next is a failed reload (an error).
+// Reloads run one at a time.
 func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
+	if next == nil {
+		s.ReloadFailed(errNoPlan)
+		return errNoPlan
+	}
 	s.reloading.Lock()
 	defer s.reloading.Unlock()
 	s.mu.Lock()

@@ -130,6 +130,9 @@ type Service struct {
 	signals signalState
 }
 
+// errNoPlan refuses a nil plan (what config.Load returns beside its error).
+var errNoPlan = errors.New("service: no plan (nil *config.Plan)")
+
 // redisStats are the counters of the Redis client in use (metrics.Options.Redis).
 func (s *Service) redisStats() (redisconn.Stats, bool) {
 	c := s.redisInUse.Load()
@@ -152,6 +155,9 @@ func (s *Service) useRedis(plan *config.Plan) {
 // does not wait for the first keys ([Service.Ready] does). The caller must
 // Close it.
 func New(plan *config.Plan, o Options) (*Service, error) {
+	if plan == nil {
+		return nil, errNoPlan
+	}
 	s := &Service{opts: o.withDefaults(), stop: make(chan struct{}), wait: plan.HTTP.Wait}
 	b := &builder{s: s}
 	fail := func(err error) (*Service, error) {

@@ -323,11 +323,16 @@ func (s *Service) Drain() *config.Plan {
 // Close stops every fetcher and client, the current generation's and the
 // retired ones, the Redis replay stores (also those kept for a reload's
 // switch of stores) and the mint keys file's watch, and waits for them. Serve no
-// request after it. It is safe to call more than once.
+// request after it: readiness answers as after [Service.Drain] (503, gRPC
+// health NOT_SERVING). It is safe to call more than once.
 func (s *Service) Close() error {
 	s.closed.Do(func() {
 		s.mu.Lock()
 		s.closing = true // a reload in flight swaps nothing in
+		// Nothing refreshes keys or follows the revocations from now on:
+		// readiness says so (/readyz 503, gRPC health NOT_SERVING), as
+		// after Drain, to a program that keeps its listeners.
+		s.cur.Load().server.SetDraining()
 		s.mu.Unlock()
 		close(s.stop) // ends a reload's wait for keys
 		// Wait for a reload in flight: it undoes what it started, and no

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
@@ -71,7 +72,8 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 // identity headers (claims_to_headers) as /v1/authz answers them, in place
 // of any copy the client sent (an empty one is removed); a refused one gets
 // the answer /v1/authz gives (401 with the challenge, 403, 503), and next
-// never runs. Nothing is minted.
+// never runs. Nothing is minted, and a client's copy of the mint header
+// (or a CGI twin) is removed.
 //
 // The original request is r itself: its method (and method overrides),
 // host, path as sent, query, and the scheme of its connection ("https"
@@ -116,7 +118,8 @@ func (s *Server) Admit(w http.ResponseWriter, r *http.Request, next http.Handler
 // forward-auth answers them and the proxies copy them over the request's:
 // next reads each one set to the claim's value, or absent (an anonymous
 // request, another issuer's or policy's header, an unsafe value), and never
-// a copy the client sent, nor one of its CGI twins.
+// a copy the client sent, nor one of its CGI twins; nor the client's copy of
+// the mint header (nothing is minted here).
 func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, next http.Handler) {
 	d := s.Decide(r.Context(), c)
 	if !d.Allowed() {
@@ -124,11 +127,19 @@ func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, n
 		return
 	}
 	ctx := context.WithValue(r.Context(), resultKey{}, d.Result)
-	if len(d.headers) == 0 {
+	mint := slices.ContainsFunc(s.mintTwins, func(h string) bool { _, ok := r.Header[h]; return ok })
+	if len(d.headers) == 0 && !mint {
 		next.ServeHTTP(w, r.WithContext(ctx))
 		return
 	}
 	r = r.Clone(ctx) // the headers are the caller's: r's own stay as sent
+	if mint {
+		// Nothing is minted here: a client's copy of the mint header (or
+		// a twin) would be read as a minted token, which the proxies drop.
+		for _, h := range s.mintTwins {
+			delete(r.Header, h)
+		}
+	}
 	for name, v := range d.ClaimHeaders() {
 		for _, twin := range HeaderTwins(name) {
 			delete(r.Header, twin)

@@ -68,6 +68,9 @@ func (s *Server) setMint(opts Options) error {
 			}
 		}
 	}
+	if s.mintHeader != "Authorization" {
+		s.mintTwins = append(HeaderTwins(s.mintHeader), s.mintHeader)
+	}
 	s.mintPolicies = make(map[string]*mintpkg.Policy, len(opts.MintPolicies))
 	for name, p := range opts.MintPolicies {
 		if _, ok := s.policies.Lookup(name); !ok || p == nil {

@@ -251,6 +251,7 @@ type Server struct {
 	bindingMetrics BindingMetrics             // nil: none
 	minter         *mintpkg.Minter            // nil: no minting
 	mintHeader     string                     // canonical
+	mintTwins      []string                   // the mint header and its CGI twins, unless it is Authorization
 	mintPolicies   map[string]*mintpkg.Policy // policy name -> what it mints
 
 	metrics        Metrics // nil: none

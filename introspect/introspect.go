@@ -264,6 +264,31 @@ type entry struct {
 	fresh time.Time             // served from the cache until then
 	stale time.Time             // served while the endpoint fails until then
 	size  int64
+
+	// After a failed call for its token, the endpoint is not asked again
+	// before retry (unix nanoseconds): the stale answer serves meanwhile.
+	// The hold doubles with each failure in a row (failures), from
+	// retryFirst up to MaxTTL, the longest an answer is held anyway. A
+	// successful call replaces the entry.
+	retry    atomic.Int64
+	failures atomic.Uint32
+}
+
+// retryFirst is the hold after a token's first failed call.
+const retryFirst = time.Second
+
+// failed records a failed call for the entry's token at now: the next call
+// waits retryFirst × 2^(failures in a row − 1), at most maxHold.
+func (e *entry) failed(now time.Time, maxHold time.Duration) {
+	n := min(e.failures.Add(1), 31) // 1s<<30 is 34 years, far from overflow
+	hold := min(retryFirst<<(n-1), maxHold)
+	e.retry.Store(now.Add(hold).UnixNano())
+}
+
+// holding reports whether a failed call's hold runs at now, and the stale
+// answer serves without asking.
+func (e *entry) holding(now time.Time) bool {
+	return now.Before(e.stale) && now.UnixNano() < e.retry.Load()
 }
 
 // call is one upstream call in flight, shared by every caller that asks for
@@ -458,6 +483,14 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 		c.hits.Add(1)
 		return e.answer()
 	}
+	if e != nil && e.holding(now) {
+		// The last call for this token failed a moment ago: its stale
+		// answer serves, and the failing endpoint is not asked again for
+		// every request (no retry storm); a token without an answer at
+		// hand still asks.
+		c.stale.Add(1)
+		return e.answer()
+	}
 	if err := ctx.Err(); err != nil {
 		// The caller is gone, or its wait budget spent (a batch past its
 		// deadline answers its remaining opaque tokens here): a call
@@ -562,9 +595,14 @@ func (c *Client) run(id tokenid.ID, token string, now time.Time, cl *call) {
 		cl.e = e
 		return
 	}
+	held := e
 	if e, cl.err = c.call(c.ctx, token, now); cl.err == nil {
 		cl.e = e
 		c.store(id, e, now)
+	} else if held != nil && (errors.Is(cl.err, ErrUpstream) || errors.Is(cl.err, ErrBadAnswer)) {
+		// The endpoint failed for this token (not a slot refused, not a
+		// shared cache, not a close): hold its next call.
+		held.failed(now, c.opts.MaxTTL)
 	}
 }
 

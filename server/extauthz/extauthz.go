@@ -28,6 +28,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
@@ -102,12 +104,74 @@ func (v *Service) Server() *server.Server { return v.cur.Load().s }
 
 // Register registers both services on g. Call it before g.Serve. The
 // caller owns g (its options — bound the message size with
-// grpc.MaxRecvMsgSize — and its shutdown). g.GracefulStop waits for open
+// grpc.MaxRecvMsgSize — and its shutdown). An answer many calls share is
+// sent as its encoding, made once; a unary interceptor on g sees the
+// answer itself, and what it returns instead is sent. g.GracefulStop waits for open
 // health Watch streams; [server.Server.SetDraining] on the current server
 // ends them (after sending NOT_SERVING), so call it before g.GracefulStop.
 func (v *Service) Register(g *grpc.Server) {
-	authv3.RegisterAuthorizationServer(g, authzService{v})
+	g.RegisterService(&authorizationDesc, authzService{v})
 	healthpb.RegisterHealthServer(g, &healthGRPC{s: v.Server, interval: healthWatchInterval})
+}
+
+// authorizationDesc is authv3's service description of
+// envoy.service.auth.v3.Authorization with Check's handler replaced by
+// checkHandler.
+var authorizationDesc = func() grpc.ServiceDesc {
+	d := authv3.Authorization_ServiceDesc
+	d.Methods = append([]grpc.MethodDesc(nil), d.Methods...)
+	for i := range d.Methods {
+		if d.Methods[i].MethodName == "Check" {
+			d.Methods[i].Handler = checkHandler
+		}
+	}
+	return d
+}()
+
+// checkHandler is authv3's Check handler but for what it sends: an answer
+// that many calls share (a cached token's OK answer, a denial) goes out as
+// its encoding, made once when the answer was built ([onWire]), instead of
+// being encoded again for every call (protobuf walks the answer twice,
+// sizing and writing it: about as long as deciding a cached token). An
+// interceptor sees the answer itself; when it returns another one, that
+// one is sent.
+func checkHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	in := new(authv3.CheckRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	v := srv.(authzService).v
+	if interceptor == nil {
+		resp, wire, err := v.cur.Load().check(ctx, in)
+		if err == nil && wire != nil {
+			return wire, nil
+		}
+		return resp, err
+	}
+	var resp, wire *authv3.CheckResponse
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: authv3.Authorization_Check_FullMethodName}
+	out, err := interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+		var err error
+		resp, wire, err = v.cur.Load().check(ctx, req.(*authv3.CheckRequest))
+		return resp, err
+	})
+	if err == nil && wire != nil && out == any(resp) {
+		return wire, nil
+	}
+	return out, err
+}
+
+// onWire returns a response holding resp's encoding as unknown fields:
+// encoded, it is resp's bytes, with nothing to walk. Read, it has no
+// fields: it only goes to the wire. Nil if resp cannot be encoded.
+func onWire(resp *authv3.CheckResponse) *authv3.CheckResponse {
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		return nil
+	}
+	w := &authv3.CheckResponse{}
+	w.ProtoReflect().SetUnknown(protoreflect.RawFields(b))
+	return w
 }
 
 // authzService dispatches each Check to the current server's authzGRPC.
@@ -144,6 +208,13 @@ func newAuthzGRPC(s *server.Server) *authzGRPC { return &authzGRPC{s: s} }
 // without HTTP attributes carries no token: it is denied, not failed. It
 // blocks only as long as the verifier does.
 func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+	resp, _, err := a.check(ctx, req)
+	return resp, err
+}
+
+// check is Check, with the answer's encoding ([onWire]) when the answer is
+// one many calls share, else nil.
+func (a *authzGRPC) check(ctx context.Context, req *authv3.CheckRequest) (resp, wire *authv3.CheckResponse, err error) {
 	attrs := req.GetAttributes()
 	hr := attrs.GetRequest().GetHttp()
 	// The span continues Envoy's trace of this call (gRPC metadata), or
@@ -170,19 +241,27 @@ func (a *authzGRPC) Check(ctx context.Context, req *authv3.CheckRequest) (*authv
 		}
 	}
 	d := a.s.Decide(ctx, &c)
-	return a.respond(d)
+	return a.answer(d)
 }
 
 // respond turns a decision into Check's answer: OK, DENIED (401 or 403),
 // or the gRPC status UNAVAILABLE when keys are unavailable.
 func (a *authzGRPC) respond(d server.Decision) (*authv3.CheckResponse, error) {
+	resp, _, err := a.answer(d)
+	return resp, err
+}
+
+// answer is respond, with the answer's encoding when it is shared.
+func (a *authzGRPC) answer(d server.Decision) (resp, wire *authv3.CheckResponse, err error) {
 	switch {
 	case d.Allowed():
-		return a.allow(d), nil
+		resp, wire = a.allow(d)
+		return resp, wire, nil
 	case d.Status == http.StatusServiceUnavailable:
-		return nil, status.Error(codes.Unavailable, d.Class)
+		return nil, nil, status.Error(codes.Unavailable, d.Class)
 	default:
-		return a.deny(d), nil
+		resp, wire = a.deny(d)
+		return resp, wire, nil
 	}
 }
 
@@ -310,20 +389,20 @@ func originalQuery(hr *authv3.AttributeContext_HttpRequest) string {
 // last is returned again when d asks for the same one: the same policy,
 // claim headers, minted header and Authorization removal (gRPC only reads
 // an answer it sends, so one may go to many calls).
-func (a *authzGRPC) allow(d server.Decision) *authv3.CheckResponse {
+func (a *authzGRPC) allow(d server.Decision) (resp, wire *authv3.CheckResponse) {
 	if d.Result == nil {
-		return buildAllow(d, nil)
+		return buildAllow(d, nil), nil
 	}
 	e, raw := a.meta.entry(d.Result)
 	if e == nil {
-		return buildAllow(d, raw)
+		return buildAllow(d, raw), nil
 	}
 	if ans := e.ok.Load(); ans != nil && ans.answers(&d) {
-		return ans.resp
+		return ans.resp, ans.wire
 	}
-	resp := buildAllow(d, raw)
+	resp = buildAllow(d, raw)
 	e.ok.Store(newOKAnswer(&d, resp))
-	return resp
+	return resp, nil
 }
 
 // okAnswer is an OK answer and what it was built from.
@@ -335,10 +414,11 @@ type okAnswer struct {
 	hasMinted  bool
 	unminted   string
 	resp       *authv3.CheckResponse
+	wire       *authv3.CheckResponse // resp's encoding (onWire)
 }
 
 func newOKAnswer(d *server.Decision, resp *authv3.CheckResponse) *okAnswer {
-	ans := &okAnswer{policy: d.Policy, removeAuth: d.RemoveAuthorization, resp: resp}
+	ans := &okAnswer{policy: d.Policy, removeAuth: d.RemoveAuthorization, resp: resp, wire: onWire(resp)}
 	name, value, minted := d.MintedHeader()
 	ans.minted, ans.hasMinted = [2]string{name, value}, minted
 	ans.unminted, _ = d.UnmintedHeader()
@@ -415,24 +495,24 @@ const MetadataNamespace = "jwksverify"
 // challenge per policy) and then shared, as forward-auth shares its
 // answers' header values. Past maxDeniedAnswers distinct answers, the
 // others are built for each call.
-func (a *authzGRPC) deny(d server.Decision) *authv3.CheckResponse {
+func (a *authzGRPC) deny(d server.Decision) (resp, wire *authv3.CheckResponse) {
 	k := deniedKey{d.Status, d.Class, d.Challenge}
 	a.deniedMu.RLock()
 	ans, ok := a.denied[k]
 	a.deniedMu.RUnlock()
 	if ok && bytes.Equal(ans.body, d.Body) {
-		return ans.resp
+		return ans.resp, ans.wire
 	}
-	resp := buildDeny(d)
+	resp = buildDeny(d)
 	a.deniedMu.Lock()
 	defer a.deniedMu.Unlock()
 	if a.denied == nil {
 		a.denied = make(map[deniedKey]deniedAnswer)
 	}
 	if _, ok := a.denied[k]; !ok && len(a.denied) < maxDeniedAnswers {
-		a.denied[k] = deniedAnswer{body: bytes.Clone(d.Body), resp: resp}
+		a.denied[k] = deniedAnswer{body: bytes.Clone(d.Body), resp: resp, wire: onWire(resp)}
 	}
-	return resp
+	return resp, nil
 }
 
 // maxDeniedAnswers bounds the denied answers an authzGRPC keeps.
@@ -446,6 +526,7 @@ type deniedKey struct {
 type deniedAnswer struct {
 	body []byte
 	resp *authv3.CheckResponse
+	wire *authv3.CheckResponse // resp's encoding (onWire)
 }
 
 // buildDeny builds the DENIED response: HTTP 401 (the rpc status

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/internal/fileread"
 )
 
 // stateFile is what StateDir holds per issuer: the last good JWKS with its
@@ -50,13 +49,10 @@ func statePath(dir, issuer, source string) string {
 
 // readState reads and decodes a state file, bounded by limit bytes of JWKS.
 func readState(path string, limit int64) (stateFile, error) {
-	fh, err := fileread.Open(path)
-	if err != nil {
-		return stateFile{}, err
-	}
-	defer fh.Close()
-	// The JWKS is stored verbatim (compacted); allow room for the envelope.
-	b, err := readBounded(fh, -1, limit+64<<10)
+	// A regular file only, as a jwks_file: a named pipe held open by a
+	// silent writer would block New (the start, a reload) for good. The
+	// JWKS is stored verbatim (compacted); allow room for the envelope.
+	b, _, err := readFile(path, limit+64<<10)
 	if err != nil {
 		return stateFile{}, err
 	}

@@ -7,11 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/fileread"
 )
 
 // MemoryFile is the name of the memory store's log in its directory.
@@ -180,14 +183,28 @@ func WriteMemoryLog(dir string, es []Entry, now time.Time, retention time.Durati
 	return writeLog(filepath.Join(dir, MemoryFile), out)
 }
 
-// readLog replays the log at path; absent is empty.
+// readLog replays the log at path; absent is empty. Anything but a
+// regular file is refused before it is read: os.ReadFile of a named pipe
+// waited in open(2) for a writer, and the start with it.
 func readLog(path string) ([]Entry, error) {
-	data, err := os.ReadFile(path)
+	f, err := fileread.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("revoke: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("revoke: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("revoke: %s is %w", path, fileread.ErrNotRegular)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("revoke: %s: %w", path, err)
 	}
 	byID := map[string]Entry{}
 	var order []string

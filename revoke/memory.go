@@ -46,6 +46,7 @@ type Memory struct {
 	size   int64      // bytes of f that hold whole records
 	broken error      // a failed write that could not be undone: every write fails
 	lines  int        // records in the log
+	base   int        // records in the log when it was last rewritten
 	counts counts
 }
 
@@ -64,8 +65,10 @@ type record struct {
 }
 
 // OpenMemory reads the log in o.Dir (creating the directory and the log
-// when absent), keeps the entries live at now, rewrites the log with just
-// them (atomically: a temporary file, fsync, rename) and returns the store.
+// when absent), keeps the entries live at now, rewrites the log with them
+// and those expired for less than a retention (atomically: a temporary
+// file, fsync, rename; a start while the clock is ahead erases nothing)
+// and returns the store.
 // A log line that does not decode fails it, but a last line cut short by a
 // crash, which was never acknowledged.
 func OpenMemory(o MemoryOptions) (*Memory, error) {
@@ -97,8 +100,8 @@ func OpenMemory(o MemoryOptions) (*Memory, error) {
 		es[i] = atLeastRetention(es[i], o.Retention)
 	}
 	m.idx.Replace(es, now)
-	live := m.idx.List("", now)
-	if err := writeLog(path, live); err != nil {
+	kept := keptInLog(es, now, o.Retention)
+	if err := writeLog(path, kept); err != nil {
 		lock.Close()
 		return nil, err
 	}
@@ -106,7 +109,7 @@ func OpenMemory(o MemoryOptions) (*Memory, error) {
 		lock.Close()
 		return nil, fmt.Errorf("revoke: %w", err)
 	}
-	m.lines = len(live)
+	m.lines, m.base = len(kept), len(kept)
 	return m, nil
 }
 
@@ -124,6 +127,23 @@ func CheckMemory(o MemoryOptions) error {
 	}
 	_, err := readLog(filepath.Join(o.Dir, MemoryFile))
 	return err
+}
+
+// keptInLog returns the entries of es that a rewrite of the log keeps:
+// those expired at now for less than retention too. Only the live ones are
+// enforced, but a start (or a compaction) while the clock is ahead must
+// not erase the entries it takes for expired: once the clock is right
+// again, the tokens they revoke are within their lifetime, and the next
+// start reads the entries back.
+func keptInLog(es []Entry, now time.Time, retention time.Duration) []Entry {
+	cut := now.Add(-retention)
+	out := make([]Entry, 0, len(es))
+	for _, e := range es {
+		if e.ExpiresAt.After(cut) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // lockDir locks MemoryLock in dir, or fails when another store holds it.
@@ -356,18 +376,25 @@ func (m *Memory) append(r record, apply func()) error {
 	m.size += int64(len(b))
 	apply()
 	m.lines++
-	if live := m.idx.Len(); m.lines > 4096 && m.lines > 4*live {
+	// At least as many records since the last rewrite as it kept: a log
+	// kept long by entries past their expiry is not rewritten at each write.
+	if live := m.idx.Len(); m.lines > 4096 && m.lines > 4*live && m.lines > 2*m.base {
 		m.compact()
 	}
 	return nil
 }
 
-// compact rewrites the log with the live entries. A failure keeps the old
+// compact rewrites the log with the entries it holds that are live or
+// expired for less than a retention (keptInLog). A failure keeps the old
 // log (whole: every record of it is still true).
 func (m *Memory) compact() {
 	path := filepath.Join(m.opts.Dir, MemoryFile)
-	live := m.idx.List("", m.opts.Now())
-	if err := writeLog(path, live); err != nil && !isUnlinked(path, m.f) {
+	es, err := readLog(path)
+	if err != nil {
+		return // the old log is still the log
+	}
+	kept := keptInLog(es, m.opts.Now(), m.opts.Retention)
+	if err := writeLog(path, kept); err != nil && !isUnlinked(path, m.f) {
 		return // the old log is still the log
 	}
 	// Renamed (a failed directory fsync after the rename included): m.f
@@ -380,7 +407,7 @@ func (m *Memory) compact() {
 		return
 	}
 	m.f.Close()
-	m.f, m.size, m.lines = f, size, len(live)
+	m.f, m.size, m.lines, m.base = f, size, len(kept), len(kept)
 }
 
 // isUnlinked reports whether path no longer names the file f (or either

@@ -17,7 +17,8 @@ import (
 const configPollInterval = time.Second
 
 // watch reloads svc from path on each signal from hup (SIGHUP) and when
-// its content changes (polled every configPollInterval), until ctx is done.
+// its content changes (polled every configPollInterval, when path is a
+// regular file: a pipe is reloaded on SIGHUP only), until ctx is done.
 // load reads and plans the file; a file that does not load is a failed
 // reload (service.ReloadFailed), reported once per content.
 func watch(ctx context.Context, svc *service.Service, path string, load func() (*config.Plan, error), hup <-chan os.Signal, logger *slog.Logger) {
@@ -58,6 +59,14 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 		case <-hup:
 			logger.Info("SIGHUP: reloading the configuration", "file", path)
 		case <-t.C:
+			if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+				// Being replaced, or a pipe (--config <(…)): read whole at
+				// start, its writer gone, it would read as an empty
+				// "change" (a failed reload at every start); one with a
+				// silent writer would block the watch and the shutdown.
+				// SIGHUP reloads it.
+				continue
+			}
 			h, err := config.FileHash(path)
 			switch {
 			case err != nil:

@@ -412,6 +412,12 @@ type mapping struct {
 	source string
 }
 
+// Copies returns how many source claims a token minted under p copies
+// (its claims mappings): with sub, client_id and azp, what a minted token
+// can grow by beyond its fixed claims, each copy at most the source
+// token's size (a proxy reading the answer sizes its buffer by it).
+func (p *Policy) Copies() int { return len(p.claims) }
+
 // NewPolicy checks s and returns its Policy.
 func NewPolicy(s PolicySpec) (*Policy, error) {
 	if s.Audience == "" {

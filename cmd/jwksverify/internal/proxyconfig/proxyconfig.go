@@ -27,6 +27,7 @@ import (
 	"github.com/jwksverify/jwksverify/mint"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // Defaults of [Input]'s addresses: a proxy on loopback in front of an
@@ -91,6 +92,39 @@ type Input struct {
 	// file lists, and one it did not send would reach the application
 	// unverified (a query token is refused beside a form body).
 	SourceHeaders []string
+	// AnswerBytes bounds the header section of jwksverify's answer to the
+	// auth call, in bytes, a multiple of 4096: every claim header at
+	// verify.MaxExtractedLen, the minted token at its largest, and room
+	// for the rest. nginx reads that section into proxy_buffer_size (one
+	// 4 KiB page by default) and answers a larger one 502, which its file
+	// turns into 503 jwksverify_unreachable for a token jwksverify allowed.
+	AnswerBytes int
+}
+
+// nginxTokenBytes bounds a token that reaches jwksverify through nginx: it
+// comes in one header line or the request line, each at most
+// large_client_header_buffers' 8 KiB (nginx's default; the file keeps it).
+const nginxTokenBytes = 8192
+
+// answerBytes bounds the header section of an allowed answer for p (see
+// Input.AnswerBytes), for source tokens of at most tokenBytes.
+func answerBytes(p *config.Plan, claimHeaders []string, mintHeader string, tokenBytes int) int {
+	n := 4096 // the status line, Date, Cache-Control, Content-Type, Content-Length, WWW-Authenticate
+	for _, h := range claimHeaders {
+		n += len(h) + len(": \r\n") + verify.MaxExtractedLen
+	}
+	if mintHeader != "" {
+		// The fixed claims, header and signature (an RSA-4096 one is 683
+		// characters), then sub, client_id, azp and each copied claim, each
+		// at most the source token (base64 of JSON no larger than the
+		// source's).
+		copies := 0
+		for _, mp := range p.Server.MintPolicies {
+			copies = max(copies, mp.Copies())
+		}
+		n += len(mintHeader) + len(": Bearer \r\n") + 2048 + (3+copies)*tokenBytes
+	}
+	return (n + 4095) / 4096 * 4096
 }
 
 // headerSources are the places a configuration names claim headers in:
@@ -193,6 +227,7 @@ func FromPlan(p *config.Plan, px request.Proxy) (Input, error) {
 	if p.Mint != nil {
 		in.MintHeader = textproto.CanonicalMIMEHeaderKey(cmp.Or(p.Mint.Header, mint.DefaultHeader))
 	}
+	in.AnswerBytes = answerBytes(p, in.ClaimHeaders, in.MintHeader, min(cmp.Or(p.Verify.MaxTokenBytes, verify.DefaultMaxTokenBytes), nginxTokenBytes))
 	for _, ts := range p.Server.TokenSources {
 		h := textproto.CanonicalMIMEHeaderKey(ts.Header)
 		if ts.Query != "" {
@@ -272,6 +307,7 @@ func parse(name string) *template.Template {
 		},
 		"nginxvar": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
 		"seconds":  func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },
+		"kib":      func(n int) string { return strconv.Itoa((n + 1023) / 1024) },
 		"host":     func(a string) string { h, _, _ := net.SplitHostPort(a); return h },
 		"port":     func(a string) string { _, p, _ := net.SplitHostPort(a); return p },
 		"nextport": func(a string) (string, error) {

@@ -52,10 +52,10 @@ func TestFailingEndpointIsNotAskedPerRequest(t *testing.T) {
 		{13 * time.Second, 0},
 		{14 * time.Second, 1}, // hold 4s
 		{17 * time.Second, 0},
-		{18 * time.Second, 1},  // hold 8s
-		{26 * time.Second, 1},  // hold 16s, cut to MaxTTL: 10s
-		{35 * time.Second, 0},  // held
-		{36 * time.Second, 1},  // asks again
+		{18 * time.Second, 1}, // hold 8s
+		{26 * time.Second, 1}, // hold 16s, cut to MaxTTL: 10s
+		{35 * time.Second, 0}, // held
+		{36 * time.Second, 1}, // asks again
 		{36500 * time.Millisecond, 0},
 	}
 	for _, st := range steps {

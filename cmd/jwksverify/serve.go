@@ -252,6 +252,7 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 		s.ln = tls.NewListener(s.ln, httpTLS.Config())
 	}
 	if s.gln != nil {
+		s.gln = newGRPCListener(s.gln, plan.HTTP.Write)
 		gopts := grpcServerOptions(int(svc.Server().MaxBodyBytes()), plan.HTTP, logger)
 		if grpcTLS != nil {
 			gopts = append(gopts, grpc.Creds(credentials.NewTLS(grpcTLS.Config())))
@@ -296,6 +297,107 @@ func (s *servers) listen(plan *config.Plan) error {
 		}
 	}
 	return nil
+}
+
+// grpcListener is the gRPC listener: it bounds its connections' writes
+// as HTTP2Config.WriteByteTimeout bounds the HTTP listener's HTTP/2 ones (a
+// write that makes no progress for the write timeout closes the
+// connection).
+//
+// grpc-go has no write timeout: a client that stopped reading blocked its
+// connection's writer for good, the streams it had been answered on were
+// never cleaned up (so MaxConnectionIdle never started), and the connection
+// held its goroutines and every answer queued behind the blocked write for
+// as long as the client kept the socket (reading a little now and then kept
+// the kernel's TCP_USER_TIMEOUT, which grpc-go sets, away). The deadlines
+// are the coarse ones of the HTTP listener (docs/DECISIONS.md).
+type grpcListener struct {
+	net.Listener
+	write time.Duration // zero: writes unbounded
+}
+
+// newGRPCListener wraps ln, its writes bounded by write (zero: unbounded).
+func newGRPCListener(ln net.Listener, write time.Duration) *grpcListener {
+	return &grpcListener{Listener: deadline.NewListener(ln, 0), write: write}
+}
+
+// Accept returns the next connection.
+func (l *grpcListener) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &grpcConn{Conn: nc, l: l}, nil
+}
+
+// grpcConn is a connection of a [grpcListener].
+type grpcConn struct {
+	net.Conn
+	l *grpcListener
+	// wd is the write deadline its user set (grpc-go's handshake bound,
+	// tls.Conn's close_notify bound) in unix nanoseconds, 0 for none: a
+	// write is bounded by it too.
+	wd atomic.Int64
+}
+
+// SetDeadline sets both deadlines, the write one kept for [grpcConn.Write].
+func (c *grpcConn) SetDeadline(t time.Time) error {
+	c.wd.Store(unixNano(t))
+	return c.Conn.SetDeadline(t)
+}
+
+// SetWriteDeadline sets the write deadline, kept for [grpcConn.Write].
+func (c *grpcConn) SetWriteDeadline(t time.Time) error {
+	c.wd.Store(unixNano(t))
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// Write writes p, each attempt bounded by the write timeout and by the
+// user's write deadline: an attempt that wrote part of p within the write
+// timeout is followed by another for the rest; one that wrote nothing
+// closes the connection (grpc-go's reader then ends the transport, which an
+// error of its writer alone does not). The user's deadline, when it passes,
+// fails the write as it would have without the bound.
+func (c *grpcConn) Write(p []byte) (int, error) {
+	if c.l.write <= 0 {
+		return c.Conn.Write(p)
+	}
+	n := 0
+	for {
+		user := c.wd.Load()
+		dl := time.Now().Add(c.l.write)
+		own := user == 0 || dl.UnixNano() < user
+		if !own {
+			dl = time.Unix(0, user)
+		}
+		_ = c.Conn.SetWriteDeadline(dl)
+		m, err := c.Conn.Write(p[n:])
+		n += m
+		if err == nil || !own || !errors.Is(err, os.ErrDeadlineExceeded) {
+			_ = c.Conn.SetWriteDeadline(deadlineAt(user))
+			return n, err
+		}
+		if m == 0 {
+			c.Conn.Close()
+			return n, err
+		}
+	}
+}
+
+// unixNano is t in unix nanoseconds, 0 for the zero time.
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// deadlineAt is the deadline of unix nanoseconds n, the zero time for 0.
+func deadlineAt(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // grpcMaxStreams bounds the concurrent streams of one gRPC connection:

@@ -311,14 +311,22 @@ func (s *servers) listen(plan *config.Plan) error {
 // as long as the client kept the socket (reading a little now and then kept
 // the kernel's TCP_USER_TIMEOUT, which grpc-go sets, away). The deadlines
 // are the coarse ones of the HTTP listener (docs/DECISIONS.md).
+//
+// It also closes, for the drain, every connection it accepted
+// ([grpcListener.closeConns]): grpc-go's Stop waits for every handshake in
+// progress, which ends only at ConnectionTimeout, so a client that
+// connected and never sent its preface held the drain past
+// shutdown_timeout.
 type grpcListener struct {
 	net.Listener
 	write time.Duration // zero: writes unbounded
+	mu    sync.Mutex
+	conns map[*grpcConn]struct{} // accepted, not closed
 }
 
 // newGRPCListener wraps ln, its writes bounded by write (zero: unbounded).
 func newGRPCListener(ln net.Listener, write time.Duration) *grpcListener {
-	return &grpcListener{Listener: deadline.NewListener(ln, 0), write: write}
+	return &grpcListener{Listener: deadline.NewListener(ln, 0), write: write, conns: map[*grpcConn]struct{}{}}
 }
 
 // Accept returns the next connection.
@@ -327,7 +335,24 @@ func (l *grpcListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &grpcConn{Conn: nc, l: l}, nil
+	c := &grpcConn{Conn: nc, l: l}
+	l.mu.Lock()
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+	return c, nil
+}
+
+// closeConns closes every connection accepted and not closed yet.
+func (l *grpcListener) closeConns() {
+	l.mu.Lock()
+	conns := make([]*grpcConn, 0, len(l.conns))
+	for c := range l.conns {
+		conns = append(conns, c)
+	}
+	l.mu.Unlock()
+	for _, c := range conns {
+		c.Close()
+	}
 }
 
 // grpcConn is a connection of a [grpcListener].
@@ -338,6 +363,14 @@ type grpcConn struct {
 	// tls.Conn's close_notify bound) in unix nanoseconds, 0 for none: a
 	// write is bounded by it too.
 	wd atomic.Int64
+}
+
+// Close closes the connection and forgets it.
+func (c *grpcConn) Close() error {
+	c.l.mu.Lock()
+	delete(c.l.conns, c)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
 }
 
 // SetDeadline sets both deadlines, the write one kept for [grpcConn.Write].
@@ -378,7 +411,7 @@ func (c *grpcConn) Write(p []byte) (int, error) {
 			return n, err
 		}
 		if m == 0 {
-			c.Conn.Close()
+			c.Close()
 			return n, err
 		}
 	}
@@ -691,7 +724,11 @@ func (s *servers) run(ctx context.Context, svc *service.Service, reload *reloadS
 	var drainErr error
 	g.Go(func() error {
 		<-gctx.Done()
-		drainErr = drain(svc.Drain(), ctx.Err() != nil, s.http, s.admin, s.grpc, logger)
+		var closeGRPC func()
+		if gl, ok := s.gln.(*grpcListener); ok {
+			closeGRPC = gl.closeConns
+		}
+		drainErr = drain(svc.Drain(), ctx.Err() != nil, s.http, s.admin, s.grpc, closeGRPC, logger)
 		return nil
 	})
 	code := exitOK
@@ -716,7 +753,11 @@ func (s *servers) run(ctx context.Context, svc *service.Service, reload *reloadS
 // served. After shutdown_delay, and at least drainGrace (on a signal only: a
 // failed server has nothing to wait for), it stops accepting, closes the idle
 // connections and lets what is in flight finish within shutdown_timeout.
-func drain(plan *config.Plan, signalled bool, httpSrv, adminSrv *http.Server, grpcSrv *grpc.Server, logger *slog.Logger) error {
+//
+// Once shutdown_timeout passed, closeGRPC (if set) closes every connection
+// of the gRPC listener before grpc-go's Stop: Stop first waits for the
+// handshakes in progress, which only the handshake timeout would end.
+func drain(plan *config.Plan, signalled bool, httpSrv, adminSrv *http.Server, grpcSrv *grpc.Server, closeGRPC func(), logger *slog.Logger) error {
 	logger.Info("shutting down", "delay", plan.ShutdownDelay.String(), "timeout", plan.ShutdownTimeout.String())
 	if signalled {
 		time.Sleep(max(plan.ShutdownDelay, drainGrace)) // a second signal ends the process at once (main)
@@ -726,7 +767,12 @@ func drain(plan *config.Plan, signalled bool, httpSrv, adminSrv *http.Server, gr
 	var wg sync.WaitGroup
 	if grpcSrv != nil {
 		wg.Go(func() {
-			stop := context.AfterFunc(sctx, grpcSrv.Stop)
+			stop := context.AfterFunc(sctx, func() {
+				if closeGRPC != nil {
+					closeGRPC()
+				}
+				grpcSrv.Stop()
+			})
 			defer stop()
 			grpcSrv.GracefulStop()
 		})

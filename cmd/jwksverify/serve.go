@@ -326,7 +326,26 @@ type grpcListener struct {
 
 // newGRPCListener wraps ln, its writes bounded by write (zero: unbounded).
 func newGRPCListener(ln net.Listener, write time.Duration) *grpcListener {
-	return &grpcListener{Listener: deadline.NewListener(ln, 0), write: write, conns: map[*grpcConn]struct{}{}}
+	return &grpcListener{Listener: deadline.NewListener(userTimeoutListener{ln}, 0), write: write, conns: map[*grpcConn]struct{}{}}
+}
+
+// userTimeoutListener sets TCP_USER_TIMEOUT on the TCP connections it
+// accepts, to grpc-go's keepalive timeout, which grpc-go sets only on a
+// *net.TCPConn (a peer gone with answers unacknowledged is dropped then,
+// not after the kernel's retries, about 15 minutes).
+type userTimeoutListener struct{ net.Listener }
+
+// grpcUserTimeout is grpc-go's default keepalive timeout, which it gives
+// TCP_USER_TIMEOUT.
+const grpcUserTimeout = 20 * time.Second
+
+// Accept returns the next connection, with TCP_USER_TIMEOUT set.
+func (l userTimeoutListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		setUserTimeout(c, grpcUserTimeout)
+	}
+	return c, err
 }
 
 // Accept returns the next connection.

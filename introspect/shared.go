@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -34,6 +33,9 @@ import (
 // braces are a hash tag: both keys of a token are in one slot of a Redis
 // Cluster, as the script that stores the answer and releases the lock
 // needs.
+//
+// A value is read with GETRANGE, at most its bound and one byte: a longer
+// one is not an entry (a miss).
 //
 // A replica that finds no fresh answer takes the lock (SET NX PX) and calls
 // upstream; the others, on every replica, poll the answer until it appears
@@ -74,6 +76,9 @@ return 0`)
 type shared struct {
 	rc  *redisconn.Client
 	mac []byte // the HMAC key
+	// maxClaims bounds the claims of an entry (Options.MaxAnswerBytes),
+	// stored and read.
+	maxClaims int64
 	// scope is what a token's MAC covers besides the token (scope).
 	scope []byte
 	// lockTTL outlives the holder's flight: a replica that dies holding
@@ -93,7 +98,8 @@ func newShared(o Options) (*shared, error) {
 		return nil, invalidOption("SharedKeyFile", "%w", err)
 	}
 	budget := o.MaxWait + o.Timeout
-	return &shared{rc: o.Redis, mac: key, scope: scope(o), lockTTL: budget + time.Second, budget: budget}, nil
+	return &shared{rc: o.Redis, mac: key, maxClaims: o.MaxAnswerBytes,
+		scope: scope(o), lockTTL: budget + time.Second, budget: budget}, nil
 }
 
 // scope is the settings of o an answer depends on, each length-prefixed:
@@ -135,16 +141,19 @@ func (s *shared) key(token string) string {
 }
 
 // get returns the stored answer of key, nil when there is none (or one
-// this version cannot read), within the Redis client's Timeout.
+// this version cannot read, or one over the bound), within the Redis
+// client's Timeout. At most the bound and one byte are read (GETRANGE): a
+// longer value is not an entry.
 func (s *shared) get(ctx context.Context, key string) (*entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.rc.Timeout())
 	defer cancel()
-	b, err := s.rc.Get(ctx, key).Bytes()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return nil, nil
-	case err != nil:
+	// GETRANGE of a missing key is "", which is no entry either.
+	b, err := s.rc.GetRange(ctx, key, 0, sharedHeader+s.maxClaims).Bytes()
+	if err != nil {
 		return nil, err
+	}
+	if int64(len(b)) > sharedHeader+s.maxClaims {
+		return nil, nil
 	}
 	return decodeShared(b), nil
 }
@@ -290,9 +299,12 @@ func (c *Client) storeShared(key, lock, holder string, e *entry, now time.Time) 
 	if e.fresh.After(e.stale) {
 		ttl = e.fresh.Sub(now)
 	}
-	if ttl < time.Millisecond {
+	if ttl < time.Millisecond || int64(len(e.claims())) > c.shared.maxClaims {
+		// Nothing to serve later (exp already past), or claims over what
+		// a read takes (the answer's JSON re-encoded, its <, > and &
+		// escaped, can outgrow the body's bound): each flight asks.
 		c.release(lock, holder)
-		return // nothing to serve later (exp already past)
+		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.shared.rc.Timeout())
 	defer cancel()

@@ -34,8 +34,11 @@ import (
 // Cluster, as the script that stores the answer and releases the lock
 // needs.
 //
-// A value is read with GETRANGE, at most its bound and one byte: a longer
-// one is not an entry (a miss).
+// The value is the entry (see shared.encode) with a MAC under a key derived
+// from the shared key, over the Redis key and the entry: whoever can write
+// the Redis but does not hold the key file can neither edit an answer nor
+// move one under another token's key (a miss: the flight asks upstream and
+// stores it again). It is read with GETRANGE, at most its bound.
 //
 // A replica that finds no fresh answer takes the lock (SET NX PX) and calls
 // upstream; the others, on every replica, poll the answer until it appears
@@ -50,10 +53,16 @@ const (
 	maxSharedKeyBytes = 4096
 	// sharedVersion starts every stored answer: a change of the encoding
 	// changes it, and an answer of another version is a miss.
-	sharedVersion = 1
-	// sharedHeader is the version, the active flag and the fresh and
-	// stale ends (Unix milliseconds).
-	sharedHeader = 1 + 1 + 8 + 8
+	sharedVersion = 2
+	// sharedHeader is the version, the active flag, the fresh and stale
+	// ends (Unix milliseconds) and the entry's MAC (sharedTag bytes).
+	sharedHeader = 1 + 1 + 8 + 8 + sharedTag
+	// sharedTag is the length of an entry's MAC (128 bits).
+	sharedTag = 16
+	// entryLabel derives the key of the entries' MAC from the shared key.
+	// Its first 8 bytes, read as the length of an issuer, are far beyond
+	// any: no key name's MAC input (scope) begins with it.
+	entryLabel = "jwksverify:introspect:entry-mac"
 	// The first and the longest pause of a replica polling for another's
 	// answer.
 	firstPoll, maxPoll = 10 * time.Millisecond, 100 * time.Millisecond
@@ -76,6 +85,8 @@ return 0`)
 type shared struct {
 	rc  *redisconn.Client
 	mac []byte // the HMAC key
+	// entryMAC is the key of the entries' MAC, derived from mac.
+	entryMAC []byte
 	// maxClaims bounds the claims of an entry (Options.MaxAnswerBytes),
 	// stored and read.
 	maxClaims int64
@@ -98,7 +109,9 @@ func newShared(o Options) (*shared, error) {
 		return nil, invalidOption("SharedKeyFile", "%w", err)
 	}
 	budget := o.MaxWait + o.Timeout
-	return &shared{rc: o.Redis, mac: key, maxClaims: o.MaxAnswerBytes,
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(entryLabel))
+	return &shared{rc: o.Redis, mac: key, entryMAC: m.Sum(nil), maxClaims: o.MaxAnswerBytes,
 		scope: scope(o), lockTTL: budget + time.Second, budget: budget}, nil
 }
 
@@ -141,9 +154,9 @@ func (s *shared) key(token string) string {
 }
 
 // get returns the stored answer of key, nil when there is none (or one
-// this version cannot read, or one over the bound), within the Redis
-// client's Timeout. At most the bound and one byte are read (GETRANGE): a
-// longer value is not an entry.
+// this version cannot read, one over the bound, one whose MAC is not the
+// replicas'), within the Redis client's Timeout. At most the bound and one
+// byte are read (GETRANGE): a longer value is not an entry.
 func (s *shared) get(ctx context.Context, key string) (*entry, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.rc.Timeout())
 	defer cancel()
@@ -155,12 +168,24 @@ func (s *shared) get(ctx context.Context, key string) (*entry, error) {
 	if int64(len(b)) > sharedHeader+s.maxClaims {
 		return nil, nil
 	}
-	return decodeShared(b), nil
+	return s.decode(key, b), nil
 }
 
-// encodeShared is an entry as stored: the header, then the claims of an
-// active answer.
-func encodeShared(e *entry) []byte {
+// tag is the MAC of an entry stored under key: b without its tag bytes.
+func (s *shared) tag(key string, b []byte) []byte {
+	m := hmac.New(sha256.New, s.entryMAC)
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(key)))
+	m.Write(n[:])
+	m.Write([]byte(key))
+	m.Write(b[:sharedHeader-sharedTag])
+	m.Write(b[sharedHeader:])
+	return m.Sum(nil)[:sharedTag]
+}
+
+// encode is an entry as stored under key: the header, its MAC, then the
+// claims of an active answer.
+func (s *shared) encode(key string, e *entry) []byte {
 	b := make([]byte, sharedHeader, sharedHeader+len(e.claims()))
 	b[0] = sharedVersion
 	if e.ans != nil {
@@ -168,13 +193,19 @@ func encodeShared(e *entry) []byte {
 	}
 	binary.BigEndian.PutUint64(b[2:], uint64(e.fresh.UnixMilli()))
 	binary.BigEndian.PutUint64(b[10:], uint64(e.stale.UnixMilli()))
-	return append(b, e.claims()...)
+	b = append(b, e.claims()...)
+	copy(b[sharedHeader-sharedTag:], s.tag(key, b))
+	return b
 }
 
-// decodeShared reads a stored entry; nil for one it cannot read (a miss:
-// the flight asks upstream and stores it again).
-func decodeShared(b []byte) *entry {
+// decode reads an entry stored under key; nil for one it cannot read or
+// whose MAC is not the replicas' (a miss: the flight asks upstream and
+// stores it again).
+func (s *shared) decode(key string, b []byte) *entry {
 	if len(b) < sharedHeader || b[0] != sharedVersion || b[1] > 1 || (b[1] == 1) == (len(b) == sharedHeader) {
+		return nil
+	}
+	if !hmac.Equal(b[sharedHeader-sharedTag:sharedHeader], s.tag(key, b)) {
 		return nil
 	}
 	e := &entry{
@@ -308,7 +339,7 @@ func (c *Client) storeShared(key, lock, holder string, e *entry, now time.Time) 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.shared.rc.Timeout())
 	defer cancel()
-	if err := storeScript.Run(ctx, c.shared.rc, []string{key, lock}, encodeShared(e), ttl.Milliseconds(), holder).Err(); err != nil {
+	if err := storeScript.Run(ctx, c.shared.rc, []string{key, lock}, c.shared.encode(key, e), ttl.Milliseconds(), holder).Err(); err != nil {
 		_ = c.sharedFailed(err)
 	}
 }

@@ -3,6 +3,7 @@ package introspect_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/internal/redistest"
 	"github.com/jwksverify/jwksverify/introspect"
+	"github.com/jwksverify/jwksverify/verify"
 )
 
 // sharedEntries returns the shared cache's answer keys in srv and their
@@ -35,6 +37,70 @@ func sharedEntries(t *testing.T, admin *redis.Client) map[string][]byte {
 		m[k] = v
 	}
 	return m
+}
+
+// TestSharedCacheEntryIsItsTokens: a value in Redis answers only for the
+// token whose key it was stored under, and only as the replicas stored it.
+// Whoever can write the Redis (another application on the same server, a
+// Redis user without the key file) can read the answer of alice's token and
+// see the key that a token of their own gets (it appears when they send
+// it); moved under that key, or edited, the entry must not make their
+// token alice's (or an admin's): the key file is what the replicas trust,
+// not whatever the Redis holds.
+func TestSharedCacheEntryIsItsTokens(t *testing.T) {
+	tests := []struct {
+		name string
+		// forge returns what the writer puts under mallory's key, from
+		// alice's entry.
+		forge func(alice []byte) []byte
+	}{
+		{"copied-from-another-token", func(alice []byte) []byte { return alice }},
+		{"claims-edited", func(alice []byte) []byte {
+			return bytes.Replace(alice, []byte(`"sub":"alice"`), []byte(`"sub":"admin"`), 1)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			up, url := newServer(t)
+			up.set("alice-token", activeAnswer(t0.Add(time.Hour)))
+			c := replicas(t, 1, srv, introspect.Options{URL: url, SharedKeyFile: sharedKey(t, 'k', 32), MaxTTL: 10 * time.Minute})[0]
+			ctx := context.Background()
+			admin := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+			defer admin.Close()
+
+			if _, err := c.Introspect(ctx, "alice-token", t0); err != nil {
+				t.Fatal(err)
+			}
+			before := sharedEntries(t, admin)
+			if _, err := c.Introspect(ctx, "mallory-token", t0); !errors.Is(err, verify.ErrInactive) {
+				t.Fatalf("mallory's own token: %v, want inactive", err)
+			}
+			var aliceKey, malloryKey string
+			for k := range sharedEntries(t, admin) {
+				if _, ok := before[k]; ok {
+					aliceKey = k
+				} else {
+					malloryKey = k
+				}
+			}
+			if aliceKey == "" || malloryKey == "" {
+				t.Fatalf("keys: alice %q, mallory %q", aliceKey, malloryKey)
+			}
+			if err := admin.Set(ctx, malloryKey, tt.forge(before[aliceKey]), time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+
+			ans, err := c.Introspect(ctx, "mallory-token", t0.Add(time.Second))
+			if !errors.Is(err, verify.ErrInactive) {
+				claims := ""
+				if ans != nil {
+					claims = string(ans.Claims)
+				}
+				t.Errorf("mallory's token with a value written under its key by someone else: Introspect() = %s, %v; want inactive (the authorization server's answer)", claims, err)
+			}
+		})
+	}
 }
 
 // TestSharedCacheEntryReadBounded: an entry is at most 64 KiB of claims

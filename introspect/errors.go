@@ -28,6 +28,14 @@ var (
 	ErrShared = errors.New("introspect: the shared cache (Redis) failed")
 )
 
+// errNoTurn reports a shared-cache flight that did not get to ask the
+// endpoint within its budget: other flights held the token's Redis lock
+// (another replica's call, or a chain of them refused at their own
+// max_concurrent), or the wait left its own call no time. Like
+// ErrOverloaded it says nothing about the endpoint: a stale answer serves
+// only while the endpoint is known not to answer (Client.endpointDown).
+var errNoTurn = errors.New("introspect: the token's shared call did not get its turn")
+
 // OptionError is an option that [New] or [CheckOptions] refuses: the
 // field of the options it is about, as a Go path ("MaxEntries",
 // "Algorithms[2]"; empty when the refusal concerns several fields), and

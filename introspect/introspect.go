@@ -519,14 +519,17 @@ func (c *Client) Introspect(ctx context.Context, token string, now time.Time) (*
 		return nil, callerDone(ctx.Err())
 	}
 	if cl.err != nil {
-		if errors.Is(cl.err, ErrOverloaded) && c.endpointDown(now) {
+		// With the shared cache, a flight that never got its turn at the
+		// token's lock (errNoTurn) is refused as a slot is.
+		noSlot := errors.Is(cl.err, ErrOverloaded) || errors.Is(cl.err, errNoTurn)
+		if noSlot && c.endpointDown(now) {
 			// The slots are held by calls to an endpoint known not to
 			// answer (the last call ended unanswered): the server is
 			// unreachable, whoever fills the slots, and its stale answers
 			// serve as for any unreachable server.
 			return c.staleOr(e, now, cl.err)
 		}
-		if errors.Is(cl.err, ErrOverloaded) || errors.Is(cl.err, ErrShared) {
+		if noSlot || errors.Is(cl.err, ErrShared) {
 			// Not the endpoint failing: anyone can fill the slots with
 			// random tokens, and a stale answer here would keep a token
 			// the server has since revoked alive for as long as they do.

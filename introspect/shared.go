@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -277,9 +278,13 @@ func (c *Client) runShared(token string, now time.Time, cl *call) {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			// Like an endpoint that does not answer: a stale answer may
-			// serve (Introspect), else keys_unavailable.
-			cl.err = fmt.Errorf("%w: introspection: another replica's call did not answer within %s", verify.ErrKeysUnavailable, s.budget)
+			// Like a call that found no free slot: a stale answer
+			// serves only while the endpoint is known down (Introspect),
+			// else keys_unavailable. The lock may have been held all
+			// along by a chain of flights each refused at its replica's
+			// max_concurrent (a flood), not by a call to a server that
+			// does not answer.
+			cl.err = fmt.Errorf("%w: %w: another replica's call did not answer within %s", verify.ErrKeysUnavailable, errNoTurn, s.budget)
 			return
 		}
 		pause = min(2*pause, maxPoll)
@@ -297,6 +302,11 @@ func (c *Client) runShared(token string, now time.Time, cl *call) {
 	e, err := c.call(ctx, token, now)
 	if err != nil {
 		c.release(lock, holder)
+		if ctx.Err() != nil && !errors.Is(err, ErrOverloaded) {
+			// The budget, spent waiting for the lock, ended the call:
+			// not the endpoint's failure.
+			err = fmt.Errorf("%w: %w", errNoTurn, err)
+		}
 		cl.err = err
 		return
 	}

@@ -634,11 +634,18 @@ func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry,
 		c.errs.Add(1)
 		c.smu.Lock()
 		c.lastErr = err.Error()
-		// A call that got no response marks the endpoint unreachable,
-		// unless its caller went away (a shared-cache call runs on the
-		// caller's context: a client that hangs up is not the server).
+		// A call that got no response marks the endpoint unreachable;
+		// an answered one clears the mark. One whose context ended first
+		// (a shared-cache flight's budget, spent waiting for another
+		// replica's lock; the Client closed) says nothing about the
+		// server either way: the mark is left as it was.
 		var ue *unreachableError
-		c.unreachable = errors.As(err, &ue) && parent.Err() == nil
+		switch {
+		case !errors.As(err, &ue):
+			c.unreachable = false
+		case parent.Err() == nil:
+			c.unreachable = true
+		}
 		var ra *retryAfterError
 		if errors.As(err, &ra) {
 			// At most MaxTTL: the longest the server's word is held anyway.

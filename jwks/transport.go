@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -35,6 +36,11 @@ type Transport struct {
 	caFile   string
 	maxBytes int64
 	now      func() time.Time
+	// base is net/http's default transport as it was when the Transport
+	// was made, which every transport it builds clones: a program may
+	// wrap http.DefaultTransport later (instrumentation), and a rotation
+	// must not read it again.
+	base *http.Transport
 
 	cur  atomic.Pointer[http.Transport]
 	next atomic.Int64 // unix nanoseconds of the next look at caFile
@@ -57,7 +63,7 @@ func NewTransport(caFile string, maxHeaderBytes int64) (*Transport, error) {
 }
 
 func newTransport(caFile string, maxHeaderBytes int64, now func() time.Time) (*Transport, error) {
-	t := &Transport{caFile: caFile, maxBytes: maxHeaderBytes, now: now}
+	t := &Transport{caFile: caFile, maxBytes: maxHeaderBytes, now: now, base: baseTransport()}
 	if caFile == "" {
 		t.cur.Store(t.build(nil))
 		return t, nil
@@ -72,9 +78,27 @@ func newTransport(caFile string, maxHeaderBytes int64, now func() time.Time) (*T
 	return t, nil
 }
 
+// baseTransport is a clone of http.DefaultTransport, or a transport with
+// net/http's default settings when the program replaced it by another
+// RoundTripper (a wrapper).
+func baseTransport() *http.Transport {
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		return dt.Clone()
+	}
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          100,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
 // build is a transport trusting pool (nil: the system's roots).
 func (t *Transport) build(pool *x509.CertPool) *http.Transport {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := t.base.Clone()
 	if t.maxBytes > 0 {
 		tr.MaxResponseHeaderBytes = t.maxBytes
 	}

@@ -66,7 +66,7 @@ type boundedMatches struct {
 func (b *boundedMatches) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	pat := b.Args()[1].Exec(frame)
 	if s, ok := pat.(types.String); ok {
-		n, err := regexSize(string(s))
+		n, err := regexSize(string(s), b.limit)
 		if err != nil {
 			return types.NewErr("invalid regular expression (its value is not repeated)")
 		}
@@ -87,13 +87,40 @@ func (b *boundedMatches) Eval(vars interpreter.Activation) ref.Val {
 
 // regexSize is the instruction count of pattern's program as regexp/syntax
 // estimates it (its parser's calcSize), without compiling it: a repetition
-// multiplies its operand's size instead of copying it.
-func regexSize(pattern string) (int64, error) {
+// multiplies its operand's size instead of copying it; a character class
+// counts its ranges too. A Unicode class escape (\pL, \P{Greek}) is a few
+// bytes that the parser itself expands to its table's ranges (\pL: 659):
+// each is first counted as unicodeClassSize, and a pattern whose escapes
+// alone are beyond limit is not parsed.
+func regexSize(pattern string, limit uint64) (int64, error) {
+	if n := unicodeClasses(pattern) * unicodeClassSize; uint64(n) > limit {
+		return n, nil
+	}
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return 0, err
 	}
 	return reSize(re), nil
+}
+
+// unicodeClassSize bounds the ranges of one Unicode class escape, its
+// table folded or negated included (the largest, \p{Cn}'s, has 712).
+const unicodeClassSize = 1024
+
+// unicodeClasses counts the \p and \P escapes of pattern (an escaped
+// backslash starts none).
+func unicodeClasses(pattern string) int64 {
+	var n int64
+	for i := 0; i+1 < len(pattern); i++ {
+		if pattern[i] != '\\' {
+			continue
+		}
+		i++
+		if c := pattern[i]; c == 'p' || c == 'P' {
+			n++
+		}
+	}
+	return n
 }
 
 // sizeCap bounds every intermediate size (far above any cost limit, far
@@ -105,6 +132,8 @@ func reSize(re *syntax.Regexp) int64 {
 	switch re.Op {
 	case syntax.OpLiteral:
 		size = int64(len(re.Rune))
+	case syntax.OpCharClass:
+		size = 1 + int64(len(re.Rune)/2) // its ranges, which the parser made
 	case syntax.OpCapture, syntax.OpStar:
 		size = 2 + reSize(re.Sub[0])
 	case syntax.OpPlus, syntax.OpQuest:

@@ -1,7 +1,6 @@
 package celexpr
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 )
@@ -34,22 +33,7 @@ func TestClaimRegexUnicodeClassesAreBounded(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res := newResult(`{"email":"a@example.com","allowed":"` + strings.ReplaceAll(tt.allowed, `\`, `\\`) + `"}`)
-			var before, after runtime.MemStats
-			runtime.ReadMemStats(&before)
-			got, err := e.Eval(res, lazyRequest)
-			runtime.ReadMemStats(&after)
-			alloc := after.TotalAlloc - before.TotalAlloc
-			t.Logf("= %v, %v; %d KB allocated", got, err, alloc>>10)
-			if tt.bounded && err == nil {
-				t.Errorf("= %v without an error: the cost limit did not stop it", got)
-			}
-			if !tt.bounded && (err != nil || got != tt.want) {
-				t.Errorf("= %v, %v; want %v", got, err, tt.want)
-			}
-			if alloc > 4<<20 {
-				t.Errorf("one evaluation allocated %d MB: a claim's Unicode classes are not bounded by the cost limit", alloc>>20)
-			}
+			checkBoundedEval(t, e, `{"email":"a@example.com","allowed":"`+strings.ReplaceAll(tt.allowed, `\`, `\\`)+`"}`, tt.want, tt.bounded, 4<<20)
 		})
 	}
 }

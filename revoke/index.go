@@ -44,6 +44,11 @@ type Index struct {
 	empty    uint64 // maphash of "" under seed: the issuer node's value
 	maxStale time.Duration
 	created  time.Time
+	// keep is how long past its expiry an entry is held (swept later,
+	// still read by Replace and Put): store memory's retention, so that a
+	// clock stepped ahead and back again does not lose what the store
+	// acknowledged. Check, Get, List and Counts see only live entries.
+	keep time.Duration
 
 	tab      atomic.Pointer[table]
 	syncedAt atomic.Int64 // unix nanoseconds of the last proof the copy was whole; 0 never
@@ -323,7 +328,7 @@ func (x *Index) Put(e Entry, now time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.sweepLocked(now)
-	if !e.ExpiresAt.After(now) || kindIndex(e.Kind) < 0 {
+	if !e.ExpiresAt.After(now.Add(-x.keep)) || kindIndex(e.Kind) < 0 {
 		return
 	}
 	tab := x.tab.Load()
@@ -348,8 +353,8 @@ func (x *Index) Remove(id string) bool {
 	return true
 }
 
-// Replace makes es, but those expired at now, the whole content of the
-// index: a store's full read.
+// Replace makes es, but those expired at now (for longer than the index
+// keeps them), the whole content of the index: a store's full read.
 func (x *Index) Replace(es []Entry, now time.Time) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -357,8 +362,9 @@ func (x *Index) Replace(es []Entry, now time.Time) {
 	clear(x.ids)
 	clear(x.strs)
 	tab := newTable(2 * (len(es) + 1))
+	cut := now.Add(-x.keep)
 	for _, e := range es {
-		if e.ExpiresAt.After(now) && kindIndex(e.Kind) >= 0 {
+		if e.ExpiresAt.After(cut) && kindIndex(e.Kind) >= 0 {
 			if i := x.lookup(tab, e.ID); i >= 0 {
 				x.remove(tab, i)
 			}
@@ -437,17 +443,17 @@ func (x *Index) Len() int {
 	return x.live
 }
 
-// sweepInterval is how often a writer drops expired entries. Check ignores
-// them anyway (each node keeps its entries' expiry); sweeping only returns
-// their memory.
+// sweepInterval is how often a writer drops expired entries (those expired
+// for longer than the index keeps them). Check ignores them anyway (each
+// node keeps its entries' expiry); sweeping only returns their memory.
 const sweepInterval = time.Minute
 
 func (x *Index) sweepLocked(now time.Time) {
-	if now.Sub(x.swept) < sweepInterval {
+	if d := now.Sub(x.swept); d >= 0 && d < sweepInterval {
 		return
 	}
 	x.swept = now
-	n := now.UnixNano()
+	n := now.Add(-x.keep).UnixNano()
 	expired := false
 	for i := range x.recs {
 		if r := &x.recs[i]; r.live && r.expires <= n {

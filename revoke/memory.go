@@ -89,6 +89,10 @@ func OpenMemory(o MemoryOptions) (*Memory, error) {
 		return nil, err
 	}
 	m := &Memory{opts: o, idx: NewIndex(0), lock: lock}
+	// The index holds what the log holds (keptInLog): a clock stepped
+	// ahead and back again, while running or across this start, loses
+	// nothing the store acknowledged.
+	m.idx.keep = o.Retention
 	path := filepath.Join(o.Dir, MemoryFile)
 	es, err := readLog(path)
 	if err != nil {

@@ -104,3 +104,70 @@ func TestMemoryCompactionKeepsEntries(t *testing.T) {
 		t.Errorf("after restart, Check(live) = %v, want revoked", err)
 	}
 }
+
+// A running store whose clock steps ahead and back (a VM resumed with a
+// stale clock, then corrected; an NTP step at boot undone) keeps enforcing
+// what it acknowledged. The index used to drop, at its next sweep, every
+// entry the wrong clock took for expired, and once the clock was right the
+// tokens they revoked, still within their lifetime, passed until a
+// restart read the log again. So did a start while the clock was ahead,
+// without a second restart. The index now holds an entry one retention
+// past its expiry, as the log does; Check still enforces only live ones.
+func TestMemoryClockStepKeepsEntries(t *testing.T) {
+	const retention = time.Hour
+	ctx := context.Background()
+	steps := []struct {
+		name string
+		// run drives the store through the step; at returns the clock.
+		run func(t *testing.T, dir string, now *time.Time) *Memory
+	}{
+		{"running process", func(t *testing.T, dir string, now *time.Time) *Memory {
+			m := openAt(t, dir, retention, now)
+			if _, err := m.Add(ctx, Entry{Issuer: "https://a/", Kind: KindJTI, Value: "stolen", Source: SourceAdmin}); err != nil {
+				t.Fatal(err)
+			}
+			*now = t0.Add(100 * time.Minute) // stepped 100 minutes ahead
+			// A write sweeps the index (once a minute at most).
+			if _, err := m.Add(ctx, Entry{Issuer: "https://a/", Kind: KindJTI, Value: "other", Source: SourceAdmin}); err != nil {
+				t.Fatal(err)
+			}
+			if got := m.Index().Check("https://a/", &Token{JTI: "stolen"}, *now); got != nil {
+				t.Errorf("Check() while the clock is ahead = %v, want nil (the entry has expired at that time)", got)
+			}
+			return m
+		}},
+		{"start while ahead", func(t *testing.T, dir string, now *time.Time) *Memory {
+			m := openAt(t, dir, retention, now)
+			if _, err := m.Add(ctx, Entry{Issuer: "https://a/", Kind: KindJTI, Value: "stolen", Source: SourceAdmin}); err != nil {
+				t.Fatal(err)
+			}
+			m.Close()
+			*now = t0.Add(100 * time.Minute)
+			return openAt(t, dir, retention, now)
+		}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			now := t0
+			m := s.run(t, t.TempDir(), &now)
+			defer m.Close()
+			now = t0.Add(15 * time.Minute) // the clock corrected
+			if _, err := m.List(ctx, ""); err != nil { // a writer's sweep at the right time
+				t.Fatal(err)
+			}
+			if err := m.Index().Check("https://a/", &Token{JTI: "stolen"}, now); !errors.Is(err, ErrRevoked) {
+				t.Errorf("after the clock stepped 100 minutes ahead and back: Check() = %v, want revoked (acknowledged, within its retention)", err)
+			}
+		})
+	}
+}
+
+// openAt opens the memory store in dir with its clock read from *now.
+func openAt(t *testing.T, dir string, retention time.Duration, now *time.Time) *Memory {
+	t.Helper()
+	m, err := OpenMemory(MemoryOptions{Dir: dir, Retention: retention, Now: func() time.Time { return *now }})
+	if err != nil {
+		t.Fatalf("OpenMemory() = %v", err)
+	}
+	return m
+}

@@ -707,8 +707,42 @@ func (c *Checker) useJTI(ctx context.Context, issuer, jti string, iat, now time.
 	if !fresh {
 		return tr.fail("dpop-jti", ErrReplayed)
 	}
+	if err := c.handOff(ctx, key, ttl, leeway, now); err != nil {
+		return tr.fail("dpop-jti", err)
+	}
 	if tr != nil {
 		tr.ok("dpop-jti", "jti unused; remembered for %s", ttl)
+	}
+	return nil
+}
+
+// handOff records key, which c's own store has just taken as fresh, in
+// the store of each checker that replaced c since (RetireTo), when it is
+// another one. A check of a successor asks c's store only to read it
+// ([retired.used]): one that asked while this check was still on its way
+// to c's store found nothing and recorded the proof in its own store,
+// and this check, having found c's store empty too, would be a second
+// fresh use of one proof. Recorded in the successor's store as well, one
+// of the two finds the other's entry. It returns nil, [ErrReplayed], or
+// a "could not decide" error when a successor's store does not answer.
+func (c *Checker) handOff(ctx context.Context, key [32]byte, ttl, leeway time.Duration, now time.Time) error {
+	next := c.successor.Load()
+	if next == nil {
+		return nil
+	}
+	done := []ReplayStore{c.replay}
+	for ; next != nil; next = next.successor.Load() {
+		if slices.Contains(done, next.replay) {
+			continue
+		}
+		done = append(done, next.replay)
+		fresh, err := next.replay.Use(ctx, key, max(ttl, next.maxAge+2*leeway), now)
+		if err != nil {
+			return fmt.Errorf("%w: the DPoP replay store after the last switch of stores did not answer: %w", verify.ErrKeysUnavailable, err)
+		}
+		if !fresh {
+			return ErrReplayed
+		}
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/jwksverify/jwksverify/internal/loglimit"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -17,7 +18,10 @@ type MiddlewareOptions struct {
 	// [{Header: "Authorization", Prefix: "Bearer "}].
 	TokenSources []TokenSource
 	// Logger receives one line per rejected token (issuer, kid, class; never
-	// the token). Nil means slog.Default().
+	// the token), at most [DefaultRejectionLogRate] a second for info lines
+	// and as many for warn and error lines, with a summary of the rest, as
+	// forward-auth logs them: every client of the application can send a
+	// bad token. Nil means slog.Default().
 	Logger *slog.Logger
 	// Revocations, if set, is checked for every token the verifier
 	// accepts, as [Options.Revocations] is by forward-auth: a revoked
@@ -54,6 +58,8 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 	if err := s.setRevocations(opts.Revocations); err != nil {
 		return nil, err
 	}
+	s.logRate = loglimit.New(DefaultRejectionLogRate, "token rejections not logged")
+	s.logRateWarn = loglimit.New(DefaultRejectionLogRate, "token rejections not logged")
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// The request is the original one: a query source reads its own

@@ -454,11 +454,11 @@ func checkScalars(n *yaml.Node, t reflect.Type, path string) error {
 	switch t.Kind() {
 	case reflect.Bool:
 		if n.ShortTag() != "!!bool" || quoted {
-			return fmt.Errorf("%s: line %d: want a boolean (true or false), got %q", path, n.Line, n.Value)
+			return fmt.Errorf("%s: line %d: want a boolean (true or false), got %q", path, n.Line, shownValue(n.Value))
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		if n.ShortTag() != "!!int" || quoted || !decimalWhole.MatchString(n.Value) {
-			return fmt.Errorf("%s: line %d: want a whole number written in decimal, got %q", path, n.Line, n.Value)
+			return fmt.Errorf("%s: line %d: want a whole number written in decimal, got %q", path, n.Line, shownValue(n.Value))
 		}
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
@@ -563,12 +563,23 @@ func typeError(es []entry, msg string) error {
 			}
 			got := "a " + kindNames[e.value.Kind]
 			if e.value.Kind == yaml.ScalarNode {
-				got = fmt.Sprintf("%q", e.value.Value)
+				got = fmt.Sprintf("%q", shownValue(e.value.Value))
 			}
 			return fmt.Errorf("%s: line %s: want a %s, got %s", e.path, m[1], want, got)
 		}
 	}
 	return errors.New(msg)
+}
+
+// shownValue is a scalar as an error about its type quotes it: a URL or
+// address written where a section, a list or another type belongs
+// (`redis: redis://user:password@host:6379`) loses what precedes its last
+// '@', which may be a password (as redisconn quotes an address).
+func shownValue(v string) string {
+	if i := strings.LastIndexByte(v, '@'); i >= 0 {
+		return "…@" + v[i+1:]
+	}
+	return v
 }
 
 // keysOf returns the YAML keys of the struct type named name (as yaml's

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
+	"strings"
 
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/signals"
@@ -55,6 +56,22 @@ func (f *file) planSignals(p *Plan) error {
 	for i, fi := range f.Issuers {
 		path := fmt.Sprintf("issuers[%d]", i)
 		is := signals.Issuer{Issuer: fi.Issuer}
+		if fi.BackchannelLogout != nil || fi.SSF != nil {
+			// A signal names one configured issuer exactly
+			// (verify.VerifySigned): a template's or a trust domain's
+			// tokens are all refused (wrong_issuer), and a polled SET is
+			// reported to its transmitter as invalid, which drops it.
+			section := path + ".backchannel_logout"
+			if fi.BackchannelLogout == nil {
+				section = path + ".ssf"
+			}
+			switch {
+			case strings.Contains(fi.Issuer, "{tenantid}"):
+				return fmt.Errorf("%s: the issuer %q is a {tenantid} template, which takes no signals (a logout token or SET must name one issuer exactly); configure the tenant's issuer itself", section, fi.Issuer)
+			case fi.SPIFFE != nil:
+				return fmt.Errorf("%s: a SPIFFE trust domain takes no signals (a logout token or SET must name one issuer exactly)", section)
+			}
+		}
 		if bl := fi.BackchannelLogout; bl != nil {
 			mode, err := signals.ParseRevokeMode(bl.Revoke)
 			if err != nil {

@@ -124,3 +124,29 @@ func TestPlanPollTrustsIssuerCAFile(t *testing.T) {
 		t.Errorf("Signals.Polls[0].CAFile = %q, want %q", got, want)
 	}
 }
+
+// TestPlanSignalsRefusedWhereNoSignalIsTaken: a {tenantid} template or a
+// SPIFFE trust domain takes no signals (verify.VerifySigned answers
+// wrong_issuer: a signal names one configured issuer exactly), yet such
+// an issuer's backchannel_logout and ssf sections were planned: every
+// logout token was answered 400, and every polled SET reported to its
+// transmitter as invalid_issuer, which drops it — revocations lost while
+// the configuration said they were received.
+func TestPlanSignalsRefusedWhereNoSignalIsTaken(t *testing.T) {
+	tests := []struct{ name, doc, wantErr string }{
+		{"template-logout", "issuers:\n  - issuer: https://login.example.com/{tenantid}/v2.0\n    jwks_url: https://login.example.com/keys\n" +
+			"    backchannel_logout: {audiences: [web-app]}\n", "issuers[0].backchannel_logout"},
+		{"template-ssf", "issuers:\n  - issuer: https://login.example.com/{tenantid}/v2.0\n    jwks_url: https://login.example.com/keys\n" +
+			"    ssf: {audiences: [a], poll: {url: \"https://ssf.example.com/poll\"}}\n", "issuers[0].ssf"},
+		{"spiffe-logout", "issuers:\n  - spiffe: {trust_domain: example.org, bundle_url: https://bundle.example.org/}\n    audiences: [a]\n" +
+			"    backchannel_logout: {audiences: [web-app]}\n", "issuers[0].backchannel_logout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(rev+tt.doc), t.TempDir(), Overrides{}, noEnv)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("Parse() = %v, want %s refused", err, tt.wantErr)
+			}
+		})
+	}
+}

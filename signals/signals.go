@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/loglimit"
@@ -198,9 +199,12 @@ func New(opts Options) (*Receiver, error) {
 	if err := CheckIssuers(opts.Issuers); err != nil {
 		return nil, err
 	}
+	// configured: the verifier's issuers, and whether each takes signals:
+	// VerifySigned refuses every token of a {tenantid} template, a SPIFFE
+	// trust domain or SkipIssuerCheck (a signal names one issuer exactly).
 	configured := map[string]bool{}
 	for _, is := range opts.Verifier.Issuers() {
-		configured[is.Issuer] = true
+		configured[is.Issuer] = !strings.Contains(is.Issuer, "{tenantid}") && is.TrustDomain == "" && !is.SkipIssuerCheck
 	}
 	r := &Receiver{
 		v: opts.Verifier, issuers: map[string]*Issuer{}, replay: opts.Replay, store: opts.Store,
@@ -209,8 +213,10 @@ func New(opts Options) (*Receiver, error) {
 		unstored: loglimit.New(opts.RefusalLogRate, "signals not stored, not logged"),
 	}
 	for i, is := range opts.Issuers {
-		if !configured[is.Issuer] {
+		if takes, ok := configured[is.Issuer]; !ok {
 			return nil, invalidOption(fmt.Sprintf("Issuers[%d].Issuer", i), "%q is not one of the verifier's issuers", is.Issuer)
+		} else if !takes {
+			return nil, invalidOption(fmt.Sprintf("Issuers[%d].Issuer", i), "%q is a {tenantid} template, a SPIFFE trust domain or skips the issuer check: it takes no signals", is.Issuer)
 		}
 		r.issuers[is.Issuer] = &opts.Issuers[i]
 		if is.SSF != nil && is.SSF.PushBearer != "" {

@@ -101,6 +101,19 @@ func readFile(path string, limit int64) ([]byte, os.FileInfo, error) {
 	return data, fi, nil
 }
 
+// sameFile reports whether a and b describe the same content of one file:
+// its identity, size, modification time and, where the platform has one,
+// status change time. The modification time alone can be set back (cp -p,
+// rsync -t, touch -r): a file rewritten in place with content of the same
+// length (a P-256 key rotated under a kid of the same length) and its old
+// mtime put back was never read again, and the key it removed, in a set
+// that never goes stale, kept verifying. Every write moves the ctime, and
+// nothing sets it back.
 func sameFile(a, b os.FileInfo) bool {
-	return os.SameFile(a, b) && a.Size() == b.Size() && a.ModTime().Equal(b.ModTime())
+	if !os.SameFile(a, b) || a.Size() != b.Size() || !a.ModTime().Equal(b.ModTime()) {
+		return false
+	}
+	ca, aok := changeTime(a)
+	cb, bok := changeTime(b)
+	return aok == bok && ca.Equal(cb)
 }

@@ -159,11 +159,17 @@ func (f *Fetcher) accept(resp response, st *fetchState, now time.Time) (time.Dur
 }
 
 // sameETag reports whether a 304's ETag got names the representation
-// asked about: true when either is absent, else by the weak comparison
-// (RFC 9110 §8.8.3.2).
+// asked about: true when got is absent, false when got names one and none
+// was asked about (the set held came without an ETag, or with one too
+// long to keep: RFC 9111 §4.3.4, a 304 with a validator updates only a
+// stored response with that validator; taking it would pin the set held,
+// as below), else by the weak comparison (RFC 9110 §8.8.3.2).
 func sameETag(got, asked string) bool {
-	if got == "" || asked == "" {
+	if got == "" {
 		return true
+	}
+	if asked == "" {
+		return false
 	}
 	return strings.TrimPrefix(got, "W/") == strings.TrimPrefix(asked, "W/")
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/fileread"
+	"github.com/jwksverify/jwksverify/internal/filestamp"
 )
 
 // attemptFile reads the key file when it changed and records the outcome
@@ -33,7 +34,7 @@ func (f *Fetcher) attemptFile(st *fetchState, answered func()) error {
 		f.stats.Fetches.Add(1) // a read of a file that is not there
 		f.failed(st, now, err, poll, true)
 		return err
-	case st.file != nil && sameFile(st.file, fi):
+	case st.file != nil && filestamp.Same(st.file, fi):
 		if err = st.fileErr; err != nil { // unchanged: the last read stands
 			f.stillFailing(st, now, poll)
 			return err
@@ -99,21 +100,4 @@ func readFile(path string, limit int64) ([]byte, os.FileInfo, error) {
 		return nil, fi, fmt.Errorf("jwks: %s: %w", path, err)
 	}
 	return data, fi, nil
-}
-
-// sameFile reports whether a and b describe the same content of one file:
-// its identity, size, modification time and, where the platform has one,
-// status change time. The modification time alone can be set back (cp -p,
-// rsync -t, touch -r): a file rewritten in place with content of the same
-// length (a P-256 key rotated under a kid of the same length) and its old
-// mtime put back was never read again, and the key it removed, in a set
-// that never goes stale, kept verifying. Every write moves the ctime, and
-// nothing sets it back.
-func sameFile(a, b os.FileInfo) bool {
-	if !os.SameFile(a, b) || a.Size() != b.Size() || !a.ModTime().Equal(b.ModTime()) {
-		return false
-	}
-	ca, aok := changeTime(a)
-	cb, bok := changeTime(b)
-	return aok == bok && ca.Equal(cb)
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/filestamp"
 )
 
 // caCheckInterval is how often a [Transport] looks at its CA file: at most
@@ -21,7 +23,7 @@ const caCheckInterval = time.Second
 // with a bound on response headers, trusting the PEM roots of a CA file or
 // the system's. It reads its CA file again when the file changes, as the
 // listeners read their certificate files: at most once a second a call
-// looks at the file, and a changed size or modification time reads it; a
+// looks at the file, and a changed stamp ([filestamp]) reads it; a
 // new content with a certificate becomes the roots of the connections made
 // from then on, and the idle connections made under the old roots are
 // closed. A content that cannot be read or holds no certificate (a file
@@ -45,10 +47,9 @@ type Transport struct {
 	cur  atomic.Pointer[http.Transport]
 	next atomic.Int64 // unix nanoseconds of the next look at caFile
 
-	mu   sync.Mutex // one look at a time; guards the fields below
-	pem  []byte     // the content in use
-	size int64
-	mod  time.Time
+	mu    sync.Mutex // one look at a time; guards the fields below
+	pem   []byte     // the content in use
+	stamp filestamp.Stamp
 	// reloads counts the contents taken after the first.
 	reloads atomic.Uint64
 }
@@ -72,7 +73,7 @@ func newTransport(caFile string, maxHeaderBytes int64, now func() time.Time) (*T
 	if err != nil {
 		return nil, err
 	}
-	t.pem, t.size, t.mod = pem, fi.Size(), fi.ModTime()
+	t.pem, t.stamp = pem, filestamp.Of(fi)
 	t.cur.Store(t.build(pool))
 	t.next.Store(now().Add(caCheckInterval).UnixNano())
 	return t, nil
@@ -136,14 +137,14 @@ func (t *Transport) look() {
 	}
 	t.next.Store(now.Add(caCheckInterval).UnixNano())
 	fi, err := os.Stat(t.caFile)
-	if err != nil || (fi.Size() == t.size && fi.ModTime().Equal(t.mod)) {
+	if err != nil || filestamp.Of(fi).Equal(t.stamp) {
 		return
 	}
 	pool, pem, fi, err := readRoots(t.caFile)
 	if err != nil {
 		return // being written, or a mistake: the next change is read again
 	}
-	t.size, t.mod = fi.Size(), fi.ModTime()
+	t.stamp = filestamp.Of(fi)
 	if bytes.Equal(pem, t.pem) {
 		return // touched, not changed
 	}

@@ -9,20 +9,19 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/jwksverify/jwksverify/internal/fileread"
+	"github.com/jwksverify/jwksverify/internal/filestamp"
 )
 
 // passwordFile gives a connection its credentials from a file, read again
-// when the file's size or modification time changed since it was last
-// read. It is safe for concurrent use.
+// when the file's stamp ([filestamp]) changed since it was last read. It
+// is safe for concurrent use.
 type passwordFile struct {
 	path, user string
 
 	mu       sync.Mutex
-	size     int64
-	mod      time.Time
+	stamp    filestamp.Stamp
 	password string
 	read     bool
 }
@@ -37,12 +36,12 @@ func (p *passwordFile) credentials(context.Context) (string, string, error) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.read || fi.Size() != p.size || !fi.ModTime().Equal(p.mod) {
+	if st := filestamp.Of(fi); !p.read || !st.Equal(p.stamp) {
 		pw, err := readPassword(p.path)
 		if err != nil {
 			return "", "", fmt.Errorf("%w: %w", ErrCredentials, err)
 		}
-		p.password, p.size, p.mod, p.read = pw, fi.Size(), fi.ModTime(), true
+		p.password, p.stamp, p.read = pw, st, true
 	}
 	return p.user, p.password, nil
 }
@@ -97,35 +96,21 @@ func (t TLS) config() (*tls.Config, error) {
 }
 
 // keyPair is a client certificate loaded from its files and loaded again
-// when either file's size or modification time changes; a pair that fails
+// when either file's stamp ([filestamp]) changes; a pair that fails
 // to load keeps the last good one (a rotation writes two files, not at
 // once). It is safe for concurrent use.
 type keyPair struct {
 	cert, key string
 
 	mu    sync.Mutex
-	stamp [2]fileStamp
+	stamp [2]filestamp.Stamp
 	pair  *tls.Certificate
-}
-
-// fileStamp is what tells a changed file.
-type fileStamp struct {
-	size int64
-	mod  time.Time
-}
-
-func stampOf(path string) (fileStamp, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{fi.Size(), fi.ModTime()}, nil
 }
 
 // get returns the current pair.
 func (k *keyPair) get() (*tls.Certificate, error) {
-	cs, cerr := stampOf(k.cert)
-	ks, kerr := stampOf(k.key)
+	cs, cerr := filestamp.Stat(k.cert)
+	ks, kerr := filestamp.Stat(k.key)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if err := errors.Join(cerr, kerr); err != nil {
@@ -134,7 +119,7 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 		}
 		return nil, err
 	}
-	if k.pair != nil && k.stamp == [2]fileStamp{cs, ks} {
+	if k.pair != nil && k.stamp[0].Equal(cs) && k.stamp[1].Equal(ks) {
 		return k.pair, nil
 	}
 	certPEM, err := readFile(k.cert, maxPEMBytes)
@@ -149,7 +134,7 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 	if err != nil {
 		return k.last(fmt.Errorf("%s and %s: %w", k.cert, k.key, err))
 	}
-	k.pair, k.stamp = &pair, [2]fileStamp{cs, ks}
+	k.pair, k.stamp = &pair, [2]filestamp.Stamp{cs, ks}
 	return k.pair, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/fileread"
+	"github.com/jwksverify/jwksverify/internal/filestamp"
 )
 
 // DefaultCheckEvery is how often the files are looked at by default.
@@ -81,7 +82,7 @@ type Reloader struct {
 	next atomic.Int64
 	mu   sync.Mutex // one check at a time
 	// seen is what the files looked like at the last load attempt.
-	seen [3]fileStamp
+	seen [3]filestamp.Stamp
 	// loads counts pairs loaded (the first included); failures counts
 	// changes that did not load.
 	loads, failures atomic.Int64
@@ -90,13 +91,6 @@ type Reloader struct {
 // snapshot is one loaded pair with the config that serves it.
 type snapshot struct {
 	cfg *tls.Config
-}
-
-// fileStamp identifies a version of a file without reading it.
-type fileStamp struct {
-	mod  time.Time
-	size int64
-	ok   bool
 }
 
 // New loads the files and returns a Reloader, or an error matching
@@ -167,7 +161,7 @@ func (r *Reloader) maybeReload() {
 	defer r.mu.Unlock()
 	r.next.Store(now.Add(r.opts.CheckEvery).UnixNano())
 	st := r.stamps()
-	if st == r.seen {
+	if st[0].Equal(r.seen[0]) && st[1].Equal(r.seen[1]) && st[2].Equal(r.seen[2]) {
 		return
 	}
 	r.seen = st
@@ -184,14 +178,14 @@ func (r *Reloader) maybeReload() {
 }
 
 // stamps looks at the three files.
-func (r *Reloader) stamps() [3]fileStamp {
-	var out [3]fileStamp
+func (r *Reloader) stamps() [3]filestamp.Stamp {
+	var out [3]filestamp.Stamp
 	for i, p := range []string{r.opts.CertFile, r.opts.KeyFile, r.opts.ClientCAFile} {
 		if p == "" {
 			continue
 		}
 		if fi, err := os.Stat(p); err == nil {
-			out[i] = fileStamp{mod: fi.ModTime(), size: fi.Size(), ok: true}
+			out[i] = filestamp.Of(fi)
 		}
 	}
 	return out

@@ -1,6 +1,6 @@
 //go:build linux
 
-package jwks
+package filestamp
 
 import (
 	"os"

@@ -151,7 +151,7 @@ func TestMemoryClockStepKeepsEntries(t *testing.T) {
 			now := t0
 			m := s.run(t, t.TempDir(), &now)
 			defer m.Close()
-			now = t0.Add(15 * time.Minute) // the clock corrected
+			now = t0.Add(15 * time.Minute)             // the clock corrected
 			if _, err := m.List(ctx, ""); err != nil { // a writer's sweep at the right time
 				t.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/jwksverify/jwksverify/internal/loglimit"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -58,8 +57,7 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 	if err := s.setRevocations(opts.Revocations); err != nil {
 		return nil, err
 	}
-	s.logRate = loglimit.New(DefaultRejectionLogRate, "token rejections not logged")
-	s.logRateWarn = loglimit.New(DefaultRejectionLogRate, "token rejections not logged")
+	s.limitRejections(DefaultRejectionLogRate)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// The request is the original one: a query source reads its own

@@ -54,6 +54,14 @@ func (s *Server) observe(ctx context.Context, c *Call, d *Decision, st *policySt
 	}
 }
 
+// limitRejections bounds the rejection lines to perSecond a second at info
+// level, and as many at warn and error level (a flood of one kind must not
+// hide the other): every front end a client reaches logs through them.
+func (s *Server) limitRejections(perSecond int) {
+	s.logRate = loglimit.New(perSecond, "token rejections not logged")
+	s.logRateWarn = loglimit.New(perSecond, "token rejections not logged")
+}
+
 // rejectionLimiter is the limiter of rejection lines at level.
 func (s *Server) rejectionLimiter(level slog.Level) *loglimit.Limiter {
 	if level >= slog.LevelWarn {

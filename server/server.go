@@ -285,8 +285,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Now != nil {
 		s.now = opts.Now
 	}
-	s.logRate = loglimit.New(opts.RejectionLogRate, "token rejections not logged")
-	s.logRateWarn = loglimit.New(opts.RejectionLogRate, "token rejections not logged")
+	s.limitRejections(opts.RejectionLogRate)
 	s.clientLogRate = loglimit.New(opts.RejectionLogRate, "introspection client failures not logged")
 	s.version = opts.Version
 	if s.version == "" {

@@ -18,7 +18,8 @@
 #   ALGS       algorithms (default RS256,ES256,HS256)
 #   POOL       distinct tokens of the pool runs (default 10000)
 #   ONLY       server names to run, comma-separated, over HTTP and gRPC (default
-#              all; httpbench run -h lists them). A targeted run writes
+#              all but floor-no-store, the floor setting Cache-Control: no-store;
+#              httpbench run -h lists them). A targeted run writes
 #              http-only.json (not http-latest.json), skips the memory run,
 #              leaves docs/BENCHMARKS.md alone and prints the paired ratios at
 #              the end.

@@ -87,12 +87,19 @@ func listen(addr string, mux *http.ServeMux) error {
 // serveFloor is the absolute floor: http.ListenAndServe with a handler that
 // only writes 200, whatever the request — no mux, no timeouts, no header
 // read. No HTTP/1.1 server in Go answers a request on one core with less
-// work; every other server is judged as a fraction of it.
+// work; every other server is judged as a fraction of it. With -no-store
+// the handler also sets Cache-Control: no-store, as forward-auth must: what
+// net/http charges a handler that sets a header (the header map, the
+// clone WriteHeader makes of it, the lookups and the write).
 func serveFloor(args []string) error {
 	fs := flag.NewFlagSet("serve-floor", flag.ExitOnError)
 	addr := fs.String("listen", "127.0.0.1:0", "address to listen on (loopback)")
+	noStore := fs.Bool("no-store", false, "set Cache-Control: no-store on every answer")
 	_ = fs.Parse(args)
 	return http.ListenAndServe(*addr, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if *noStore {
+			w.Header()["Cache-Control"] = []string{"no-store"}
+		}
 		w.WriteHeader(http.StatusOK)
 	}))
 }

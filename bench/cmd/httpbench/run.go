@@ -94,7 +94,7 @@ func printRatios(w io.Writer, rep *httpres.Report) {
 		switch r.Server {
 		case httpres.ServerRevocation, httpres.ServerPolicy:
 			line("http "+r.Server+" ÷ "+httpres.ServerJwksverify, &r, rep.Find(r.Alg, r.Tokens, httpres.ServerJwksverify))
-		case httpres.ServerJwksverify:
+		case httpres.ServerJwksverify, httpres.ServerFloorNoStore:
 			line("http "+r.Server+" ÷ "+httpres.ServerFloor, &r, rep.Find(r.Alg, r.Tokens, httpres.ServerFloor))
 		}
 	}
@@ -160,7 +160,7 @@ func parseRunFlags(args []string) (runOpts, error) {
 // The floor, the binary, the binary with a policy and with revocations run
 // back to back in every round: their ratios are targets, and the shared
 // machine drifts within a minute.
-var httpServers = []string{httpres.ServerFloor, httpres.ServerJwksverify, httpres.ServerRevocation, httpres.ServerPolicy, httpres.ServerGoGC100, httpres.ServerBare, httpres.ServerNoCache, httpres.ServerBaseline}
+var httpServers = []string{httpres.ServerFloor, httpres.ServerFloorNoStore, httpres.ServerJwksverify, httpres.ServerRevocation, httpres.ServerPolicy, httpres.ServerGoGC100, httpres.ServerBare, httpres.ServerNoCache, httpres.ServerBaseline}
 
 // grpcServers are the servers of the gRPC Check runs.
 var grpcServers = []string{httpres.ServerGRPCFloor, httpres.ServerJwksverify, httpres.ServerNoCache}
@@ -176,14 +176,16 @@ func knownServers() []string {
 	return out
 }
 
-// selected returns the servers of all that -only keeps.
+// optIn are the servers that run only when -only names them: measurements
+// that explain a ratio, not targets.
+var optIn = []string{httpres.ServerFloorNoStore}
+
+// selected returns the servers of all that -only keeps: without -only,
+// every one but the opt-in ones.
 func (o runOpts) selected(all []string) []string {
-	if o.only == nil {
-		return all
-	}
 	var out []string
 	for _, s := range all {
-		if o.only[s] {
+		if (o.only == nil && !slices.Contains(optIn, s)) || o.only[s] {
 			out = append(out, s)
 		}
 	}
@@ -492,6 +494,8 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 	switch server {
 	case httpres.ServerFloor:
 		args, ready = []string{self, "serve-floor", "-listen", addr}, "/healthz"
+	case httpres.ServerFloorNoStore:
+		args, ready = []string{self, "serve-floor", "-listen", addr, "-no-store"}, "/healthz"
 	case httpres.ServerBare:
 		args, ready = []string{self, "serve-bare", "-listen", addr}, "/healthz"
 	case httpres.ServerBaseline:
@@ -525,7 +529,7 @@ func oneRun(ctx context.Context, o runOpts, self string, f *algFiles, tokens, se
 	if err := waitReady(ctx, base+ready); err != nil {
 		return nil, fmt.Errorf("%w (log: %s)", err, logPath)
 	}
-	if err := sanity(base, f, server != httpres.ServerBare && server != httpres.ServerFloor, server == httpres.ServerPolicy, server == httpres.ServerRevocation); err != nil {
+	if err := sanity(base, f, server != httpres.ServerBare && server != httpres.ServerFloor && server != httpres.ServerFloorNoStore, server == httpres.ServerPolicy, server == httpres.ServerRevocation); err != nil {
 		return nil, err
 	}
 	script := f.repeatedLua

@@ -19,7 +19,8 @@ func TestOnlySelects(t *testing.T) {
 		wantGRPC  []string
 		wantError string
 	}{
-		{"all", "", httpServers, grpcServers, ""},
+		{"all", "", slices.DeleteFunc(slices.Clone(httpServers), func(s string) bool { return s == httpres.ServerFloorNoStore }), grpcServers, ""},
+		{"opt-in", "floor,floor-no-store", []string{httpres.ServerFloor, httpres.ServerFloorNoStore}, nil, ""},
 		{"revocation-pair", "jwksverify,jwksverify-revocation", []string{httpres.ServerJwksverify, httpres.ServerRevocation}, []string{httpres.ServerJwksverify}, ""},
 		{"grpc-only", "grpc-floor", nil, []string{httpres.ServerGRPCFloor}, ""},
 		{"unknown", "jwksverify,nginx", nil, nil, `unknown server "nginx"`},

@@ -14,15 +14,16 @@ import (
 
 // Server names of [Run.Server].
 const (
-	ServerFloor      = "floor"                 // http.ListenAndServe, a handler that only writes 200: no mux, no timeouts
-	ServerBare       = "bare"                  // net/http handler that only checks "Bearer " is there
-	ServerJwksverify = "jwksverify"            // the real binary, token cache on (the default)
-	ServerNoCache    = "jwksverify-nocache"    // the real binary, token_cache.max_entries: 0
-	ServerBaseline   = "golang-jwt+keyfunc"    // a hand-wired forward-auth handler
-	ServerPolicy     = "jwksverify-policy"     // the real binary, token cache on, routes and a scopes+claims policy
-	ServerGoGC100    = "jwksverify-gogc100"    // the real binary, token cache on, GOGC=100 in its environment: Go's collector defaults, no GC headroom
-	ServerRevocation = "jwksverify-revocation" // the real binary, token cache on, revocation: {store: memory} with Report.RevocationEntries entries for the issuer, none naming the load's tokens
-	ServerGRPCFloor  = "grpc-floor"            // grpc.NewServer with a Check that answers OK (gRPC runs only)
+	ServerFloor        = "floor"                 // http.ListenAndServe, a handler that only writes 200: no mux, no timeouts
+	ServerBare         = "bare"                  // net/http handler that only checks "Bearer " is there
+	ServerJwksverify   = "jwksverify"            // the real binary, token cache on (the default)
+	ServerNoCache      = "jwksverify-nocache"    // the real binary, token_cache.max_entries: 0
+	ServerBaseline     = "golang-jwt+keyfunc"    // a hand-wired forward-auth handler
+	ServerPolicy       = "jwksverify-policy"     // the real binary, token cache on, routes and a scopes+claims policy
+	ServerGoGC100      = "jwksverify-gogc100"    // the real binary, token cache on, GOGC=100 in its environment: Go's collector defaults, no GC headroom
+	ServerRevocation   = "jwksverify-revocation" // the real binary, token cache on, revocation: {store: memory} with Report.RevocationEntries entries for the issuer, none naming the load's tokens
+	ServerGRPCFloor    = "grpc-floor"            // grpc.NewServer with a Check that answers OK (gRPC runs only)
+	ServerFloorNoStore = "floor-no-store"        // the floor's handler also setting the header forward-auth must send, Cache-Control: no-store (targeted runs only: -only names it)
 )
 
 // Token modes of [Run.Tokens].

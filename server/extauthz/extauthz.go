@@ -105,8 +105,9 @@ func (v *Service) Server() *server.Server { return v.cur.Load().s }
 // Register registers both services on g. Call it before g.Serve. The
 // caller owns g (its options — bound the message size with
 // grpc.MaxRecvMsgSize — and its shutdown). An answer many calls share is
-// sent as its encoding, made once; a unary interceptor on g sees the
-// answer itself, and what it returns instead is sent. g.GracefulStop waits for open
+// sent as its encoding, made once; behind a unary interceptor on g, each
+// call gets its own copy of the answer, which the interceptor may edit,
+// and what it returns is sent. g.GracefulStop waits for open
 // health Watch streams; [server.Server.SetDraining] on the current server
 // ends them (after sending NOT_SERVING), so call it before g.GracefulStop.
 func (v *Service) Register(g *grpc.Server) {
@@ -132,9 +133,10 @@ var authorizationDesc = func() grpc.ServiceDesc {
 // that many calls share (a cached token's OK answer, a denial) goes out as
 // its encoding, made once when the answer was built ([onWire]), instead of
 // being encoded again for every call (protobuf walks the answer twice,
-// sizing and writing it: about as long as deciding a cached token). An
-// interceptor sees the answer itself; when it returns another one, that
-// one is sent.
+// sizing and writing it: about as long as deciding a cached token). Behind
+// an interceptor, the call gets a copy of a shared answer, the interceptor
+// may edit it or return another, and what it returns is sent: an answer
+// many calls share is never handed to code that may write to it.
 func checkHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	in := new(authv3.CheckRequest)
 	if err := dec(in); err != nil {
@@ -148,17 +150,18 @@ func checkHandler(srv any, ctx context.Context, dec func(any) error, interceptor
 		}
 		return resp, err
 	}
-	var resp, wire *authv3.CheckResponse
 	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: authv3.Authorization_Check_FullMethodName}
-	out, err := interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
-		var err error
-		resp, wire, err = v.cur.Load().check(ctx, req.(*authv3.CheckRequest))
+	return interceptor(ctx, in, info, func(ctx context.Context, req any) (any, error) {
+		resp, wire, err := v.cur.Load().check(ctx, req.(*authv3.CheckRequest))
+		if err == nil && wire != nil {
+			// An interceptor may edit the answer it is handed and return
+			// it: a shared answer is every call's, so it gets its own copy,
+			// which is what is sent (the shared encoding would drop its
+			// edit: a deny it wrote into the answer went out as the OK).
+			return proto.CloneOf(resp), nil
+		}
 		return resp, err
 	})
-	if err == nil && wire != nil && out == any(resp) {
-		return wire, nil
-	}
-	return out, err
 }
 
 // onWire returns a response holding resp's encoding as unknown fields:
@@ -401,7 +404,9 @@ func (a *authzGRPC) allow(d server.Decision) (resp, wire *authv3.CheckResponse) 
 		return ans.resp, ans.wire
 	}
 	resp = buildAllow(d, raw)
-	e.ok.Store(newOKAnswer(&d, resp))
+	// The copy kept is shared from the next call on; this call's answer
+	// stays its own (an interceptor may edit it: checkHandler).
+	e.ok.Store(newOKAnswer(&d, proto.CloneOf(resp)))
 	return resp, nil
 }
 
@@ -510,7 +515,9 @@ func (a *authzGRPC) deny(d server.Decision) (resp, wire *authv3.CheckResponse) {
 		a.denied = make(map[deniedKey]deniedAnswer)
 	}
 	if _, ok := a.denied[k]; !ok && len(a.denied) < maxDeniedAnswers {
-		a.denied[k] = deniedAnswer{body: bytes.Clone(d.Body), resp: resp, wire: onWire(resp)}
+		// A copy: this call's answer stays its own (see allow).
+		kept := proto.CloneOf(resp)
+		a.denied[k] = deniedAnswer{body: bytes.Clone(d.Body), resp: kept, wire: onWire(kept)}
 	}
 	return resp, nil
 }

@@ -253,7 +253,7 @@ func (s *Service) AdminHandler() http.Handler {
 // RegisterGRPC registers the Envoy ext_authz (v3) Authorization service and
 // the gRPC health service on g; they answer with the current generation
 // across reloads.
-func (s *Service) RegisterGRPC(g *grpc.Server) { s.grpc.Register(g) }
+func (s *Service) RegisterGRPC(g grpc.ServiceRegistrar) { s.grpc.Register(g) }
 
 // Ready blocks until every issuer of the current generation has its first
 // keys (or a definitive failure to get them), or ctx is done. A reload

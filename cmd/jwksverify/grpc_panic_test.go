@@ -33,8 +33,9 @@ func (panickingHealth) Watch(*healthpb.HealthCheckRequest, healthpb.Health_Watch
 
 // TestGRPCHandlerPanicEndsTheCallNotTheProcess: grpc-go recovers no
 // handler's panic, so one panicking call stopped the whole process (every
-// front end with it); with the listener's options it is that call's
-// INTERNAL, logged, and the server goes on answering.
+// front end with it); with the listener's options and services registered
+// as serve registers them ([recovering]) it is that call's INTERNAL,
+// logged, and the server goes on answering.
 func TestGRPCHandlerPanicEndsTheCallNotTheProcess(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -46,7 +47,7 @@ func TestGRPCHandlerPanicEndsTheCallNotTheProcess(t *testing.T) {
 	// machine takes.
 	srv := grpc.NewServer(grpcServerOptions(1<<20, config.Timeouts{Idle: time.Minute, ReadHeader: 20 * time.Second, Read: 20 * time.Second},
 		slog.New(slog.NewJSONHandler(&logs, nil)))...)
-	healthpb.RegisterHealthServer(srv, panickingHealth{})
+	healthpb.RegisterHealthServer(recovering{srv, slog.New(slog.NewJSONHandler(&logs, nil))}, panickingHealth{})
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Stop()
 	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -79,5 +80,45 @@ func TestGRPCHandlerPanicEndsTheCallNotTheProcess(t *testing.T) {
 		if l["msg"] != "gRPC call panicked; answered INTERNAL" || !strings.HasPrefix(l["panic"].(string), "a bug in") || l["stack"] == "" {
 			t.Errorf("log line %v", l)
 		}
+	}
+}
+
+// TestGRPCServerHasNoUnaryInterceptor: the listener's options install no
+// unary interceptor, so extauthz sends a cached token's shared answer as
+// its encoding, made once; behind any unary interceptor it hands each
+// Check a copy and encodes it again (about twice the Check). A unary
+// handler's panic is recovered by [recovering] instead.
+func TestGRPCServerHasNoUnaryInterceptor(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(grpcServerOptions(1<<20, config.Timeouts{Idle: time.Minute, ReadHeader: 20 * time.Second, Read: 20 * time.Second}, slog.New(slog.DiscardHandler))...)
+	seen := make(chan bool, 1)
+	desc := healthpb.Health_ServiceDesc
+	desc.Methods = []grpc.MethodDesc{{MethodName: "Check", Handler: func(_ any, _ context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
+		seen <- ic != nil
+		in := new(healthpb.HealthCheckRequest)
+		if err := dec(in); err != nil {
+			return nil, err
+		}
+		return &healthpb.HealthCheckResponse{Status: healthpb.HealthCheckResponse_SERVING}, nil
+	}}}
+	desc.Streams = nil
+	recovering{srv, slog.New(slog.DiscardHandler)}.RegisterService(&desc, panickingHealth{})
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Stop()
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true)); err != nil {
+		t.Fatal(err)
+	}
+	if <-seen {
+		t.Error("the gRPC server has a unary interceptor: every cached Check is encoded again (install recovery with recovering, not an interceptor)")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -258,7 +259,7 @@ func (a *app) newServers(svc *service.Service, plan *config.Plan, logger *slog.L
 			gopts = append(gopts, grpc.Creds(credentials.NewTLS(grpcTLS.Config())))
 		}
 		s.grpc = grpc.NewServer(gopts...)
-		svc.RegisterGRPC(s.grpc)
+		svc.RegisterGRPC(recovering{s.grpc, logger})
 		attrs = append(attrs, "grpc", s.gln.Addr().String(), "grpc_tls", grpcTLS != nil)
 		warnPlaintext(logger, "gRPC", plan.GRPCListen, grpcTLS != nil)
 	}
@@ -480,27 +481,45 @@ func grpcServerOptions(maxMsg int, t config.Timeouts, logger *slog.Logger) []grp
 		grpc.InTapHandle(callDeadline(t.Read)),
 		// A handler's panic ends its call (INTERNAL, and Envoy's
 		// status_on_error), not the process: net/http recovers a handler's
-		// panic the same way, and grpc-go does not.
-		grpc.ChainUnaryInterceptor(recoverUnary(logger)),
+		// panic the same way, and grpc-go does not. A unary handler
+		// recovers its own ([recovering]): no unary interceptor here.
 		grpc.ChainStreamInterceptor(recoverStream(logger), watchRequestBound),
 	}
 }
 
-// recoverUnary answers a unary handler's panic with codes.Internal and logs
-// it ([logPanic]).
-func recoverUnary(logger *slog.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
-		defer func() {
-			if r := recover(); r != nil {
-				logPanic(logger, info.FullMethod, r)
-				resp, err = nil, status.Error(codes.Internal, "internal error")
-			}
-		}()
-		return h(ctx, req)
-	}
+// recovering registers services on g with every unary method's handler
+// answering its panic with codes.Internal, logged ([logPanic]). It recovers
+// in the handlers, not in a unary interceptor on the server: behind one,
+// extauthz hands each Check its own copy of a shared answer (an
+// interceptor may edit it) and encodes it for every call, where without
+// one a cached token's answer goes out as its encoding, made once (issue
+// 31's gRPC item: a Check twice as long). grpcServerOptions installs none.
+type recovering struct {
+	g      grpc.ServiceRegistrar
+	logger *slog.Logger
 }
 
-// recoverStream is [recoverUnary] for a streaming handler (health Watch).
+// RegisterService implements grpc.ServiceRegistrar.
+func (r recovering) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	d := *desc
+	d.Methods = slices.Clone(desc.Methods)
+	for i := range d.Methods {
+		h, method := d.Methods[i].Handler, "/"+desc.ServiceName+"/"+d.Methods[i].MethodName
+		d.Methods[i].Handler = func(srv any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (resp any, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					logPanic(r.logger, method, p)
+					resp, err = nil, status.Error(codes.Internal, "internal error")
+				}
+			}()
+			return h(srv, ctx, dec, ic)
+		}
+	}
+	r.g.RegisterService(&d, impl)
+}
+
+// recoverStream answers a streaming handler's panic (health Watch) with
+// codes.Internal and logs it ([logPanic]).
 func recoverStream(logger *slog.Logger) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) (err error) {
 		defer func() {

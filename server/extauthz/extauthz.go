@@ -110,7 +110,7 @@ func (v *Service) Server() *server.Server { return v.cur.Load().s }
 // and what it returns is sent. g.GracefulStop waits for open
 // health Watch streams; [server.Server.SetDraining] on the current server
 // ends them (after sending NOT_SERVING), so call it before g.GracefulStop.
-func (v *Service) Register(g *grpc.Server) {
+func (v *Service) Register(g grpc.ServiceRegistrar) {
 	g.RegisterService(&authorizationDesc, authzService{v})
 	healthpb.RegisterHealthServer(g, &healthGRPC{s: v.Server, interval: healthWatchInterval})
 }

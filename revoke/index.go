@@ -174,8 +174,8 @@ func newTable(size int) *table {
 // token without iat matches every issued_before entry that names it. It
 // does not allocate and never blocks.
 func (x *Index) Check(issuer string, t *Token, now time.Time) error {
-	if x.maxStale > 0 {
-		if s := x.syncedAt.Load(); s == 0 || now.UnixNano()-s > int64(x.maxStale) {
+	if x.maxStale > 0 { // Stale, written out: the hot path
+		if s := x.syncedAt.Load(); s == 0 || absDiff(now.UnixNano(), s) > x.maxStale {
 			return ErrStale
 		}
 	}
@@ -281,16 +281,11 @@ func (t *table) nodeAt(i uint64, issuer, value string) *node {
 }
 
 // Synced records that the copy was proven whole as of at (a store's full
-// read, or a check that it missed no change).
-func (x *Index) Synced(at time.Time) {
-	v := at.UnixNano()
-	for {
-		old := x.syncedAt.Load()
-		if v <= old || x.syncedAt.CompareAndSwap(old, v) {
-			return
-		}
-	}
-}
+// read, or a check that it missed no change). The store's follower is its
+// one caller, in the order of its proofs, so the latest call wins even when
+// at is earlier than the last: a clock stepped back must not leave a proof
+// taken at the clock that ran ahead in force.
+func (x *Index) Synced(at time.Time) { x.syncedAt.Store(at.UnixNano()) }
 
 // SyncedAt returns when the copy was last proven whole; zero when never.
 func (x *Index) SyncedAt() time.Time {
@@ -302,24 +297,38 @@ func (x *Index) SyncedAt() time.Time {
 
 // Age returns how old the copy is at now: the time since it was last
 // proven whole, or since the index was made when never; zero for an index
-// that is never stale (max staleness zero).
+// that is never stale (max staleness zero). A proof later than now (the
+// clock stepped back since it was taken) counts by how far it is ahead:
+// it tells nothing of the copy at now.
 func (x *Index) Age(now time.Time) time.Duration {
 	if x.maxStale <= 0 {
 		return 0
 	}
 	if s := x.syncedAt.Load(); s != 0 {
-		return max(0, now.Sub(time.Unix(0, s)))
+		return absDiff(now.UnixNano(), s)
 	}
 	return max(0, now.Sub(x.created))
 }
 
-// Stale reports whether [Index.Check] answers [ErrStale] at now.
+// Stale reports whether [Index.Check] answers [ErrStale] at now: never
+// proven whole, or last proven more than max staleness away from now,
+// either side (a proof ahead of now was taken at a clock that has since
+// stepped back: taken as fresh, it kept a copy Redis no longer fed
+// "fresh" for as long as the step).
 func (x *Index) Stale(now time.Time) bool {
 	if x.maxStale <= 0 {
 		return false
 	}
 	s := x.syncedAt.Load()
-	return s == 0 || now.UnixNano()-s > int64(x.maxStale)
+	return s == 0 || absDiff(now.UnixNano(), s) > x.maxStale
+}
+
+// absDiff is |a - b| nanoseconds.
+func absDiff(a, b int64) time.Duration {
+	if a < b {
+		a, b = b, a
+	}
+	return time.Duration(a - b)
 }
 
 // Put adds e (or replaces the entry of its ID), unless it has expired at

@@ -185,3 +185,38 @@ func TestIndexConcurrent(t *testing.T) {
 	close(done)
 	wg.Wait()
 }
+
+// TestIndexStaleAcrossClockSteps: a proof is fresh within max_staleness of
+// now on either side, and the follower's latest proof counts, also when its
+// clock stepped back since the one before.
+func TestIndexStaleAcrossClockSteps(t *testing.T) {
+	const maxStale = 30 * time.Second
+	for _, tc := range []struct {
+		name   string
+		proofs []time.Time
+		now    time.Time
+		stale  bool
+	}{
+		{"proof just now", []time.Time{t0}, t0.Add(time.Second), false},
+		{"proof a moment ahead of a request's now", []time.Time{t0}, t0.Add(-time.Second), false},
+		{"proof at a clock an hour ahead, clock back", []time.Time{t0.Add(time.Hour)}, t0, true},
+		{"proof ahead, then one at the corrected clock", []time.Time{t0.Add(time.Hour), t0}, t0.Add(time.Second), false},
+		{"proof ahead, then one at the corrected clock, then silence", []time.Time{t0.Add(time.Hour), t0}, t0.Add(time.Minute), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := NewIndex(maxStale)
+			for _, p := range tc.proofs {
+				x.Synced(p)
+			}
+			if got := x.Stale(tc.now); got != tc.stale {
+				t.Errorf("Stale = %v, want %v", got, tc.stale)
+			}
+			if err := x.Check("https://a/", &Token{}, tc.now); (err == ErrStale) != tc.stale {
+				t.Errorf("Check = %v, want stale %v", err, tc.stale)
+			}
+			if got := x.Age(tc.now) > maxStale; got != tc.stale {
+				t.Errorf("Age = %s, stale %v, want %v", x.Age(tc.now), got, tc.stale)
+			}
+		})
+	}
+}

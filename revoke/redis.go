@@ -342,25 +342,42 @@ func (r *Redis) session(ctx context.Context) error {
 	r.opts.Logger.Info("revocations: synced with Redis", "entries", r.idx.Len())
 	nextPoll := time.Now().Add(pollInterval)
 	behind := false
+	// pongDue is when the oldest PING sent on the subscription and not yet
+	// answered should have been (zero: none awaits its PONG).
+	var pongDue time.Time
 	for {
 		wait := time.Until(nextPoll)
 		if wait > 0 {
 			msg, err := ps.ReceiveTimeout(ctx, wait)
 			if err == nil {
-				if m, ok := msg.(*redis.Message); ok {
+				switch m := msg.(type) {
+				case *redis.Message:
 					if err := r.onMessage(ctx, m.Payload); err != nil {
 						return err
 					}
+				case *redis.Pong:
+					pongDue = time.Time{}
 				}
 				continue
 			}
 			if !isTimeout(err) {
 				return err
 			}
+			// Nothing came while listening: a PING long unanswered means
+			// the subscription hears nothing (half open: the server's
+			// host gone, a flow a middlebox dropped). Its writes succeed
+			// until TCP gives up, minutes later, while every change
+			// would be learned only by the poll's full reads.
+			if !pongDue.IsZero() && time.Now().After(pongDue) {
+				return errors.New("revoke: the subscription answered no PING")
+			}
 		}
 		nextPoll = time.Now().Add(pollInterval)
 		if err := ps.Ping(ctx); err != nil {
 			return err
+		}
+		if pongDue.IsZero() {
+			pongDue = time.Now().Add(r.followTimeout())
 		}
 		var err error
 		if behind, err = r.poll(ctx, behind); err != nil {

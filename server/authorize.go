@@ -146,7 +146,8 @@ type overrideChoice struct {
 // overridden returns the original request o (when known) as each other
 // method an application may run it as (policy.Set.AlsoAs: those its
 // overrides name, and GET for a HEAD unless route, the route chosen for
-// it, names HEAD), with the policy that named (or else the routes) chooses
+// it, names HEAD; GET too for an override naming HEAD, unless the route
+// chosen for that HEAD names it), with the policy that named (or else the routes) chooses
 // for it; nil (without allocating) when there are none.
 func (s *Server) overridden(named string, o request.Original, known bool, route int) []overrideChoice {
 	if !known {
@@ -162,13 +163,29 @@ func (s *Server) overridden(named string, o request.Original, known bool, route 
 		}
 	}
 	tail(o, route)
-	for _, m := range s.policies.AlsoAs(o, route) {
-		o := o
-		o.Method, o.Overrides = m, ""
-		c, err := s.policies.Choose(named, o, nil)
-		out = append(out, overrideChoice{o: o, p: c.Policy, err: err})
-		if err == nil {
-			tail(o, c.Route)
+	methods := s.policies.AlsoAs(o, route)
+	own := len(methods) // those o names itself (and GET for its HEAD)
+	for i := 0; i < len(methods); i++ {
+		om := o
+		om.Method, om.Overrides = methods[i], ""
+		how := ""
+		if i >= own {
+			how = "method override HEAD runs as GET"
+		}
+		c, err := s.policies.Choose(named, om, nil)
+		out = append(out, overrideChoice{o: om, p: c.Policy, err: err, how: how})
+		if err != nil {
+			continue
+		}
+		tail(om, c.Route)
+		// An override naming HEAD runs the request as HEAD, which the
+		// application runs with the GET handler, as it does a HEAD: GET
+		// is decided too, unless the route chosen for that HEAD names
+		// HEAD (policy.Set.AlsoAs, as for a HEAD itself).
+		for _, g := range s.policies.AlsoAs(om, c.Route) {
+			if g != o.Method && !slices.Contains(methods, g) {
+				methods = append(methods, g)
+			}
 		}
 	}
 	return out

@@ -23,6 +23,20 @@ func TestVerifyHeadDecidedAsGet(t *testing.T) {
 	}
 }
 
+// TestVerifyOverrideToHeadDecidedAsGet: jwksverify verify decides a POST
+// whose _method names HEAD as GET too, as the server does (an application
+// runs it as HEAD, and a HEAD with the GET handler).
+func TestVerifyOverrideToHeadDecidedAsGet(t *testing.T) {
+	cfg, user := adminRoutes(t, `
+  - {methods: [GET], path: /reports/**, policy: admin}
+  - {path: /reports/**, policy: anytoken}
+`)
+	r := runBin(t, nil, "", "verify", "--config", cfg, "--method", "POST", "--path", "/reports/q3?_method=HEAD", user)
+	if r.code != 1 || !strings.Contains(r.stdout, `"policy":"admin"`) {
+		t.Fatalf("verify --method POST /reports/q3?_method=HEAD with a non-admin token: exit %d, want 1 naming admin (HEAD runs as GET)\n%s", r.code, r.stdout)
+	}
+}
+
 // TestVerifyRouteEndingInStar: jwksverify verify decides a path below a
 // route ending in "*" that no route matches under that route's policy
 // too, as the server does (Echo runs /items/1/x with /items/:id).

@@ -15,6 +15,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -404,13 +405,26 @@ func choosePolicy(set *policy.Set, f verifyFlags) policyDecision {
 			}
 		}
 		tail(d.o, d.choice.Route)
-		for _, m := range set.AlsoAs(d.o, d.choice.Route) {
+		methods := set.AlsoAs(d.o, d.choice.Route)
+		own := len(methods)
+		for i := 0; i < len(methods); i++ {
 			o := d.o
-			o.Method, o.Overrides = m, ""
+			o.Method, o.Overrides = methods[i], ""
+			how := ""
+			if i >= own {
+				how = "method override HEAD runs as GET"
+			}
 			c, err := set.Choose(f.policy, o, nil)
-			d.also = append(d.also, alsoChoice{o: o, choice: c, err: err})
-			if err == nil {
-				tail(o, c.Route)
+			d.also = append(d.also, alsoChoice{o: o, choice: c, err: err, how: how})
+			if err != nil {
+				continue
+			}
+			tail(o, c.Route)
+			// As the server: an override naming HEAD runs as GET too.
+			for _, g := range set.AlsoAs(o, c.Route) {
+				if g != d.o.Method && !slices.Contains(methods, g) {
+					methods = append(methods, g)
+				}
 			}
 		}
 	}

@@ -494,6 +494,38 @@ func (s *Set) AlsoUnder(o request.Original, route int) iter.Seq2[*Policy, int] {
 	}
 }
 
+// WithoutFormat returns the policy, and its route's index, that must allow
+// the request o too when its path ends in a format suffix: the route that
+// matches o's path without the ".ext" its last segment ends with
+// (/admin.json as /admin; ext holds no '.', nothing follows it), when a
+// route matches that path and its policy is not the one chosen for o
+// (route: the index [Set.Choose] gave it; -1: the default decides). Rails
+// gives every route an optional (.:format), so it runs /admin.json with
+// the /admin action; a path no route matches without its suffix, or one
+// whose route has the chosen policy, is nothing here. Only for a policy
+// the routes chose: a policy chosen by name decides alone.
+func (s *Set) WithoutFormat(o request.Original, route int) (*Policy, int, bool) {
+	if s == nil || len(s.routes) == 0 || route >= len(s.routes) {
+		return nil, -1, false
+	}
+	slash := strings.LastIndexByte(o.Path, '/')
+	last := o.Path[slash+1:]
+	dot := strings.LastIndexByte(last, '.')
+	if dot <= 0 || dot == len(last)-1 {
+		return nil, -1, false
+	}
+	chosen := s.fallback
+	if route >= 0 {
+		chosen = s.routes[route].policy
+	}
+	o.Path, o.SentPath = o.Path[:slash+1+dot], ""
+	p, i := s.selectRoute(o)
+	if i < 0 || p == chosen {
+		return nil, -1, false
+	}
+	return p, i, true
+}
+
 // routeNames reports whether route i lists method in its methods.
 func (s *Set) routeNames(i int, method string) bool {
 	return s != nil && i >= 0 && i < len(s.routes) && slices.Contains(s.routes[i].methods, method)

@@ -161,6 +161,9 @@ func (s *Server) overridden(named string, o request.Original, known bool, route 
 		for p, i := range s.policies.AlsoUnder(o, route) {
 			out = append(out, overrideChoice{o: o, p: p, how: "the last segment of " + s.policies.RouteString(i) + " taking the rest of the path"})
 		}
+		if p, i, ok := s.policies.WithoutFormat(o, route); ok {
+			out = append(out, overrideChoice{o: o, p: p, how: "the path without its format suffix, " + s.policies.RouteString(i)})
+		}
 	}
 	tail(o, route)
 	methods := s.policies.AlsoAs(o, route)

@@ -37,6 +37,19 @@ func TestVerifyOverrideToHeadDecidedAsGet(t *testing.T) {
 	}
 }
 
+// TestVerifyFormatSuffix: jwksverify verify decides /admin.json under the
+// route of /admin too, as the server does (Rails runs it as /admin).
+func TestVerifyFormatSuffix(t *testing.T) {
+	cfg, user := adminRoutes(t, `
+  - {path: /admin/**, policy: admin}
+default_policy: anytoken
+`)
+	r := runBin(t, nil, "", "verify", "--config", cfg, "--explain", "--method", "GET", "--path", "/admin.json", user)
+	if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "format suffix") {
+		t.Fatalf("verify --method GET /admin.json with a non-admin token: exit %d, want 1 naming the format suffix\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
 // TestVerifyRouteEndingInStar: jwksverify verify decides a path below a
 // route ending in "*" that no route matches under that route's policy
 // too, as the server does (Echo runs /items/1/x with /items/:id).

@@ -403,6 +403,10 @@ func choosePolicy(set *policy.Set, f verifyFlags) policyDecision {
 				d.also = append(d.also, alsoChoice{o: o, choice: policy.Choice{Policy: p, By: policy.ByRoute, Route: i},
 					how: "the last segment of " + set.RouteString(i) + " taking the rest of the path"})
 			}
+			if p, i, ok := set.WithoutFormat(o, route); ok {
+				d.also = append(d.also, alsoChoice{o: o, choice: policy.Choice{Policy: p, By: policy.ByRoute, Route: i},
+					how: "the path without its format suffix, " + set.RouteString(i)})
+			}
 		}
 		tail(d.o, d.choice.Route)
 		methods := set.AlsoAs(d.o, d.choice.Route)

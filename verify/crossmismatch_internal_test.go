@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"testing"
@@ -139,10 +140,14 @@ func TestStandardCryptoReloadDropsPreparedVerdicts(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
 		standard bool
+		rate     float64 // the reloaded CrossCheckRate (0: the same as before)
 		wantHit  bool
 	}{
-		{"standard-library-turned-on", true, false},
-		{"prepared-kept", false, true},
+		{"standard-library-turned-on", true, 0, false},
+		{"prepared-kept", false, 0, true},
+		// Every accept checked from now on: the verdicts accepted unsampled
+		// before are not answered either.
+		{"cross-check-of-every-accept-turned-on", false, 1, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tc, err := NewTokenCache(TokenCacheOptions{MaxEntries: 100})
@@ -158,7 +163,8 @@ func TestStandardCryptoReloadDropsPreparedVerdicts(t *testing.T) {
 					t.Fatalf("v1.Verify() = %v (this test needs the forgery accepted unsampled)", err)
 				}
 			}
-			v2, err := New(Options{Issuers: v1.Issuers(), Now: v1.now, Cache: tc, Previous: v1, StandardCrypto: tt.standard})
+			rate := cmp.Or(tt.rate, 1e-9)
+			v2, err := New(Options{Issuers: v1.Issuers(), Now: v1.now, Cache: tc, Previous: v1, StandardCrypto: tt.standard, CrossCheckRate: rate})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -100,6 +100,14 @@ func (c preparedCrypto) drops(prev preparedCrypto) bool {
 	return prev.rs != nil && c.rs == nil || prev.es != nil && c.es == nil
 }
 
+// checksMore reports whether s cross-checks every accept of a prepared
+// verifier where prev, which had one, checked only a sample: the verdicts
+// prev cached include accepts that s would have checked (and that an
+// operator who raised CrossCheckRate to 1 no longer trusts unchecked).
+func (s *signer) checksMore(prev *signer) bool {
+	return s.cross.all && !prev.cross.all && (prev.prepared.rs != nil || prev.prepared.es != nil)
+}
+
 // defaultCrypto is the seam of a Verifier without StandardCrypto: the
 // prepared verifiers, each unless it steps aside for FIPS 140-3 mode or
 // BoringCrypto.

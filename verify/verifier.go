@@ -119,10 +119,13 @@ func New(opts Options) (*Verifier, error) {
 		maxKidless:    opts.MaxKidless,
 	}
 	v.sig = newSigner(opts, defaultCrypto())
-	// A reload that turns a prepared verifier off (StandardCrypto) carries
+	// A reload that turns a prepared verifier off (StandardCrypto), or
+	// that has every accept of one cross-checked (CrossCheckRate 1), carries
 	// no issuer over: the verdicts cached under the predecessor include that
-	// verifier's, which the operator has just stopped trusting.
-	carry := opts.Previous != nil && !v.sig.prepared.drops(opts.Previous.sig.prepared)
+	// verifier's unchecked accepts, which the operator has just stopped
+	// trusting.
+	carry := opts.Previous != nil && !v.sig.prepared.drops(opts.Previous.sig.prepared) &&
+		!v.sig.checksMore(&opts.Previous.sig)
 	compiled := make([]*issuer, 0, len(opts.Issuers))
 	for _, ic := range opts.Issuers {
 		is, err := compile(ic)

@@ -170,8 +170,9 @@ type Options struct {
 	// verdicts cached for an issuer not carried over are never answered by
 	// this verifier. No issuer is carried over when this verifier uses the
 	// standard library where Previous used a prepared verifier
-	// (StandardCrypto turned on): the verdicts cached under Previous are
-	// then not answered. Previous keeps working unchanged. Nil means no
+	// (StandardCrypto turned on), or cross-checks every accept of one where
+	// Previous sampled them (CrossCheckRate raised to 1): the verdicts
+	// cached under Previous are then not answered. Previous keeps working unchanged. Nil means no
 	// predecessor.
 	Previous *Verifier
 	// Tracer, if not nil, records a "verify" span per [Verifier.VerifyAt]

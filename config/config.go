@@ -109,6 +109,14 @@ type Plan struct {
 	// Hash identifies the file the plan was loaded from ([Hash] of its
 	// bytes); empty for a plan not loaded from a file (the demo).
 	Hash string
+	// Secrets are the files other than the configuration whose content
+	// the plan holds, read once by the load rather than at each use (the
+	// issuers' secret_file), by path, each with the [Hash] of the content
+	// read. A program that loads the configuration again when its file
+	// changes must do so when one of these changes too: the plan goes on
+	// verifying with the content it read (a rotated-away secret) until it
+	// is loaded again. Nil when there are none.
+	Secrets map[string]string
 }
 
 // Hash returns the identity of a configuration file's content: the first
@@ -435,6 +443,14 @@ func (f *file) planIssuers(p *Plan) ([]time.Duration, error) {
 			return nil, err
 		}
 		p.Issuers = append(p.Issuers, is)
+		if fi.SecretFile != "" && len(is.JWKS.StaticKeys) == 1 {
+			if secret, ok := is.JWKS.StaticKeys[0].Public.([]byte); ok {
+				if p.Secrets == nil {
+					p.Secrets = map[string]string{}
+				}
+				p.Secrets[fi.SecretFile] = Hash(secret)
+			}
+		}
 		waits = append(waits, longestWait(is))
 		if len(fi.ClaimsToHeaders) > 0 {
 			if p.Server.ClaimsToHeaders == nil {

@@ -52,6 +52,20 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 		h, _ := config.FileHash(m.KeysFile)
 		return m.KeysFile, h
 	}
+	// The running plan's secret files (config.Plan.Secrets) and their
+	// content as last tried: the plan holds what it read, so a secret
+	// written into its file (a leaked HMAC secret rotated, perhaps after
+	// the configuration's new secret_kid was loaded with the old content)
+	// is applied only by loading the configuration again.
+	secrets := svc.Plan().Secrets
+	secretsChanged := func() bool {
+		for path, sum := range secrets {
+			if h, err := config.FileHash(path); err == nil && h != sum {
+				return true
+			}
+		}
+		return false
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -75,6 +89,8 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 				logger.Info("configuration file changed: reloading", "file", path)
 			case keysChanged():
 				logger.Info("mint.keys_file changed after a failed reload: reloading the configuration", "file", path)
+			case secretsChanged():
+				logger.Info("a secret_file changed: reloading the configuration", "file", path)
 			default:
 				continue
 			}
@@ -88,11 +104,21 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 		// written) whose first half failed recorded its complete content
 		// as tried, and that content was never loaded.
 		before, herr := config.FileHash(path)
+		secretsBefore := make(map[string]string, len(secrets))
+		for p := range secrets {
+			// Unreadable now (being replaced): "" is tried again once it
+			// can be read.
+			secretsBefore[p], _ = config.FileHash(p)
+		}
 		plan, err := load()
 		if plan != nil {
 			seen = plan.Hash
-		} else if herr == nil {
-			seen = before // an invalid content is reported once, not every poll
+			secrets = plan.Secrets // what this load read
+		} else {
+			if herr == nil {
+				seen = before // an invalid content is reported once, not every poll
+			}
+			secrets = secretsBefore // likewise a refused secret
 		}
 		if err != nil {
 			svc.ReloadFailed(err)

@@ -45,9 +45,10 @@ type Index struct {
 	maxStale time.Duration
 	created  time.Time
 	// keep is how long past its expiry an entry is held (swept later,
-	// still read by Replace and Put): store memory's retention, so that a
+	// still read by Replace and Put): the store's retention, so that a
 	// clock stepped ahead and back again does not lose what the store
-	// acknowledged. Check, Get, List and Counts see only live entries.
+	// acknowledged (the memory store's log and Redis hold an entry as long).
+	// Check, Get, List and Counts see only live entries.
 	keep time.Duration
 
 	tab      atomic.Pointer[table]

@@ -104,13 +104,18 @@ type Redis struct {
 
 // The scripts. KEYS: entries, expiry, version. Each change bumps the
 // version and publishes "<version> <op> <payload>" so that followers see
-// gaps. Expired entries are dropped from Redis as changes come (a bounded
-// number at a time); every replica already ignores them by their expiry.
+// gaps. Entries expired for more than a retention (ARGV[4], milliseconds)
+// are dropped from Redis as changes come (a bounded number at a time), by
+// Redis's clock: one writer's clock running ahead must not erase entries
+// live for every other replica. Every replica already ignores expired
+// entries by their expiry.
 const (
 	addSource = `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
-local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[4], 'LIMIT', 0, 100)
+local t = redis.call('TIME')
+local cut = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) - tonumber(ARGV[4])
+local old = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', cut, 'LIMIT', 0, 100)
 for _, id in ipairs(old) do
   redis.call('HDEL', KEYS[1], id)
   redis.call('ZREM', KEYS[2], id)
@@ -183,6 +188,11 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 		versionKey: o.KeyPrefix + ":version", chn: o.KeyPrefix + ":changes",
 		cancel: cancel, done: make(chan struct{}),
 	}
+	// The copy holds what Redis holds (writers prune an entry one
+	// retention past its expiry): a clock stepped ahead and back must not
+	// sweep from it what a poll, finding the versions equal, then proves
+	// whole without reading it again.
+	r.idx.keep = o.Retention
 	go r.follow(ctx)
 	return r, nil
 }
@@ -213,7 +223,7 @@ func (r *Redis) Add(ctx context.Context, e Entry) (Entry, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.opts.Timeout)
 	defer cancel()
-	v, err := r.write(ctx, addSource, e.ID, b, e.ExpiresAt.UnixMilli(), now.Add(-r.opts.Retention).UnixMilli(), r.chn)
+	v, err := r.write(ctx, addSource, e.ID, b, e.ExpiresAt.UnixMilli(), r.opts.Retention.Milliseconds(), r.chn)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

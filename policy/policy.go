@@ -502,14 +502,16 @@ func (s *Set) AlsoUnder(o request.Original, route int) iter.Seq2[*Policy, int] {
 // (route: the index [Set.Choose] gave it; -1: the default decides). Rails
 // gives every route an optional (.:format), so it runs /admin.json with
 // the /admin action; a path no route matches without its suffix, or one
-// whose route has the chosen policy, is nothing here. Only for a policy
-// the routes chose: a policy chosen by name decides alone.
+// whose route has the chosen policy, is nothing here. Rails ignores a
+// trailing slash, so /admin.json/ is /admin too. Only for a policy the
+// routes chose: a policy chosen by name decides alone.
 func (s *Set) WithoutFormat(o request.Original, route int) (*Policy, int, bool) {
 	if s == nil || len(s.routes) == 0 || route >= len(s.routes) {
 		return nil, -1, false
 	}
-	slash := strings.LastIndexByte(o.Path, '/')
-	last := o.Path[slash+1:]
+	path := strings.TrimSuffix(o.Path, "/")
+	slash := strings.LastIndexByte(path, '/')
+	last := path[slash+1:]
 	dot := strings.LastIndexByte(last, '.')
 	if dot <= 0 || dot == len(last)-1 {
 		return nil, -1, false
@@ -518,12 +520,78 @@ func (s *Set) WithoutFormat(o request.Original, route int) (*Policy, int, bool) 
 	if route >= 0 {
 		chosen = s.routes[route].policy
 	}
-	o.Path, o.SentPath = o.Path[:slash+1+dot], ""
+	o.Path, o.SentPath = path[:slash+1+dot], ""
 	p, i := s.selectRoute(o)
 	if i < 0 || p == chosen {
 		return nil, -1, false
 	}
 	return p, i, true
+}
+
+// Reading is the original request as an application may also run it
+// ([Set.Readings]): as another method, or under another route, with the
+// policy chosen for it (Choice) or why none could be (Err).
+type Reading struct {
+	Original request.Original
+	Choice   Choice
+	Err      error
+	// How says why the request is read so, for a refusal's detail; ""
+	// for another method (the method says it).
+	How string
+}
+
+// Readings returns every other reading of o that must allow it too, o
+// having been chosen a policy under name and route ([Set.Choose]'s
+// Choice.Route): each method an application may run it as ([Set.AlsoAs]:
+// those its overrides name, GET for a HEAD; and GET for an override
+// naming HEAD, as for a HEAD, unless the route chosen for that HEAD names
+// HEAD), each with the policy name or else the routes choose for it; and,
+// for o and each of those when no name chose the policy, the routes that
+// also take it ([Set.AlsoUnder], [Set.WithoutFormat]). The one list the
+// server decides by and the CLI explains. Nil (without allocating) when
+// there are none.
+func (s *Set) Readings(name string, o request.Original, route int) []Reading {
+	var out []Reading
+	tail := func(o request.Original, route int) {
+		if name != "" {
+			return
+		}
+		for p, i := range s.AlsoUnder(o, route) {
+			out = append(out, Reading{Original: o, Choice: Choice{Policy: p, By: ByRoute, Route: i},
+				How: "the last segment of " + s.RouteString(i) + " taking the rest of the path"})
+		}
+		if p, i, ok := s.WithoutFormat(o, route); ok {
+			out = append(out, Reading{Original: o, Choice: Choice{Policy: p, By: ByRoute, Route: i},
+				How: "the path without its format suffix, " + s.RouteString(i)})
+		}
+	}
+	tail(o, route)
+	methods := s.AlsoAs(o, route)
+	own := len(methods) // those o names itself (and GET for its HEAD)
+	for i := 0; i < len(methods); i++ {
+		om := o
+		om.Method, om.Overrides = methods[i], ""
+		how := ""
+		if i >= own {
+			how = "method override HEAD runs as GET"
+		}
+		c, err := s.Choose(name, om, nil)
+		out = append(out, Reading{Original: om, Choice: c, Err: err, How: how})
+		if err != nil {
+			continue
+		}
+		tail(om, c.Route)
+		// An override naming HEAD runs the request as HEAD, which the
+		// application runs with the GET handler, as it does a HEAD: GET
+		// is decided too, unless the route chosen for that HEAD names
+		// HEAD (AlsoAs, as for a HEAD itself).
+		for _, g := range s.AlsoAs(om, c.Route) {
+			if g != o.Method && !slices.Contains(methods, g) {
+				methods = append(methods, g)
+			}
+		}
+	}
+	return out
 }
 
 // routeNames reports whether route i lists method in its methods.

@@ -58,7 +58,7 @@ type policyStage struct {
 	known bool // o is the original request
 	// overrides are the request as each method its overrides name would
 	// run it, with its policy (nil: none, the common case).
-	overrides []overrideChoice
+	overrides []policy.Reading
 	// anonymous: a request without a token passes, as the policy and the
 	// policy of every overridden method allow.
 	anonymous bool
@@ -132,75 +132,23 @@ func (s *Server) authorize(d *Decision, st *policyStage) {
 	}
 }
 
-// overrideChoice is the original request as one method its overrides name
-// would run it, with the policy that decides it or why none does.
-type overrideChoice struct {
-	o   request.Original
-	p   *policy.Policy
-	err error
-	// how says why o is decided by p too, for a refusal's detail: ""
-	// for a method override or a HEAD (the method says it).
-	how string
-}
-
-// overridden returns the original request o (when known) as each other
-// method an application may run it as (policy.Set.AlsoAs: those its
-// overrides name, and GET for a HEAD unless route, the route chosen for
-// it, names HEAD; GET too for an override naming HEAD, unless the route
-// chosen for that HEAD names it), with the policy that named (or else the routes) chooses
-// for it; nil (without allocating) when there are none.
-func (s *Server) overridden(named string, o request.Original, known bool, route int) []overrideChoice {
+// overridden returns the other readings of the original request o (when
+// known) that must allow it too ([policy.Set.Readings]); nil (without
+// allocating) when there are none.
+func (s *Server) overridden(named string, o request.Original, known bool, route int) []policy.Reading {
 	if !known {
 		return nil
 	}
-	var out []overrideChoice
-	tail := func(o request.Original, route int) {
-		if named != "" {
-			return
-		}
-		for p, i := range s.policies.AlsoUnder(o, route) {
-			out = append(out, overrideChoice{o: o, p: p, how: "the last segment of " + s.policies.RouteString(i) + " taking the rest of the path"})
-		}
-		if p, i, ok := s.policies.WithoutFormat(o, route); ok {
-			out = append(out, overrideChoice{o: o, p: p, how: "the path without its format suffix, " + s.policies.RouteString(i)})
-		}
-	}
-	tail(o, route)
-	methods := s.policies.AlsoAs(o, route)
-	own := len(methods) // those o names itself (and GET for its HEAD)
-	for i := 0; i < len(methods); i++ {
-		om := o
-		om.Method, om.Overrides = methods[i], ""
-		how := ""
-		if i >= own {
-			how = "method override HEAD runs as GET"
-		}
-		c, err := s.policies.Choose(named, om, nil)
-		out = append(out, overrideChoice{o: om, p: c.Policy, err: err, how: how})
-		if err != nil {
-			continue
-		}
-		tail(om, c.Route)
-		// An override naming HEAD runs the request as HEAD, which the
-		// application runs with the GET handler, as it does a HEAD: GET
-		// is decided too, unless the route chosen for that HEAD names
-		// HEAD (policy.Set.AlsoAs, as for a HEAD itself).
-		for _, g := range s.policies.AlsoAs(om, c.Route) {
-			if g != o.Method && !slices.Contains(methods, g) {
-				methods = append(methods, g)
-			}
-		}
-	}
-	return out
+	return s.policies.Readings(named, o, route)
 }
 
 // overridesAnonymous reports whether the policy of every overridden
 // method allows a request without a token, as the policy of its own method
 // did: an application that runs POST /orders/1?_method=DELETE as DELETE
 // must not get it anonymously because POST is anonymous.
-func overridesAnonymous(overrides []overrideChoice) bool {
+func overridesAnonymous(overrides []policy.Reading) bool {
 	for _, c := range overrides {
-		if c.err != nil || !c.p.AllowAnonymous() {
+		if c.Err != nil || !c.Choice.Policy.AllowAnonymous() {
 			return false
 		}
 	}
@@ -213,23 +161,23 @@ func overridesAnonymous(overrides []overrideChoice) bool {
 // (nil when none could be chosen), the requirement, and why.
 func overridesAllow(d *Decision, st *policyStage) (*policy.Policy, string, error) {
 	for _, c := range st.overrides {
-		if c.err != nil {
-			return c.p, policy.ReqRequest, c.err
+		if c.Err != nil {
+			return c.Choice.Policy, policy.ReqRequest, c.Err
 		}
-		if err := c.p.Evaluate(d.Result, policy.Request{Original: c.o, Known: true}); err != nil {
+		if err := c.Choice.Policy.Evaluate(d.Result, policy.Request{Original: c.Original, Known: true}); err != nil {
 			req := policy.ReqPolicy
 			var dn *policy.Denial
 			if errors.As(err, &dn) {
 				req = dn.Requirement
 			}
-			how := "method override " + c.o.Method
+			how := "method override " + c.Original.Method
 			switch {
-			case c.how != "":
-				how = c.how
-			case st.o.Method == http.MethodHead && c.o.Method == http.MethodGet:
+			case c.How != "":
+				how = c.How
+			case st.o.Method == http.MethodHead && c.Original.Method == http.MethodGet:
 				how = "HEAD runs as GET"
 			}
-			return c.p, req, fmt.Errorf("%s: %w", how, err)
+			return c.Choice.Policy, req, fmt.Errorf("%s: %w", how, err)
 		}
 	}
 	return nil, "", nil

@@ -47,6 +47,7 @@ func TestFormatSuffixDecidedAsItsPath(t *testing.T) {
 		{"admin-json-user", "GET", "/admin.json", user, 403},
 		{"admin-json-admin", "GET", "/admin.json", admin, 200},
 		{"admin-xml-query", "GET", "/admin.xml?page=2", "", 401},
+		{"admin-json-trailing-slash", "GET", "/admin.json/", "", 401}, // Rails ignores the slash
 		{"export-csv-anonymous", "GET", "/reports/export.csv", "", 401},
 		{"export-csv-override", "GET", "/reports/export.csv?_method=DELETE", user, 403},
 		// The stripped reading matches no route, or one of the same policy.

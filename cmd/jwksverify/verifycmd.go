@@ -15,7 +15,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -367,17 +366,7 @@ type policyDecision struct {
 	// (policy.Set.AlsoAs: GET for a HEAD; policy.Set.AlsoUnder: the route
 	// ending in "*" an application may run a deeper path with), each with
 	// its choice.
-	also []alsoChoice
-}
-
-// alsoChoice is the original request as another method an application
-// may run it as, or under another route, with the policy chosen for it or
-// why none was.
-type alsoChoice struct {
-	o      request.Original
-	choice policy.Choice
-	err    error
-	how    string // "": another method (the method says it)
+	also []policy.Reading // as the server decides (policy.Set.Readings)
 }
 
 // choosePolicy chooses the policy of the flags; its step says which and how.
@@ -394,43 +383,7 @@ func choosePolicy(set *policy.Set, f verifyFlags) policyDecision {
 	}
 	d.choice, d.err = set.Choose(f.policy, d.o, d.oerr)
 	if d.err == nil && d.oerr == nil {
-		// As the server (server.overridden).
-		tail := func(o request.Original, route int) {
-			if f.policy != "" {
-				return
-			}
-			for p, i := range set.AlsoUnder(o, route) {
-				d.also = append(d.also, alsoChoice{o: o, choice: policy.Choice{Policy: p, By: policy.ByRoute, Route: i},
-					how: "the last segment of " + set.RouteString(i) + " taking the rest of the path"})
-			}
-			if p, i, ok := set.WithoutFormat(o, route); ok {
-				d.also = append(d.also, alsoChoice{o: o, choice: policy.Choice{Policy: p, By: policy.ByRoute, Route: i},
-					how: "the path without its format suffix, " + set.RouteString(i)})
-			}
-		}
-		tail(d.o, d.choice.Route)
-		methods := set.AlsoAs(d.o, d.choice.Route)
-		own := len(methods)
-		for i := 0; i < len(methods); i++ {
-			o := d.o
-			o.Method, o.Overrides = methods[i], ""
-			how := ""
-			if i >= own {
-				how = "method override HEAD runs as GET"
-			}
-			c, err := set.Choose(f.policy, o, nil)
-			d.also = append(d.also, alsoChoice{o: o, choice: c, err: err, how: how})
-			if err != nil {
-				continue
-			}
-			tail(o, c.Route)
-			// As the server: an override naming HEAD runs as GET too.
-			for _, g := range set.AlsoAs(o, c.Route) {
-				if g != d.o.Method && !slices.Contains(methods, g) {
-					methods = append(methods, g)
-				}
-			}
-		}
+		d.also = set.Readings(f.policy, d.o, d.choice.Route)
 	}
 	c := d.choice
 	d.step = verify.Step{Check: "policy", OK: d.err == nil}
@@ -472,13 +425,13 @@ func (d policyDecision) decide(res *verify.Result) (steps []verify.Step, by *pol
 	// As the server: every other reading of the request must be allowed
 	// too (a HEAD runs as GET; a path below a route ending in "*").
 	for _, a := range d.also {
-		how := cmp.Or(a.how, fmt.Sprintf("%s runs as %s", d.o.Method, a.o.Method))
-		if a.err != nil {
-			return append(steps, verify.Step{Check: "policy", Detail: how + ": " + a.err.Error()}), nil, a.err
+		how := cmp.Or(a.How, fmt.Sprintf("%s runs as %s", d.o.Method, a.Original.Method))
+		if a.Err != nil {
+			return append(steps, verify.Step{Check: "policy", Detail: how + ": " + a.Err.Error()}), nil, a.Err
 		}
-		asteps, err := a.choice.Policy.Explain(res, policy.Request{Original: a.o, Known: true})
+		asteps, err := a.Choice.Policy.Explain(res, policy.Request{Original: a.Original, Known: true})
 		if err != nil {
-			return append(append(steps, verify.Step{Check: "policy", OK: true, Detail: how + ": " + a.choice.Policy.Name()}), asteps...), a.choice.Policy, err
+			return append(append(steps, verify.Step{Check: "policy", OK: true, Detail: how + ": " + a.Choice.Policy.Name()}), asteps...), a.Choice.Policy, err
 		}
 	}
 	return steps, nil, nil

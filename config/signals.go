@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net/url"
-	"strings"
 
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/signals"
@@ -66,10 +65,11 @@ func (f *file) planSignals(p *Plan) error {
 				section = path + ".ssf"
 			}
 			switch {
-			case strings.Contains(fi.Issuer, "{tenantid}"):
-				return fmt.Errorf("%s: the issuer %q is a {tenantid} template, which takes no signals (a logout token or SET must name one issuer exactly); configure the tenant's issuer itself", section, fi.Issuer)
+			case p.Issuers[i].Verify.TakesSignals(): // planIssuers planned f.Issuers in order
 			case fi.SPIFFE != nil:
 				return fmt.Errorf("%s: a SPIFFE trust domain takes no signals (a logout token or SET must name one issuer exactly)", section)
+			default:
+				return fmt.Errorf("%s: the issuer %q is a {tenantid} template, which takes no signals (a logout token or SET must name one issuer exactly); configure the tenant's issuer itself", section, fi.Issuer)
 			}
 		}
 		if bl := fi.BackchannelLogout; bl != nil {
@@ -82,14 +82,14 @@ func (f *file) planSignals(p *Plan) error {
 		if s := fi.SSF; s != nil {
 			is.SSF = &signals.SSF{Audiences: s.Audiences}
 			if s.Push != nil {
-				b, err := bearerToken(path+".ssf.push.bearer_token_file", s.Push.BearerTokenFile, true)
+				b, err := bearerToken(p, path+".ssf.push.bearer_token_file", s.Push.BearerTokenFile, true)
 				if err != nil {
 					return err
 				}
 				is.SSF.PushBearer = b
 			}
 			if s.Poll != nil && s.Poll.URL != "" {
-				po, err := fi.planPoll(path+".ssf.poll", s.Poll)
+				po, err := fi.planPoll(p, path+".ssf.poll", s.Poll)
 				if err != nil {
 					return err
 				}
@@ -128,8 +128,8 @@ func (f *file) planSignals(p *Plan) error {
 	return nil
 }
 
-// planPoll plans an issuer's ssf.poll (at path) with a url.
-func (fi *fileIssuer) planPoll(path string, in *fileSSFPoll) (signals.PollOptions, error) {
+// planPoll plans an issuer's ssf.poll (at path) with a url, for p.
+func (fi *fileIssuer) planPoll(p *Plan, path string, in *fileSSFPoll) (signals.PollOptions, error) {
 	if err := jwks.CheckURL(in.URL, fi.AllowInsecureHTTP); err != nil {
 		return signals.PollOptions{}, fmt.Errorf("%s.url: %w", path, err)
 	}
@@ -140,7 +140,7 @@ func (fi *fileIssuer) planPoll(path string, in *fileSSFPoll) (signals.PollOption
 		Interval: orDuration(in.Interval, 0), MaxEvents: int(deref(in.MaxEvents)),
 	}
 	if in.BearerTokenFile != "" {
-		b, err := bearerToken(path+".bearer_token_file", in.BearerTokenFile, false)
+		b, err := bearerToken(p, path+".bearer_token_file", in.BearerTokenFile, false)
 		if err != nil {
 			return o, err
 		}
@@ -155,19 +155,20 @@ func (fi *fileIssuer) planPoll(path string, in *fileSSFPoll) (signals.PollOption
 // bearerToken reads a bearer token file at path (field names it): its
 // contents without surrounding white space (a trailing newline is not part
 // of it), at most MaxBearerTokenBytes, non-empty (required: the key must be
-// set).
-func bearerToken(field, path string, required bool) (string, error) {
+// set). It records the file in p (Plan.Secrets): the token is read once.
+func bearerToken(p *Plan, field, path string, required bool) (string, error) {
 	if path == "" {
 		if required {
 			return "", fmt.Errorf("%s: required", field)
 		}
 		return "", nil
 	}
-	b, err := readRegular(path, MaxBearerTokenBytes)
+	raw, err := readRegular(path, MaxBearerTokenBytes)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", field, err)
 	}
-	b = bytes.TrimSpace(b)
+	p.readOnce(path, raw)
+	b := bytes.TrimSpace(raw)
 	if len(b) == 0 {
 		return "", fmt.Errorf("%s: %s is empty", field, path)
 	}

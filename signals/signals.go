@@ -23,7 +23,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/loglimit"
@@ -204,7 +203,7 @@ func New(opts Options) (*Receiver, error) {
 	// trust domain or SkipIssuerCheck (a signal names one issuer exactly).
 	configured := map[string]bool{}
 	for _, is := range opts.Verifier.Issuers() {
-		configured[is.Issuer] = !strings.Contains(is.Issuer, "{tenantid}") && is.TrustDomain == "" && !is.SkipIssuerCheck
+		configured[is.Issuer] = is.TakesSignals()
 	}
 	r := &Receiver{
 		v: opts.Verifier, issuers: map[string]*Issuer{}, replay: opts.Replay, store: opts.Store,

@@ -87,7 +87,7 @@ func (v *Verifier) signed(ctx context.Context, token string, now time.Time) (*Si
 	if err != nil {
 		return nil, nil, h.kid, err
 	}
-	if is.cfg.Issuer != cl.iss || is.template || is.spiffe != "" || is.cfg.SkipIssuerCheck {
+	if is.cfg.Issuer != cl.iss || !is.cfg.TakesSignals() {
 		return nil, nil, h.kid, fmt.Errorf("%w: iss %s is not a configured issuer's exact name", ErrWrongIssuer, quote(cl.iss))
 	}
 	spec, err := is.checkAlg(h, nil)

@@ -29,6 +29,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strings"
 	"time"
 
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -136,6 +137,15 @@ type Issuer struct {
 	// ([Verifier.VerifyIDToken]). The zero value accepts none. Audiences,
 	// Type and RequiredClaims apply to access tokens only.
 	IDToken IDTokenPolicy
+}
+
+// TakesSignals reports whether tokens of the issuer c configures can be
+// signals ([Verifier.VerifySigned]: logout tokens, SETs): a signal names
+// one issuer exactly, so a {tenantid} template, a SPIFFE trust domain and
+// an issuer that skips the issuer check refuse every one. The one rule
+// config and signals check a configuration against.
+func (c Issuer) TakesSignals() bool {
+	return !strings.Contains(c.Issuer, tenantPlaceholder) && c.TrustDomain == "" && !c.SkipIssuerCheck
 }
 
 // Options configure a [Verifier].

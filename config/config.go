@@ -111,12 +111,22 @@ type Plan struct {
 	Hash string
 	// Secrets are the files other than the configuration whose content
 	// the plan holds, read once by the load rather than at each use (the
-	// issuers' secret_file), by path, each with the [Hash] of the content
-	// read. A program that loads the configuration again when its file
+	// issuers' secret_file, the ssf push and poll bearer_token_file), by
+	// path, each with the [Hash] of the content read. A program that loads the configuration again when its file
 	// changes must do so when one of these changes too: the plan goes on
 	// verifying with the content it read (a rotated-away secret) until it
 	// is loaded again. Nil when there are none.
 	Secrets map[string]string
+}
+
+// readOnce records that the plan holds the content raw of the file at path
+// (Plan.Secrets): raw is the file's bytes as read, whose [Hash] a watcher
+// compares with [FileHash].
+func (p *Plan) readOnce(path string, raw []byte) {
+	if p.Secrets == nil {
+		p.Secrets = map[string]string{}
+	}
+	p.Secrets[path] = Hash(raw)
 }
 
 // Hash returns the identity of a configuration file's content: the first
@@ -445,10 +455,7 @@ func (f *file) planIssuers(p *Plan) ([]time.Duration, error) {
 		p.Issuers = append(p.Issuers, is)
 		if fi.SecretFile != "" && len(is.JWKS.StaticKeys) == 1 {
 			if secret, ok := is.JWKS.StaticKeys[0].Public.([]byte); ok {
-				if p.Secrets == nil {
-					p.Secrets = map[string]string{}
-				}
-				p.Secrets[fi.SecretFile] = Hash(secret)
+				p.readOnce(fi.SecretFile, secret) // the file's bytes, as read
 			}
 		}
 		waits = append(waits, longestWait(is))

@@ -24,7 +24,7 @@ func TestReadFileFIFONeverBlocks(t *testing.T) {
 	}{
 		{"SecretKey", func() error { _, _, err := SecretKey(fifo, ""); return err },
 			func(err error) bool { return errors.Is(err, fileread.ErrNotRegular) }},
-		{"bearerToken", func() error { _, err := bearerToken("ssf.push.bearer_token_file", fifo, true); return err },
+		{"bearerToken", func() error { _, err := bearerToken(new(Plan), "ssf.push.bearer_token_file", fifo, true); return err },
 			func(err error) bool { return errors.Is(err, fileread.ErrNotRegular) }},
 		{"ReadFile", func() error {
 			b, err := ReadFile(fifo, maxConfigBytes)

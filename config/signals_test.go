@@ -150,3 +150,27 @@ func TestPlanSignalsRefusedWhereNoSignalIsTaken(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanRecordsFilesReadOnce: a plan holds the content of the files it
+// read once (the push and poll bearer tokens here), each with the hash of
+// the bytes read, which is what FileHash gives while the file is unchanged
+// (a watcher that compared a trimmed token's hash would reload forever):
+// a bearer token rotated by writing its file is applied by loading the
+// configuration again (cmd's watch), not left accepted until a SIGHUP.
+func TestPlanRecordsFilesReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	p, err := Parse([]byte(signalsDoc(t, dir, "")), dir, Overrides{}, noEnv)
+	if err != nil {
+		t.Fatalf("Parse() = %v", err)
+	}
+	for _, name := range []string{"push", "poll"} {
+		path := filepath.Join(dir, name)
+		want, err := FileHash(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := p.Secrets[path]; !ok || got != want {
+			t.Errorf("Plan.Secrets[%s] = %q, %v; want %q (FileHash of the unchanged file)", name, got, ok, want)
+		}
+	}
+}

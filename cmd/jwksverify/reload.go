@@ -58,13 +58,13 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 	// the configuration's new secret_kid was loaded with the old content)
 	// is applied only by loading the configuration again.
 	secrets := svc.Plan().Secrets
-	secretsChanged := func() bool {
+	secretsChanged := func() string {
 		for path, sum := range secrets {
 			if h, err := config.FileHash(path); err == nil && h != sum {
-				return true
+				return path
 			}
 		}
-		return false
+		return ""
 	}
 	for {
 		select {
@@ -89,10 +89,12 @@ func watch(ctx context.Context, svc *service.Service, path string, load func() (
 				logger.Info("configuration file changed: reloading", "file", path)
 			case keysChanged():
 				logger.Info("mint.keys_file changed after a failed reload: reloading the configuration", "file", path)
-			case secretsChanged():
-				logger.Info("a secret_file changed: reloading the configuration", "file", path)
 			default:
-				continue
+				changed := secretsChanged()
+				if changed == "" {
+					continue
+				}
+				logger.Info("a file the configuration read changed: reloading the configuration", "file", path, "changed", changed)
 			}
 		}
 		retryKeys, retrySum = "", ""

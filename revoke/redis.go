@@ -107,10 +107,14 @@ type Redis struct {
 // gaps. Entries expired for more than a retention (ARGV[4], milliseconds)
 // are dropped from Redis as changes come (a bounded number at a time), by
 // Redis's clock: one writer's clock running ahead must not erase entries
-// live for every other replica. Every replica already ignores expired
+// live for every other replica. TIME before a write needs the script
+// replicated by its effects: Redis 7's only mode, 5 and 6's default, asked
+// for explicitly where the call exists (a server set to
+// lua-replicate-commands no). Every replica already ignores expired
 // entries by their expiry.
 const (
 	addSource = `
+if redis.replicate_commands then redis.replicate_commands() end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
 local t = redis.call('TIME')

@@ -40,11 +40,17 @@ type grpcEnv struct {
 // extra registrations) and dials it. Everything stops in t.Cleanup.
 func startGRPC(t *testing.T, e *env, register ...func(*grpc.Server)) *grpcEnv {
 	t.Helper()
+	return startGRPCWith(t, e, nil, register...)
+}
+
+// startGRPCWith is startGRPC with more server options (an interceptor).
+func startGRPCWith(t *testing.T, e *env, opts []grpc.ServerOption, register ...func(*grpc.Server)) *grpcEnv {
+	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(server.DefaultMaxBodyBytes))
+	g := grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(server.DefaultMaxBodyBytes)}, opts...)...)
 	if len(register) == 0 {
 		Register(g, e.srv)
 	}

@@ -2,7 +2,6 @@ package extauthz
 
 import (
 	"context"
-	"net"
 	"sync"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // TestInterceptorEditsTheAnswerOfItsCall: a unary interceptor that edits
@@ -108,24 +106,5 @@ func TestInterceptorEditsTheAnswerOfItsCall(t *testing.T) {
 // unary interceptor ic, and returns a client of it.
 func serveIntercepted(t *testing.T, e *env, ic grpc.UnaryServerInterceptor) authv3.AuthorizationClient {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := grpc.NewServer(grpc.UnaryInterceptor(ic))
-	Register(g, e.srv)
-	served := make(chan error, 1)
-	go func() { served <- g.Serve(lis) }()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Close()
-		g.Stop()
-		if err := <-served; err != nil {
-			t.Errorf("Serve() = %v", err)
-		}
-	})
-	return authv3.NewAuthorizationClient(conn)
+	return startGRPCWith(t, e, []grpc.ServerOption{grpc.UnaryInterceptor(ic)}).authz
 }

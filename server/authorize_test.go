@@ -312,3 +312,14 @@ func TestAuthzPathsUpstreamsReadOtherwise(t *testing.T) {
 		})
 	}
 }
+
+// newRoutedEnv is newPolicyEnvWith's server with the policies and routes
+// of o instead of its own.
+func newRoutedEnv(t *testing.T, o policy.Options) *env {
+	t.Helper()
+	set, err := policy.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPolicyEnvWith(t, nil, func(opts *Options) { opts.Policies = set })
+}

@@ -16,23 +16,17 @@ import (
 // reading no route matches, or one with the same policy, is decided as
 // before.
 func TestFormatSuffixDecidedAsItsPath(t *testing.T) {
-	e := newPolicyEnvWith(t, nil, func(o *Options) {
-		set, err := policy.New(policy.Options{
-			Policies: []policy.Spec{
-				{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
-				{Name: "public", AllowAnonymous: true},
-			},
-			Routes: []policy.Route{
-				{Path: "/admin/**", Policy: "admin"},
-				{Path: "/reports/export", Policy: "admin"},
-				{Path: "/reports/*", Policy: "public"},
-			},
-			DefaultPolicy: "public",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Policies = set
+	e := newRoutedEnv(t, policy.Options{
+		Policies: []policy.Spec{
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "public", AllowAnonymous: true},
+		},
+		Routes: []policy.Route{
+			{Path: "/admin/**", Policy: "admin"},
+			{Path: "/reports/export", Policy: "admin"},
+			{Path: "/reports/*", Policy: "public"},
+		},
+		DefaultPolicy: "public",
 	})
 	user := mint(claims(map[string]any{"groups": []string{"users"}}))
 	admin := mint(claims(map[string]any{"groups": []string{"admins"}}))

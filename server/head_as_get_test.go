@@ -13,24 +13,18 @@ import (
 // is also decided as GET, as a method override is: with a strict route for
 // GET and a lax one for every other method, HEAD passed under the lax one.
 func TestHeadDecidedAsGet(t *testing.T) {
-	e := newPolicyEnvWith(t, nil, func(o *Options) {
-		set, err := policy.New(policy.Options{
-			Policies: []policy.Spec{
-				{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
-				{Name: "public", AllowAnonymous: true},
-				{Name: "allow"},
-			},
-			Routes: []policy.Route{
-				{Methods: []string{"GET"}, Path: "/reports/**", Policy: "admin"},
-				{Path: "/reports/**", Policy: "public"},
-				{Methods: []string{"GET", "HEAD"}, Path: "/docs/**", Policy: "allow"},
-			},
-			DefaultPolicy: "admin",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Policies = set
+	e := newRoutedEnv(t, policy.Options{
+		Policies: []policy.Spec{
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "public", AllowAnonymous: true},
+			{Name: "allow"},
+		},
+		Routes: []policy.Route{
+			{Methods: []string{"GET"}, Path: "/reports/**", Policy: "admin"},
+			{Path: "/reports/**", Policy: "public"},
+			{Methods: []string{"GET", "HEAD"}, Path: "/docs/**", Policy: "allow"},
+		},
+		DefaultPolicy: "admin",
 	})
 	user := mint(claims(map[string]any{"groups": []string{"users"}}))
 	admin := mint(claims(map[string]any{"groups": []string{"admins"}}))

@@ -14,26 +14,20 @@ import (
 // decided as GET too, as a HEAD itself is: with a strict route for GET and
 // a lax one for the other methods, it passed under the lax one.
 func TestOverrideToHeadDecidedAsGet(t *testing.T) {
-	e := newPolicyEnvWith(t, nil, func(o *Options) {
-		set, err := policy.New(policy.Options{
-			Policies: []policy.Spec{
-				{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
-				{Name: "public", AllowAnonymous: true},
-				{Name: "probe", AllowAnonymous: true},
-			},
-			Routes: []policy.Route{
-				{Methods: []string{"GET"}, Path: "/reports/**", Policy: "admin"},
-				{Path: "/reports/**", Policy: "public"},
-				// A route naming HEAD decides a HEAD alone (POLICIES.md).
-				{Methods: []string{"HEAD"}, Path: "/healthz", Policy: "probe"},
-				{Methods: []string{"POST"}, Path: "/healthz", Policy: "public"},
-			},
-			DefaultPolicy: "admin",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		o.Policies = set
+	e := newRoutedEnv(t, policy.Options{
+		Policies: []policy.Spec{
+			{Name: "admin", Claims: []policy.Claim{{Claim: "groups", AnyOf: []any{"admins"}}}},
+			{Name: "public", AllowAnonymous: true},
+			{Name: "probe", AllowAnonymous: true},
+		},
+		Routes: []policy.Route{
+			{Methods: []string{"GET"}, Path: "/reports/**", Policy: "admin"},
+			{Path: "/reports/**", Policy: "public"},
+			// A route naming HEAD decides a HEAD alone (POLICIES.md).
+			{Methods: []string{"HEAD"}, Path: "/healthz", Policy: "probe"},
+			{Methods: []string{"POST"}, Path: "/healthz", Policy: "public"},
+		},
+		DefaultPolicy: "admin",
 	})
 	user := mint(claims(map[string]any{"groups": []string{"users"}}))
 	admin := mint(claims(map[string]any{"groups": []string{"admins"}}))

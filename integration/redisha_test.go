@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -428,6 +429,20 @@ func TestRedisSentinelFailover(t *testing.T) {
 	for _, j := range []*jwksverifyProc{a, b} {
 		if j.exited() {
 			t.Errorf("a jwksverify replica exited: %s", j.Output())
+		}
+		notJSON(t, j.Output())
+	}
+}
+
+// notJSON fails t for each line of a jwksverify process's output that is
+// not one JSON object: the Redis client library's own lines (a Sentinel or
+// master it cannot reach) came as text on stderr, which a log pipeline
+// cannot parse.
+func notJSON(t *testing.T, out string) {
+	t.Helper()
+	for line := range strings.Lines(out) {
+		if line = strings.TrimSpace(line); line != "" && !json.Valid([]byte(line)) {
+			t.Errorf("a line of jwksverify's output is not JSON: %q", line)
 		}
 	}
 }

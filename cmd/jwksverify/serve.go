@@ -192,6 +192,7 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 		logger = slog.New(logHandler{logger.Handler()})
 	}
 	defer tr.shutdown(logger, plan.ShutdownTimeout)
+	useRedisLog(logger.Handler())
 	bi := buildinfo.Read()
 	svc, err := service.New(plan, service.Options{Logger: logger, Tracer: tr.tracer, Propagator: tr.propagator(),
 		Version: bi.Version, Revision: bi.Revision})

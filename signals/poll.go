@@ -97,7 +97,8 @@ type PollStats struct {
 // Poller polls a transmitter for SETs (RFC 8936) until it is closed: every
 // Interval, and at once while acknowledgements or errors are pending (a
 // poll whose SETs could none be stored waits the Interval, whatever
-// moreAvailable says: they come again); after a failure it waits twice as long as
+// moreAvailable says: they come again; so does one that was handed back
+// only the SETs it had just acknowledged or reported); after a failure it waits twice as long as
 // the last time, up to [MaxPollBackoff]. Each request acknowledges the
 // SETs the previous ones stored (ack) and reports those refused
 // (setErrs), asks for at most MaxEvents and returnImmediately. It owns one
@@ -207,7 +208,7 @@ func (p *Poller) run(ctx context.Context) {
 	for {
 		// moreAvailable needs no rule of its own: an answer with SETs to
 		// report is followed at once, and one without waits (below).
-		err := p.poll(ctx, &ack, errs)
+		progress, err := p.poll(ctx, &ack, errs)
 		var wait time.Duration
 		switch {
 		case ctx.Err() != nil:
@@ -217,7 +218,7 @@ func (p *Poller) run(ctx context.Context) {
 			backoff = min(max(2*backoff, p.o.Interval), max(MaxPollBackoff, p.o.Interval))
 			wait = backoff
 			p.log.Warn("SET poll failed", "issuer", p.o.Issuer, "retry_in", wait, "err", err)
-		case len(ack) > 0 || len(errs) > 0:
+		case progress && (len(ack) > 0 || len(errs) > 0):
 			// This answer's SETs were stored or refused: report them at
 			// once (and take what more the transmitter has).
 			backoff = 0
@@ -227,6 +228,10 @@ func (p *Poller) run(ctx context.Context) {
 			// once, moreAvailable or not, would be handed the same SETs
 			// back while whatever deferred them still fails: a request,
 			// a signature check and a store attempt per SET, back to back.
+			// So for an answer that brought nothing new: only SETs the
+			// poll had just acknowledged or reported, handed back (a
+			// transmitter that drops neither): what it has to report goes
+			// with the next poll, after the interval.
 			backoff, wait = 0, p.o.Interval
 		}
 		if wait > 0 {
@@ -245,15 +250,26 @@ func (p *Poller) run(ctx context.Context) {
 // applies the SETs of its answer. Once the transmitter answered 200, *ack
 // and errs hold what the next poll must report: the SETs this answer
 // brought. Whether the transmitter has more decides nothing: run follows
-// an answer with something to report at once, and waits after any other.
-func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr) error {
+// an answer with something new to report at once, and waits after any
+// other. progress is whether the answer brought something new: a SET
+// stored, or one this request did not just acknowledge or report (a
+// transmitter handing those back dropped neither, and would hand them
+// back again at once).
+func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr) (progress bool, err error) {
 	body, err := json.Marshal(pollRequest{Ack: *ack, SetErrs: errs, MaxEvents: p.o.MaxEvents, ReturnImmediately: true})
 	if err != nil {
-		return err
+		return false, err
+	}
+	reported := make(map[string]bool, len(*ack)+len(errs))
+	for _, jti := range *ack {
+		reported[jti] = true
+	}
+	for jti := range errs {
+		reported[jti] = true
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.o.URL, bytes.NewReader(body))
 	if err != nil {
-		return err
+		return false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -268,24 +284,24 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return fmt.Errorf("POST %s: %w", redactURL(p.o.URL), err)
+		return false, fmt.Errorf("POST %s: %w", redactURL(p.o.URL), err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, p.o.MaxResponseBytes+1))
 	if err != nil {
-		return fmt.Errorf("reading the response: %w", err)
+		return false, fmt.Errorf("reading the response: %w", err)
 	}
 	if int64(len(data)) > p.o.MaxResponseBytes {
-		return fmt.Errorf("the response is larger than %d bytes", p.o.MaxResponseBytes)
+		return false, fmt.Errorf("the response is larger than %d bytes", p.o.MaxResponseBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
 		// The code only, as jwks and introspect: the reason phrase is the
 		// transmitter's text, of any length, logged at every poll.
-		return fmt.Errorf("the transmitter answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+		return false, fmt.Errorf("the transmitter answered %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	}
 	sets, _, err := ParsePollResponse(data)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// The transmitter has the acknowledgements and errors it was sent.
 	p.polls.Add(1)
@@ -298,13 +314,14 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 	sort.Strings(jtis)
 	for _, jti := range jtis {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return progress, ctx.Err()
 		}
 		if got, ok := setJTI(sets[jti]); !ok || got != jti {
 			// Acknowledged by its member name: a SET filed under another
 			// jti would acknowledge one that nothing stored.
 			errs[jti] = setErr{Err: "invalid_request", Description: "the SET's jti is not the name it is listed under"}
 			p.refused.Add(1)
+			progress = progress || !reported[jti]
 			continue
 		}
 		err := p.o.Receive(ctx, sets[jti])
@@ -312,14 +329,16 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 		case err == nil || errors.Is(err, ErrReplayed):
 			*ack = append(*ack, jti)
 			p.acked.Add(1)
+			progress = progress || err == nil || !reported[jti]
 		case errors.Is(err, ErrInvalid):
 			errs[jti] = setErr{Err: Code(err), Description: err.Error()}
 			p.refused.Add(1)
+			progress = progress || !reported[jti]
 		default:
 			p.deferred.Add(1)
 		}
 	}
-	return nil
+	return progress, nil
 }
 
 // setJTI returns the jti claim of the SET token, read without verifying

@@ -303,31 +303,63 @@ func numericDate(v string) (time.Time, error) {
 	return time.Unix(int64(sec), int64(nsec)).UTC(), nil
 }
 
-// decimalDate reads a non-negative NumericDate written as digits, a point
-// and digits (no exponent) exactly, to the nanosecond, dropping the digits
-// after the ninth: a float64 holds 1893553444.999999999 as
-// …445.000000000, an iat that moved past a revocation's issued_before
-// (iat equal to it is not before). It reports false for any other form.
+// decimalDate reads a non-negative NumericDate written with a fraction, an
+// exponent or both exactly, to the nanosecond, dropping the digits after
+// the ninth: a float64 holds 1893553444.999999999 as …445.000000000, an iat
+// that moved past a revocation's issued_before (iat equal to it is not
+// before). 1.8935534449999999999e9 and 18935534449999999999e-10 are the
+// same number and read the same. It reports false for a negative number,
+// one past maxNumericDate and an exponent beyond ±maxDateExponent (the
+// float path clamps them).
 func decimalDate(v string) (time.Time, bool) {
-	ip, fp, ok := strings.Cut(v, ".")
-	if !ok || ip == "" || fp == "" || ip[0] == '-' {
+	if v == "" || v[0] == '-' {
 		return time.Time{}, false
 	}
-	for _, c := range fp {
-		if c < '0' || c > '9' {
+	mant, exp := v, 0
+	if i := strings.IndexAny(v, "eE"); i >= 0 {
+		mant = v[:i]
+		es := v[i+1:]
+		if len(es) > 6 {
+			return time.Time{}, false
+		}
+		e, err := strconv.Atoi(es) // validated JSON: [+-]?[0-9]+
+		if err != nil || e > maxDateExponent || e < -maxDateExponent {
+			return time.Time{}, false
+		}
+		exp = e
+	}
+	ip, fp, _ := strings.Cut(mant, ".")
+	if ip == "" {
+		return time.Time{}, false
+	}
+	// digit returns the k-th digit of ip followed by fp, 0 past either end.
+	digit := func(k int) int64 {
+		switch {
+		case k < 0 || k >= len(ip)+len(fp):
+			return 0
+		case k < len(ip):
+			return int64(ip[k] - '0')
+		default:
+			return int64(fp[k-len(ip)] - '0')
+		}
+	}
+	point := len(ip) + exp // digits before the decimal point
+	var sec, ns int64
+	for k := 0; k < point; k++ {
+		if sec = sec*10 + digit(k); sec > maxNumericDate {
 			return time.Time{}, false
 		}
 	}
-	sec, err := strconv.ParseInt(ip, 10, 64)
-	if err != nil || sec > maxNumericDate {
-		return time.Time{}, false // the float path clamps it
+	for k := point; k < point+9; k++ {
+		ns = ns*10 + digit(k)
 	}
-	if len(fp) > 9 {
-		fp = fp[:9]
-	}
-	ns, _ := strconv.ParseInt(fp+strings.Repeat("0", 9-len(fp)), 10, 64)
 	return time.Unix(sec, ns).UTC(), true
 }
+
+// maxDateExponent bounds the exponent decimalDate reads exactly: a
+// NumericDate needs at most 12 integer digits, so a larger one is zero or
+// clamped, which the float path does as well.
+const maxDateExponent = 400
 
 // hasMember reports whether the validated object s has a member named name.
 func hasMember(s, name string) bool {

@@ -115,6 +115,8 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	var d Decision
 	var bc bindCounts
 	switch {
+	case s.closed.Load():
+		d = s.rejection(errClosed, cred.missing)
 	case cred.missing && pol.anonymous:
 		d = Decision{Status: http.StatusOK, Issuer: UnknownIssuer, Anonymous: true, headers: s.identity, RemoveAuthorization: s.stripAuthz}
 	case cred.err != nil:

@@ -33,6 +33,9 @@ var (
 	// where Authorization is not a token source: as errUnreadBearer, for
 	// an application that takes the header's value, prefix or not.
 	errUnreadAuthorization = fmt.Errorf("%w: a token in Authorization, which no token source reads here", verify.ErrMalformed)
+	// errClosed: the server was closed ([Server.SetClosed]): nothing keeps
+	// its keys or its copy of the revocations current any more.
+	errClosed = fmt.Errorf("%w: the service is closed", verify.ErrKeysUnavailable)
 )
 
 // OptionError is an option that [New] or [CheckOptions] refuses: the

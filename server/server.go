@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/propagation"
@@ -264,6 +265,8 @@ type Server struct {
 	revIndex       *revoke.Index     // revocations.Index()
 	revRetention   time.Duration     // revocations' retention, 0 unknown: a token living longer is lifetime_exceeded
 
+	// closed is set by SetClosed: every decision is refused.
+	closed    atomic.Bool
 	drainOnce sync.Once
 	// drained is closed by SetDraining: readiness then says no, and open
 	// gRPC health Watch streams end.
@@ -416,6 +419,19 @@ func (s *Server) Drained() <-chan struct{} { return s.drained }
 // not block, and may be called more than once.
 func (s *Server) SetDraining() {
 	s.drainOnce.Do(func() { close(s.drained) })
+}
+
+// SetClosed marks the server as closed, for good: what kept its keys and
+// its copy of the revocations current (the fetchers, the revocation store)
+// has stopped, so it decides nothing any more. Every call to [Server.Decide]
+// (so every front end, the Middleware included) is refused 503
+// keys_unavailable, and readiness answers as after [Server.SetDraining].
+// A handler of a closed service left mounted (a ServeMux cannot unmount
+// one) fails closed instead of admitting tokens on frozen state. It is
+// safe for concurrent use and may be called more than once.
+func (s *Server) SetClosed() {
+	s.closed.Store(true)
+	s.SetDraining()
 }
 
 // Draining reports whether [Server.SetDraining] has been called.

@@ -324,15 +324,18 @@ func (s *Service) Drain() *config.Plan {
 // retired ones, the Redis replay stores (also those kept for a reload's
 // switch of stores) and the mint keys file's watch, and waits for them. Serve no
 // request after it: readiness answers as after [Service.Drain] (503, gRPC
-// health NOT_SERVING). It is safe to call more than once.
+// health NOT_SERVING), and every request the handlers, the Middleware or
+// the gRPC services are still handed is refused 503 keys_unavailable
+// (never allowed). It is safe to call more than once.
 func (s *Service) Close() error {
 	s.closed.Do(func() {
 		s.mu.Lock()
 		s.closing = true // a reload in flight swaps nothing in
 		// Nothing refreshes keys or follows the revocations from now on:
 		// readiness says so (/readyz 503, gRPC health NOT_SERVING), as
-		// after Drain, to a program that keeps its listeners.
-		s.cur.Load().server.SetDraining()
+		// after Drain, to a program that keeps its listeners, and every
+		// decision is refused (503), never allowed on frozen state.
+		s.cur.Load().server.SetClosed()
 		s.mu.Unlock()
 		close(s.stop) // ends a reload's wait for keys
 		// Wait for a reload in flight: it undoes what it started, and no

@@ -252,7 +252,10 @@ func (s *Service) AdminHandler() http.Handler {
 
 // RegisterGRPC registers the Envoy ext_authz (v3) Authorization service and
 // the gRPC health service on g; they answer with the current generation
-// across reloads.
+// across reloads. A Check request larger than the plan's
+// limits.max_body_bytes is RESOURCE_EXHAUSTED whatever g's options (give g
+// grpc.MaxRecvMsgSize of [server.Server.MaxBodyBytes] too, so that it is
+// refused before it is decoded, as cmd/jwksverify does).
 func (s *Service) RegisterGRPC(g grpc.ServiceRegistrar) { s.grpc.Register(g) }
 
 // Ready blocks until every issuer of the current generation has its first

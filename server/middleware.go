@@ -59,6 +59,7 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 	}
 	s.limitRejections(DefaultRejectionLogRate)
 	return func(next http.Handler) http.Handler {
+		mustHandler("server.Middleware", next)
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			// The request is the original one: a query source reads its own
 			// query. Nothing else of it is needed (no policy, no binding).
@@ -93,8 +94,21 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 // the path the client sent (r.RequestURI): mount Middleware in front of
 // http.StripPrefix and any rewrite, where routes name the paths clients
 // send, as forward-auth's do.
+//
+// A nil next panics here, as http.ServeMux.Handle refuses a nil handler:
+// it would otherwise crash each allowed request.
 func (s *Server) Middleware(next http.Handler) http.Handler {
+	mustHandler("server.Server.Middleware", next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { s.Admit(w, r, next) })
+}
+
+// mustHandler panics, naming who was given it, when next is nil: a
+// middleware of a nil handler is the program's mistake, told where it is
+// written rather than at each allowed request.
+func mustHandler(who string, next http.Handler) {
+	if next == nil {
+		panic(who + ": nil handler")
+	}
 }
 
 // Admit decides r with s's whole pipeline, as [Server.Middleware] does,

@@ -298,7 +298,12 @@ func (s *Service) Server() *server.Server { return s.cur.Load().server }
 // that a reload applies to it as it does to [Service.Handler]. Its
 // decisions are counted with the service's metrics. An allowed request
 // reaches next with the token in its context (server.ResultFromContext).
+//
+// A nil next panics here, as http.ServeMux.Handle refuses a nil handler.
 func (s *Service) Middleware(next http.Handler) http.Handler {
+	if next == nil {
+		panic("service.Service.Middleware: nil handler")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.cur.Load().server.Admit(w, r, next)
 	})

@@ -117,9 +117,17 @@ func CheckClaimHeader(name string) error {
 		strings.HasPrefix(c, "X-Forwarded-") || strings.HasPrefix(c, "X-Original-") || strings.HasPrefix(c, "X-Envoy-")
 	switch c {
 	case "Authorization", "Cache-Control", "Connection", "Cookie", "Dpop", "Forwarded", "Host", "Keep-Alive", "Set-Cookie", "Te",
-		"Trailer", "Transfer-Encoding", "Upgrade", "Www-Authenticate", "X-Real-Ip":
+		"Trailer", "Transfer-Encoding", "Upgrade", "Www-Authenticate", "X-Real-Ip",
+		// The host, scheme and path headers applications read the request
+		// from, which every proxy-config file drops as the client's
+		// (forwarding.Removed beside X-Forwarded-* and X-Original-*).
+		"X-Host", "X-Scheme", "X-Url-Scheme", "Front-End-Https", "X-Rewrite-Url":
 		reserved = true
 	}
+	// A method override (X-HTTP-Method-Override and its kin): the request
+	// is decided for the methods the client's names, and a claim's value
+	// there would have the application run one no policy decided.
+	reserved = reserved || request.IsOverrideHeader(c)
 	if reserved {
 		return fmt.Errorf("%q is a header the proxy must not take from an auth response", name)
 	}

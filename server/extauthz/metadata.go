@@ -3,6 +3,7 @@ package extauthz
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -110,7 +111,8 @@ func (c *metaCache) entry(res *verify.Result) (*metaEntry, []byte) {
 // number as a double, but an integer a double cannot hold exactly (beyond
 // 2^53: a snowflake user id) as the string of its literal, so that two
 // different ids never reach Envoy as one number (9007199254740993 was
-// 9007199254740992); a number beyond a double's range likewise.
+// 9007199254740992), whatever its spelling (9007199254740993.0,
+// 9.007199254740993e15); a number beyond a double's range likewise.
 func exactNumbers(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
@@ -131,6 +133,16 @@ func exactNumbers(v any) any {
 		if !strings.ContainsAny(string(v), ".eE") {
 			if i, ok := new(big.Int).SetString(string(v), 10); ok {
 				if exact, _ := big.NewFloat(f).Int(nil); exact.Cmp(i) != 0 {
+					return string(v)
+				}
+			}
+		} else if math.Abs(f) >= 1<<53 {
+			// Spelled with a fraction or an exponent: from 2^53 up a
+			// double skips integers, so one that is an integer must be
+			// held exactly too. |f| is below 2^1024, so the literal's
+			// exponent is bounded by its own length plus 308.
+			if r, ok := new(big.Rat).SetString(string(v)); ok && r.IsInt() {
+				if exact := new(big.Rat).SetFloat64(f); exact == nil || exact.Cmp(r) != 0 {
 					return string(v)
 				}
 			}

@@ -193,7 +193,7 @@ func ExampleServer_SetDraining() {
 		panic(err)
 	}
 	httpSrv := &http.Server{Handler: srv.Handler()}
-	grpcSrv := grpc.NewServer()
+	grpcSrv := grpc.NewServer(grpc.MaxRecvMsgSize(int(srv.MaxBodyBytes()))) // the bound of a request, as over HTTP
 	extauthz.Register(grpcSrv, srv) // ext_authz and grpc.health.v1
 	// ... httpSrv.Serve(ln) and grpcSrv.Serve(gln) until a signal, then:
 

@@ -442,8 +442,14 @@ func TestServiceMiddlewareDPoP(t *testing.T) {
 // life and returns a client of it.
 func grpcClient(t *testing.T, s *Service) authv3.AuthorizationClient {
 	t.Helper()
+	return grpcClientWith(t, s)
+}
+
+// grpcClientWith is [grpcClient] of a grpc.Server built with opts.
+func grpcClientWith(t *testing.T, s *Service, opts ...grpc.ServerOption) authv3.AuthorizationClient {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
-	g := grpc.NewServer()
+	g := grpc.NewServer(opts...)
 	s.RegisterGRPC(g)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)

@@ -11,16 +11,16 @@ import (
 )
 
 // TestGRPCMessageBoundIsTheConfigured: limits.max_body_bytes bounds "a gRPC
-// message" (docs/API.md, docs/CONFIG.md), and `jwksverify serve` enforces it
-// with its gRPC server's options, built in cmd. A program that embeds the
-// service from the same configuration registers it (RegisterGRPC) on a
-// grpc.Server of its own, as the package's tests and examples do, and got
-// grpc-go's 4 MiB instead: a CheckRequest over the configured bound was
-// decided (here allowed) where the binary answers RESOURCE_EXHAUSTED. The
-// bound lives with the service, which knows the configuration.
+// message" (docs/API.md, docs/CONFIG.md). `jwksverify serve` enforced it with
+// gRPC server options built in cmd, so a program that embeds the service
+// from the same configuration, registering it (RegisterGRPC) on a
+// grpc.Server of its own, had no way to get them and took grpc-go's 4 MiB:
+// a CheckRequest over the configured bound was decided (here allowed) where
+// the binary answers RESOURCE_EXHAUSTED. The options live with the service
+// (GRPCServerOptions), which the binary builds its listener with too.
 func TestGRPCMessageBoundIsTheConfigured(t *testing.T) {
 	s := startOrdersPlan(t, "limits: {max_body_bytes: 65536}\n")
-	c := grpcClient(t, s)
+	c := grpcClientWith(t, s, s.GRPCServerOptions()...)
 	tok := mintRS256(claimsAt("https://a.example/", "orders", time.Now()))
 	for _, tt := range []struct {
 		name string

@@ -252,11 +252,13 @@ func (s *Service) AdminHandler() http.Handler {
 
 // RegisterGRPC registers the Envoy ext_authz (v3) Authorization service and
 // the gRPC health service on g; they answer with the current generation
-// across reloads. A Check request larger than the plan's
-// limits.max_body_bytes is RESOURCE_EXHAUSTED whatever g's options (give g
-// grpc.MaxRecvMsgSize of [server.Server.MaxBodyBytes] too, so that it is
-// refused before it is decoded, as cmd/jwksverify does).
-func (s *Service) RegisterGRPC(g grpc.ServiceRegistrar) { s.grpc.Register(g) }
+// across reloads. A unary method's panic ends its call with INTERNAL,
+// logged, not the process (grpc-go recovers none). Build g with
+// [Service.GRPCServerOptions] for the bounds the configuration names
+// (limits.max_body_bytes for a message, among others).
+func (s *Service) RegisterGRPC(g grpc.ServiceRegistrar) {
+	s.grpc.Register(recovering{g, s.opts.Logger})
+}
 
 // Ready blocks until every issuer of the current generation has its first
 // keys (or a definitive failure to get them), or ctx is done. A reload

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/jwksverify/jwksverify/internal/loglimit"
+	"github.com/jwksverify/jwksverify/internal/textclip"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +27,7 @@ func newRedisLog(h slog.Handler) redisLog {
 
 // Printf implements go-redis's logging interface.
 func (l redisLog) Printf(ctx context.Context, format string, v ...any) {
-	text := clipUTF8(strings.TrimSpace(fmt.Sprintf(format, v...)), maxServerErrorLine)
+	text := textclip.Clip(strings.TrimSpace(fmt.Sprintf(format, v...)), maxServerErrorLine)
 	l.log.LogAttrs(ctx, slog.LevelWarn, "redis client", slog.String("text", text))
 }
 

@@ -74,7 +74,7 @@ func TestGRPCStreamNeverHalfClosedIsBounded(t *testing.T) {
 		path string
 	}{
 		{"authorization-check", "/envoy.service.auth.v3.Authorization/Check"},
-		{"health-watch", healthWatch},
+		{"health-watch", "/grpc.health.v1.Health/Watch"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -137,21 +137,12 @@ var authorizationDesc = func() grpc.ServiceDesc {
 // an interceptor, the call gets a copy of a shared answer, the interceptor
 // may edit it or return another, and what it returns is sent: an answer
 // many calls share is never handed to code that may write to it.
-//
-// A request larger than the server's [server.Server.MaxBodyBytes]
-// (limits.max_body_bytes: "a gRPC message") is RESOURCE_EXHAUSTED, as
-// grpc.MaxRecvMsgSize answers it, whatever the options of the grpc.Server
-// it is registered on: an embedding program's server of grpc-go's
-// defaults took 4 MiB where the configuration said 64 KiB.
 func checkHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
 	in := new(authv3.CheckRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	v := srv.(authzService).v
-	if n, most := proto.Size(in), v.cur.Load().s.MaxBodyBytes(); int64(n) > most {
-		return nil, status.Errorf(codes.ResourceExhausted, "received message larger than max (%d vs. %d)", n, most)
-	}
 	if interceptor == nil {
 		resp, wire, err := v.cur.Load().check(ctx, in)
 		if err == nil && wire != nil {

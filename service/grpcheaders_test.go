@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"log/slog"
@@ -48,6 +48,6 @@ func TestGRPCHeaderListBounded(t *testing.T) {
 	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
 	t.Logf("a call with 4 MiB of metadata: %v", err)
 	if err == nil {
-		t.Errorf("a call carrying 4 MiB of metadata was served; the HTTP listener refuses headers over %d bytes", maxHeaderBytes)
+		t.Errorf("a call carrying 4 MiB of metadata was served; the HTTP listener refuses headers over %d bytes", MaxHeaderBytes)
 	}
 }

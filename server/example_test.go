@@ -193,7 +193,8 @@ func ExampleServer_SetDraining() {
 		panic(err)
 	}
 	httpSrv := &http.Server{Handler: srv.Handler()}
-	grpcSrv := grpc.NewServer(grpc.MaxRecvMsgSize(int(srv.MaxBodyBytes()))) // the bound of a request, as over HTTP
+	// A request message bounded as an HTTP request body is (grpc-go: 4 MiB).
+	grpcSrv := grpc.NewServer(grpc.MaxRecvMsgSize(int(srv.MaxBodyBytes())))
 	extauthz.Register(grpcSrv, srv) // ext_authz and grpc.health.v1
 	// ... httpSrv.Serve(ln) and grpcSrv.Serve(gln) until a signal, then:
 

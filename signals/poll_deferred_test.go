@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -43,42 +44,10 @@ func TestPollerWaitsWhenNothingWasStored(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const interval = 10 * time.Second
-				start := time.Now()
-				var mu sync.Mutex
-				var at []time.Duration
-				client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
-					mu.Lock()
-					defer mu.Unlock()
-					at = append(at, time.Since(start))
-					if len(at) >= 20 {
-						// Enough to tell: fail the poll, so that the poller waits
-						// and the bubble's clock can move on.
-						return nil, errors.New("enough")
-					}
-					return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{},
-						Body: io.NopCloser(strings.NewReader(tt.body)), Request: r}, nil
-				})}
-				p, err := signals.NewPoller(signals.PollOptions{
-					URL: "https://tx.example/poll", Interval: interval, Client: client,
-					Logger: slog.New(slog.DiscardHandler),
-					Receive: func(context.Context, string) error {
-						return signals.ErrUnavailable // the revocation store is down
-					},
+				at := pollsOver(t, interval, tt.body, func(int) error {
+					return signals.ErrUnavailable // the revocation store is down
 				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(3*interval + interval/2)
-				p.Close()
-				mu.Lock()
-				defer mu.Unlock()
-				first := 0
-				for _, d := range at {
-					if d < interval {
-						first++
-					}
-				}
-				if first > 1 {
+				if first := pollsBefore(at, interval); first > 1 {
 					t.Errorf("%d polls within the first interval (at %v), want 1: a poll that stored nothing waits the interval", first, at)
 				}
 				if len(at) < 3 {
@@ -87,4 +56,59 @@ func TestPollerWaitsWhenNothingWasStored(t *testing.T) {
 			})
 		})
 	}
+}
+
+// pollsOver runs a Poller of interval for three and a half intervals (in
+// the caller's synctest bubble) against a transmitter that answers body to
+// every poll, its SETs handed to receive (n: the deliveries before this
+// one), and returns when each poll came, from the start. From the 20th
+// poll on the transmitter fails, so that a poller polling back to back
+// waits and the bubble's clock moves on.
+func pollsOver(t *testing.T, interval time.Duration, body string, receive func(n int) error) []time.Duration {
+	t.Helper()
+	start := time.Now()
+	var mu sync.Mutex
+	var at []time.Duration
+	client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		at = append(at, time.Since(start))
+		if len(at) >= 20 {
+			return nil, errors.New("enough")
+		}
+		return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{},
+			Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
+	})}
+	var rmu sync.Mutex
+	delivered := 0
+	p, err := signals.NewPoller(signals.PollOptions{
+		URL: "https://tx.example/poll", Interval: interval, Client: client,
+		Logger: slog.New(slog.DiscardHandler),
+		Receive: func(context.Context, string) error {
+			rmu.Lock()
+			defer rmu.Unlock()
+			n := delivered
+			delivered++
+			return receive(n)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3*interval + interval/2)
+	p.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(at)
+}
+
+// pollsBefore is how many of the polls at came before d.
+func pollsBefore(at []time.Duration, d time.Duration) int {
+	n := 0
+	for _, a := range at {
+		if a < d {
+			n++
+		}
+	}
+	return n
 }

@@ -1,14 +1,7 @@
 package signals_test
 
 import (
-	"context"
 	"encoding/base64"
-	"errors"
-	"io"
-	"log/slog"
-	"net/http"
-	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,46 +37,8 @@ func TestPollerWaitsWhenTheTransmitterHandsBackTheSameSETs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const interval = 10 * time.Second
-				start := time.Now()
-				var mu sync.Mutex
-				var at []time.Duration
-				client := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
-					mu.Lock()
-					defer mu.Unlock()
-					at = append(at, time.Since(start))
-					if len(at) >= 20 {
-						return nil, errors.New("enough")
-					}
-					return &http.Response{StatusCode: http.StatusOK, Status: "200 OK", Header: http.Header{},
-						Body: io.NopCloser(strings.NewReader(body)), Request: r}, nil
-				})}
-				var rmu sync.Mutex
-				delivered := 0
-				p, err := signals.NewPoller(signals.PollOptions{
-					URL: "https://tx.example/poll", Interval: interval, Client: client,
-					Logger: slog.New(slog.DiscardHandler),
-					Receive: func(context.Context, string) error {
-						rmu.Lock()
-						defer rmu.Unlock()
-						n := delivered
-						delivered++
-						return tt.receive(n)
-					},
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				time.Sleep(3*interval + interval/2)
-				p.Close()
-				mu.Lock()
-				defer mu.Unlock()
-				first := 0
-				for _, d := range at {
-					if d < interval {
-						first++
-					}
-				}
-				if first > 2 {
+				at := pollsOver(t, interval, body, tt.receive)
+				if first := pollsBefore(at, interval); first > 2 {
 					t.Errorf("%d polls within the first interval (at %v), want at most 2: a poll that brought nothing new waits the interval", first, at)
 				}
 				if len(at) < 3 {

@@ -28,23 +28,13 @@ func TestCheckReadsTheRevocationLog(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			jwksFile := filepath.Join(dir, "jwks.json")
-			if err := os.WriteFile(jwksFile, testJWKS(), 0o600); err != nil {
-				t.Fatal(err)
-			}
 			logFile := filepath.Join(dir, revoke.MemoryFile)
 			if tt.log != "" {
 				if err := os.WriteFile(logFile, []byte(tt.log), 0o600); err != nil {
 					t.Fatal(err)
 				}
 			}
-			plan := parsePlan(t, dir, `state_dir: `+dir+`
-revocation: {store: memory}
-issuers:
-  - issuer: https://a.example/
-    jwks_file: `+jwksFile+`
-    audiences: [orders]
-`)
+			plan := memoryRevocationPlan(t, dir)
 			o := Options{Logger: slog.New(slog.DiscardHandler)}
 			checkErr := Check(plan, o)
 			after, _ := os.ReadFile(logFile)

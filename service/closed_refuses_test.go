@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,18 +21,7 @@ import (
 // too. A closed service decides nothing: every request it is handed is
 // refused (503), never allowed.
 func TestClosedServiceAdmitsNothing(t *testing.T) {
-	dir := t.TempDir()
-	jwksFile := filepath.Join(dir, "jwks.json")
-	if err := os.WriteFile(jwksFile, testJWKS(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	plan := parsePlan(t, dir, `state_dir: `+dir+`
-revocation: {store: memory}
-issuers:
-  - issuer: https://a.example/
-    jwks_file: `+jwksFile+`
-    audiences: [orders]
-`)
+	plan := memoryRevocationPlan(t, t.TempDir())
 	o := Options{Logger: slog.New(slog.DiscardHandler)}
 	old, err := New(plan, o)
 	if err != nil {

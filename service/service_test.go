@@ -29,6 +29,24 @@ func parsePlan(t *testing.T, dir, doc string) *config.Plan {
 	return p
 }
 
+// memoryRevocationPlan is the plan of one issuer, https://a.example/
+// (audience orders), whose keys are testJWKS in a jwks_file, with the
+// memory revocation store in dir, its state_dir.
+func memoryRevocationPlan(t *testing.T, dir string) *config.Plan {
+	t.Helper()
+	jwksFile := filepath.Join(dir, "jwks.json")
+	if err := os.WriteFile(jwksFile, testJWKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return parsePlan(t, dir, `state_dir: `+dir+`
+revocation: {store: memory}
+issuers:
+  - issuer: https://a.example/
+    jwks_file: `+jwksFile+`
+    audiences: [orders]
+`)
+}
+
 // TestReloadReusesUnchangedIssuers: a reload keeps the fetcher of every
 // issuer whose key source did not change (its keys, no refetch) and
 // replaces the others; the replaced ones stop fetching at the swap and are

@@ -47,6 +47,9 @@ type serviceMonitor struct {
 			Path     string `json:"path"`
 			Interval string `json:"interval"`
 			Scheme   string `json:"scheme"`
+			// TLSConfig is the endpoint's SafeTLSConfig, from
+			// serviceMonitor.tlsConfig.
+			TLSConfig map[string]any `json:"tlsConfig"`
 		} `json:"endpoints"`
 	} `json:"spec"`
 }
@@ -157,7 +160,7 @@ func TestHelmTemplate(t *testing.T) {
 		{name: "defaults", wantOps: "admin", wantScheme: corev1.URISchemeHTTP, wantHPA: true, wantAdminPort: 9090, wantGRPCListen: "0.0.0.0:9001"},
 		{name: "tls-and-servicemonitor", set: "tls.secretName=jwksverify-tls,serviceMonitor.enabled=true", wantOps: "admin", wantScheme: corev1.URISchemeHTTP,
 			wantTLS: true, wantMonitor: true, wantHPA: true, wantAdminPort: 9090, wantGRPCListen: "0.0.0.0:9001"},
-		{name: "no-admin-port-tls", set: "ports.admin=0,ports.grpc=0,tls.secretName=s,serviceMonitor.enabled=true,autoscaling.enabled=false,replicas=3",
+		{name: "no-admin-port-tls", set: "ports.admin=0,ports.grpc=0,tls.secretName=s,serviceMonitor.enabled=true,serviceMonitor.tlsConfig.serverName=jv.svc,autoscaling.enabled=false,replicas=3",
 			wantOps: "http", wantScheme: corev1.URISchemeHTTPS, wantTLS: true, wantMonitor: true},
 	}
 	for _, tc := range tests {

@@ -27,12 +27,31 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if gt (int .Values.ports.admin) 0 }}admin{{ else }}http{{ end -}}
 {{- end -}}
 
+{{/* The scheme of the listener the probes and the ServiceMonitor reach: the admin listener's
+     (HTTPS with config.admin_tls) when it is on, else the http listener's (HTTPS with
+     tls.secretName). */}}
+{{- define "jwksverify.opsScheme" -}}
+{{- if gt (int .Values.ports.admin) 0 -}}
+{{- if ((.Values.config.admin_tls | default dict).cert_file) }}HTTPS{{ else }}HTTP{{ end -}}
+{{- else -}}
+{{- if .Values.tls.secretName }}HTTPS{{ else }}HTTP{{ end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* jwksverify's config.yaml: .Values.config plus the keys the chart owns. */}}
 {{- define "jwksverify.config" -}}
 {{- $cfg := deepCopy .Values.config -}}
 {{- range $k := list "listen" "grpc_listen" "admin_listen" "tls" "state_dir" "redis" -}}
 {{- if hasKey $.Values.config $k -}}
 {{- fail (printf "config.%s is set by the chart; use the ports, tls and redis values" $k) -}}
+{{- end -}}
+{{- end -}}
+{{- with .Values.config.admin_tls -}}
+{{- if eq (int $.Values.ports.admin) 0 -}}
+{{- fail "config.admin_tls needs ports.admin: with ports.admin 0 the probes and /metrics are on the http port, under tls (jwksverify refuses admin_tls without admin_listen)" -}}
+{{- end -}}
+{{- if eq (toString .client_auth) "require" -}}
+{{- fail "config.admin_tls.client_auth require: the kubelet's probes present no client certificate, so every probe would fail; use request" -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $cfg "listen" (printf "0.0.0.0:%d" (int .Values.ports.http)) -}}

@@ -38,6 +38,22 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- end -}}
 
+{{/* The seconds of a Go duration ("1m30s", "500ms", "0"), as a float; "" when it is not one
+     (jwksverify then refuses the config and says why). */}}
+{{- define "jwksverify.seconds" -}}
+{{- $d := toString . -}}
+{{- if eq $d "0" -}}0
+{{- else if regexMatch "^([0-9]*[.]?[0-9]+(ns|us|µs|ms|s|m|h))+$" $d -}}
+{{- $unit := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $total := 0.0 -}}
+{{- range $part := regexFindAll "[0-9]*[.]?[0-9]+(ns|us|µs|ms|s|m|h)" $d -1 -}}
+{{- $num := regexFind "^[0-9]*[.]?[0-9]+" $part -}}
+{{- $total = addf $total (mulf (float64 $num) (get $unit (trimPrefix $num $part))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+{{- end -}}
+
 {{/* jwksverify's config.yaml: .Values.config plus the keys the chart owns. */}}
 {{- define "jwksverify.config" -}}
 {{- $cfg := deepCopy .Values.config -}}
@@ -52,6 +68,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 {{- if eq (toString .client_auth) "require" -}}
 {{- fail "config.admin_tls.client_auth require: the kubelet's probes present no client certificate, so every probe would fail; use request" -}}
+{{- end -}}
+{{- end -}}
+{{- /* The kubelet kills the container terminationGracePeriodSeconds after SIGTERM: the drain
+     (shutdown_delay, at least 1s, then shutdown_timeout; jwksverify's defaults 0s and 15s) must
+     end before, or the requests in flight are cut. */ -}}
+{{- $delay := include "jwksverify.seconds" (.Values.config.shutdown_delay | default "0s") -}}
+{{- $timeout := include "jwksverify.seconds" (.Values.config.shutdown_timeout | default "15s") -}}
+{{- if and $delay $timeout -}}
+{{- $drain := addf (maxf 1 (float64 $delay)) (float64 $timeout) -}}
+{{- if le (float64 .Values.terminationGracePeriodSeconds) $drain -}}
+{{- fail (printf "terminationGracePeriodSeconds %v does not exceed the drain, shutdown_delay (at least 1s) + shutdown_timeout = %vs: the kubelet would kill the pod while requests are in flight" .Values.terminationGracePeriodSeconds $drain) -}}
 {{- end -}}
 {{- end -}}
 {{- $_ := set $cfg "listen" (printf "0.0.0.0:%d" (int .Values.ports.http)) -}}

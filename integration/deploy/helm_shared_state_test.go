@@ -56,13 +56,13 @@ func TestHelmPerProcessStateRefused(t *testing.T) {
 	}{
 		{"revocation-memory-default-store", revocationMemory, "", "config.revocation"},
 		{"revocation-memory", revocationMemoryNamed, "", "config.revocation"},
-		{"revocation-memory-one-replica", revocationMemoryNamed, "autoscaling.enabled=false,replicas=1", "config.revocation"},
+		{"revocation-memory-one-replica", revocationMemoryNamed, "autoscaling.enabled=false,replicas=1,podDisruptionBudget.enabled=false", "config.revocation"},
 		{"dpop-memory-hpa", dpopMemory, "", "dpop.replay_store"},
 		{"dpop-default-store-replicas", dpopDefault, "autoscaling.enabled=false,replicas=3", "dpop.replay_store"},
 		// Controls.
 		{"revocation-redis", revocationRedis, redis, ""},
 		{"dpop-redis", dpopRedis, redis, ""},
-		{"dpop-memory-one-replica", dpopMemory, "autoscaling.enabled=false,replicas=1", ""},
+		{"dpop-memory-one-replica", dpopMemory, "autoscaling.enabled=false,replicas=1,podDisruptionBudget.enabled=false", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"template", "jv", chartDir, "-f", tc.values}

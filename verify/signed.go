@@ -97,6 +97,7 @@ func (v *Verifier) signed(ctx context.Context, token string, now time.Time) (*Si
 	if _, err := v.checkSignature(ctx, is, spec, h, &cl, signing, sig, now, nil); err != nil {
 		return nil, is, h.kid, err
 	}
+	v.headers.remember(signing, h)
 	s := &Signed{
 		ConfiguredIssuer: is.cfg.Issuer,
 		Alg:              h.alg, Kid: h.kid, Type: h.typ, HasType: h.hasTyp,

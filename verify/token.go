@@ -505,7 +505,11 @@ func compact(v string) string {
 
 // headerCache remembers decoded headers by their base64url segment: an
 // issuer's tokens share a handful of distinct headers, so most tokens skip
-// decoding theirs. It is bounded in entries and in segment length.
+// decoding theirs. It is bounded in entries and in segment length, and
+// holds only headers whose signature a key verified (remember): a flood of
+// made-up headers would otherwise push the issuers' few out, and every
+// verdict cached meanwhile would hold a header of its own, which the token
+// cache's byte estimate counts as shared (headerShared).
 type headerCache struct {
 	mu sync.RWMutex
 	m  map[string]*header
@@ -521,6 +525,16 @@ func (c *headerCache) get(seg string) *header {
 	h := c.m[seg]
 	c.mu.RUnlock()
 	return h
+}
+
+// remember puts h, the header of signing (the token's first two
+// segments, whose signature a key verified), unless it is there already.
+func (c *headerCache) remember(signing string, h *header) {
+	seg, _, _ := strings.Cut(signing, ".")
+	if len(seg) > headerCacheMaxSeg || c.get(seg) != nil {
+		return
+	}
+	c.put(seg, h)
 }
 
 func (c *headerCache) put(seg string, h *header) {

@@ -502,6 +502,7 @@ func (v *Verifier) check(ctx context.Context, token string, now time.Time, tr *t
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	v.headers.remember(signing, h)
 
 	// 8b. kind: nothing in the token says it is of another kind (before
 	// any claim: a logout token is refused as one, whatever its aud)
@@ -908,7 +909,8 @@ func (v *Verifier) parse(token string) (h *header, payload []byte, ps string, si
 		if h, err = parseHeader(raw); err != nil {
 			return nil, nil, "", nil, "", cl, fmt.Errorf("%w: header: %w", ErrMalformed, err)
 		}
-		v.headers.put(hseg, h)
+		// Remembered only once a key verified it (remember): a header
+		// anyone can send must not push the issuers' headers out.
 	}
 	// The claims and the signature share one allocation; the claims slice
 	// is capped so that an append to Result.Claims can never reach the

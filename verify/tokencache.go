@@ -91,6 +91,8 @@ const (
 	tokenSlotBytes  = 32
 	// extractedItemBytes approximates a Result.Extracted map entry's overhead.
 	extractedItemBytes = 48
+	// confirmationBytes is a Result.Confirmation's own memory.
+	confirmationBytes = int64(unsafe.Sizeof(Confirmation{}))
 )
 
 func newTokenCache(o TokenCacheOptions, useGMAC bool) *tokenCache {
@@ -233,6 +235,9 @@ func (c *tokenCache) put(id tokenID, res *Result, is *issuer, key *cache.Key, no
 	if len(res.Audience) > 1 {
 		size += int64(len(res.Audience)) * 16 // the slice of an audience array
 	}
+	if cnf := res.Confirmation; cnf != nil {
+		size += confirmationBytes + int64(len(cnf.Other))*16 // the struct, the slice of other members
+	}
 	if !headerShared(res) {
 		size += 2 * int64(len(res.Header)) // its raw bytes and the string its members are cut from
 	}
@@ -288,6 +293,12 @@ func headerShared(res *Result) bool {
 // or the key.
 func ownedStringBytes(res *Result, is *issuer) int {
 	n := len(res.Subject) + len(res.ID)
+	if cnf := res.Confirmation; cnf != nil {
+		n += len(cnf.JKT) + len(cnf.X5tS256)
+		for _, o := range cnf.Other {
+			n += len(o)
+		}
+	}
 	if res.Issuer != is.cfg.Issuer {
 		n += len(res.Issuer)
 	}
@@ -329,6 +340,14 @@ func compactInto(box *resultBox, res *Result, is *issuer) {
 		return span{i, b.Len()}
 	}
 	sub, jti := add(res.Subject), add(res.ID)
+	var jkt, x5t span
+	var other []span
+	if cnf := res.Confirmation; cnf != nil {
+		jkt, x5t = add(cnf.JKT), add(cnf.X5tS256)
+		for _, o := range cnf.Other {
+			other = append(other, add(o))
+		}
+	}
 	iss := span{-1, -1}
 	if res.Issuer != is.cfg.Issuer {
 		iss = add(res.Issuer)
@@ -348,6 +367,17 @@ func compactInto(box *resultBox, res *Result, is *issuer) {
 
 	all := b.String()
 	r.Subject, r.ID = all[sub.i:sub.j], all[jti.i:jti.j]
+	if res.Confirmation != nil {
+		// The decoded cnf holds each member name in an allocation of
+		// its own (json.Unmarshal): as many as the claims have room for.
+		r.Confirmation = &Confirmation{JKT: all[jkt.i:jkt.j], X5tS256: all[x5t.i:x5t.j]}
+		if len(other) > 0 {
+			r.Confirmation.Other = make([]string, len(other))
+			for i, o := range other {
+				r.Confirmation.Other[i] = all[o.i:o.j]
+			}
+		}
+	}
 	r.Issuer = is.cfg.Issuer
 	if iss.i >= 0 {
 		r.Issuer = all[iss.i:iss.j]

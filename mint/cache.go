@@ -13,9 +13,9 @@ const maxCacheBytes = 32 << 20
 
 // tokenCache holds minted tokens by source token and policy, for one keys
 // file (a change of the file starts a new one). It is bounded in entries
-// and in bytes: an insert into a full cache first drops the entries past
-// their reuse, then, if still full, arbitrary ones. Lookups take a read
-// lock and do not allocate.
+// and in bytes: an insert into a full cache drops an entry past its reuse
+// among a few sampled, else an arbitrary one, until it fits. Lookups take
+// a read lock and do not allocate.
 type tokenCache struct {
 	mu       sync.RWMutex
 	m        map[cacheKey]cacheEntry
@@ -72,20 +72,22 @@ func (c *tokenCache) put(token string, src []byte, p *Policy, t Token, reuseUnti
 	if old, ok := c.m[k]; ok {
 		c.drop(k, old)
 	}
-	full := func() bool { return len(c.m) >= c.max || c.bytes+size > c.maxBytes }
-	if full() {
-		n := now.UnixNano()
+	n := now.UnixNano()
+	for len(c.m) > 0 && (len(c.m) >= c.max || c.bytes+size > c.maxBytes) {
+		// Sample a few entries (map order is random): the first past its
+		// reuse, else the last sampled. Walking every entry for those
+		// past their reuse made each insert into a cache full of live
+		// ones O(max_entries) under the write lock.
+		var victim cacheKey
+		var ve cacheEntry
+		seen := 0
 		for k, e := range c.m {
-			if n >= e.reuseUntil {
-				c.drop(k, e)
-			}
-		}
-		for k, e := range c.m {
-			if !full() {
+			victim, ve = k, e
+			if seen++; n >= e.reuseUntil || seen == 8 {
 				break
 			}
-			c.drop(k, e)
 		}
+		c.drop(victim, ve)
 	}
 	c.m[k] = cacheEntry{t: t, src: string(src), reuseUntil: reuseUntil, size: size}
 	c.bytes += size

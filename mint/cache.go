@@ -22,6 +22,7 @@ type tokenCache struct {
 	max      int
 	bytes    int // of every entry's source token and minted token
 	maxBytes int
+	examined int // entries an insert looked at to find a victim, in all
 }
 
 // cacheKey is a source token under a policy. The token is kept as it came
@@ -83,6 +84,7 @@ func (c *tokenCache) put(token string, src []byte, p *Policy, t Token, reuseUnti
 		seen := 0
 		for k, e := range c.m {
 			victim, ve = k, e
+			c.examined++
 			if seen++; n >= e.reuseUntil || seen == 8 {
 				break
 			}

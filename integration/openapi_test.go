@@ -125,6 +125,7 @@ func TestOpenAPIAnswers(t *testing.T) {
 		clients+`forward_auth: {proxy: nginx, strip_authorization: true}
 policies:
   - {name: orders-write, scopes: {all: [orders:write]}}
+  - {name: public, allow_anonymous: true}
 routes:
   - {methods: [POST, PUT, PATCH, DELETE], path: /orders/**, policy: orders-write}
 resource_metadata: {resource: "https://api.example.com/", authorization_servers: ["`+is.Issuer+`"]}
@@ -177,6 +178,7 @@ batch: {max_tokens: 3}
 		{name: "verify-policy-forbidden", method: "POST", target: "/v1/verify", header: jsonCT, body: jsonBody(map[string]any{"token": good, "policy": "orders-write", "request": map[string]string{"method": "POST", "host": "api.example.com", "path": "/orders/1"}}), status: 200, conforming: true},
 		{name: "verify-policy-allowed", method: "POST", target: "/v1/verify", header: jsonCT, body: jsonBody(map[string]any{"token": write, "policy": "orders-write", "request": map[string]string{"method": "POST", "path": "/orders/1"}}), status: 200, conforming: true},
 		{name: "verify-policy-rejected", method: "POST", target: "/v1/verify", header: jsonCT, body: jsonBody(map[string]any{"token": expired, "policy": "orders-write"}), status: 200, conforming: true},
+		{name: "verify-policy-anonymous", method: "POST", target: "/v1/verify", header: jsonCT, body: `{"token":"","policy":"public"}`, status: 200, conforming: true},
 		{name: "verify-no-token-member", method: "POST", target: "/v1/verify", header: jsonCT, body: `{"jwt":"abc"}`, status: 400},
 		{name: "verify-not-json", method: "POST", target: "/v1/verify", header: jsonCT, body: `token=abc`, status: 400},
 		{name: "verify-unknown-policy", method: "POST", target: "/v1/verify", header: jsonCT, body: jsonBody(map[string]string{"token": good, "policy": "nope"}), status: 400, conforming: true},

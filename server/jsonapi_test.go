@@ -179,3 +179,23 @@ func TestNotFound(t *testing.T) {
 	}
 	checkGolden(t, "not-found", do(e.handler, httptest.NewRequest(http.MethodGet, "/nope", nil)))
 }
+
+// TestVerifyAnonymousNamesMissingToken: /v1/verify without a token, under
+// a policy that lets an anonymous request pass, is a verdict (200) that
+// names its class: the request carries no token (missing_token), and the
+// policy allows it. It said "keys_unavailable", the class of a failure to
+// decide that is answered 503 everywhere else: a caller that reads the
+// class retried or failed over on a request that was decided.
+func TestVerifyAnonymousNamesMissingToken(t *testing.T) {
+	e := newPolicyEnv(t, nil)
+	for _, body := range []string{
+		`{"token":"","policy":"public"}`,
+		`{"token":"","policy":"public","request":{"method":"GET","host":"api.example.com","path":"/public/x"}}`,
+	} {
+		w := do(e.handler, postJSON("/v1/verify", body))
+		want := `{"valid":false,"allowed":true,"error":"missing_token","message":"missing_token: the request carries no token","policy":"public"}` + "\n"
+		if w.Code != http.StatusOK || w.Body.String() != want {
+			t.Errorf("POST /v1/verify %s = %d %s, want 200 %s", body, w.Code, w.Body, want)
+		}
+	}
+}

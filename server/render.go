@@ -278,6 +278,12 @@ func (d *Decision) view(authorized bool) verdictBody {
 	if d.Allowed() || (d.Status == http.StatusForbidden && d.Result != nil) {
 		v.res = d.Result
 	}
+	if d.Anonymous {
+		// No token, and an allow_anonymous policy lets the request pass:
+		// the body says why it is not valid (missing_token), never the
+		// class of a failure to decide that an empty class falls back to.
+		v.class, v.err = verify.Class(errNoToken), errNoToken
+	}
 	return v
 }
 

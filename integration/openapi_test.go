@@ -196,6 +196,10 @@ batch: {max_tokens: 3}
 
 		{name: "introspect-active", method: "POST", target: "/introspect", header: form(basic), body: "token=" + good, status: 200, conforming: true},
 		{name: "introspect-bearer-client", method: "POST", target: "/introspect", header: form("Bearer " + secret), body: "token=" + good + "&token_type_hint=access_token", status: 200, conforming: true},
+		// Claims are passed through as the token has them: a scope array
+		// (the policies read one as a list) and a token_type of the token's.
+		{name: "introspect-active-scope-array", method: "POST", target: "/introspect", header: form(basic), body: "token=" + is.Token(map[string]any{"scope": []string{"orders:read", "orders:write"}}), status: 200, conforming: true},
+		{name: "introspect-active-token-type-number", method: "POST", target: "/introspect", header: form(basic), body: "token=" + is.Token(map[string]any{"token_type": 1}), status: 200, conforming: true},
 		{name: "introspect-inactive", method: "POST", target: "/introspect", header: form(basic), body: "token=" + expired, status: 200, conforming: true},
 		{name: "introspect-no-token", method: "POST", target: "/introspect", header: form(basic), body: "token_type_hint=access_token", status: 400},
 		{name: "introspect-token-twice", method: "POST", target: "/introspect", header: form(basic), body: "token=a&token=b", status: 400},

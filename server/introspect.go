@@ -152,6 +152,12 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			d := s.Decide(r.Context(), &Call{Endpoint: EndpointIntrospect, ReadErr: s.tooLarge()})
+			if d.Status == http.StatusServiceUnavailable {
+				// A closed server: every call is refused 503, as a
+				// token in a body that fits would be.
+				writeIntrospection(w, &d, "")
+				return
+			}
 			writeTooLarge(w, &d, "invalid_request")
 			return
 		}

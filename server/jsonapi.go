@@ -306,7 +306,9 @@ func (s *Server) writeReadError(w http.ResponseWriter, r *http.Request, endpoint
 		writeVerdict(w, &d, "")
 		return
 	}
-	writeTooLarge(w, &d, d.Class)
+	// A batch answers no 503: its 413 says the body is too large, also
+	// on a closed server (whose Decide refuses every call 503).
+	writeError(w, http.StatusRequestEntityTooLarge, verify.Class(verify.ErrTokenTooLarge), safeMessage(s.tooLarge(), "", ""))
 }
 
 // serveBatch is POST /v1/verify/batch {"tokens":[...]}: 200

@@ -199,3 +199,40 @@ func TestVerifyAnonymousNamesMissingToken(t *testing.T) {
 		}
 	}
 }
+
+// TestClosedServerBodyTooLarge: a closed server ([Server.SetClosed]) refuses
+// a body over MaxBodyBytes with an answer its endpoint documents: /v1/verify
+// and /introspect 503 keys_unavailable, as they refuse every request once
+// closed; a batch 413 token_too_large (a batch answers no 503). The batch
+// said 413 {"error":"keys_unavailable"} (a class api/openapi.yaml's 413 does
+// not have), and /introspect 413 with the message "the service is closed".
+func TestClosedServerBodyTooLarge(t *testing.T) {
+	e := newEnv(t, envConfig{maxBody: 16384})
+	e.srv.SetClosed()
+	big := strings.Repeat("a", 20000)
+	intro := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+big))
+	intro.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	intro.SetBasicAuth("gateway", "gateway-secret-value")
+	for _, c := range []struct {
+		name   string
+		r      *http.Request
+		status int
+		class  string
+	}{
+		{"verify", postJSON("/v1/verify", `{"token":"`+big+`"}`), http.StatusServiceUnavailable, "keys_unavailable"},
+		{"batch", postJSON("/v1/verify/batch", `{"tokens":["`+big+`"]}`), http.StatusRequestEntityTooLarge, "token_too_large"},
+		{"introspect", intro, http.StatusServiceUnavailable, "keys_unavailable"},
+	} {
+		w := do(e.handler, c.r)
+		var body struct {
+			Error   string `json:"error"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || w.Code != c.status || body.Error != c.class {
+			t.Errorf("%s: a body too large on a closed server = %d %s, want %d with error %q", c.name, w.Code, w.Body, c.status, c.class)
+		}
+		if w.Code == http.StatusRequestEntityTooLarge && strings.Contains(body.Message, "closed") {
+			t.Errorf("%s: 413 with message %q, which is the 503's", c.name, body.Message)
+		}
+	}
+}

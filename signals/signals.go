@@ -347,9 +347,12 @@ func storedKey(key [32]byte) [32]byte {
 func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revoke.Entry, now time.Time) ([]revoke.Entry, error) {
 	key := jtiKey(s.ConfiguredIssuer, s.ID)
 	// At least until iat + the TTL (an iat ahead of now within the leeway
-	// adds to it): a logout token older than that is refused
-	// (logoutEntries), so a replay finds its jti or is refused by its age.
-	ttl := max(r.ttl, s.IssuedAt.Add(r.ttl).Sub(now))
+	// adds to it), and a leeway more: a logout token older than that is
+	// refused (logoutEntries), so a replay finds its jti or is refused by
+	// its age. The leeway because a shared store (Redis) expires the jti
+	// on its own clock, and a replica whose clock is behind by up to the
+	// leeway (the skew it is there for) still takes the token for as long.
+	ttl := max(r.ttl, s.IssuedAt.Add(r.ttl).Sub(now)) + s.Leeway
 	if s.HasExpiresAt {
 		ttl = max(ttl, s.ExpiresAt.Sub(now)+s.Leeway)
 	}

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"time"
 
@@ -352,9 +353,12 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 	// its age. The leeway because a shared store (Redis) expires the jti
 	// on its own clock, and a replica whose clock is behind by up to the
 	// leeway (the skew it is there for) still takes the token for as long.
-	ttl := max(r.ttl, s.IssuedAt.Add(r.ttl).Sub(now)) + s.Leeway
+	ttl := addSat(max(r.ttl, s.IssuedAt.Add(r.ttl).Sub(now)), s.Leeway)
 	if s.HasExpiresAt {
-		ttl = max(ttl, s.ExpiresAt.Sub(now)+s.Leeway)
+		// Saturating: an exp centuries ahead makes exp − now the largest
+		// Duration, and adding the leeway to it wrapped around to a
+		// negative one, which kept the jti for the TTL alone.
+		ttl = max(ttl, addSat(s.ExpiresAt.Sub(now), s.Leeway))
 	}
 	fresh, err := r.replay.Use(ctx, key, ttl, now)
 	if err != nil {
@@ -397,6 +401,14 @@ func (r *Receiver) commit(ctx context.Context, s *verify.Signed, entries []revok
 		}
 	}
 	return stored, nil
+}
+
+// addSat is a + b for a Duration b >= 0, at most the largest Duration.
+func addSat(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // release gives key back when the replay store can (see [Releaser]): after

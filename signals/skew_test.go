@@ -10,6 +10,7 @@ import (
 	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/replay"
+	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/signals"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -70,5 +71,54 @@ func TestLogoutReplayAcrossSkewedReplicas(t *testing.T) {
 	}
 	if n := len(store.stored()); n != 1 {
 		t.Errorf("stored %d entries, want 1: a replay revokes nothing more", n)
+	}
+}
+
+// TestSETJTIKeptUntilAFarExp: a SET's jti is kept until its exp (plus the
+// leeway) when that is later than the TTL, since a SET has no age bound
+// and is taken until then. An exp so far ahead that exp − now saturates a
+// Duration must keep it at least as long as a nearer one does, not wrap
+// around to the TTL alone.
+func TestSETJTIKeptUntilAFarExp(t *testing.T) {
+	keys := &cache.Keys{}
+	keys.Store(cache.NewSet([]*cache.Key{key(t, testkeys.RSA2048A, "rsa-a")}, nil, epoch, epoch.Add(72*time.Hour)))
+	v, err := verify.New(verify.Options{Issuers: []verify.Issuer{{Issuer: issuerA, Keys: keys}}, Now: func() time.Time { return epoch }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		exp  time.Time
+	}{
+		{"in-two-days", epoch.Add(48 * time.Hour)},
+		{"in-year-2400", time.Date(2400, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"in-year-9999", time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mem, err := replay.NewMemory(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			store := &adder{}
+			r, err := signals.New(signals.Options{
+				Verifier: v, Replay: mem, Store: store, Logger: slog.New(slog.DiscardHandler),
+				Issuers: []signals.Issuer{{Issuer: issuerA, SSF: &signals.SSF{Audiences: []string{ssfAud}, PushBearer: bearerA}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := mintSET(setClaims(map[string]any{signals.EventAccountDisabled: map[string]any{}},
+				map[string]any{"sub_id": issSubA, "iat": epoch.Unix(), "exp": tt.exp.Unix()}))
+			if _, _, err := r.Receive(context.Background(), issuerA, tok, revoke.SourceSSFPush, epoch); err != nil {
+				t.Fatalf("first Receive() = %v", err)
+			}
+			later := epoch.Add(signals.DefaultJTITTL + time.Hour)
+			if _, _, err := r.Receive(context.Background(), issuerA, tok, revoke.SourceSSFPush, later); !errors.Is(err, signals.ErrReplayed) {
+				t.Errorf("the same SET %s later, before its exp: Receive() = %v, want %v", later.Sub(epoch), err, signals.ErrReplayed)
+			}
+			if n := len(store.stored()); n != 1 {
+				t.Errorf("stored %d entries, want 1", n)
+			}
+		})
 	}
 }

@@ -678,13 +678,16 @@ func (a *app) readToken(arg string, limit int) (string, error) {
 	if arg != "-" {
 		return arg, nil
 	}
-	// Room for surrounding white space (a trailing newline, CRLF).
-	b, err := io.ReadAll(io.LimitReader(a.stdin, int64(limit)+1024))
+	// Room for surrounding white space (a trailing newline, CRLF). An
+	// input that does not fit is too large whatever it ends with: what
+	// follows the bound is never read, so it cannot be judged.
+	room := int64(limit) + 1024
+	b, err := io.ReadAll(io.LimitReader(a.stdin, room+1))
 	if err != nil {
 		return "", fmt.Errorf("reading the token from standard input: %w", err)
 	}
 	tok := string(bytes.TrimSpace(b))
-	if len(tok) > limit {
+	if len(tok) > limit || int64(len(b)) > room {
 		return "", fmt.Errorf("%w: the token on standard input is larger than %d bytes", verify.ErrTokenTooLarge, limit)
 	}
 	if tok == "" {

@@ -50,6 +50,7 @@ import (
 	"unsafe"
 
 	"github.com/jwksverify/jwksverify/internal/fileread"
+	"github.com/jwksverify/jwksverify/internal/redact"
 	"github.com/jwksverify/jwksverify/internal/tokenid"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/redisconn"
@@ -811,7 +812,7 @@ func (c *Client) ask(ctx context.Context, token string) (Answer, error) {
 			return Answer{}, fmt.Errorf("%w: %w", ErrUpstream, err)
 		}
 	}
-	shown := redact(endpoint)
+	shown := redact.String(endpoint)
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -906,15 +907,6 @@ func readSecret(path string) (string, error) {
 	return s, nil
 }
 
-// redact renders an endpoint without user info, query or fragment.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
-}
-
 // Stats returns the Client's counters. It does not block on calls.
 func (c *Client) Stats() Stats {
 	c.mu.RLock()
@@ -938,7 +930,7 @@ func (c *Client) Status() Status {
 		ep = c.opts.Endpoint()
 	}
 	if ep != "" {
-		ep = redact(ep)
+		ep = redact.String(ep)
 	}
 	c.smu.Lock()
 	st := Status{Endpoint: ep, LastSuccess: c.lastSuccess, LastError: c.lastErr}

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/redact"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -163,7 +164,7 @@ func build(opts Options) (*Fetcher, error) {
 	case o.Discovery:
 		f.source = "discovery:" + o.Issuer
 	case o.URL != "":
-		f.source = redactString(o.URL)
+		f.source = redact.String(o.URL)
 		f.st.jwksURL = o.URL
 	default:
 		f.source = "static"

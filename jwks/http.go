@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/redact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
@@ -35,19 +36,19 @@ const (
 // info.
 func checkURL(u *url.URL, insecure bool) error {
 	if u.User != nil {
-		return fmt.Errorf("%w: %s: credentials in the URL are refused", ErrInsecureURL, redact(u))
+		return fmt.Errorf("%w: %s: credentials in the URL are refused", ErrInsecureURL, redact.URL(u))
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !insecure && !isLoopback(u.Hostname()) {
-			return fmt.Errorf("%w: %s: plain http is accepted only for loopback hosts", ErrInsecureURL, redact(u))
+			return fmt.Errorf("%w: %s: plain http is accepted only for loopback hosts", ErrInsecureURL, redact.URL(u))
 		}
 	default:
-		return fmt.Errorf("%w: %s: scheme must be https", ErrInsecureURL, redact(u))
+		return fmt.Errorf("%w: %s: scheme must be https", ErrInsecureURL, redact.URL(u))
 	}
 	if u.Host == "" {
-		return fmt.Errorf("%w: %s: no host", ErrInsecureURL, redact(u))
+		return fmt.Errorf("%w: %s: no host", ErrInsecureURL, redact.URL(u))
 	}
 	return nil
 }
@@ -70,22 +71,6 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// redact renders u for logs and errors without user info, query or fragment,
-// which may carry credentials.
-func redact(u *url.URL) string {
-	c := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}
-	return c.String()
-}
-
-// redactString is redact for a raw URL.
-func redactString(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return redact(u)
 }
 
 // newClient returns the client a fetcher uses, and the transport it owns (nil
@@ -115,7 +100,7 @@ func newClient(opts Options) (*http.Client, *Transport, error) {
 			return err
 		}
 		if !insecure && len(via) > 0 && via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
-			return fmt.Errorf("%w: %s: redirect from https to http", ErrInsecureURL, redact(req.URL))
+			return fmt.Errorf("%w: %s: redirect from https to http", ErrInsecureURL, redact.URL(req.URL))
 		}
 		if inner != nil {
 			return inner(req, via)
@@ -149,7 +134,7 @@ func (f *Fetcher) get(ctx context.Context, rawURL, accept, etag, lastModified st
 		name = "discovery.fetch"
 	}
 	ctx, span := f.opts.Tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		attrIssuer.String(f.opts.Issuer), attribute.String("url.full", redactString(rawURL)),
+		attrIssuer.String(f.opts.Issuer), attribute.String("url.full", redact.String(rawURL)),
 		attribute.Bool("jwksverify.conditional", etag != "" || lastModified != "")))
 	defer span.End()
 	resp, err := f.doGet(ctx, rawURL, accept, etag, lastModified)
@@ -174,7 +159,7 @@ const (
 func (f *Fetcher) doGet(ctx context.Context, rawURL, accept, etag, lastModified string) (response, error) {
 	ctx, cancel := context.WithTimeout(ctx, f.opts.FetchTimeout)
 	defer cancel()
-	shown := redactString(rawURL)
+	shown := redact.String(rawURL)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return response{}, fmt.Errorf("%w: %s: %w", ErrInsecureURL, shown, err)

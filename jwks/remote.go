@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/redact"
 )
 
 // maxValidator bounds an ETag or Last-Modified value kept for revalidation.
@@ -41,7 +43,7 @@ func (f *Fetcher) attemptRemote(ctx context.Context, st *fetchState, uncondition
 			f.stats.Errors.Add(1)
 			st.rediscover = true
 			if ctx.Err() == nil {
-				f.log.Warn("jwks discovery failed; fetching the last discovered jwks_uri", "err", derr.Error(), "jwks_uri", redactString(st.jwksURL))
+				f.log.Warn("jwks discovery failed; fetching the last discovered jwks_uri", "err", derr.Error(), "jwks_uri", redact.String(st.jwksURL))
 			}
 		}
 	}

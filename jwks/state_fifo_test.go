@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/jwksverify/jwksverify/internal/fileread/fifotest"
+	"github.com/jwksverify/jwksverify/internal/redact"
 )
 
 // A state file that is not a regular file is refused before it is read,
@@ -20,7 +21,7 @@ func TestStateFileFIFONeverBlocks(t *testing.T) {
 	const iss = "https://idp.example/"
 	const url = "https://idp.example/jwks"
 	dir := t.TempDir()
-	p := statePath(dir, iss, redactString(url))
+	p := statePath(dir, iss, redact.String(url))
 	if err := syscall.Mkfifo(p, 0o600); err != nil {
 		t.Fatalf("mkfifo: %v", err)
 	}

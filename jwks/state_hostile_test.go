@@ -11,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/redact"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -71,7 +72,7 @@ func TestFetcherHostileStateFile(t *testing.T) {
 				dir := t.TempDir()
 				o := tt.opts
 				o.Issuer, o.URL, o.StateDir = iss, ks.URL(), dir
-				if err := os.WriteFile(filepath.Join(dir, filepath.Base(statePath(dir, iss, ""))), tt.content(redactString(ks.URL())), 0o600); err != nil {
+				if err := os.WriteFile(filepath.Join(dir, filepath.Base(statePath(dir, iss, ""))), tt.content(redact.String(ks.URL())), 0o600); err != nil {
 					t.Fatal(err)
 				}
 				clk := newBubbleClock()

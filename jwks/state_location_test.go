@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/redact"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -48,7 +49,7 @@ func TestStateAcrossQueryChange(t *testing.T) {
 func TestSavedHere(t *testing.T) {
 	const u, uq = "https://idp.example/keys", "https://idp.example/keys?p=a"
 	at := func(o Options) *Fetcher {
-		f := &Fetcher{opts: o, source: redactString(o.URL)}
+		f := &Fetcher{opts: o, source: redact.String(o.URL)}
 		if o.Discovery {
 			f.source = "discovery:" + o.Issuer
 		}

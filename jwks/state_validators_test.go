@@ -7,6 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/redact"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
@@ -39,7 +40,7 @@ func TestStateFileValidatorsDoNotRenewItsSet(t *testing.T) {
 				o := Options{Issuer: iss, URL: ks.URL(), StateDir: dir, MinInterval: 10 * time.Second, DefaultTTL: time.Minute, StaleFor: time.Hour}
 				planted := testkeys.JWK{Key: testkeys.Public(testkeys.EC256B), Kid: "x", Alg: "ES256", Use: "sig"}
 				b, err := json.Marshal(stateFile{
-					Issuer: iss, Source: redactString(ks.URL()), FetchedAt: t0, Location: (&Fetcher{opts: o}).location(),
+					Issuer: iss, Source: redact.String(ks.URL()), FetchedAt: t0, Location: (&Fetcher{opts: o}).location(),
 					ETag: tt.etag, LastModified: tt.lmod, JWKS: testkeys.JWKS(keyA, planted),
 				})
 				if err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/jsonscan"
+	"github.com/jwksverify/jwksverify/internal/redact"
 	"github.com/jwksverify/jwksverify/jwks"
 )
 
@@ -284,7 +285,7 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return false, fmt.Errorf("POST %s: %w", redactURL(p.o.URL), err)
+		return false, fmt.Errorf("POST %s: %w", redact.String(p.o.URL), err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, p.o.MaxResponseBytes+1))
@@ -389,14 +390,4 @@ func ParsePollResponse(data []byte) (sets map[string]string, more bool, err erro
 		}
 	}
 	return sets, more, nil
-}
-
-// redactURL renders raw without user info, query or fragment, which may
-// carry credentials (as jwks and introspect render their URLs).
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 
 	"github.com/jwksverify/jwksverify/config"
+	"github.com/jwksverify/jwksverify/internal/redact"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/service"
 )
@@ -109,7 +109,7 @@ func checkKeys(ctx context.Context, is config.Issuer, o jwks.Options, online boo
 	case o.Discovery:
 		src = "discovery"
 	case o.URL != "":
-		src = "jwks_url " + shownURL(o.URL)
+		src = "jwks_url " + redact.String(o.URL)
 	}
 	if !is.Local() && !online {
 		return src + ": not fetched (offline)", nil
@@ -123,15 +123,4 @@ func checkKeys(ctx context.Context, is config.Issuer, o jwks.Options, online boo
 		return "", fmt.Errorf("%s: no usable signing key (%s, %d skipped; `jwksverify keys` lists them)", src, plural(len(rep.Keys), "key", "keys"), len(rep.Skipped))
 	}
 	return fmt.Sprintf("%s: %s, %d usable, %d skipped", src, plural(len(rep.Keys), "key", "keys"), rep.Usable, len(rep.Skipped)), nil
-}
-
-// shownURL is a configured URL as check prints it: without user info,
-// query or fragment, which may carry a credential (as the jwks package
-// writes it in its logs and errors).
-func shownURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }

@@ -143,6 +143,9 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 	if c.Mint && d.Allowed() && d.minted == nil && s.minter != nil && s.mintHeader != "Authorization" {
 		d.unminted = s.mintHeader
 	}
+	if c.Mint && d.Allowed() {
+		d.twins = s.answerTwins
+	}
 	d.Policy, d.authorized = cmp.Or(d.forbiddenBy, pol.name), pol.run
 	if d.forbiddenBy != "" {
 		// The policy of another method the request runs as (HEAD as GET, a

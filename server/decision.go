@@ -139,6 +139,7 @@ type Decision struct {
 	// that asked for minting and got no token in it: a front end that
 	// sets the upstream's headers removes the client's own copy.
 	unminted string
+	twins    []string      // Server.answerTwins, for a call that sets the upstream's headers
 	headers  []claimHeader // of the allowed token's issuer (sorted by claim), then every other identity header
 	www      []string      // Challenge as a header value, shared
 	// forbiddenBy names the policy whose 403 a forbidden decision is

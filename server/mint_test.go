@@ -321,9 +321,12 @@ func TestEnvoyHTTPRemovesUnmintedHeader(t *testing.T) {
 		strip      bool
 		wantRemove []string
 	}{
-		{"envoy-plain", request.Envoy, "/v1/authz/public/x", false, []string{"x-internal-token"}},
-		{"envoy-plain-strip", request.Envoy, "/v1/authz/public/x", true, []string{"x-internal-token", "authorization"}},
-		{"envoy-minting", request.Envoy, "/v1/authz/orders/1", false, nil},
+		// The CGI twins of the claim headers and of the mint header go
+		// first, minted or not: a CGI upstream reads x_internal_token as
+		// x-internal-token.
+		{"envoy-plain", request.Envoy, "/v1/authz/public/x", false, append(answerTwins(), "x-internal-token")},
+		{"envoy-plain-strip", request.Envoy, "/v1/authz/public/x", true, append(answerTwins(), "x-internal-token", "authorization")},
+		{"envoy-minting", request.Envoy, "/v1/authz/orders/1", false, answerTwins()},
 		{"nginx-plain", request.Nginx, "", false, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -347,6 +350,13 @@ func TestEnvoyHTTPRemovesUnmintedHeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answerTwins are the CGI twins of newMintEnv's claim headers and of its
+// X-Internal-Token, as an Envoy answer removes them.
+func answerTwins() []string {
+	return []string{"x_auth-scope", "x-auth_scope", "x_auth_scope", "x_auth-subject", "x-auth_subject", "x_auth_subject",
+		"x_internal-token", "x-internal_token", "x_internal_token"}
 }
 
 // TestVerifyMintClientCertNeedsAPIAuth: /v1/verify's "client_cert" is the

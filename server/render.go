@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/jwksverify/jwksverify/internal/textclip"
@@ -154,14 +155,13 @@ func (s *Server) writeForwardAuth(w http.ResponseWriter, d *Decision) {
 		h[d.mintHeader] = d.minted
 	}
 	switch {
-	case d.unminted != "" && s.proxy == request.Envoy:
+	case s.proxy == request.Envoy:
 		// Envoy keeps a client's own copy of a header the answer does not
-		// carry: remove it, as gRPC's answer does (UnmintedHeader).
-		rm := []string{strings.ToLower(d.unminted)}
-		if d.RemoveAuthorization {
-			rm = append(rm, "authorization")
+		// carry: remove it, as gRPC's answer does (UnmintedHeader), and the
+		// CGI twins of the identity and mint headers (TwinsToRemove).
+		if rm := s.envoyRemove[b2i(d.unminted != "")][b2i(d.RemoveAuthorization)]; len(rm) > 0 {
+			h["X-Envoy-Auth-Headers-To-Remove"] = rm
 		}
-		h["X-Envoy-Auth-Headers-To-Remove"] = rm
 	case d.RemoveAuthorization:
 		h["X-Envoy-Auth-Headers-To-Remove"] = s.static.stripAuthz
 	}
@@ -432,4 +432,61 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return textclip.Clip(s, n) + "…"
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// setAnswerTwins precomputes the CGI twins an allowed answer removes
+// (answerTwins) and forward-auth's Envoy removal lists (envoyRemove).
+func (s *Server) setAnswerTwins() {
+	var twins []string
+	add := func(name string) {
+		for _, t := range HeaderTwins(name) {
+			if t = strings.ToLower(t); !slices.Contains(twins, t) {
+				twins = append(twins, t)
+			}
+		}
+	}
+	for _, h := range s.identity {
+		add(h.header)
+	}
+	if s.minter != nil && s.mintHeader != "Authorization" {
+		add(s.mintHeader)
+	}
+	s.answerTwins = slices.Clip(twins)
+	if s.proxy != request.Envoy {
+		return
+	}
+	for u := range 2 {
+		for a := range 2 {
+			rm := slices.Clone(twins)
+			if u == 1 {
+				rm = append(rm, strings.ToLower(s.mintHeader))
+			}
+			if a == 1 {
+				rm = append(rm, "authorization")
+			}
+			s.envoyRemove[u][a] = slices.Clip(rm)
+		}
+	}
+}
+
+// TwinsToRemove returns, for an allowed decision of a call that sets the
+// upstream's headers ([Call.Mint]: forward-auth and gRPC), the CGI twins of
+// every identity header and of the mint header, in lower case: a CGI,
+// FastCGI or WSGI upstream reads X_Auth_Subject as X-Auth-Subject
+// (HTTP_X_AUTH_SUBJECT), so a client's copy under a twin would stand beside,
+// or instead of, the one the answer sets. Nil otherwise. The slice is
+// shared: do not modify it.
+func (d Decision) TwinsToRemove() []string {
+	if !d.Allowed() {
+		return nil
+	}
+	return d.twins
 }

@@ -249,11 +249,19 @@ type Server struct {
 	dpop           *dpop.Checker
 	certHeader     string // canonical; "" none
 	xfcc           bool
-	bindingMetrics BindingMetrics             // nil: none
-	minter         *mintpkg.Minter            // nil: no minting
-	mintHeader     string                     // canonical
-	mintTwins      []string                   // the mint header and its CGI twins, unless it is Authorization
-	mintPolicies   map[string]*mintpkg.Policy // policy name -> what it mints
+	bindingMetrics BindingMetrics  // nil: none
+	minter         *mintpkg.Minter // nil: no minting
+	mintHeader     string          // canonical
+	mintTwins      []string        // the mint header and its CGI twins, unless it is Authorization
+	// answerTwins are the CGI twins (lower case) of every identity header
+	// and of the mint header (unless Authorization), which an allowed
+	// answer that sets the upstream's headers removes (Decision.TwinsToRemove).
+	answerTwins []string
+	// envoyRemove is forward-auth's X-Envoy-Auth-Headers-To-Remove for the
+	// Envoy preset, by [unminted][RemoveAuthorization]: answerTwins, then
+	// the mint header and authorization when they go.
+	envoyRemove  [2][2][]string
+	mintPolicies map[string]*mintpkg.Policy // policy name -> what it mints
 
 	metrics        Metrics // nil: none
 	metricsHandler http.Handler
@@ -332,6 +340,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.checkAnswerHeaders(); err != nil {
 		return nil, err
 	}
+	s.setAnswerTwins()
 	s.tracer, s.propagator, s.configHash = opts.Tracer, opts.Propagator, opts.ConfigHash
 	if s.propagator == nil {
 		s.propagator = propagation.TraceContext{}

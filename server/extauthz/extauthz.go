@@ -483,6 +483,9 @@ func buildAllow(d server.Decision, raw []byte) *authv3.CheckResponse {
 	if d.RemoveAuthorization {
 		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")
 	}
+	// A client's copy of an identity or mint header under a CGI twin
+	// (x_auth_subject) is that header to a CGI, FastCGI or WSGI upstream.
+	ok.HeadersToRemove = append(ok.HeadersToRemove, d.TwinsToRemove()...)
 	return &authv3.CheckResponse{
 		Status:          &rpcstatus.Status{Code: int32(codes.OK)},
 		HttpResponse:    &authv3.CheckResponse_OkResponse{OkResponse: ok},

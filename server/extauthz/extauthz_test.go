@@ -231,11 +231,29 @@ func TestGRPCCheckAllows(t *testing.T) {
 			if !equalMaps(set, tc.wantSet) {
 				t.Errorf("Check() headers = %v, want %v", set, tc.wantSet)
 			}
+			remove, twins := withoutTwins(remove, "X-Auth-Scope", "X-Auth-Subject")
+			if !twins {
+				t.Errorf("Check() headers_to_remove = %v, want every CGI twin of the claim headers", remove)
+			}
 			if !slices.Equal(remove, tc.wantRemove) {
 				t.Errorf("Check() headers_to_remove = %v, want %v", remove, tc.wantRemove)
 			}
 		})
 	}
+}
+
+// withoutTwins returns remove without the CGI twins (lower case) of the
+// headers named, and whether each of them was there: an OK answer removes
+// a client's copy under a twin (X_Auth_Subject) of every identity header.
+func withoutTwins(remove []string, headers ...string) ([]string, bool) {
+	var twins []string
+	for _, h := range headers {
+		for _, tw := range server.HeaderTwins(h) {
+			twins = append(twins, strings.ToLower(tw))
+		}
+	}
+	rest := slices.DeleteFunc(slices.Clone(remove), func(h string) bool { return slices.Contains(twins, h) })
+	return rest, len(remove)-len(rest) == len(twins)
 }
 
 func equalMaps(a, b map[string]string) bool {

@@ -52,6 +52,10 @@ func TestCheckClearsEveryIdentityHeader(t *testing.T) {
 				t.Fatal(err)
 			}
 			set, remove := okHeaders(t, resp)
+			remove, twins := withoutTwins(remove, "X-Auth-Scope", "X-Auth-Subject", "X-Policy-Subject")
+			if !twins {
+				t.Errorf("Check() removes %v; want every CGI twin of the identity headers too", remove)
+			}
 			slices.Sort(remove)
 			if !equalMaps(set, tt.wantSet) || !slices.Equal(remove, tt.wantRemove) {
 				t.Fatalf("Check() sets %v, removes %v; want %v, %v", set, remove, tt.wantSet, tt.wantRemove)

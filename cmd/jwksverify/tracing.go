@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"time"
 
@@ -50,6 +51,15 @@ func newTracing(ctx context.Context, env func(string) (string, bool)) (*tracing,
 	case exp == "" && get("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "":
 		return &tracing{}, nil
 	}
+	// The exporter and the SDK read these themselves, and on a value they
+	// cannot read carry on without it, with a line on stderr: a header
+	// entry dropped (the line quoting it, the collector's credential).
+	// Refused here, before they read them.
+	for _, k := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		if err := checkOTLPHeaders(get(k)); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+	}
 	proto := get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 	if proto == "" {
 		proto = get("OTEL_EXPORTER_OTLP_PROTOCOL")
@@ -78,6 +88,43 @@ func newTracing(ctx context.Context, env func(string) (string, bool)) (*tracing,
 	}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	return &tracing{tp: tp, tracer: tp.Tracer(tracerName, trace.WithInstrumentationVersion(buildinfo.Read().Version))}, nil
+}
+
+// checkOTLPHeaders checks an OTEL_EXPORTER_OTLP_(TRACES_)HEADERS value as
+// the OTLP exporters read it (comma-separated name=value, the value
+// URL-encoded), without quoting it: a value is a credential.
+func checkOTLPHeaders(v string) error {
+	if v == "" {
+		return nil
+	}
+	for i, entry := range strings.Split(v, ",") {
+		name, value, ok := strings.Cut(entry, "=")
+		name = strings.TrimSpace(name)
+		switch {
+		case !ok:
+			return fmt.Errorf("entry %d is not name=value (the value is not shown)", i+1)
+		case !validHeaderName(name):
+			return fmt.Errorf("entry %d: the name is not an HTTP header name (the value is not shown)", i+1)
+		}
+		if _, err := url.PathUnescape(value); err != nil {
+			return fmt.Errorf("entry %d: the value is not URL-encoded: a %% must start an escape such as %%25 (the value is not shown)", i+1)
+		}
+	}
+	return nil
+}
+
+// validHeaderName reports whether s is an RFC 9110 token, the header
+// names the exporters accept.
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		if c > 0x7e || c <= ' ' || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", c) {
+			return false
+		}
+	}
+	return true
 }
 
 // propagator is how the trace context of a request is read: W3C Trace

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,21 +55,23 @@ func newTracing(ctx context.Context, env func(string) (string, bool)) (*tracing,
 	}
 	// The exporter and the SDK read these themselves, and on a value they
 	// cannot read carry on without it, with a line on stderr: a header
-	// entry dropped (the line quoting it, the collector's credential).
-	// Refused here, before they read them.
+	// entry dropped (the line quoting it, the collector's credential), a
+	// sampler replaced by one that samples every request. Refused here,
+	// before they read them.
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
 		if err := checkOTLPHeaders(get(k)); err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
 	}
+	sampler, err := samplerFromEnv(get)
+	if err != nil {
+		return nil, err
+	}
 	proto := get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 	if proto == "" {
 		proto = get("OTEL_EXPORTER_OTLP_PROTOCOL")
 	}
-	var (
-		exporter sdktrace.SpanExporter
-		err      error
-	)
+	var exporter sdktrace.SpanExporter
 	switch proto {
 	case "", "http/protobuf":
 		exporter, err = otlptracehttp.New(ctx)
@@ -86,7 +90,11 @@ func newTracing(ctx context.Context, env func(string) (string, bool)) (*tracing,
 	if err != nil {
 		return nil, fmt.Errorf("OTEL resource: %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	popts := []sdktrace.TracerProviderOption{sdktrace.WithBatcher(exporter), sdktrace.WithResource(res)}
+	if sampler != nil {
+		popts = append(popts, sdktrace.WithSampler(sampler))
+	}
+	tp := sdktrace.NewTracerProvider(popts...)
 	return &tracing{tp: tp, tracer: tp.Tracer(tracerName, trace.WithInstrumentationVersion(buildinfo.Read().Version))}, nil
 }
 
@@ -125,6 +133,46 @@ func validHeaderName(s string) bool {
 		}
 	}
 	return true
+}
+
+// samplerFromEnv reads OTEL_TRACES_SAMPLER and OTEL_TRACES_SAMPLER_ARG as
+// the SDK does, except that a value it cannot read is an error (the SDK
+// then samples every request): nil when the variable is not set (the SDK's
+// default, parentbased_always_on).
+func samplerFromEnv(get func(string) string) (sdktrace.Sampler, error) {
+	name := strings.ToLower(get("OTEL_TRACES_SAMPLER"))
+	arg := get("OTEL_TRACES_SAMPLER_ARG")
+	ratio := func() (sdktrace.Sampler, error) {
+		if arg == "" {
+			return sdktrace.TraceIDRatioBased(1), nil
+		}
+		f, err := strconv.ParseFloat(arg, 64)
+		if err != nil || math.IsNaN(f) || f < 0 || f > 1 {
+			return nil, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG: %q is not a ratio between 0 and 1 (e.g. 0.01 for 1%%)", arg)
+		}
+		return sdktrace.TraceIDRatioBased(f), nil
+	}
+	switch name {
+	case "":
+		return nil, nil
+	case "always_on":
+		return sdktrace.AlwaysSample(), nil
+	case "always_off":
+		return sdktrace.NeverSample(), nil
+	case "parentbased_always_on":
+		return sdktrace.ParentBased(sdktrace.AlwaysSample()), nil
+	case "parentbased_always_off":
+		return sdktrace.ParentBased(sdktrace.NeverSample()), nil
+	case "traceidratio":
+		return ratio()
+	case "parentbased_traceidratio":
+		r, err := ratio()
+		if err != nil {
+			return nil, err
+		}
+		return sdktrace.ParentBased(r), nil
+	}
+	return nil, fmt.Errorf("OTEL_TRACES_SAMPLER: %q is not supported; use always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio", name)
 }
 
 // propagator is how the trace context of a request is read: W3C Trace

@@ -91,3 +91,46 @@ func TestTracingHeadersEnvRefusedWithoutEcho(t *testing.T) {
 		}
 	}
 }
+
+// An OTEL_TRACES_SAMPLER or _ARG the SDK cannot read is a start-up error,
+// as an unknown exporter or protocol is: the SDK would fall back to
+// sampling every request (ratio 1.0, or parentbased_always_on) with a
+// line on stderr.
+func TestTracingSamplerEnvRefused(t *testing.T) {
+	tests := []struct {
+		sampler, arg string
+		ok           bool
+	}{
+		{"", "", true},
+		{"parentbased_traceidratio", "0.01", true},
+		{"TraceIdRatio", " 0.5 ", true},
+		{"always_off", "", true},
+		{"parentbased_traceidratio", "", true},
+		{"parentbased_traceidratio", "1%", false},
+		{"parentbased_traceidratio", "5", false},
+		{"traceidratio", "-0.1", false},
+		{"traceidratio", "NaN", false},
+		{"parentbased_traceidratio_0.01", "", false},
+		{"jaeger_remote", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sampler+"/"+tt.arg, func(t *testing.T) {
+			captureOTelLog(t)
+			env := tracingEnv(t, map[string]string{
+				"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1",
+				"OTEL_TRACES_SAMPLER":         tt.sampler,
+				"OTEL_TRACES_SAMPLER_ARG":     tt.arg,
+			})
+			tr, err := newTracing(context.Background(), env)
+			shutdownTracing(t, tr)
+			switch {
+			case tt.ok && err != nil:
+				t.Errorf("newTracing refused sampler %q arg %q: %v", tt.sampler, tt.arg, err)
+			case !tt.ok && err == nil:
+				t.Errorf("newTracing accepted sampler %q arg %q (the SDK samples every request then)", tt.sampler, tt.arg)
+			case !tt.ok && !strings.Contains(err.Error(), "OTEL_TRACES_SAMPLER"):
+				t.Errorf("error %q does not name OTEL_TRACES_SAMPLER", err)
+			}
+		})
+	}
+}

@@ -186,7 +186,12 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	if tr.tracer != nil {
 		logger = slog.New(logHandler{logger.Handler()})
 	}
-	defer tr.shutdown(logger, plan.ShutdownTimeout)
+	// The spans not yet exported are flushed within what the drain left of
+	// shutdown_timeout, so that the process stops within shutdown_delay +
+	// shutdown_timeout (CONFIG.md) whatever the collector does; before a
+	// drain, within shutdown_timeout.
+	var flushBy time.Time
+	defer func() { tr.shutdown(logger, flushBy, plan.ShutdownTimeout) }()
 	useRedisLog(logger.Handler())
 	bi := buildinfo.Read()
 	svc, err := service.New(plan, service.Options{Logger: logger, Tracer: tr.tracer, Propagator: tr.propagator(),
@@ -200,7 +205,9 @@ func (a *app) runService(ctx context.Context, plan *config.Plan, logger *slog.Lo
 	if srv == nil {
 		return code
 	}
-	return srv.run(ctx, svc, reload, hup, onReady, logger)
+	code = srv.run(ctx, svc, reload, hup, onReady, logger)
+	flushBy = srv.stopBy
+	return code
 }
 
 // servers are the listeners of a plan and the servers on them; grpc and
@@ -210,6 +217,9 @@ type servers struct {
 	http, admin  *http.Server
 	grpc         *grpc.Server
 	base         string // the HTTP listener's URL, for a local client
+	// stopBy is when the drain's shutdown_timeout ends, once run has
+	// drained; zero before.
+	stopBy time.Time
 }
 
 // newServers loads the TLS files (before any listener opens: a pair that
@@ -547,7 +557,7 @@ func (s *servers) run(ctx context.Context, svc *service.Service, reload *reloadS
 		if gl, ok := s.gln.(*grpcListener); ok {
 			closeGRPC = gl.closeConns
 		}
-		drainErr = drain(svc.Drain(), ctx.Err() != nil, s.http, s.admin, s.grpc, closeGRPC, logger)
+		s.stopBy, drainErr = drain(svc.Drain(), ctx.Err() != nil, s.http, s.admin, s.grpc, closeGRPC, logger)
 		return nil
 	})
 	code := exitOK
@@ -576,12 +586,16 @@ func (s *servers) run(ctx context.Context, svc *service.Service, reload *reloadS
 // Once shutdown_timeout passed, closeGRPC (if set) closes every connection
 // of the gRPC listener before grpc-go's Stop: Stop first waits for the
 // handshakes in progress, which only the handshake timeout would end.
-func drain(plan *config.Plan, signalled bool, httpSrv, adminSrv *http.Server, grpcSrv *grpc.Server, closeGRPC func(), logger *slog.Logger) error {
+//
+// It returns the end of shutdown_timeout (the deadline it drained by) and
+// the drain's error.
+func drain(plan *config.Plan, signalled bool, httpSrv, adminSrv *http.Server, grpcSrv *grpc.Server, closeGRPC func(), logger *slog.Logger) (time.Time, error) {
 	logger.Info("shutting down", "delay", plan.ShutdownDelay.String(), "timeout", plan.ShutdownTimeout.String())
 	if signalled {
 		time.Sleep(max(plan.ShutdownDelay, drainGrace)) // a second signal ends the process at once (main)
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), plan.ShutdownTimeout)
+	stopBy := time.Now().Add(plan.ShutdownTimeout)
+	sctx, cancel := context.WithDeadline(context.Background(), stopBy)
 	defer cancel()
 	var wg sync.WaitGroup
 	if grpcSrv != nil {
@@ -614,7 +628,7 @@ func drain(plan *config.Plan, signalled bool, httpSrv, adminSrv *http.Server, gr
 	if sctx.Err() != nil && err == nil {
 		err = errors.New("draining gRPC calls: shutdown_timeout passed")
 	}
-	return err
+	return stopBy, err
 }
 
 // freshConns are the HTTP connections that have not sent a request yet. The

@@ -179,12 +179,16 @@ func samplerFromEnv(get func(string) string) (sdktrace.Sampler, error) {
 // Context.
 func (t *tracing) propagator() propagation.TextMapPropagator { return propagation.TraceContext{} }
 
-// shutdown flushes the spans not yet exported, within timeout.
-func (t *tracing) shutdown(logger *slog.Logger, timeout time.Duration) {
+// shutdown flushes the spans not yet exported, by the deadline by, or
+// within timeout when by is zero. A deadline already past drops them.
+func (t *tracing) shutdown(logger *slog.Logger, by time.Time, timeout time.Duration) {
 	if t.tp == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	if by.IsZero() {
+		by = time.Now().Add(timeout)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), by)
 	defer cancel()
 	if err := t.tp.Shutdown(ctx); err != nil {
 		logger.Warn("flushing traces", "err", err)

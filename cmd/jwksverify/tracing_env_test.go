@@ -50,7 +50,7 @@ func tracingEnv(t *testing.T, kv map[string]string) func(string) (string, bool) 
 func shutdownTracing(t *testing.T, tr *tracing) {
 	t.Helper()
 	if tr != nil {
-		tr.shutdown(slog.New(slog.NewTextHandler(io.Discard, nil)), 5*time.Second)
+		tr.shutdown(slog.New(slog.NewTextHandler(io.Discard, nil)), time.Time{}, 5*time.Second)
 	}
 }
 

@@ -55,6 +55,9 @@ import (
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/verify"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults applied by [New] to zero-valued options.
@@ -118,6 +121,11 @@ type Options struct {
 	// Issuer names the issuer the Client answers for (logs, status).
 	// Required.
 	Issuer string
+	// Tracer records a client span "introspect" for each upstream call:
+	// the issuer, the endpoint without user info, query or fragment, and
+	// whether the answer was active (never the token, the claims or the
+	// client's secret). Nil records none.
+	Tracer trace.Tracer
 	// URL is the introspection endpoint: https, or http for loopback hosts
 	// (jwks.CheckURL). Empty means Endpoint is asked at each call.
 	URL string
@@ -418,10 +426,11 @@ func (o Options) withDefaults() (Options, error) {
 // function, is never the same (a function cannot be compared), HTTPClient
 // and Logger only when they are the same one.
 func Same(a, b Options) bool {
-	if a.Endpoint != nil || b.Endpoint != nil || a.HTTPClient != b.HTTPClient || a.Logger != b.Logger || a.Redis != b.Redis {
+	if a.Endpoint != nil || b.Endpoint != nil || a.HTTPClient != b.HTTPClient || a.Logger != b.Logger || a.Redis != b.Redis || a.Tracer != b.Tracer {
 		return false
 	}
 	a.HTTPClient, a.Logger, a.Redis, b.HTTPClient, b.Logger, b.Redis = nil, nil, nil, nil, nil, nil
+	a.Tracer, b.Tracer = nil, nil
 	return reflect.DeepEqual(a, b)
 }
 
@@ -660,7 +669,7 @@ func (c *Client) call(ctx context.Context, token string, now time.Time) (*entry,
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
-	a, err := c.ask(ctx, token)
+	a, err := c.askTraced(ctx, token)
 	if err != nil {
 		c.errs.Add(1)
 		c.smu.Lock()
@@ -801,6 +810,32 @@ func (c *Client) store(id tokenid.ID, e *entry, now time.Time) {
 }
 
 // ask makes one introspection call.
+// askTraced is ask inside an "introspect" client span (SPEC: a span for
+// each introspection call), when the Client has a Tracer and the request's
+// trace is sampled.
+func (c *Client) askTraced(ctx context.Context, token string) (Answer, error) {
+	if c.opts.Tracer == nil {
+		return c.ask(ctx, token)
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
+		return c.ask(ctx, token) // a child would not be sampled either
+	}
+	endpoint := c.opts.URL
+	if endpoint == "" {
+		endpoint = c.opts.Endpoint()
+	}
+	ctx, span := c.opts.Tracer.Start(ctx, "introspect", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("jwksverify.issuer", c.opts.Issuer), attribute.String("url.full", redact.String(endpoint))))
+	defer span.End()
+	a, err := c.ask(ctx, token)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error()) // its URL is redacted; never the token or a secret
+		return a, err
+	}
+	span.SetAttributes(attribute.Bool("jwksverify.active", a.Active))
+	return a, nil
+}
+
 func (c *Client) ask(ctx context.Context, token string) (Answer, error) {
 	endpoint := c.opts.URL
 	if endpoint == "" {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,6 +11,8 @@ import (
 	"github.com/jwksverify/jwksverify/policy"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // This file is the fourth stage, authorization: the policy a call is
@@ -92,6 +95,29 @@ func (s *Server) choosePolicy(c *Call, st *policyStage) {
 	if err == nil {
 		st.overrides = s.overridden(c.Policy, o, st.known, ch.Route)
 		st.anonymous = st.p.AllowAnonymous() && overridesAnonymous(st.overrides)
+	}
+}
+
+// authorizeTraced is authorize inside a "policy" span (SPEC: a span for
+// each policy evaluation) when the server traces, a policy runs and the
+// request's trace is sampled: the policy's name and whether it allowed,
+// with the requirement that refused (never the request, its path or the
+// claims). Without a tracer it costs one comparison.
+func (s *Server) authorizeTraced(ctx context.Context, d *Decision, st *policyStage) {
+	if s.tracer == nil || !st.run {
+		s.authorize(d, st)
+		return
+	}
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !sc.IsSampled() {
+		s.authorize(d, st) // a child would not be sampled either
+		return
+	}
+	_, span := s.StartSpan(ctx, nil, "policy", attribute.String("jwksverify.policy", st.label))
+	defer span.End()
+	s.authorize(d, st)
+	span.SetAttributes(attribute.Bool("jwksverify.allowed", d.Allowed()))
+	if !d.Allowed() {
+		span.SetAttributes(attribute.String("jwksverify.requirement", d.Requirement))
 	}
 }
 

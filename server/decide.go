@@ -132,7 +132,7 @@ func (s *Server) Decide(ctx context.Context, c *Call) Decision {
 		}
 		s.verdict(&d, res, err, steps)
 		if d.Allowed() {
-			s.authorize(&d, &pol)
+			s.authorizeTraced(ctx, &d, &pol)
 		}
 		if c.Mint && c.IDToken == nil && d.Allowed() {
 			// Minted tokens are access tokens, minted from access tokens

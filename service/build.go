@@ -308,7 +308,7 @@ func (b *builder) client(o introspect.Options, f *jwks.Fetcher, taken map[*intro
 			}
 		}
 	}
-	o.Logger = b.s.opts.Logger
+	o.Logger, o.Tracer = b.s.opts.Logger, b.s.opts.Tracer
 	switch {
 	case o.URL != "":
 	case f == nil: // a check: no fetcher discovers the endpoint

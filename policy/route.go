@@ -42,8 +42,10 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 		r.methods = slices.Clone(rt.Methods)
 	}
 	for i, m := range rt.Methods {
-		if m == "" || strings.ToUpper(m) != m || strings.ContainsAny(m, " \t/") {
-			return route{}, fmt.Errorf("methods[%d]: %q is not an upper-case HTTP method", i, m)
+		// A method that is not a token (RFC 9110 §9.1) is no request's
+		// method: the route would never match ("POST,PUT" as one method).
+		if !methodToken(m) || strings.ToUpper(m) != m {
+			return route{}, fmt.Errorf("methods[%d]: %q is not an upper-case HTTP method (one method token per list item)", i, m)
 		}
 	}
 	if rt.Host != "" {
@@ -96,6 +98,21 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 		break
 	}
 	return r, nil
+}
+
+// methodToken reports whether m is a non-empty RFC 9110 token (tchar:
+// ASCII letters, digits and !#$%&'*+-.^_`|~).
+func methodToken(m string) bool {
+	if m == "" {
+		return false
+	}
+	for i := 0; i < len(m); i++ {
+		c := m[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // compilePath splits a route's path pattern. A pattern must be what

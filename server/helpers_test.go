@@ -234,3 +234,19 @@ func checkGolden(t *testing.T, name string, w *httptest.ResponseRecorder) {
 	}
 	writeOrCompareGolden(t, name, got)
 }
+
+// envoyRemoves is the list of header names an answer's
+// X-Envoy-Auth-Headers-To-Remove tells Envoy to remove, read as Envoy's
+// ext_authz HTTP client reads it: every value split on commas, trimmed,
+// empty names dropped.
+func envoyRemoves(h http.Header) []string {
+	var names []string
+	for _, v := range h.Values("X-Envoy-Auth-Headers-To-Remove") {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}

@@ -472,7 +472,13 @@ func (s *Server) setAnswerTwins() {
 			if a == 1 {
 				rm = append(rm, "authorization")
 			}
-			s.envoyRemove[u][a] = slices.Clip(rm)
+			if len(rm) > 0 {
+				// One value, the names joined by commas: Envoy splits each
+				// value of the header on them (ext_authz's HTTP client), and
+				// net/http writes one line per value, replacing and trimming
+				// each.
+				s.envoyRemove[u][a] = []string{strings.Join(rm, ", ")}
+			}
 		}
 	}
 }

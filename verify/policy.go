@@ -386,7 +386,8 @@ func newRouter(list []*issuer) (*router, error) {
 // find returns the configured issuer that a token with this iss (hasIss
 // false: none), tid and sub routes to, with ok true; when none does, it
 // returns the first {tenantid} template whose shape iss has (nil when none),
-// with ok false. An iss that names a configured issuer wins; a token whose
+// with ok false. An iss that names a configured issuer (exactly, or by a
+// {tenantid} template it matches or has the shape of) wins; a token whose
 // iss names none (or that has none) routes to the SPIFFE issuer of its
 // sub's trust domain, when sub is a SPIFFE ID (spiffe://<td>/<path>, parsed
 // by go-spiffe). It does not allocate for a token without a SPIFFE sub.
@@ -398,25 +399,29 @@ func (r *router) find(iss string, hasIss bool, tid, sub string) (is *issuer, ok 
 		if is, ok := r.exact[iss]; ok && !is.template {
 			return is, true
 		}
+		// An iss a template matches, or has the shape of, names that
+		// configured issuer as much as an exact name does: it is never
+		// handed to a trust domain by its sub, whose keys would then vouch
+		// for another issuer's iss (and tid).
+		var shaped *issuer
+		for _, is := range r.templates {
+			if matchTemplate(is.prefix, is.suffix, iss, tid) {
+				return is, true
+			}
+			if shaped == nil && fitsTemplate(is.prefix, is.suffix, iss) {
+				shaped = is
+			}
+		}
+		if shaped != nil {
+			return shaped, false
+		}
 	}
 	if r.spiffe != nil && strings.HasPrefix(sub, spiffeScheme) {
 		if is := r.findSPIFFE(sub); is != nil {
 			return is, true
 		}
 	}
-	if !hasIss {
-		return nil, false
-	}
-	var shaped *issuer
-	for _, is := range r.templates {
-		if matchTemplate(is.prefix, is.suffix, iss, tid) {
-			return is, true
-		}
-		if shaped == nil && fitsTemplate(is.prefix, is.suffix, iss) {
-			shaped = is
-		}
-	}
-	return shaped, false
+	return nil, false
 }
 
 // ownsSubject reports whether sub is a SPIFFE ID (with a path) of the

@@ -182,10 +182,11 @@ func New(opts Options) (*Verifier, error) {
 
 // reroutes reports whether a token that old routed to an issuer that next
 // still has may route to another one under next (router.find: an exact
-// name first, then the SPIFFE trust domain of its sub, then the first
-// {tenantid} template it matches). That happens when next adds or
-// reorders a template or a trust domain (an earlier template, or a trust
-// domain checked before every template, takes tokens a template held), or
+// name first, then the first {tenantid} template it matches or has the
+// shape of, then the SPIFFE trust domain of its sub). That happens when
+// next adds or reorders a template or a trust domain (an earlier template
+// takes tokens a later one held, a template added takes its iss's tokens
+// from a trust domain), or
 // adds an exact name while it has a template or a trust domain (the name
 // takes the tokens of its iss from them). Removing issuers, or adding an
 // exact name beside exact names only, routes no cached token elsewhere:

@@ -446,11 +446,19 @@ func (f *file) planIssuers(p *Plan) ([]time.Duration, error) {
 		return nil, errors.New("issuers: at least one issuer is required")
 	}
 	var waits []time.Duration
+	spelled := make(map[string]int, len(f.Issuers))
 	for i := range f.Issuers {
 		fi := &f.Issuers[i]
 		is, err := fi.plan(fmt.Sprintf("issuers[%d]", i), f)
 		if err != nil {
 			return nil, err
+		}
+		if j, ok := spelled[issuerSpelling(fi.Issuer)]; ok && f.Issuers[j].Issuer != fi.Issuer {
+			return nil, fmt.Errorf("issuers[%d].issuer: %q is issuers[%d].issuer %q in another spelling (a trailing '/', the case of the scheme or host, a default port): "+
+				"jwksverify matches iss exactly, but an application reading the forwarded token may not, and would take one issuer's tokens for the other's; "+
+				"configure one issuer, spelled as the IdP writes iss", i, fi.Issuer, j, f.Issuers[j].Issuer)
+		} else if !ok {
+			spelled[issuerSpelling(fi.Issuer)] = i
 		}
 		p.Issuers = append(p.Issuers, is)
 		if fi.SecretFile != "" && len(is.JWKS.StaticKeys) == 1 {
@@ -467,6 +475,31 @@ func (f *file) planIssuers(p *Plan) ([]time.Duration, error) {
 		}
 	}
 	return waits, nil
+}
+
+// issuerSpelling is the one form of an issuer URL's spellings that a
+// reader comparing URLs takes for one issuer: the scheme and host in lower
+// case, the scheme's default port left out, a trailing '/' dropped (as
+// discovery drops it). The path, query and fragment keep their case. A
+// name without "scheme://" is its own form.
+func issuerSpelling(iss string) string {
+	i := strings.Index(iss, "://")
+	if i <= 0 {
+		return iss
+	}
+	scheme, rest := strings.ToLower(iss[:i]), iss[i+3:]
+	host, tail := rest, ""
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		host, tail = rest[:j], rest[j:]
+	}
+	host = strings.ToLower(host)
+	switch {
+	case scheme == "https" && strings.HasSuffix(host, ":443"):
+		host = strings.TrimSuffix(host, ":443")
+	case scheme == "http" && strings.HasSuffix(host, ":80"):
+		host = strings.TrimSuffix(host, ":80")
+	}
+	return scheme + "://" + host + strings.TrimSuffix(tail, "/")
 }
 
 // planRevocation plans the revocation section, the issuers' max_lifetime

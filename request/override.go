@@ -20,6 +20,32 @@ func OverrideHeaders() []string { return slices.Clone(overrideHeaders[:]) }
 // overrideHeaders are [OverrideHeaders], fixed.
 var overrideHeaders = [...]string{"X-HTTP-Method-Override", "X-HTTP-Method", "X-Method-Override"}
 
+// ForwardedHeaders returns the headers applications read the request's
+// host, scheme, port, method or path from (Flask's ProxyFix, Rails,
+// Express's trust proxy, Django's USE_X_FORWARDED_HOST, IIS's
+// X-Original-URL), and what every proxy file jwksverify writes does about
+// them: set, the ones it sets to what jwksverify decided on (the host as the
+// proxy read it, the scheme of the client's connection); removed, the ones
+// it removes as the client's. A claim header may be none of them
+// (server.CheckClaimHeader). The slices are the caller's.
+func ForwardedHeaders() (set, removed []string) {
+	return slices.Clone(forwardedSet[:]), slices.Clone(forwardedRemoved[:])
+}
+
+// forwardedSet and forwardedRemoved are [ForwardedHeaders], fixed.
+var (
+	forwardedSet     = [...]string{"X-Forwarded-Host", "X-Forwarded-Proto"}
+	forwardedRemoved = [...]string{"Forwarded", "X-Forwarded-Method", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Scheme", "X-Forwarded-Server",
+		"X-Forwarded-Ssl", "X-Forwarded-Uri", "X-Host", "X-Scheme", "X-Url-Scheme", "Front-End-Https",
+		"X-Original-Host", "X-Original-Method", "X-Original-Proto", "X-Original-Uri", "X-Original-Url", "X-Rewrite-Url"}
+)
+
+// IsForwardedHeader reports whether name, in canonical form
+// (textproto.CanonicalMIMEHeaderKey), is one of [ForwardedHeaders].
+func IsForwardedHeader(name string) bool {
+	return slices.Contains(forwardedSet[:], name) || slices.Contains(forwardedRemoved[:], name)
+}
+
 // MaxOverrides is the most methods a request's overrides may name besides
 // its own: more is [ErrAmbiguousMethod]. No application runs a request as
 // more than one other method, and each one named is a policy choice more

@@ -102,7 +102,9 @@ func CheckOptions(opts Options, maxTokenBytes int) error {
 // sets itself: no-store), that carry credentials or sessions
 // (Authorization, Cookie, DPoP, Set-Cookie, WWW-Authenticate, Proxy-*),
 // that proxies trust as facts about the client or the original request
-// (Forwarded, X-Forwarded-*, X-Real-Ip, X-Original-*), and Envoy's own
+// (Forwarded, X-Forwarded-*, X-Real-Ip, X-Original-*, and the other host,
+// scheme and path headers of request.ForwardedHeaders), the method
+// overrides (request.IsOverrideHeader), and Envoy's own
 // (X-Envoy-*): a claim must never become any of them. The message has no
 // package prefix, for the caller to prefix with where the name came from.
 func CheckClaimHeader(name string) error {
@@ -117,13 +119,13 @@ func CheckClaimHeader(name string) error {
 		strings.HasPrefix(c, "X-Forwarded-") || strings.HasPrefix(c, "X-Original-") || strings.HasPrefix(c, "X-Envoy-")
 	switch c {
 	case "Authorization", "Cache-Control", "Connection", "Cookie", "Dpop", "Forwarded", "Host", "Keep-Alive", "Set-Cookie", "Te",
-		"Trailer", "Transfer-Encoding", "Upgrade", "Www-Authenticate", "X-Real-Ip",
-		// The host, scheme and path headers applications read the request
-		// from, which every proxy-config file drops as the client's
-		// (forwarding.Removed beside X-Forwarded-* and X-Original-*).
-		"X-Host", "X-Scheme", "X-Url-Scheme", "Front-End-Https", "X-Rewrite-Url":
+		"Trailer", "Transfer-Encoding", "Upgrade", "Www-Authenticate", "X-Real-Ip":
 		reserved = true
 	}
+	// The host, scheme, method and path headers applications read the
+	// request from, which every proxy-config file sets or drops as the
+	// client's (request.ForwardedHeaders).
+	reserved = reserved || request.IsForwardedHeader(c)
 	// A method override (X-HTTP-Method-Override and its kin): the request
 	// is decided for the methods the client's names, and a claim's value
 	// there would have the application run one no policy decided.

@@ -12,14 +12,15 @@ import (
 // request for every method X-HTTP-Method-Override (and its kin) names, as
 // the client sent them; an allowed answer that then sets that header from
 // a claim makes the application run a method no policy decided. Likewise
-// the host, scheme and path headers every proxy-config file drops as
-// request facts (X-Host, X-Rewrite-URL, X-Scheme, X-Url-Scheme,
-// Front-End-Https): set from a claim, the application routes by a claim's
+// the host, scheme and path headers every proxy-config file sets or drops
+// as request facts (request.ForwardedHeaders: X-Host, X-Rewrite-URL,
+// X-Scheme, …): set from a claim, the application routes by a claim's
 // value. Their CGI twins are the same header to a CGI upstream.
 func TestClaimHeaderRefusesRequestFacts(t *testing.T) {
 	e := newEnv(t, envConfig{})
-	headers := append(request.OverrideHeaders(), "X-Host", "X-Rewrite-URL", "X-Scheme", "X-Url-Scheme", "Front-End-Https",
-		"X_HTTP_Method_Override", "x-method-override", "X_Host", "X_Rewrite_Url")
+	set, removed := request.ForwardedHeaders()
+	headers := append(append(append(request.OverrideHeaders(), set...), removed...),
+		"X_HTTP_Method_Override", "x-method-override", "X_Host", "X_Rewrite_Url", "x-rewrite-url")
 	for _, h := range headers {
 		t.Run(h, func(t *testing.T) {
 			if err := CheckClaimHeader(h); err == nil {

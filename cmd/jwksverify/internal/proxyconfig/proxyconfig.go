@@ -335,21 +335,16 @@ var values = map[request.Proxy][4]string{
 }
 
 // forwarding is what every proxy file does about the headers applications
-// read the request's host, scheme, port or path from: it sets Set to what
-// jwksverify decided on (the host as the proxy read it, the scheme of the
-// client's connection) and removes Removed, each with its CGI twins
-// (server.HeaderTwins), so that a client's Forwarded: host=admin.internal
-// or X_Forwarded_Host never reaches an application that trusts it (Flask's
-// ProxyFix, Rails, Express's trust proxy, Django's USE_X_FORWARDED_HOST), nor
-// an X-Original-URL one that routes by it.
-var forwarding = struct {
-	Set, Removed []string
-}{
-	Set: []string{"X-Forwarded-Host", "X-Forwarded-Proto"},
-	Removed: []string{"Forwarded", "X-Forwarded-Method", "X-Forwarded-Port", "X-Forwarded-Prefix", "X-Forwarded-Scheme", "X-Forwarded-Server",
-		"X-Forwarded-Ssl", "X-Forwarded-Uri", "X-Host", "X-Scheme", "X-Url-Scheme", "Front-End-Https",
-		"X-Original-Host", "X-Original-Method", "X-Original-Proto", "X-Original-Uri", "X-Original-Url", "X-Rewrite-Url"},
-}
+// read the request's host, scheme, port or path from
+// (request.ForwardedHeaders): it sets Set to what jwksverify decided on and
+// removes Removed, each with its CGI twins (server.HeaderTwins), so that a
+// client's Forwarded: host=admin.internal or X_Forwarded_Host never reaches
+// an application that trusts it, nor an X-Original-URL one that routes by
+// it.
+var forwarding = func() (f struct{ Set, Removed []string }) {
+	f.Set, f.Removed = request.ForwardedHeaders()
+	return f
+}()
 
 // Write writes the configuration of in.Proxy to w.
 func Write(w io.Writer, in Input) error {

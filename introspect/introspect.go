@@ -809,7 +809,6 @@ func (c *Client) store(id tokenid.ID, e *entry, now time.Time) {
 	c.bytes += e.size
 }
 
-// ask makes one introspection call.
 // askTraced is ask inside an "introspect" client span (SPEC: a span for
 // each introspection call), when the Client has a Tracer and the request's
 // trace is sampled.
@@ -836,6 +835,7 @@ func (c *Client) askTraced(ctx context.Context, token string) (Answer, error) {
 	return a, nil
 }
 
+// ask makes one introspection call.
 func (c *Client) ask(ctx context.Context, token string) (Answer, error) {
 	endpoint := c.opts.URL
 	if endpoint == "" {

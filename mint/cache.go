@@ -22,7 +22,10 @@ type tokenCache struct {
 	max      int
 	bytes    int // of every entry's source token and minted token
 	maxBytes int
-	examined int // entries an insert looked at to find a victim, in all
+	// examined counts the entries inserts looked at to find a victim (a
+	// test's proof that an insert into a full cache is not a walk of it);
+	// updated under the write lock, which the insert holds anyway.
+	examined int
 }
 
 // cacheKey is a source token under a policy. The token is kept as it came

@@ -27,7 +27,7 @@ func TestGRPCIdleConnectionClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpcServerOptions(1<<20, config.Timeouts{Idle: 300 * time.Millisecond, ReadHeader: time.Second}, slog.New(slog.DiscardHandler))...)
+	srv := grpc.NewServer(grpcServerOptions(1<<20, config.Timeouts{Idle: 300 * time.Millisecond, ReadHeader: 20 * time.Second}, slog.New(slog.DiscardHandler))...)
 	go func() { _ = srv.Serve(ln) }()
 	defer srv.Stop()
 
@@ -56,7 +56,7 @@ func TestGRPCHealthWatchRequestBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(grpcServerOptions(1<<20, config.Timeouts{Idle: time.Minute, ReadHeader: time.Second, Read: read}, slog.New(slog.DiscardHandler))...)
+	srv := grpc.NewServer(grpcServerOptions(1<<20, config.Timeouts{Idle: time.Minute, ReadHeader: 20 * time.Second, Read: read}, slog.New(slog.DiscardHandler))...)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(srv, hs)
 	go func() { _ = srv.Serve(ln) }()

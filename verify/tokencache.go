@@ -322,9 +322,9 @@ func configuredAudience(res *Result, is *issuer) bool {
 // a second copy of the claims that the claim strings are cut from: kept,
 // they more than doubled an entry's memory. The claims are copied at their
 // exact size; the issuer and a configured audience are the configuration's
-// strings; the subject, the jti, and any other issuer or audience share one
-// allocation; header values and the thumbprint are already shared (header
-// cache, key).
+// strings; the subject, the jti, any other issuer or audience and the cnf's
+// members (jkt, x5t#S256, the names of the others) share one allocation;
+// header values and the thumbprint are already shared (header cache, key).
 func compactInto(box *resultBox, res *Result, is *issuer) {
 	r := &box.Result
 	*r = *res

@@ -37,11 +37,14 @@ type tracing struct {
 // OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. The protocol is
 // OTEL_EXPORTER_OTLP_TRACES_PROTOCOL or OTEL_EXPORTER_OTLP_PROTOCOL
 // (http/protobuf, the default, or grpc). The exporter and the SDK read the
-// rest themselves from the process environment: endpoint, headers,
-// timeouts, TLS, the sampler (OTEL_TRACES_SAMPLER, _ARG: default
-// parentbased_always_on), the batch processor (OTEL_BSP_*), the resource
+// rest themselves from the process environment: endpoint, headers (which
+// checkOTLPHeaders reads first: a malformed entry is refused here, never
+// printed by the exporter), timeouts, TLS, the batch processor (OTEL_BSP_*),
+// the resource
 // (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES; service.name defaults to
-// jwksverify).
+// jwksverify). The sampler (OTEL_TRACES_SAMPLER, _ARG: default
+// parentbased_always_on) is read here (samplerFromEnv): one the SDK would
+// not read is refused, where the SDK sampled every request instead.
 func newTracing(ctx context.Context, env func(string) (string, bool)) (*tracing, error) {
 	get := func(k string) string { v, _ := env(k); return strings.TrimSpace(v) }
 	exp := strings.ToLower(get("OTEL_TRACES_EXPORTER"))

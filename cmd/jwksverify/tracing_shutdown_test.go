@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+
 	"fmt"
 	"io"
 	"net"
@@ -9,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // silentCollector accepts connections and never answers: an OTLP
@@ -54,7 +59,7 @@ func silentCollector(t *testing.T) string {
 func TestServeShutdownBoundWithHungCollector(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "jwks.json", testJWKS())
-	const shutdownTimeout = 6 * time.Second
+	const shutdownTimeout = 8 * time.Second
 	cfg := writeFile(t, dir, "cfg.yaml", []byte(fmt.Sprintf(`
 listen: 127.0.0.1:0
 shutdown_timeout: %s
@@ -98,10 +103,65 @@ issuers:
 	}
 	p.wait(t, 3*shutdownTimeout+10*time.Second)
 	took := time.Since(signalled)
-	// The bound plus 3s for a busy machine; taking another
-	// shutdown_timeout to flush is 6s more.
-	if bound := drainGrace + shutdownTimeout; took > bound+3*time.Second {
+	// The bound plus 5s for a busy machine; taking another
+	// shutdown_timeout to flush is 8s more. TestTracingShutdownFlushesBy
+	// checks the flush's deadline itself, without a clock.
+	if bound := drainGrace + shutdownTimeout; took > bound+5*time.Second {
 		t.Errorf("exited %s after SIGTERM, want within shutdown_delay (at least %s) + shutdown_timeout = %s; stderr:\n%s",
 			took.Round(time.Millisecond), drainGrace, bound, p.stderr.String())
+	}
+}
+
+// recordingExporter is a span exporter that records the deadline its
+// Shutdown was given.
+type recordingExporter struct {
+	mu       sync.Mutex
+	deadline time.Time
+	ok       bool
+}
+
+func (e *recordingExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+
+func (e *recordingExporter) Shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.deadline, e.ok = ctx.Deadline()
+	return nil
+}
+
+// TestTracingShutdownFlushesBy: the flush at shutdown gets the deadline the
+// drain ended by (what is left of shutdown_delay + shutdown_timeout), not
+// a shutdown_timeout of its own after it; without a drain, timeout from
+// now.
+func TestTracingShutdownFlushesBy(t *testing.T) {
+	const timeout = 15 * time.Second
+	for _, tt := range []struct {
+		name string
+		by   time.Time
+	}{
+		{"after-a-drain", time.Now().Add(3 * time.Second)},
+		{"deadline-passed", time.Now().Add(-time.Second)},
+		{"no-drain", time.Time{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			exp := &recordingExporter{}
+			tr := &tracing{tp: sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))}
+			before := time.Now()
+			tr.shutdown(slog.New(slog.DiscardHandler), tt.by, timeout)
+			after := time.Now()
+			exp.mu.Lock()
+			defer exp.mu.Unlock()
+			switch {
+			case !exp.ok && !tt.by.IsZero() && tt.by.Before(before):
+				// A deadline already past: the provider gives up before it
+				// asks the exporter, which is what is wanted.
+			case !exp.ok:
+				t.Fatal("the exporter's Shutdown had no deadline")
+			case !tt.by.IsZero() && !exp.deadline.Equal(tt.by):
+				t.Errorf("flush deadline = %v, want the drain's %v", exp.deadline, tt.by)
+			case tt.by.IsZero() && (exp.deadline.Before(before.Add(timeout)) || exp.deadline.After(after.Add(timeout))):
+				t.Errorf("flush deadline = %v, want shutdown_timeout (%v) from the call", exp.deadline, timeout)
+			}
+		})
 	}
 }

@@ -54,6 +54,14 @@ func realisticTokens(n int) []string {
 // fill) and the cache's own estimate per entry (CacheStats.Bytes).
 func cacheMemory(t testing.TB, toks []string) (measured, estimated float64) {
 	t.Helper()
+	return cacheMemoryWith(t, toks, map[string]any{"kid": kidFor("RS256"), "typ": "JWT"}, nil)
+}
+
+// cacheMemoryWith is cacheMemory for tokens of the JOSE header hdr (the
+// warm-up token's), calling between, when not nil, with the verifier before
+// each token is verified (i -1 before the first, after the warm-up).
+func cacheMemoryWith(t testing.TB, toks []string, hdr map[string]any, between func(v *verify.Verifier, i int)) (measured, estimated float64) {
+	t.Helper()
 	v := newVerifier(t, verify.Options{
 		Issuers:    []verify.Issuer{issuerA(allKeys(t))},
 		TokenCache: verify.TokenCacheOptions{MaxEntries: len(toks) + 1, MaxBytes: 1 << 40},
@@ -61,14 +69,20 @@ func cacheMemory(t testing.TB, toks []string) (measured, estimated float64) {
 	ctx := context.Background()
 	// Warm up whatever is shared by all tokens (the header cache) and is
 	// not a per-entry cost, with a token not in toks.
-	warm := testkeys.Mint("RS256", testkeys.SigningKey("RS256"), map[string]any{"kid": kidFor("RS256"), "typ": "JWT"}, realisticClaims(-1))
+	warm := testkeys.Mint("RS256", testkeys.SigningKey("RS256"), hdr, realisticClaims(-1))
 	if _, err := v.Verify(ctx, warm); err != nil {
 		t.Fatal(err)
+	}
+	if between != nil {
+		between(v, -1)
 	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	for _, tok := range toks {
+	for i, tok := range toks {
+		if between != nil {
+			between(v, i)
+		}
 		if _, err := v.Verify(ctx, tok); err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +94,7 @@ func cacheMemory(t testing.TB, toks []string) (measured, estimated float64) {
 		t.Fatalf("CacheStats().Entries = %d, want %d", s.Entries, len(toks)+1)
 	}
 	runtime.KeepAlive(v)
+	runtime.KeepAlive(toks)
 	n := float64(len(toks))
 	return float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / n, float64(s.Bytes) / float64(s.Entries)
 }

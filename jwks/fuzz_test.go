@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
 // FuzzParse feeds arbitrary documents to Parse: it must never panic, never
@@ -27,6 +28,18 @@ func FuzzParse(f *testing.F) {
 		f.Add(b, false)
 	}
 	f.Add(doc(jwkWith(keyA, nil), jwkWith(keyB, nil), jwkWith(keyC, nil)), true)
+	// Small documents of one key each, remote, and one per check of
+	// parseKey (metadata, use, alg, key_ops, x5c, private members, the
+	// OKP curve, a weak RSA key), so that the fuzzer mutates one key's
+	// members rather than the large IdP documents.
+	for _, k := range []json.RawMessage{jwkWith(keyB, nil), jwkWith(keyC, nil), jwkWith(keyA, nil),
+		jwkWith(keyB, map[string]any{"use": "enc"}), jwkWith(keyB, map[string]any{"alg": "RSA-OAEP"}),
+		jwkWith(keyB, map[string]any{"key_ops": []string{"verify"}}), jwkWith(keyB, map[string]any{"key_ops": []string{"sign", "encrypt"}}),
+		jwkWith(keyB, map[string]any{"x5c": []string{"AAAA"}}), jwkWith(keyB, map[string]any{"d": "AAAA"}),
+		jwkWith(keyC, map[string]any{"crv": "X25519"}), jwkWith(keyB, map[string]any{"kid": 1, "issuer": "https://i"}),
+		jwkWith(testkeys.JWK{Key: testkeys.Public(testkeys.RSA1024), Kid: "weak"}, nil)} {
+		f.Add(doc(k), false)
+	}
 	f.Fuzz(func(t *testing.T, data []byte, local bool) {
 		const maxKeys = 8
 		keys, skipped, err := Parse(data, ParseOptions{Local: local, MaxKeys: maxKeys})

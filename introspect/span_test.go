@@ -39,8 +39,8 @@ func TestIntrospectionCallSpan(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, a := range s.Attributes() {
-			attrs[string(a.Key)] = a.Value.Emit()
-			if v := a.Value.Emit(); strings.Contains(v, "tok-") || strings.Contains(v, "s3cret") {
+			attrs[string(a.Key)] = a.Value.String()
+			if v := a.Value.String(); strings.Contains(v, "tok-") || strings.Contains(v, "s3cret") {
 				t.Errorf("attribute %s = %q: the token or the endpoint's secret", a.Key, v)
 			}
 		}

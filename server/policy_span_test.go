@@ -44,7 +44,7 @@ func TestPolicySpan(t *testing.T) {
 			}
 			attrs := map[string]string{}
 			for _, a := range pol.Attributes() {
-				attrs[string(a.Key)] = a.Value.Emit()
+				attrs[string(a.Key)] = a.Value.String()
 			}
 			want := map[string]string{"jwksverify.policy": tt.policy, "jwksverify.allowed": map[bool]string{true: "true", false: "false"}[tt.allowed]}
 			if !tt.allowed {

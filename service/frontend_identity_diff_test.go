@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,8 +11,6 @@ import (
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
-
-	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
 // cgiView is the request headers as a CGI or FastCGI upstream reads them:
@@ -74,14 +70,7 @@ func applyEnvoyHTTPOK(client [][2]string, answer http.Header, upstream []string)
 // HTTP answer must leave the upstream the same, so their removals name the
 // twins too: Envoy passes headers with '_' unless told to drop them.
 func TestFrontEndsHandTheUpstreamOneIdentity(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "jwks.json"), testJWKS(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k1 := testkeys.JWK{Key: testkeys.Private(testkeys.EC256A), Kid: "k1"}
-	if err := os.WriteFile(filepath.Join(dir, "mint.jwks"), testkeys.PrivateJWKS(k1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := mintKeysDir(t)
 	s := startPlan(t, `state_dir: `+dir+`
 forward_auth: {proxy: envoy}
 mint: {issuer: https://jwksverify.internal, keys_file: mint.jwks, signing_kid: k1, header: X-Internal-Token}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -85,4 +86,19 @@ func TestRestartNeeded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mintKeysDir is a new directory holding jwks.json (testJWKS, the issuers'
+// keys) and mint.jwks (the private key "k1", EC P-256, for mint.keys_file).
+func mintKeysDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "jwks.json"), testJWKS(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k1 := testkeys.JWK{Key: testkeys.Private(testkeys.EC256A), Kid: "k1"}
+	if err := os.WriteFile(filepath.Join(dir, "mint.jwks"), testkeys.PrivateJWKS(k1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

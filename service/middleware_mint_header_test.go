@@ -3,12 +3,9 @@ package service
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
 // TestMiddlewareDropsTheClientsMintHeader: the Middleware mints nothing,
@@ -16,14 +13,7 @@ import (
 // header (or a CGI twin) as the token jwksverify signed; the proxies drop
 // it before forward-auth, the Middleware drops it before the handler.
 func TestMiddlewareDropsTheClientsMintHeader(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "jwks.json"), testJWKS(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	k1 := testkeys.JWK{Key: testkeys.Private(testkeys.EC256A), Kid: "k1"}
-	if err := os.WriteFile(filepath.Join(dir, "mint.jwks"), testkeys.PrivateJWKS(k1), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir := mintKeysDir(t)
 	s := startPlan(t, `state_dir: `+dir+`
 forward_auth: {proxy: nginx}
 mint: {issuer: https://jwksverify.internal, keys_file: `+filepath.Join(dir, "mint.jwks")+`, signing_kid: k1, header: X-Internal-Token}

@@ -15,7 +15,7 @@ func (a *app) check(ctx context.Context, args []string) int {
 	fs := a.newFlagSet("check")
 	configPath := fs.String("config", "", "configuration `file` (also JWKSVERIFY_CONFIG)")
 	online := fs.Bool("online", false, "also fetch each remote issuer's discovery document and JWKS, and check its keys")
-	skipSecrets := fs.Bool("skip-secrets", false, "do not resolve the introspection clients' secrets (secret_env, secret_file): for a pipeline that lacks them")
+	skipSecrets := fs.Bool("skip-secrets", false, "do not resolve the introspection clients' secrets (introspection.clients[].secret_env): for a pipeline that lacks them")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return flagExit(err)

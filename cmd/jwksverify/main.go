@@ -164,10 +164,12 @@ discovery document naming another issuer, a 404).
 
 Validates a configuration as serve would, without serving: every key and
 value serve refuses, the local files it needs (jwks_file read and its keys
-checked, secret_file, state_dir, the tls and grpc_tls files), and with --online each remote issuer's
+checked, secret_file, ca_file, mint.keys_file, state_dir, the tls, grpc_tls
+and admin_tls files), and with --online each remote issuer's
 discovery document (its issuer must be the configured one exactly) and JWKS,
 whose keys must be usable. --skip-secrets leaves out the introspection
-clients' secrets, for a pipeline that does not hold them.
+clients' secrets (introspection.clients[].secret_env), for a pipeline that
+does not hold them; the files above must still exist.
 
 Exit 0 when serve would start with it, 2 (with one line per problem on
 stderr) when not.

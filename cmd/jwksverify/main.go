@@ -130,7 +130,9 @@ JWKSVERIFY_STANDARD_CRYPTO=1 (crypto.standard_library on).
                          [--issuer I] [--audience A]... [--alg ALG]... [--leeway D]
                          [--now RFC3339|UNIX] [--explain]
                          [--dpop PROOF --htm METHOD --htu URL]
-                         [--policy NAME] [--method M] [--host H] [--path P] TOKEN|-
+                         [--policy NAME] [--method M] [--host H] [--path P]
+                         [--kind id_token [--nonce N] [--access-token T] [--code C]
+                          [--max-age S] [--acr A]...] TOKEN|-
 
 Verifies one token (- reads it from standard input; a pasted "Bearer "
 prefix is removed, with a note). iss is checked when --issuer or --discovery
@@ -143,6 +145,10 @@ With --config, --policy NAME or the original request (--method, default GET;
 policy chosen as /v1/policy/NAME or /v1/authz choose it; --explain shows the
 policy chosen and each of its requirements, and the result is the /v1/verify
 answer with "allowed" and "policy".
+--kind id_token verifies an OIDC ID token (client IDs from the file's
+id_token.client_ids, or --audience), checking --nonce, --access-token
+(at_hash), --code (c_hash), --max-age (auth_time) and --acr as /v1/verify
+does.
 
 Exit 0 and the result as JSON when valid (and allowed); exit 1 and
 {"valid":false,"error":CLASS,"message":...} when not, or "error":"forbidden"

@@ -82,7 +82,7 @@ func parseKeys(data []byte, signingKid string) (*keySet, error) {
 	}
 	switch {
 	case len(doc.Keys) == 0:
-		return fail(`no "keys"`)
+		return fail(`no key in "keys"`)
 	case len(doc.Keys) > MaxKeys:
 		return fail("%d keys, at most %d", len(doc.Keys), MaxKeys)
 	}

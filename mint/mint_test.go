@@ -280,7 +280,8 @@ func TestKeysFileRefused(t *testing.T) {
 		{"duplicate-kid", testkeys.PrivateJWKS(ecA, testkeys.JWK{Key: testkeys.Private(testkeys.EC256B), Kid: "k1"}), "appears twice"},
 		{"no-kid", testkeys.PrivateJWKS(testkeys.JWK{Key: ec}), `no "kid"`},
 		{"not-json", []byte("k1"), "not a JWKS"},
-		{"empty", []byte(`{"keys":[]}`), `no "keys"`},
+		{"empty", []byte(`{"keys":[]}`), `no key in "keys"`},
+		{"no-keys-member", []byte(`{}`), `no key in "keys"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "keys.jwks")

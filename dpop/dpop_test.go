@@ -165,6 +165,9 @@ func TestCheck(t *testing.T) {
 		{"no-proof", func() dpop.Input { in := input(good, jktEC); in.Proofs = nil; return in }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-header"},
 		{"two-proofs", func() dpop.Input { in := input(good, jktEC); in.Proofs = []string{good, good}; return in }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-header"},
 		{"too-large", func() dpop.Input { return input(good, jktEC) }, dpop.Options{MaxProofBytes: 100}, verify.ErrInvalidDPoPProof, "dpop-header"},
+		// MaxProofBytes is the largest proof taken: one byte less refuses it.
+		{"size-at-limit", func() dpop.Input { return input(good, jktEC) }, dpop.Options{MaxProofBytes: len(good)}, nil, ""},
+		{"size-one-over-limit", func() dpop.Input { return input(good, jktEC) }, dpop.Options{MaxProofBytes: len(good) - 1}, verify.ErrInvalidDPoPProof, "dpop-header"},
 		// §4.3 2: a well-formed JWT.
 		{"not-jws", func() dpop.Input { return input("abc.def", jktEC) }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-structure"},
 		{"bad-base64", func() dpop.Input { return input(segs[0]+".!!."+segs[2], jktEC) }, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-structure"},
@@ -264,6 +267,11 @@ func TestCheck(t *testing.T) {
 		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
 		{"htu-http", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "http://api.example.com/orders/1"}), jktEC)
+		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
+		// User information is no part of a request's URL: an htu naming
+		// some is not the request's, though it names the same host and path.
+		{"htu-userinfo", func() dpop.Input {
+			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "https://user@api.example.com/orders/1"}), jktEC)
 		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-htu"},
 		{"htu-relative", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": "/orders/1"}), jktEC)

@@ -73,6 +73,25 @@ func TestRaisedMaxAgeKeepsReplays(t *testing.T) {
 			t.Fatal("over another store, a proof used before the reload is accepted again after its old entry expired")
 		}
 	})
+	t.Run("raised-old-max-age-is-the-bound", func(t *testing.T) {
+		// As a checker refuses a proof once iat is max_age old (>=), the
+		// old max_age holds a proof of the reload's time from the same
+		// instant on: 10s old is refused, 9s old is not.
+		st := store(t)
+		old := newChecker(t, dpop.Options{MaxAge: 10 * time.Second, Replay: st})
+		next := newChecker(t, dpop.Options{MaxAge: time.Minute, Replay: st, Replaces: old})
+		for _, tc := range []struct {
+			jti  string
+			age  time.Duration
+			want bool
+		}{{"nine", 9 * time.Second, true}, {"ten", 10 * time.Second, false}} {
+			p := proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": tc.jti, "iat": reloadAt.Unix()})
+			_, err := next.Check(t.Context(), input(p, jkt), reloadAt.Add(tc.age))
+			if (err == nil) != tc.want || (err != nil && !errors.Is(err, verify.ErrInvalidDPoPProof)) {
+				t.Errorf("Check() of a proof %s old = %v, want accepted %t", tc.age, err, tc.want)
+			}
+		}
+	})
 	t.Run("lowered", func(t *testing.T) {
 		st := store(t)
 		old := newChecker(t, dpop.Options{MaxAge: time.Minute, Replay: st})

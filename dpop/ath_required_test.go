@@ -20,6 +20,9 @@ func TestCheckWithoutAccessTokenIsNotAnAllow(t *testing.T) {
 		"no-ath":             {"jti": "j-noath", "ath": nil},
 		"ath-of-other-token": {"jti": "j-other", "ath": ath("some other access token")},
 		"ath-of-the-token":   {"jti": "j-right"},
+		// The hash of "" is what an empty AccessToken would be compared
+		// to: the missing token is refused before any comparison.
+		"ath-of-the-empty-string": {"jti": "j-empty", "ath": ath("")},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := input(proof("ES256", testkeys.EC256A, nil, claims), jkt)

@@ -301,6 +301,9 @@ func TestCheck(t *testing.T) {
 		{"iat-ahead", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"iat": t0.Add(31 * time.Second).Unix()}), jktEC)
 		}, dpop.Options{}, verify.ErrInvalidDPoPProof, "dpop-iat"},
+		// A negative Leeway counts as none (it would also shorten the
+		// jti's replay entry): a proof issued now passes.
+		{"negative-leeway-is-zero", func() dpop.Input { in := input(good, jktEC); in.Leeway = -time.Minute; return in }, dpop.Options{}, nil, ""},
 		// §4.3 12: ath.
 		{"ath-other-token", func() dpop.Input {
 			return input(proof("ES256", testkeys.EC256A, nil, map[string]any{"ath": ath("other")}), jktEC)

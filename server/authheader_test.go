@@ -38,6 +38,17 @@ func TestAuthorizationReadOtherwise(t *testing.T) {
 		// express-oauth2-jwt-bearer 1.10.0's getToken (/^(Bearer|DPoP) (.+)$/i)
 		// reads forged; net/http's Header.Get reads the first line too.
 		{"dpop-twice-cookie-source", []TokenSource{{Cookie: "access_token"}}, []string{"DPoP " + forged, "DPoP " + forged}, "express-oauth2-jwt-bearer 1.10.0 on node 20: " + forged},
+		// A scheme after bytes an application skips as white space
+		// (trimAppSpace): Python's str.strip() of the Latin-1 string WSGI
+		// hands over removes 0xA0 and 0x85, and '!' is Envoy's stand-in for
+		// a byte that is not UTF-8 (0xA0 at the application); a reader of
+		// /^(Bearer|DPoP) (.+)$/i then reads forged. Neither the default
+		// Bearer source nor embedsBearer sees a DPoP one, nor a Bearer one
+		// where Authorization is no source.
+		{"nbsp-dpop", nil, []string{"\xa0DPoP " + forged}, "str.strip() over Latin-1, then a DPoP reader: " + forged},
+		{"nel-dpop", nil, []string{"\x85DPoP " + forged}, "str.strip() over Latin-1, then a DPoP reader: " + forged},
+		{"envoy-replaced-byte-dpop", nil, []string{"!DPoP " + forged}, "Envoy's '!' for 0xA0, str.strip(), then a DPoP reader: " + forged},
+		{"nbsp-bearer-cookie-source", []TokenSource{{Cookie: "access_token"}}, []string{"\xa0Bearer " + forged}, "str.strip() over Latin-1, then a Bearer reader: " + forged},
 		{"dpop-and-basic-cookie-source", []TokenSource{{Cookie: "access_token"}}, []string{"DPoP " + forged, "Basic dXNlcjpwYXNz"}, "express-oauth2-jwt-bearer 1.10.0 on node 20: " + forged},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,6 +50,14 @@ func newBindEnv(t *testing.T, mode ConstraintMode) *bindEnv {
 // newBindEnvPolicies is newBindEnv with the authorization policies set.
 func newBindEnvPolicies(t *testing.T, mode ConstraintMode, set *policy.Set) *bindEnv {
 	t.Helper()
+	return newBindEnvWith(t, SenderConstraint{DPoP: mode, MTLS: mode}, set, nil)
+}
+
+// newBindEnvWith is newBindEnvPolicies with issuer A's constraint sc (the
+// zero one configures none, the DPoP checker all the same), and the
+// options edited by edit when not nil.
+func newBindEnvWith(t *testing.T, sc SenderConstraint, set *policy.Set, edit func(*Options)) *bindEnv {
+	t.Helper()
 	ve := servertest.NewEnv(t, servertest.Config{NoDown: true})
 	store, err := replay.NewMemory(1000)
 	if err != nil {
@@ -61,11 +69,11 @@ func newBindEnvPolicies(t *testing.T, mode ConstraintMode, set *policy.Set) *bin
 	}
 	bm := &bindingCounts{n: map[string]int{}}
 	e := &env{clock: ve.Clock, keysA: ve.KeysA, v: ve.V, logs: ve.Logs, metrics: &bm.recordedMetrics}
-	e.srv, err = New(Options{
+	o := Options{
 		Verifier:          ve.V,
 		Proxy:             request.Nginx,
 		Policies:          set,
-		SenderConstraints: map[string]SenderConstraint{issuerA: {DPoP: mode, MTLS: mode}},
+		SenderConstraints: map[string]SenderConstraint{issuerA: sc},
 		DPoP:              checker,
 		ClientCert:        ClientCertSource{Header: "X-Client-Cert"},
 		IntrospectionClients: []IntrospectionClient{
@@ -74,7 +82,11 @@ func newBindEnvPolicies(t *testing.T, mode ConstraintMode, set *policy.Set) *bin
 		Metrics: bm,
 		Logger:  slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Now:     e.clock.Now,
-	})
+	}
+	if edit != nil {
+		edit(&o)
+	}
+	e.srv, err = New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,19 +14,32 @@ import (
 // cnf for that caller to check, so "active" made it a bearer token at
 // every resource server that introspects.
 func TestIntrospectRequiredConstraintUnbound(t *testing.T) {
-	e := newBindEnv(t, ConstraintRequired)
-	unbound := tokens()["valid"] // no cnf
-	// The JSON API refuses it: the issuer requires a bound token.
-	vr := httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(`{"token":"`+unbound+`"}`))
-	if w := do(e.handler, vr); !strings.Contains(w.Body.String(), `"valid":false`) || !strings.Contains(w.Body.String(), "binding_mismatch") {
-		t.Fatalf("/v1/verify = %d %s, want binding_mismatch", w.Code, w.Body)
-	}
-	r := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+unbound))
-	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	r.SetBasicAuth("gateway", "gateway-secret-value")
-	w := do(e.handler, r)
-	if w.Body.String() != `{"active":false}`+"\n" {
-		t.Errorf("/introspect of an unbound token of an issuer requiring a binding = %d %s, want {\"active\":false}", w.Code, w.Body)
+	// Each constraint on its own too: with both required, either check
+	// refused the token, and dropping one passed.
+	for _, tt := range []struct {
+		name string
+		sc   SenderConstraint
+	}{
+		{"both", SenderConstraint{DPoP: ConstraintRequired, MTLS: ConstraintRequired}},
+		{"dpop", SenderConstraint{DPoP: ConstraintRequired}},
+		{"mtls", SenderConstraint{MTLS: ConstraintRequired}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newBindEnvWith(t, tt.sc, nil, nil)
+			unbound := tokens()["valid"] // no cnf
+			// The JSON API refuses it: the issuer requires a bound token.
+			vr := httptest.NewRequest(http.MethodPost, "/v1/verify", strings.NewReader(`{"token":"`+unbound+`"}`))
+			if w := do(e.handler, vr); !strings.Contains(w.Body.String(), `"valid":false`) || !strings.Contains(w.Body.String(), "binding_mismatch") {
+				t.Fatalf("/v1/verify = %d %s, want binding_mismatch", w.Code, w.Body)
+			}
+			r := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+unbound))
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r.SetBasicAuth("gateway", "gateway-secret-value")
+			w := do(e.handler, r)
+			if w.Body.String() != `{"active":false}`+"\n" {
+				t.Errorf("/introspect of an unbound token of an issuer requiring a binding = %d %s, want {\"active\":false}", w.Code, w.Body)
+			}
+		})
 	}
 }
 

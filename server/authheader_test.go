@@ -49,6 +49,10 @@ func TestAuthorizationReadOtherwise(t *testing.T) {
 		{"nel-dpop", nil, []string{"\x85DPoP " + forged}, "str.strip() over Latin-1, then a DPoP reader: " + forged},
 		{"envoy-replaced-byte-dpop", nil, []string{"!DPoP " + forged}, "Envoy's '!' for 0xA0, str.strip(), then a DPoP reader: " + forged},
 		{"nbsp-bearer-cookie-source", []TokenSource{{Cookie: "access_token"}}, []string{"\xa0Bearer " + forged}, "str.strip() over Latin-1, then a Bearer reader: " + forged},
+		// A prefix that is no word and a space ("Token="): after 0xA0 it is
+		// not the source's prefix here, and an opaque token (no dot) is no
+		// bare token either; str.strip() and the prefix cut read it.
+		{"nbsp-token-equals-opaque", []TokenSource{{Header: "Authorization", Prefix: "Token="}}, []string{"\xa0Token=0123456789abcdef"}, "str.strip() over Latin-1, then the prefix cut: 0123456789abcdef"},
 		{"dpop-and-basic-cookie-source", []TokenSource{{Cookie: "access_token"}}, []string{"DPoP " + forged, "Basic dXNlcjpwYXNz"}, "express-oauth2-jwt-bearer 1.10.0 on node 20: " + forged},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -322,4 +323,33 @@ func newRoutedEnv(t *testing.T, o policy.Options) *env {
 		t.Fatal(err)
 	}
 	return newPolicyEnvWith(t, nil, func(opts *Options) { opts.Policies = set })
+}
+
+// TestRoutesNeedProxy: routes choose a policy by the original request,
+// which only a proxy preset reports: New refuses routes without one
+// (every routed request would otherwise be refused as unrouted, silently).
+func TestRoutesNeedProxy(t *testing.T) {
+	set, err := policy.New(policy.Options{
+		Policies: []policy.Spec{{Name: "allow"}},
+		Routes:   []policy.Route{{Path: "/**", Policy: "allow"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ve := servertest.NewEnv(t, servertest.Config{})
+	for _, tt := range []struct {
+		name    string
+		proxy   request.Proxy
+		wantErr error
+	}{
+		{"no-proxy", request.None, ErrInvalidOptions},
+		{"nginx", request.Nginx, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := New(Options{Verifier: ve.V, Policies: set, Proxy: tt.proxy})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Errorf("New() = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
 }

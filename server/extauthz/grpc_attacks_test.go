@@ -96,6 +96,13 @@ func TestOKCacheAcrossRequests(t *testing.T) {
 		"path-case": envoyRequest("GET", "/%61dmin/x", bearer(tok)),
 		"method":    envoyRequest("delete", "/x", bearer(tok)),
 		"query-ovr": envoyRequest("GET", "/x?_method=DELETE", bearer(tok)),
+		// attributes.request.http.query when the path holds none: its
+		// _method is an override as the path's is.
+		"query-field-ovr": func() *authv3.CheckRequest {
+			r := envoyRequest("GET", "/x", bearer(tok))
+			r.Attributes.Request.Http.Query = "_method=DELETE"
+			return r
+		}(),
 		"host": func() *authv3.CheckRequest {
 			r := envoyRequest("GET", "/x", bearer(tok))
 			r.Attributes.Request.Http.Host = "ADMIN.example.com.:443"

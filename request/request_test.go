@@ -139,6 +139,10 @@ func TestProxyFrom(t *testing.T) {
 		{"nginx-override-header", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1"}, "X-Original-Host": {"h"}, "X-Http-Method-Override": {"delete"}}, request.Original{Method: "POST", Host: "h", Path: "/orders/1", Overrides: "DELETE"}, nil},
 		{"nginx-override-cgi-twin", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1"}, "X-Original-Host": {"h"}, "X_http_method_override": {"PUT"}, "X-Method-Override": {"PATCH"}}, request.Original{Method: "POST", Host: "h", Path: "/orders/1", Overrides: "PATCH PUT"}, nil},
 		{"nginx-override-not-a-token", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1"}, "X-Original-Host": {"h"}, "X-Http-Method": {"DELETE, PUT"}}, request.Original{}, request.ErrAmbiguousMethod},
+		// '!' is a token character, but Envoy's stand-in for a byte that is
+		// not UTF-8: "DELETE!" may be "DELETE\xa0" at the application, which
+		// trims it and runs DELETE; a route for DELETE would not match it here.
+		{"nginx-override-replaced-byte", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"POST"}, "X-Original-Uri": {"/orders/1"}, "X-Original-Host": {"h"}, "X-Http-Method-Override": {"DELETE!"}}, request.Original{}, request.ErrAmbiguousMethod},
 		{"envoy-override", request.Envoy, "/v1/authz/orders/1?_method=put", http.Header{"X-Http-Method-Override": {"DELETE"}}, request.Original{Method: "GET", Host: "api.example.com", Path: "/orders/1", RawQuery: "_method=put", Overrides: "DELETE PUT"}, nil},
 		{"traefik-without-its-headers", request.Traefik, "/v1/authz", nginx, request.Original{}, request.ErrMissing},
 		{"repeated-header", request.Nginx, "/v1/authz", http.Header{"X-Original-Method": {"GET"}, "X-Original-Uri": {"/a", "/b"}, "X-Original-Host": {"h"}}, request.Original{}, request.ErrMissing},
@@ -176,6 +180,37 @@ func TestProxyFrom(t *testing.T) {
 			t.Errorf("From() = %+v, %v; want no scheme", got, err)
 		}
 	})
+}
+
+// TestFromRequest: the request a handler serves, read as the original one
+// (Middleware): CONNECT is refused, as Go's ServeMux routes it on the host
+// with its port (not as the path a route names), and so is a URL that is
+// not the RequestURI the client sent.
+func TestFromRequest(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		method  string
+		target  string
+		want    request.Original
+		wantErr error
+	}{
+		{"get", http.MethodGet, "http://api.example.com/orders/1?a=b", request.Original{Method: "GET", Scheme: "http", Host: "api.example.com", Path: "/orders/1", RawQuery: "a=b"}, nil},
+		{"connect", http.MethodConnect, "api.example.com:443", request.Original{}, request.ErrAmbiguousMethod},
+		// A handler in front rewrote r.URL (http.StripPrefix): the request
+		// decided would not be the one the client sent.
+		{"url-rewritten", http.MethodGet, "http://api.example.com/api/admin", request.Original{}, request.ErrAmbiguousPath},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(tt.method, tt.target, nil)
+			if tt.name == "url-rewritten" {
+				r.URL.Path = "/admin"
+			}
+			got, err := request.FromRequest(r)
+			if !errors.Is(err, tt.wantErr) || got != tt.want {
+				t.Errorf("FromRequest() = %+v, %v; want %+v, %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
 }
 
 func TestFromParts(t *testing.T) {

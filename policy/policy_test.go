@@ -83,6 +83,10 @@ func TestEvaluate(t *testing.T) {
 		{"claim-bool", policy.Spec{Claims: []policy.Claim{{Claim: "email_verified", Equals: true}}}, `{"email_verified":true}`, "", getOrders, ""},
 		{"claim-bool-string-is-not-bool", policy.Spec{Claims: []policy.Claim{{Claim: "email_verified", Equals: true}}}, `{"email_verified":"true"}`, "", getOrders, policy.ReqClaims},
 		{"claim-string-bool-is-not-string", policy.Spec{Claims: []policy.Claim{{Claim: "v", Equals: "true"}}}, `{"v":true}`, "", getOrders, policy.ReqClaims},
+		// A number is only ever a number: 0 is not a string or a bool want
+		// (whose number part is the zero value).
+		{"claim-zero-is-not-string", policy.Spec{Claims: []policy.Claim{{Claim: "role", AnyOf: []any{"admin"}}}}, `{"role":0}`, "", getOrders, policy.ReqClaims},
+		{"claim-zero-is-not-bool", policy.Spec{Claims: []policy.Claim{{Claim: "email_verified", Equals: true}}}, `{"email_verified":0}`, "", getOrders, policy.ReqClaims},
 		{"claim-number-int-float", policy.Spec{Claims: []policy.Claim{{Claim: "level", Equals: 3}}}, `{"level":3.0}`, "", getOrders, ""},
 		{"claim-number-exp", policy.Spec{Claims: []policy.Claim{{Claim: "level", Equals: 300}}}, `{"level":3e2}`, "", getOrders, ""},
 		{"claim-number-float-config", policy.Spec{Claims: []policy.Claim{{Claim: "level", Equals: 0.5}}}, `{"level":5E-1}`, "", getOrders, ""},
@@ -185,6 +189,8 @@ func TestNewErrors(t *testing.T) {
 		{"cel-dyn-not-bool", policy.Options{Policies: []policy.Spec{{Name: "a", Expression: `claims.admin`}}}, "policies[0] (a).expression: is of type dyn, want bool"},
 		{"route-unknown-policy", policy.Options{Routes: []policy.Route{{Path: "/x", Policy: "nope"}}}, "routes[0].policy"},
 		{"route-bad-path", policy.Options{Policies: []policy.Spec{{Name: "a"}}, Routes: []policy.Route{{Path: "/a/../b", Policy: "a"}}}, "routes[0].path"},
+		{"route-encoded-unreserved", policy.Options{Policies: []policy.Spec{{Name: "a"}}, Routes: []policy.Route{{Path: "/%61dmin/**", Policy: "a"}}}, "routes[0].path"},
+		{"route-lower-case-escape", policy.Options{Policies: []policy.Spec{{Name: "a"}}, Routes: []policy.Route{{Path: "/a%3ab", Policy: "a"}}}, "routes[0].path"},
 		{"route-star-in-segment", policy.Options{Policies: []policy.Spec{{Name: "a"}}, Routes: []policy.Route{{Path: "/a*", Policy: "a"}}}, "routes[0].path"},
 		{"route-double-star-inside", policy.Options{Policies: []policy.Spec{{Name: "a"}}, Routes: []policy.Route{{Path: "/**/a", Policy: "a"}}}, "routes[0].path"},
 		{"route-relative", policy.Options{Policies: []policy.Spec{{Name: "a"}}, Routes: []policy.Route{{Path: "a/**", Policy: "a"}}}, "routes[0].path"},

@@ -139,6 +139,9 @@ func TestParseForwardedOneCertificate(t *testing.T) {
 		"query-escaped-merged": url.QueryEscape(pa) + "," + url.QueryEscape(pb),
 		"pem-two-blocks":       pa + pb,
 		"pem-trailing-junk":    pa + "junk",
+		// pem.Decode skips a block it cannot decode and returns the next
+		// one: a reader that takes the first block reads another value.
+		"pem-bad-block-then-good": "-----BEGIN CERTIFICATE-----\n!!!!\n-----END CERTIFICATE-----\n" + pb,
 	} {
 		if d, err := mtls.ParseForwarded(v); !errors.Is(err, mtls.ErrMalformed) {
 			t.Errorf("%s: ParseForwarded() = %d bytes, %v; want ErrMalformed", name, len(d), err)

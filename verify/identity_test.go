@@ -171,6 +171,9 @@ func TestSPIFFE(t *testing.T) {
 		{"unconfigured-trust-domain", es("svid-1", svid(map[string]any{"sub": "spiffe://third.org/w"})), verify.ErrMissingClaim, ""},
 		{"trust-domain-itself-not-a-workload", es("svid-1", svid(map[string]any{"sub": "spiffe://example.org"})), verify.ErrMissingClaim, ""},
 		{"iss-of-td-sub-of-other", es("svid-1", svid(map[string]any{"iss": "spiffe://example.org", "sub": "spiffe://other.org/w"})), verify.ErrWrongIssuer, ""},
+		// Routed by its iss, a token still names a workload in sub: the
+		// trust domain's own ID is none.
+		{"iss-of-td-sub-is-td-itself", es("svid-1", svid(map[string]any{"iss": "spiffe://example.org", "sub": "spiffe://example.org"})), verify.ErrWrongIssuer, ""},
 		{"bundle-key-never-for-normal-issuer", es("svid-1", claims(nil)), verify.ErrAlgNotAllowed, ""},
 	}
 	for _, tt := range tests {

@@ -323,9 +323,16 @@ func TestTenantTemplate(t *testing.T) {
 	const iss = "https://login.example.com/" + tid + "/v2.0"
 	bound := newKey(t, testkeys.Public(testkeys.RSA2048A), cache.KeyMeta{Kid: "bound", Issuer: tmpl})
 	other := newKey(t, testkeys.Public(testkeys.RSA2048A), cache.KeyMeta{Kid: "other", Issuer: "https://elsewhere.example.com/"})
-	keys := keysOf(bound, other)
+	free := newKey(t, testkeys.Public(testkeys.RSA2048A), cache.KeyMeta{Kid: "free"}) // bound to no issuer
+	keys := keysOf(bound, other, free)
 	multi := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{Issuer: tmpl, Keys: keys}, {Issuer: issA, Keys: keys}}})
 	sole := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{Issuer: tmpl, Keys: keys}}})
+	// Keys without kid, tried in turn by a token without kid: the one bound
+	// to another issuer is passed over as the kid path refuses it.
+	boundKidless := newKey(t, testkeys.Public(testkeys.RSA2048A), cache.KeyMeta{Issuer: tmpl})
+	otherKidless := newKey(t, testkeys.Public(testkeys.RSA2048A), cache.KeyMeta{Issuer: "https://elsewhere.example.com/"})
+	kidlessOther := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{Issuer: tmpl, Keys: keysOf(otherKidless)}, {Issuer: issA, Keys: keys}}})
+	kidlessBoth := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{Issuer: tmpl, Keys: keysOf(otherKidless, boundKidless)}, {Issuer: issA, Keys: keys}}})
 	tok := func(kid string, extra map[string]any) string {
 		return mint("RS256", kid, merge(map[string]any{"aud": nil, "iss": iss, "tid": tid}, extra))
 	}
@@ -344,6 +351,17 @@ func TestTenantTemplate(t *testing.T) {
 		{"other-shape-sole", sole, tok("bound", map[string]any{"iss": "https://x.example.com/"}), verify.ErrWrongIssuer},
 		{"key-bound-elsewhere", multi, tok("other", nil), verify.ErrWrongIssuer},
 		{"template-literal-iss", multi, tok("bound", map[string]any{"iss": tmpl}), verify.ErrWrongIssuer},
+		// The template's own text as iss names no tenant, even for a key
+		// bound to no issuer.
+		{"template-literal-iss-free-key", multi, tok("free", map[string]any{"iss": tmpl}), verify.ErrWrongIssuer},
+		// A tenant is one non-empty path segment: an iss with none, two, or
+		// one where the prefix and suffix overlap is no tenant's.
+		{"empty-tenant", multi, tok("bound", map[string]any{"iss": "https://login.example.com//v2.0", "tid": nil}), verify.ErrUnknownIssuer},
+		{"empty-tenant-sole", sole, tok("bound", map[string]any{"iss": "https://login.example.com//v2.0", "tid": nil}), verify.ErrWrongIssuer},
+		{"two-segment-tenant", multi, tok("bound", map[string]any{"iss": "https://login.example.com/a/b/v2.0", "tid": "a/b"}), verify.ErrUnknownIssuer},
+		{"prefix-and-suffix-overlap", multi, tok("bound", map[string]any{"iss": "https://login.example.com/v2.0"}), verify.ErrUnknownIssuer},
+		{"kidless-key-bound-elsewhere", kidlessOther, tok("", nil), verify.ErrWrongIssuer},
+		{"kidless-bound-key-after-another", kidlessBoth, tok("", nil), nil},
 		{"exact-issuer-bound-key", multi, tok("bound", map[string]any{"iss": issA}), verify.ErrWrongIssuer},
 	}
 	for _, tt := range tests {
@@ -612,17 +630,18 @@ func TestExtractClaims(t *testing.T) {
 	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{
 		Issuer: issA, Keys: keys,
 		ExtractClaims: []string{"sub", "scp", "n", "ok", "obj", "evil", "long", "mixed", "absent", "uni",
-			"nul", "tab", "spaced", "del", "joined", "fits", "c1", "inner"},
+			"nul", "tab", "spaced", "del", "joined", "fits", "over", "c1", "inner"},
 	}}})
 	long := strings.Repeat("é", verify.MaxExtractedLen) // 2 bytes each
 	fits := strings.Repeat("x", verify.MaxExtractedLen)
+	over := fits + "x" // one byte over the bound
 	payload := `{"iss":"` + issA + `","exp":` + fmt.Sprint(t0.Add(time.Hour).Unix()) + `,"sub":"alice",` +
 		`"scp":["read", "write"],"n":1.50,"ok":true,"obj":{"a": [1, 2]},"evil":"a\r\nX-Admin: yes\u0000\u0085",` +
 		`"long":"` + long + `","mixed":["a",1],"uni":"caf\u00e9",` +
 		// Values that would need changing to become a header value are
 		// sent empty: none of them may read as "admin" or "eng admin".
 		`"nul":"ad\u0000min","tab":"admin\t","spaced":"  admin ","del":"ad\u007fmin","joined":["eng admin"],` +
-		`"c1":"ad\u0085min","fits":"` + fits + `","inner":"eng admin"}`
+		`"c1":"ad\u0085min","fits":"` + fits + `","over":"` + over + `","inner":"eng admin"}`
 	res, err := v.Verify(context.Background(), signRaw(t, "EdDSA", `{"alg":"EdDSA","kid":"k-EdDSA"}`, payload))
 	if err != nil {
 		t.Fatalf("Verify() = %v, want nil", err)
@@ -644,6 +663,7 @@ func TestExtractClaims(t *testing.T) {
 		"joined": "",
 		"c1":     "",
 		"fits":   fits,
+		"over":   "",
 		"inner":  "eng admin",
 	}
 	for k, w := range want {
@@ -775,6 +795,10 @@ func TestNew(t *testing.T) {
 		{"empty-audience", verify.Options{Issuers: []verify.Issuer{{Issuer: issA, Keys: keys, Audiences: []string{""}}}}, false},
 		{"negative-max-token", verify.Options{Issuers: []verify.Issuer{{Issuer: issA, Keys: keys}}, MaxTokenBytes: -1}, false},
 		{"negative-cache", verify.Options{Issuers: []verify.Issuer{{Issuer: issA, Keys: keys}}, TokenCache: verify.TokenCacheOptions{MaxEntries: -1}}, false},
+		// JWT-SVID §2.1: RS*, PS* and ES* only.
+		{"spiffe-eddsa", verify.Options{Issuers: []verify.Issuer{{TrustDomain: "example.org", Keys: keys, Audiences: []string{aud}, Algorithms: []string{"EdDSA"}}}}, false},
+		{"spiffe-hs256", verify.Options{Issuers: []verify.Issuer{{TrustDomain: "example.org", Keys: keys, Audiences: []string{aud}, Algorithms: []string{"HS256"}}}}, false},
+		{"spiffe-es256", verify.Options{Issuers: []verify.Issuer{{TrustDomain: "example.org", Keys: keys, Audiences: []string{aud}, Algorithms: []string{"ES256"}}}}, true},
 		{"skip-issuer-sole", verify.Options{Issuers: []verify.Issuer{{Keys: keys, SkipIssuerCheck: true}}}, true},
 		{"minimal", verify.Options{Issuers: []verify.Issuer{{Issuer: issA, Keys: keys}}}, true},
 	}

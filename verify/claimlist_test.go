@@ -36,8 +36,9 @@ func TestExtractedListElementsReadAsOne(t *testing.T) {
 		{"en-quad", `["eng\u2000admin"]`},
 		{"ideographic-space", `["eng\u3000admin"]`},
 		{"line-separator", `["eng\u2028admin"]`},
-		{"a-grave-latin1", `["eng\u00e0admin"]`}, // C3 A0
-		{"a-ring-latin1", `["eng\u00c5admin"]`},  // C3 85
+		{"a-grave-latin1", `["eng\u00e0admin"]`},  // C3 A0
+		{"a-ring-latin1", `["eng\u00c5admin"]`},   // C3 85
+		{"byte-order-mark", `["eng\ufeffadmin"]`}, // white space to JavaScript's \s, not to unicode.IsSpace
 		{"with-a-real-group", `["users","eng\u00a0admin"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,6 +71,32 @@ func TestExtractedListElementsReadAsOne(t *testing.T) {
 			t.Errorf("groups sent as %q, want %q", got, "café über")
 		}
 	})
+}
+
+// TestExtractedScopeStringsReadAsOne: a space-separated scope string, in
+// scope or in scp (Entra's name for it), whose scopes hold other white
+// space is sent empty, as an array element holding it is: the policy splits
+// at U+0020 only, an application's split would read scopes it did not.
+func TestExtractedScopeStringsReadAsOne(t *testing.T) {
+	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{{Issuer: issA, Keys: allKeys(t), ExtractClaims: []string{"scope", "scp"}}}})
+	for _, tc := range []struct{ name, value, want string }{
+		{"nbsp", `"orders:read eng\u00a0admin"`, ""},
+		{"byte-order-mark", `"orders:read eng\ufeffadmin"`, ""},
+		{"plain", `"orders:read orders:write"`, "orders:read orders:write"},
+	} {
+		for _, claim := range []string{"scope", "scp"} {
+			t.Run(tc.name+"/"+claim, func(t *testing.T) {
+				payload := `{"iss":"` + issA + `","exp":` + fmt.Sprint(t0.Add(time.Hour).Unix()) + `,"sub":"bob","` + claim + `":` + tc.value + `}`
+				res, err := v.Verify(context.Background(), signRaw(t, "EdDSA", `{"alg":"EdDSA","kid":"k-EdDSA"}`, payload))
+				if err != nil {
+					t.Fatalf("Verify() = %v, want nil", err)
+				}
+				if got := res.Extracted[claim]; got != tc.want {
+					t.Errorf("%s %s sent as %q, want %q", claim, tc.value, got, tc.want)
+				}
+			})
+		}
+	}
 }
 
 // TestExtractedLoneSurrogates: JSON lets a string hold a lone surrogate

@@ -186,6 +186,49 @@ func TestTokenCacheKeyRemoval(t *testing.T) {
 	}
 }
 
+// TestTokenCacheKeyRemovedDuringVerify: a refresh that removes the key
+// while a token is being verified with it publishes a set the verdict was
+// never made under. The entry must not take that set as its own (it would
+// then answer every hit under it without a lookup): the next call finds the
+// key gone.
+func TestTokenCacheKeyRemovedDuringVerify(t *testing.T) {
+	es := keyFor(t, "ES256", "k-ES256")
+	rs := keyFor(t, "RS256", "k-RS256")
+	keys := keysOf(es, rs)
+	v := cachedVerifier(t, keys, newClock(t0), 10)
+	tok := mint("ES256", "k-ES256", nil)
+	verify.SetAttemptHook(v, func(*cache.Key) { keys.Store(cache.NewSet([]*cache.Key{rs}, nil, t0, time.Time{})) })
+	if _, err := v.Verify(context.Background(), tok); err != nil {
+		t.Fatalf("Verify() = %v, want nil (the key was found before the refresh)", err)
+	}
+	verify.SetAttemptHook(v, nil)
+	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, verify.ErrUnknownKid) {
+		t.Fatalf("Verify() after the refresh = %v, want %v", err, verify.ErrUnknownKid)
+	}
+}
+
+// TestNewTokenCacheBounds: a shared cache needs room for an entry, and no
+// negative byte bound.
+func TestNewTokenCacheBounds(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		o    verify.TokenCacheOptions
+		ok   bool
+	}{
+		{"no-entries", verify.TokenCacheOptions{}, false},
+		{"negative-entries", verify.TokenCacheOptions{MaxEntries: -1}, false},
+		{"negative-bytes", verify.TokenCacheOptions{MaxEntries: 1, MaxBytes: -1}, false},
+		{"one-entry", verify.TokenCacheOptions{MaxEntries: 1}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := verify.NewTokenCache(tt.o)
+			if (err == nil) != tt.ok || (c != nil) != tt.ok {
+				t.Fatalf("NewTokenCache(%+v) = %v, %v, want ok=%v", tt.o, c, err, tt.ok)
+			}
+		})
+	}
+}
+
 func TestTokenCacheBounded(t *testing.T) {
 	t.Run("entries", func(t *testing.T) {
 		v := cachedVerifier(t, allKeys(t), newClock(t0), 10)

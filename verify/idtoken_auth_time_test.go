@@ -63,3 +63,34 @@ func TestIDTokenMaxAgeNearDurationLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestIDTokenMaxAgeBoundary: an auth_time exactly max_age plus the leeway
+// old passes, a second older is auth_too_old; a negative MaxAge is read as
+// 0 (max_age=0 is prompt=login: auth_time within the leeway of now).
+func TestIDTokenMaxAgeBoundary(t *testing.T) {
+	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{idIssuer(allKeys(t), "")}})
+	withMaxAge := func(d time.Duration) verify.IDTokenChecks {
+		in := allInputs()
+		in.MaxAge = d
+		return in
+	}
+	tests := []struct {
+		name     string
+		authTime time.Time
+		in       verify.IDTokenChecks
+		wantErr  error
+	}{
+		{"max-age-plus-leeway-old", t0.Add(-5*time.Minute - verify.DefaultLeeway), withMaxAge(5 * time.Minute), nil},
+		{"a-second-older", t0.Add(-5*time.Minute - verify.DefaultLeeway - time.Second), withMaxAge(5 * time.Minute), verify.ErrAuthTooOld},
+		{"negative-max-age-now", t0, withMaxAge(-time.Hour), nil},
+		{"negative-max-age-past-leeway", t0.Add(-verify.DefaultLeeway - time.Second), withMaxAge(-time.Hour), verify.ErrAuthTooOld},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tok := mintID("ES256", nil, map[string]any{"auth_time": tt.authTime.Unix()})
+			if _, err := v.VerifyIDTokenAt(context.Background(), tok, t0, tt.in); !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("VerifyIDTokenAt() = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}

@@ -3,9 +3,15 @@ package verify
 import (
 	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/verify/internal/rsaverify"
 )
 
@@ -174,6 +180,66 @@ func TestStandardCryptoReloadDropsPreparedVerdicts(t *testing.T) {
 			_, err = v2.Verify(context.Background(), forged)
 			if hit := err == nil; hit != tt.wantHit {
 				t.Errorf("v2.Verify(forged) = %v; want the cached verdict answered: %v", err, tt.wantHit)
+			}
+		})
+	}
+}
+
+// A mismatch proves the prepared code wrong, not one key: every other key
+// goes to the standard library from then on, even one proven before the
+// mismatch (whose accepts are otherwise checked one in a sample), and a
+// reload (Options.Previous) does not turn the prepared path back on.
+func TestCrossCheckMismatchTurnsEveryKeyOff(t *testing.T) {
+	for _, tt := range []struct{ alg, second string }{
+		{"RS256", testkeys.RSA2048B},
+		{"ES256", testkeys.EC256B},
+	} {
+		t.Run(tt.alg, func(t *testing.T) {
+			k1, err := cache.NewKey(testkeys.Public(testkeys.NameForAlg(tt.alg)), cache.KeyMeta{Kid: "k1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k2, err := cache.NewKey(testkeys.Public(tt.second), cache.KeyMeta{Kid: "k2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys cache.Keys
+			keys.Store(cache.NewSet([]*cache.Key{k1, k2}, nil, time.Time{}, time.Time{}))
+			now := func() time.Time { return time.Unix(1_800_000_000, 0) }
+			opts := Options{Issuers: []Issuer{{Issuer: issCrypto, Keys: &keys}}, Now: now, CrossCheckRate: 1e-9}
+			v1, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v1.sig.prepared = mutantSeam()
+			k2Token := func(i int) (valid, forged string) {
+				tok := testkeys.Mint(tt.alg, testkeys.Private(tt.second), map[string]any{"kid": "k2"},
+					map[string]any{"iss": issCrypto, "exp": 1_800_000_000 + 3600, "jti": fmt.Sprint(i)})
+				dot := strings.LastIndexByte(tok, '.')
+				sig, _ := base64.RawURLEncoding.DecodeString(tok[dot+1:])
+				return tok, tok[:dot+1] + base64.RawURLEncoding.EncodeToString(flipLastBit(sig))
+			}
+			valid, _ := k2Token(0)
+			if _, err := v1.Verify(context.Background(), valid); err != nil { // proves k2
+				t.Fatalf("Verify(valid, k2) = %v", err)
+			}
+			_, forgedK1 := cryptoToken(tt.alg, 1)
+			if _, err := v1.Verify(context.Background(), forgedK1); !errors.Is(err, ErrBadSignature) || v1.CryptoStats().Mismatches != 1 {
+				t.Fatalf("Verify(forged, k1) = %v, %+v; want bad_signature and a mismatch", err, v1.CryptoStats())
+			}
+			_, forgedK2 := k2Token(2)
+			if _, err := v1.Verify(context.Background(), forgedK2); !errors.Is(err, ErrBadSignature) {
+				t.Errorf("after a mismatch on k1, Verify(forged, proven k2) = %v, want %v", err, ErrBadSignature)
+			}
+			opts.Previous = v1
+			v2, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v2.sig.prepared = mutantSeam()
+			_, forgedK2 = k2Token(3)
+			if _, err := v2.Verify(context.Background(), forgedK2); !errors.Is(err, ErrBadSignature) {
+				t.Errorf("after a reload, Verify(forged, proven k2) = %v, want %v", err, ErrBadSignature)
 			}
 		})
 	}

@@ -2,8 +2,6 @@ package verify
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"testing"
 	"time"
 
@@ -11,32 +9,41 @@ import (
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 )
 
-// TestHeaderCacheBounded: a flood of distinct headers (here: random kids)
-// never grows the header cache past its bound, and long headers are not
-// cached at all.
+// TestHeaderCacheBounded: a flood of distinct headers that a key verified
+// (the only ones the header cache takes: remember) never grows the header
+// cache past its bound, and long headers are not cached at all.
 func TestHeaderCacheBounded(t *testing.T) {
-	var keys cache.Keys
-	keys.Store(cache.NewSet(nil, nil, time.Time{}, time.Time{})) // never stale
-	v, err := New(Options{Issuers: []Issuer{{Issuer: "https://a.example.com/", Keys: &keys, AllowHMAC: true}}})
+	k, err := cache.NewKey(testkeys.Secret(), cache.KeyMeta{Kid: "k", Local: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	claims := map[string]any{"iss": "https://a.example.com/"}
+	var keys cache.Keys
+	keys.Store(cache.NewSet([]*cache.Key{k}, nil, time.Time{}, time.Time{})) // never stale
+	now := time.Unix(1_800_000_000, 0)
+	v, err := New(Options{Issuers: []Issuer{{Issuer: "https://a.example.com/", Keys: &keys, AllowHMAC: true}}, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := map[string]any{"iss": "https://a.example.com/", "exp": now.Add(time.Hour).Unix()}
 	for i := range 2 * headerCacheEntries {
-		tok := testkeys.Mint("HS256", testkeys.Secret(), map[string]any{"kid": fmt.Sprint("kid-", i)}, claims)
-		if _, err := v.Verify(context.Background(), tok); !errors.Is(err, ErrUnknownKid) {
-			t.Fatalf("Verify() = %v, want %v", err, ErrUnknownKid)
+		tok := testkeys.Mint("HS256", testkeys.Secret(), map[string]any{"kid": "k", "n": i}, claims)
+		if _, err := v.Verify(context.Background(), tok); err != nil {
+			t.Fatalf("Verify() = %v, want nil", err)
 		}
 		if n := len(v.headers.m); n > headerCacheEntries {
 			t.Fatalf("header cache holds %d entries, want ≤ %d", n, headerCacheEntries)
 		}
 	}
-	long := testkeys.Mint("HS256", testkeys.Secret(), map[string]any{"kid": "long", "x": string(make([]rune, headerCacheMaxSeg))}, claims)
-	v.Verify(context.Background(), long)
-	for seg := range v.headers.m {
-		if len(seg) > headerCacheMaxSeg {
-			t.Fatalf("header cache holds a %d-byte segment, want ≤ %d", len(seg), headerCacheMaxSeg)
-		}
+	if n := len(v.headers.m); n != headerCacheEntries {
+		t.Fatalf("header cache holds %d entries after %d verified headers, want it full (%d)", n, 2*headerCacheEntries, headerCacheEntries)
+	}
+	v.headers = headerCache{}
+	long := testkeys.Mint("HS256", testkeys.Secret(), map[string]any{"kid": "k", "x": string(make([]rune, headerCacheMaxSeg))}, claims)
+	if _, err := v.Verify(context.Background(), long); err != nil {
+		t.Fatalf("Verify(long header) = %v, want nil", err)
+	}
+	if n := len(v.headers.m); n != 0 {
+		t.Fatalf("header cache holds %d entries after a header over %d bytes, want none", n, headerCacheMaxSeg)
 	}
 }
 

@@ -1,8 +1,10 @@
 package jwks
 
 import (
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,6 +29,23 @@ func TestParse(t *testing.T) {
 	json.Unmarshal(testkeys.JWKJSON(keyA), &other)
 	badX5C["n"] = other["n"]
 	badX5CJSON, _ := json.Marshal(badX5C)
+	// A local "secret" that is public key material: anyone holding the
+	// public key could sign with it (RFC 8725 §2.1).
+	der, err := x509.MarshalPKIXPublicKey(testkeys.Public(testkeys.EC256A))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemSecret := pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
+	octPEM := json.RawMessage(fmt.Sprintf(`{"kty":"oct","kid":"pem","k":%q}`, base64.RawURLEncoding.EncodeToString(pemSecret)))
+	octShort := json.RawMessage(fmt.Sprintf(`{"kty":"oct","kid":"short","k":%q}`, base64.RawURLEncoding.EncodeToString(secret[:16])))
+	// An RSA modulus made even (crypto/rsa refuses it at verify time).
+	var evenN map[string]any
+	json.Unmarshal(testkeys.JWKJSON(keyA), &evenN)
+	n, _ := base64.RawURLEncoding.DecodeString(evenN["n"].(string))
+	n[len(n)-1] &^= 1
+	depth := func(levels int) []byte { // {"keys":[{"x":[[…]]}]}: levels of nesting in all
+		return []byte(`{"keys":[{"x":` + strings.Repeat("[", levels-3) + strings.Repeat("]", levels-3) + `}]}`)
+	}
 
 	tests := []struct {
 		name        string
@@ -57,6 +76,14 @@ func TestParse(t *testing.T) {
 			wantSkipped: []string{`appears twice`},
 		},
 		{
+			// The lower-case name first: the later one, which encoding/json
+			// (jwkset's decoder) keeps, would differ from the one checked.
+			name:        "case-colliding-member-after-skipped",
+			data:        doc(json.RawMessage(string(testkeys.JWKJSON(keyA))[:len(testkeys.JWKJSON(keyA))-1]+`,"KTY":"EC"}`), testkeys.JWKJSON(keyB)),
+			wantKids:    []string{"b"},
+			wantSkipped: []string{`"KTY" appears twice`},
+		},
+		{
 			name:        "duplicate-member-skipped",
 			data:        doc(json.RawMessage(`{"use":"enc",`+string(jwkWith(keyA, map[string]any{"use": "sig"}))[1:]), testkeys.JWKJSON(keyB)),
 			wantKids:    []string{"b"},
@@ -79,6 +106,12 @@ func TestParse(t *testing.T) {
 			data:        doc(jwkWith(keyA, map[string]any{"alg": "none"}), testkeys.JWKJSON(keyB)),
 			wantKids:    []string{"b"},
 			wantSkipped: []string{`alg "none"`},
+		},
+		{
+			name:        "alg-none-any-case-skipped",
+			data:        doc(jwkWith(keyA, map[string]any{"alg": "NONE"}), jwkWith(keyB, map[string]any{"alg": "None"}), testkeys.JWKJSON(keyC)),
+			wantKids:    []string{"c"},
+			wantSkipped: []string{`alg "none"`, `alg "none"`},
 		},
 		{
 			name:        "unknown-use-skipped",
@@ -109,6 +142,13 @@ func TestParse(t *testing.T) {
 			wantKids: []string{"h", "a"},
 		},
 		{
+			name:        "local-oct-refused-as-public-key-or-short",
+			data:        doc(octPEM, octShort, oct),
+			opts:        ParseOptions{Local: true},
+			wantKids:    []string{"h"},
+			wantSkipped: []string{"public key material", "shorter than"},
+		},
+		{
 			name:        "local-oct-empty-secret",
 			data:        doc(json.RawMessage(`{"kty":"oct","kid":"h","k":""}`)),
 			opts:        ParseOptions{Local: true},
@@ -126,10 +166,17 @@ func TestParse(t *testing.T) {
 				jwkWith(keyA, map[string]any{"e": "AQ"}),                                                        // 1
 				jwkWith(keyA, map[string]any{"e": "Ag"}),                                                        // 2
 				jwkWith(keyA, map[string]any{"e": base64.RawURLEncoding.EncodeToString([]byte{0x80, 0, 0, 1})}), // 2^31+1
+				jwkWith(keyA, map[string]any{"e": "AQAA"}),                                                      // 65536: even
 				testkeys.JWKJSON(keyB),
 			),
 			wantKids:    []string{"b"},
-			wantSkipped: []string{`"e"`, `"e"`, `"e"`},
+			wantSkipped: []string{`"e"`, `"e"`, `"e"`, `"e"`},
+		},
+		{
+			name:        "rsa-even-modulus",
+			data:        doc(jwkWith(keyA, map[string]any{"n": base64.RawURLEncoding.EncodeToString(n)}), testkeys.JWKJSON(keyB)),
+			wantKids:    []string{"b"},
+			wantSkipped: []string{`"n"`},
 		},
 		{
 			name: "private-members-refused",
@@ -164,11 +211,12 @@ func TestParse(t *testing.T) {
 				jwkWith(keyB, map[string]any{"x": "AQ"}), // not on the curve
 				jwkWith(keyA, map[string]any{"issuer": 42}),
 				jwkWith(keyA, map[string]any{"alg": 1}),
+				jwkWith(keyA, map[string]any{"use": 1}),
 				testkeys.JWKJSON(keyC),
 			),
 			wantKids: []string{"c"},
 			wantSkipped: []string{"not a JSON object", `"kid" is not a string`, `missing or invalid "kty"`,
-				"invalid JWK", "invalid JWK", `"issuer" is not a string`, `"alg" is not a string`},
+				"invalid JWK", "invalid JWK", `"issuer" is not a string`, `"alg" is not a string`, `"use" is not a string`},
 		},
 		{
 			name:        "x5c-mismatch-skipped",
@@ -225,6 +273,8 @@ func TestParse(t *testing.T) {
 		{name: "trailing-data", data: []byte(`{"keys":[]} {}`), wantErr: ErrMalformed},
 		{name: "truncated", data: []byte(`{"keys":[{"kty":"RSA"`), wantErr: ErrMalformed},
 		{name: "too-deep", data: []byte(`{"keys":[{"x":` + strings.Repeat("[", 20) + strings.Repeat("]", 20) + `}]}`), wantErr: ErrMalformed},
+		{name: "depth-at-the-limit", data: depth(maxJSONDepth), wantSkipped: []string{`"kty"`}},
+		{name: "depth-one-over", data: depth(maxJSONDepth + 1), wantErr: ErrMalformed},
 		{name: "brackets-in-strings-do-not-count", data: []byte(`{"keys":[],"s":"` + strings.Repeat("[", 40) + `"}`)},
 	}
 	for _, tt := range tests {

@@ -241,6 +241,11 @@ func TestFetcherBackoff(t *testing.T) {
 		{name: "too-large", opts: Options{MaxBytes: MinMaxBytes}, breakIt: func(ks *keyServer) {
 			ks.body = testkeys.JWKS(keyA, keyB, keyC, keyA, keyB, keyC)
 		}, wantError: ErrTooLarge.Error()},
+		// Refused whole, never cut at MaxKeys: the keys past the limit may be
+		// the ones in use.
+		{name: "more-keys-than-max-keys", opts: Options{MaxKeys: 2}, breakIt: func(ks *keyServer) {
+			ks.body = testkeys.JWKS(keyA, keyB, keyC)
+		}, wantError: ErrTooLarge.Error()},
 		{name: "timeout", opts: Options{FetchTimeout: MinAnyInterval}, breakIt: func(ks *keyServer) {
 			ks.block = make(chan struct{}) // never closed: the request ends by its timeout
 		}, wantError: "deadline exceeded"},

@@ -23,6 +23,7 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/jwks"
 	"github.com/jwksverify/jwksverify/verify"
@@ -467,5 +468,29 @@ func TestKeyfuncLocalKeysAndStorage(t *testing.T) {
 				t.Errorf("Storage().KeyRead(rsa) after %s = %v, want nil", name, err)
 			}
 		})
+	}
+}
+
+// TestKeyfuncKidlessBounded: a token without kid gets at most
+// verify.DefaultMaxKidless keys to try, as the verifier tries, however many
+// keys without kid fit its alg: golang-jwt verifies against each in turn.
+func TestKeyfuncKidlessBounded(t *testing.T) {
+	var static []*cache.Key
+	for range verify.DefaultMaxKidless + 4 {
+		k, err := cache.NewKey(testkeys.Public(testkeys.RSA2048B), cache.KeyMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		static = append(static, k)
+	}
+	clk := newClock()
+	f := startKF(t, clk, jwks.Options{StaticKeys: static}, false)
+	got, err := f.Keyfunc().Keyfunc(&jwt.Token{Header: map[string]any{"alg": "RS256"}, Claims: jwt.MapClaims{}})
+	if err != nil {
+		t.Fatalf("Keyfunc() = %v, want a key set", err)
+	}
+	vks, ok := got.(jwt.VerificationKeySet)
+	if !ok || len(vks.Keys) != verify.DefaultMaxKidless {
+		t.Fatalf("Keyfunc() = %T with %d keys, want a jwt.VerificationKeySet of %d", got, len(vks.Keys), verify.DefaultMaxKidless)
 	}
 }

@@ -34,43 +34,59 @@ func (s storeClock) Use(ctx context.Context, key [32]byte, ttl time.Duration, _ 
 // is refused by its age at iat + the TTL by the late replica's clock; until
 // then the store must still hold its jti, or a replay there stores its
 // entry again (undoing an operator's lift), as DPoP's jti is kept a leeway
-// longer for the same reason (TestReplayAcrossSkewedReplicas).
+// longer for the same reason (TestReplayAcrossSkewedReplicas). A token
+// whose iat is ahead of the accurate replica's clock (within the leeway) is
+// taken by its age that much longer, so its jti must be kept that much
+// longer too: the TTL counts from iat, not from the first use.
 func TestLogoutReplayAcrossSkewedReplicas(t *testing.T) {
 	const skew = 20 * time.Second // within the default leeway, 30s
-	keys := &cache.Keys{}
-	keys.Store(cache.NewSet([]*cache.Key{key(t, testkeys.RSA2048A, "rsa-a")}, nil, epoch, epoch.Add(72*time.Hour)))
-	v, err := verify.New(verify.Options{Issuers: []verify.Issuer{{Issuer: issuerA, Keys: keys}}, Now: func() time.Time { return epoch }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem, err := replay.NewMemory(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	storeNow := epoch
-	store := &adder{}
-	r, err := signals.New(signals.Options{
-		Verifier: v, Replay: storeClock{m: mem, now: &storeNow}, Store: store, Logger: slog.New(slog.DiscardHandler),
-		Issuers: []signals.Issuer{{Issuer: issuerA, Logout: &signals.Logout{Audiences: []string{clientID}, Revoke: signals.RevokeSession}}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := mintA(nil, logoutClaims(map[string]any{"exp": nil, "iat": epoch.Unix()}))
-	if _, err := r.Logout(context.Background(), tok, epoch); err != nil {
-		t.Fatalf("first Logout() at the accurate replica = %v", err)
-	}
-	ttl := signals.DefaultJTITTL
-	for _, after := range []time.Duration{time.Hour, ttl - time.Second, ttl, ttl + skew/2, ttl + skew - time.Second} {
-		storeNow = epoch.Add(after)
-		late := storeNow.Add(-skew) // the late replica's clock
-		_, err := r.Logout(context.Background(), tok, late)
-		if err == nil || errors.Is(err, signals.ErrUnavailable) {
-			t.Errorf("the same token %s after its first use, at a replica %s behind: Logout() = %v, want refused", after, skew, err)
-		}
-	}
-	if n := len(store.stored()); n != 1 {
-		t.Errorf("stored %d entries, want 1: a replay revokes nothing more", n)
+	for _, tt := range []struct {
+		name  string
+		ahead time.Duration // iat − the accurate replica's clock at the first use
+	}{
+		{"iat-now", 0},
+		{"iat-ahead-within-leeway", 20 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			keys := &cache.Keys{}
+			keys.Store(cache.NewSet([]*cache.Key{key(t, testkeys.RSA2048A, "rsa-a")}, nil, epoch, epoch.Add(72*time.Hour)))
+			v, err := verify.New(verify.Options{Issuers: []verify.Issuer{{Issuer: issuerA, Keys: keys}}, Now: func() time.Time { return epoch }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			mem, err := replay.NewMemory(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			storeNow := epoch
+			store := &adder{}
+			r, err := signals.New(signals.Options{
+				Verifier: v, Replay: storeClock{m: mem, now: &storeNow}, Store: store, Logger: slog.New(slog.DiscardHandler),
+				Issuers: []signals.Issuer{{Issuer: issuerA, Logout: &signals.Logout{Audiences: []string{clientID}, Revoke: signals.RevokeSession}}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok := mintA(nil, logoutClaims(map[string]any{"exp": nil, "iat": epoch.Add(tt.ahead).Unix()}))
+			if _, err := r.Logout(context.Background(), tok, epoch); err != nil {
+				t.Fatalf("first Logout() at the accurate replica = %v", err)
+			}
+			ttl := signals.DefaultJTITTL
+			// The late replica takes the token by its age until its clock
+			// reaches iat + ttl: the store's clock is then at
+			// ttl + ahead + skew.
+			for _, after := range []time.Duration{time.Hour, ttl - time.Second, ttl, ttl + tt.ahead + skew/2, ttl + tt.ahead + skew - time.Second} {
+				storeNow = epoch.Add(after)
+				late := storeNow.Add(-skew) // the late replica's clock
+				_, err := r.Logout(context.Background(), tok, late)
+				if err == nil || errors.Is(err, signals.ErrUnavailable) {
+					t.Errorf("the same token %s after its first use, at a replica %s behind: Logout() = %v, want refused", after, skew, err)
+				}
+			}
+			if n := len(store.stored()); n != 1 {
+				t.Errorf("stored %d entries, want 1: a replay revokes nothing more", n)
+			}
+		})
 	}
 }
 

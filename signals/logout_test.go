@@ -48,6 +48,8 @@ func TestLogoutEffect(t *testing.T) {
 			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
 		{name: "iat-ahead-within-leeway", mode: signals.RevokeSession, over: map[string]any{"iat": epoch.Add(20 * time.Second).Unix()},
 			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
+		{name: "exp-passed-within-leeway", mode: signals.RevokeSession, over: map[string]any{"exp": epoch.Add(-verify.DefaultLeeway + time.Second).Unix()},
+			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -111,6 +113,9 @@ func TestLogoutRules(t *testing.T) {
 		}},
 		{"exp-passed", func(*testing.T) string {
 			return mintA(nil, logoutClaims(map[string]any{"exp": epoch.Add(-time.Minute).Unix()}))
+		}},
+		{"exp-passed-by-the-leeway", func(*testing.T) string {
+			return mintA(nil, logoutClaims(map[string]any{"exp": epoch.Add(-verify.DefaultLeeway).Unix()}))
 		}},
 		{"jti-absent", func(*testing.T) string { return mintA(nil, logoutClaims(map[string]any{"jti": nil})) }},
 		{"events-absent", func(*testing.T) string { return mintA(nil, logoutClaims(map[string]any{"events": nil})) }},

@@ -48,6 +48,8 @@ func TestLogoutEffect(t *testing.T) {
 			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
 		{name: "iat-ahead-within-leeway", mode: signals.RevokeSession, over: map[string]any{"iat": epoch.Add(20 * time.Second).Unix()},
 			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
+		{name: "nbf-ahead-within-leeway", mode: signals.RevokeSession, over: map[string]any{"nbf": epoch.Add(20 * time.Second).Unix()},
+			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
 		{name: "exp-passed-within-leeway", mode: signals.RevokeSession, over: map[string]any{"exp": epoch.Add(-verify.DefaultLeeway + time.Second).Unix()},
 			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
 	}
@@ -116,6 +118,9 @@ func TestLogoutRules(t *testing.T) {
 		}},
 		{"exp-passed-by-the-leeway", func(*testing.T) string {
 			return mintA(nil, logoutClaims(map[string]any{"exp": epoch.Add(-verify.DefaultLeeway).Unix()}))
+		}},
+		{"nbf-ahead", func(*testing.T) string {
+			return mintA(nil, logoutClaims(map[string]any{"nbf": epoch.Add(time.Minute).Unix()}))
 		}},
 		{"jti-absent", func(*testing.T) string { return mintA(nil, logoutClaims(map[string]any{"jti": nil})) }},
 		{"events-absent", func(*testing.T) string { return mintA(nil, logoutClaims(map[string]any{"events": nil})) }},

@@ -38,6 +38,8 @@ func TestLogoutEffect(t *testing.T) {
 			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
 		{name: "session-without-sid-falls-back-to-sub", mode: signals.RevokeSession, over: map[string]any{"sid": nil},
 			want: revoke.Entry{Kind: revoke.KindSub, Value: "alice", IssuedBefore: epoch.Add(-time.Second)}},
+		{name: "zero-mode-is-session", mode: "",
+			want: revoke.Entry{Kind: revoke.KindSID, Value: "session-1"}},
 		{name: "subject-mode", mode: signals.RevokeSubject,
 			want: revoke.Entry{Kind: revoke.KindSub, Value: "alice", IssuedBefore: epoch.Add(-time.Second)}},
 		{name: "subject-mode-sid-only", mode: signals.RevokeSubject, over: map[string]any{"sub": nil},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -84,6 +85,8 @@ func TestMemoryRefuses(t *testing.T) {
 		{"no-value", Entry{Issuer: "i", Kind: KindSub}},
 		{"issuer-with-value", Entry{Issuer: "i", Kind: KindIssuer, Value: "v"}},
 		{"jti-issued-before", Entry{Issuer: "i", Kind: KindJTI, Value: "j", IssuedBefore: t0}},
+		{"issuer-over-max-bytes", Entry{Issuer: strings.Repeat("i", MaxValueBytes+1), Kind: KindIssuer}},
+		{"value-over-max-bytes", Entry{Issuer: "i", Kind: KindSub, Value: strings.Repeat("v", MaxValueBytes+1)}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, err := m.Add(context.Background(), tt.e); !errors.Is(err, ErrInvalid) {

@@ -134,6 +134,9 @@ func TestSETRules(t *testing.T) {
 		{"iss-of-an-issuer-without-keys", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"iss": issuerDown})) }, "invalid_issuer"},
 		{"iss-unknown", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"iss": "https://evil.example.net/"})) }, "invalid_issuer"},
 		{"sender-takes-no-sets", issuerDown, func(*testing.T) string { return mintSET(good(nil)) }, "invalid_issuer"},
+		{"sender-takes-no-sets-its-own-iss", issuerDown, func(*testing.T) string {
+			return mintSET(good(map[string]any{"iss": issuerDown}))
+		}, "invalid_issuer"},
 		{"aud-wrong", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"aud": clientID})) }, "invalid_audience"},
 		{"aud-absent", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"aud": nil})) }, "invalid_audience"},
 		{"iat-absent", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"iat": nil})) }, "invalid_request"},

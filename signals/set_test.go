@@ -67,6 +67,10 @@ func TestSETEvents(t *testing.T) {
 		{name: "credential-change-session-only", events: map[string]any{signals.EventCredentialChange: withTS},
 			over:    map[string]any{"sub_id": map[string]any{"format": "complex", "session": map[string]any{"format": "opaque", "id": "s"}}},
 			results: []string{"unsupported"}},
+		{name: "session-revoked-session-of-another-format", events: map[string]any{signals.EventSessionRevoked: withTS},
+			over: map[string]any{"sub_id": map[string]any{"format": "complex", "user": issSubA,
+				"session": map[string]any{"format": "email", "email": "s@example.com", "id": "session-9"}}},
+			want: []revoke.Entry{sub("alice", ts)}, results: []string{"applied"}},
 		{name: "two-events", events: map[string]any{signals.EventAccountDisabled: withTS, signals.EventSessionRevoked: withTS},
 			over: map[string]any{"sub_id": complexSes}, want: []revoke.Entry{sid("session-9"), sub("alice", ts)}, results: []string{"applied", "applied"}},
 	}
@@ -154,6 +158,10 @@ func TestSETRules(t *testing.T) {
 			return mintSET(good(map[string]any{"events": map[string]any{signals.EventCredentialChange: true}}))
 		}, "invalid_request"},
 		{"no-subject", issuerA, func(*testing.T) string { return mintSET(good(map[string]any{"sub_id": nil})) }, "invalid_request"},
+		{"sub-id-not-object", issuerA, func(*testing.T) string {
+			return mintSET(good(map[string]any{"sub_id": "alice",
+				"events": map[string]any{signals.EventCredentialChange: map[string]any{"subject": opaqueBob}}}))
+		}, "invalid_request"},
 		{"subject-without-format", issuerA, func(*testing.T) string {
 			return mintSET(good(map[string]any{"sub_id": map[string]any{"id": "x"}}))
 		}, "invalid_request"},

@@ -168,6 +168,9 @@ func TestSETRules(t *testing.T) {
 		{"opaque-without-id", issuerA, func(*testing.T) string {
 			return mintSET(good(map[string]any{"sub_id": map[string]any{"format": "opaque"}}))
 		}, "invalid_request"},
+		{"opaque-with-empty-id", issuerA, func(*testing.T) string {
+			return mintSET(good(map[string]any{"sub_id": map[string]any{"format": "opaque", "id": ""}}))
+		}, "invalid_request"},
 		{"iss-sub-without-sub", issuerA, func(*testing.T) string {
 			return mintSET(good(map[string]any{"sub_id": map[string]any{"format": "iss_sub", "iss": issuerA}}))
 		}, "invalid_request"},

@@ -138,6 +138,7 @@ func TestMintExpNeverBeyondSource(t *testing.T) {
 	}{
 		{"policy-ttl", t0.Add(time.Hour), t0.Add(10 * time.Minute).Unix()},
 		{"source-sooner", t0.Add(90 * time.Second), t0.Add(90 * time.Second).Unix()},
+		{"source-a-second-sooner", t0.Add(10*time.Minute - time.Second), t0.Add(10*time.Minute - time.Second).Unix()},
 		{"source-fraction-floored", t0.Add(90*time.Second + 700*time.Millisecond), t0.Add(90 * time.Second).Unix()},
 		{"source-without-exp", time.Time{}, t0.Add(10 * time.Minute).Unix()},
 	} {

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"maps"
 	"os"
@@ -283,6 +284,7 @@ func TestKeysFileRefused(t *testing.T) {
 		{"not-json", []byte("k1"), "not a JWKS"},
 		{"empty", []byte(`{"keys":[]}`), `no key in "keys"`},
 		{"no-keys-member", []byte(`{}`), `no key in "keys"`},
+		{"over-max-keys", []byte(`{"keys":[{}` + strings.Repeat(`,{}`, MaxKeys) + `]}`), fmt.Sprintf("at most %d", MaxKeys)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "keys.jwks")
@@ -329,6 +331,9 @@ func TestOptionsRefused(t *testing.T) {
 		{"no-keys-file", Options{Issuer: "i", SigningKid: "k1"}, "KeysFile"},
 		{"no-signing-kid", Options{Issuer: "i", KeysFile: path}, "SigningKid"},
 		{"ttl-too-long", Options{Issuer: "i", KeysFile: path, SigningKid: "k1", TTL: 48 * time.Hour}, "TTL"},
+		{"ttl-a-nanosecond-over-max", Options{Issuer: "i", KeysFile: path, SigningKid: "k1", TTL: MaxTTL + time.Nanosecond}, "TTL"},
+		{"ttl-a-nanosecond-under-min", Options{Issuer: "i", KeysFile: path, SigningKid: "k1", TTL: MinTTL - time.Nanosecond}, "TTL"},
+		{"max-entries-over", Options{Issuer: "i", KeysFile: path, SigningKid: "k1", MaxEntries: MaxMaxEntries + 1}, "MaxEntries"},
 		{"bad-header", Options{Issuer: "i", KeysFile: path, SigningKid: "k1", Header: "X Token"}, "Header"},
 		{"missing-file", Options{Issuer: "i", KeysFile: path + ".none", SigningKid: "k1"}, "KeysFile"},
 	} {
@@ -354,6 +359,7 @@ func TestPolicyRefused(t *testing.T) {
 		{"reserved-client-id", PolicySpec{Audience: "a", Claims: map[string]string{"client_id": "cid"}}, "Claims[client_id]"},
 		{"reserved-exp", PolicySpec{Audience: "a", Claims: map[string]string{"exp": "exp"}}, "Claims[exp]"},
 		{"ttl", PolicySpec{Audience: "a", TTL: time.Millisecond}, "TTL"},
+		{"empty-source", PolicySpec{Audience: "a", Claims: map[string]string{"tenant": ""}}, "Claims[tenant]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := NewPolicy(tc.spec)

@@ -68,6 +68,8 @@ func TestNewKey(t *testing.T) {
 		{name: "rsa-4096", pub: testkeys.Public(testkeys.RSA4096), wantKty: "RSA", wantSize: 4096},
 		{name: "rsa-8192", pub: modulus(8192), wantKty: "RSA", wantSize: 8192},
 		{name: "rsa-8193-refused", pub: modulus(8193), wantErr: cache.ErrUnsupportedKey},
+		{name: "rsa-2047-refused", pub: modulus(2047), wantErr: cache.ErrWeakKey},
+		{name: "rsa-even-modulus-refused", pub: &rsa.PublicKey{N: new(big.Int).Lsh(big.NewInt(1), 2047), E: 65537}, wantErr: cache.ErrUnsupportedKey},
 		{name: "rsa-even-exponent-refused", pub: &evenE, wantErr: cache.ErrUnsupportedKey},
 		{name: "rsa-exponent-over-2^31-refused", pub: &bigE, wantErr: cache.ErrUnsupportedKey},
 		{name: "ec-p256", pub: testkeys.Public(testkeys.EC256A), wantKty: "EC", wantCrv: "P-256", wantSize: 256},

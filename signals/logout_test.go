@@ -142,6 +142,7 @@ func TestLogoutRules(t *testing.T) {
 			return mintA(nil, logoutClaims(map[string]any{"sub": nil, "sid": nil}))
 		}},
 		{"sid-not-string", func(*testing.T) string { return mintA(nil, logoutClaims(map[string]any{"sid": 7})) }},
+		{"sub-empty", func(*testing.T) string { return mintA(nil, logoutClaims(map[string]any{"sub": ""})) }},
 		{"sid-empty", func(*testing.T) string { return mintA(nil, logoutClaims(map[string]any{"sid": ""})) }},
 		{"nonce-present", func(*testing.T) string { return mintA(nil, logoutClaims(map[string]any{"nonce": "n-0S6"})) }},
 		{"typ-at-jwt", func(*testing.T) string { return mintA(map[string]any{"typ": "at+jwt"}, logoutClaims(nil)) }},

@@ -177,6 +177,19 @@ func TestSETRules(t *testing.T) {
 		{"timestamp-not-number", issuerA, func(*testing.T) string {
 			return mintSET(good(map[string]any{"events": map[string]any{signals.EventCredentialChange: map[string]any{"event_timestamp": "yesterday"}}}))
 		}, "invalid_request"},
+		{"timestamp-quoted-number", issuerA, func(*testing.T) string {
+			return mintSET(good(map[string]any{"events": map[string]any{signals.EventCredentialChange: map[string]any{"event_timestamp": "1893553445"}}}))
+		}, "invalid_request"},
+		{"timestamp-negative", issuerA, func(*testing.T) string {
+			return mintSET(good(map[string]any{"events": map[string]any{signals.EventCredentialChange: map[string]any{"event_timestamp": -1}}}))
+		}, "invalid_request"},
+		{"timestamp-year-10000", issuerA, func(*testing.T) string {
+			return mintSET(good(map[string]any{"events": map[string]any{signals.EventCredentialChange: map[string]any{"event_timestamp": 253402300800}}}))
+		}, "invalid_request"},
+		{"session-format-null", issuerA, func(*testing.T) string {
+			return mintSET(good(map[string]any{"sub_id": map[string]any{"format": "complex", "user": issSubA,
+				"session": map[string]any{"format": nil, "id": "session-9"}}}))
+		}, "invalid_request"},
 		{"duplicate-event", issuerA, func(t *testing.T) string {
 			return signRaw(t, `{"alg":"RS256","kid":"rsa-a","typ":"secevent+jwt"}`,
 				`{"iss":"`+issuerA+`","aud":"`+ssfAud+`","iat":`+itoa(epoch.Unix())+`,"jti":"d","sub_id":{"format":"opaque","id":"a","id":"b"},`+

@@ -200,30 +200,52 @@ func TestPollerReplayedIsAcknowledged(t *testing.T) {
 	}
 }
 
+// TestPollerBoundsTheResponse: a response over MaxResponseBytes (by one
+// byte too) or of a status other than 200 is a failed poll: nothing in it
+// is taken.
 func TestPollerBoundsTheResponse(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, `{"sets":{"a":"`+strings.Repeat("x", 4096)+`"}}`)
-	}))
-	defer srv.Close()
-	called := make(chan struct{}, 1)
-	p, err := signals.NewPoller(signals.PollOptions{URL: srv.URL, InsecureAllowHTTP: true, MaxResponseBytes: 1024,
-		Logger:  slog.New(slog.DiscardHandler),
-		Receive: func(context.Context, string) error { called <- struct{}{}; return nil }})
-	if err != nil {
-		t.Fatal(err)
+	const limit = 1024
+	// body is a poll response of n bytes (at least 16) holding one SET.
+	body := func(n int) string {
+		const head, tail = `{"sets":{"a":"`, `"}}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for p.Stats().Failures == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	p.Close()
-	if p.Stats().Failures == 0 {
-		t.Fatal("an oversized response was not a failure")
-	}
-	select {
-	case <-called:
-		t.Error("a SET of an oversized response was applied")
-	default:
+	for _, tt := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"far-over", http.StatusOK, body(4096 + 16)},
+		{"one-byte-over", http.StatusOK, body(limit + 1)},  // whole JSON in the limit+1 bytes read
+		{"status-202", http.StatusAccepted, `{"sets":{}}`}, // RFC 8936 §2.5: a poll answers 200
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tt.status)
+				_, _ = io.WriteString(w, tt.body)
+			}))
+			defer srv.Close()
+			called := make(chan struct{}, 1)
+			p, err := signals.NewPoller(signals.PollOptions{URL: srv.URL, InsecureAllowHTTP: true, MaxResponseBytes: limit,
+				Logger:  slog.New(slog.DiscardHandler),
+				Receive: func(context.Context, string) error { called <- struct{}{}; return nil }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for p.Stats().Failures == 0 && p.Stats().Polls == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			p.Close()
+			if st := p.Stats(); st.Failures == 0 || st.Polls != 0 {
+				t.Fatalf("a response of status %d and %d bytes (limit %d): stats %+v, want a failure and no poll taken", tt.status, len(tt.body), limit, st)
+			}
+			select {
+			case <-called:
+				t.Error("a SET of an oversized response was applied")
+			default:
+			}
+		})
 	}
 }
 

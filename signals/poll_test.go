@@ -301,6 +301,8 @@ func TestParsePollResponse(t *testing.T) {
 		{"not-utf8", `{"sets":{"` + "\x97" + `":"x.y.z"}}`, 0, false, true},
 		{"not-utf8-value", `{"sets":{"a":"x.y.z` + "\xff" + `"}}`, 0, false, true},
 		{"lone-surrogate", `{"sets":{"a\ud800":"x.y.z"}}`, 0, false, true},
+		{"nested-32-deep", `{"sets":{},"x":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}`, 0, false, false},
+		{"nested-33-deep", `{"sets":{},"x":` + strings.Repeat("[", 33) + strings.Repeat("]", 33) + `}`, 0, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

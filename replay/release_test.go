@@ -64,3 +64,29 @@ func TestRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryReleasedKeyUsedAgainOutlivesItsFirstUse: a key released and
+// used again is remembered for its second use's ttl: the first use's queue
+// entry, expiring earlier, must not purge it (a signal whose store failed
+// is given back, then taken by its retry; a replay after the first use's
+// expiry is still a replay).
+func TestMemoryReleasedKeyUsedAgainOutlivesItsFirstUse(t *testing.T) {
+	m, err := replay.NewMemory(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if ok, err := m.Use(ctx, key(1), time.Minute, t0); !ok || err != nil {
+		t.Fatalf("Use() = %t, %v; want fresh", ok, err)
+	}
+	if err := m.Release(ctx, key(1)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.Use(ctx, key(1), time.Minute, t0.Add(30*time.Second)); !ok || err != nil {
+		t.Fatalf("Use() after Release = %t, %v; want fresh", ok, err)
+	}
+	// Past the first use's expiry (t0+1m), within the second's (t0+1m30s).
+	if ok, err := m.Use(ctx, key(1), time.Minute, t0.Add(61*time.Second)); ok || err != nil {
+		t.Errorf("Use() at t0+61s, the key used again at t0+30s for 1m = %t, %v; want replayed", ok, err)
+	}
+}

@@ -366,6 +366,11 @@ func TestDecode(t *testing.T) {
 		// without the stale answer or the failure count of a bad answer).
 		{"exp-null", `{"active":true,"exp":null}`, false, true},
 		{"exp-null-spaced", `{"active":true,"exp": null }`, false, true},
+		{"exp-negative", `{"active":true,"exp":-1}`, false, true},
+		{"exp-over-1e15", `{"active":true,"exp":1000000000000001}`, false, true},
+		{"exp-1e15", `{"active":true,"exp":1000000000000000}`, true, false},
+		{"deep-32", `{"active":true,"x":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}`, true, false},
+		{"deep-33", `{"active":true,"x":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}`, false, true},
 		{"bad-utf8", "{\"active\":true,\"sub\":\"\xff\"}", false, true},
 		{"deep", `{"active":true,"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, false, true},
 		// Duplicate member names: parsers disagree on which counts (the

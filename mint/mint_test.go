@@ -279,6 +279,8 @@ func TestKeysFileRefused(t *testing.T) {
 		{"alg-mismatch", testkeys.PrivateJWKS(testkeys.JWK{Key: ec, Kid: "k1", Alg: "RS256"}), "alg_not_allowed"},
 		{"hmac-alg", testkeys.PrivateJWKS(testkeys.JWK{Key: ec, Kid: "k1", Alg: "HS256"}), ""},
 		{"enc-use", testkeys.PrivateJWKS(testkeys.JWK{Key: ec, Kid: "k1", Use: "enc"}), `use "enc"`},
+		{"key-ops-encrypt-only", keyOps(t, testkeys.PrivateJWKS(ecA, testkeys.JWK{Key: testkeys.Public(testkeys.EC256B), Kid: "k2"}), 1, "encrypt"), `allow neither "sign" nor "verify"`},
+		{"ec-d-longer-than-the-order", ecD(t, testkeys.PrivateJWKS(ecA), 33), "longer than the curve's order"},
 		{"duplicate-kid", testkeys.PrivateJWKS(ecA, testkeys.JWK{Key: testkeys.Private(testkeys.EC256B), Kid: "k1"}), "appears twice"},
 		{"no-kid", testkeys.PrivateJWKS(testkeys.JWK{Key: ec}), `no "kid"`},
 		{"not-json", []byte("k1"), "not a JWKS"},
@@ -305,6 +307,38 @@ func TestKeysFileRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keyOps is doc with key i's key_ops set to ops.
+func keyOps(t *testing.T, doc []byte, i int, ops ...string) []byte {
+	var d struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	d.Keys[i]["key_ops"] = ops
+	b, _ := json.Marshal(d)
+	return b
+}
+
+// ecD is doc with its first key's d made n bytes long: a zero byte before
+// the original's 32, an encoding no EC private key of P-256 has.
+func ecD(t *testing.T, doc []byte, n int) []byte {
+	var d struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if err := json.Unmarshal(doc, &d); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(d.Keys[0]["d"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	long := append(make([]byte, n-len(raw)), raw...)
+	d.Keys[0]["d"] = base64.RawURLEncoding.EncodeToString(long)
+	b, _ := json.Marshal(d)
+	return b
 }
 
 // rsaWithout is a private RSA JWKS with the member drop left out.

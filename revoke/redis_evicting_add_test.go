@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/redistest"
-	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/revoke"
 )
 
@@ -17,15 +16,7 @@ import (
 // may forget (DECISIONS "An evicting Redis is checked").
 func TestRedisEvictingPolicyAcknowledgesNoRevocation(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru")
-	c, err := redisconn.New(redisconn.Options{URL: srv.URL(), Timeout: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := revoke.NewRedis(revoke.RedisOptions{Client: c, Writer: c, Retention: time.Hour, MaxStaleness: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(); c.Close() })
+	st, c := newURLStore(t, srv.URL(), 2*time.Second)
 	ctx := context.Background()
 	if e, err := st.Add(ctx, revoke.Entry{Issuer: "https://a/", Kind: revoke.KindJTI, Value: "j1", Source: revoke.SourceAdmin}); !errors.Is(err, revoke.ErrUnavailable) {
 		t.Errorf("Add() on an evicting Redis = %+v, %v; want ErrUnavailable", e, err)

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/jwksverify/jwksverify/internal/redistest"
-	"github.com/jwksverify/jwksverify/redisconn"
-	"github.com/jwksverify/jwksverify/revoke"
 )
 
 // TestRedisPolicyTurnedEvictingMakesTheCopyStale: a follower synced with a
@@ -18,15 +16,7 @@ import (
 // entries.
 func TestRedisPolicyTurnedEvictingMakesTheCopyStale(t *testing.T) {
 	srv := redistest.Start(t)
-	c, err := redisconn.New(redisconn.Options{URL: srv.URL(), Timeout: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := revoke.NewRedis(revoke.RedisOptions{Client: c, Writer: c, Retention: time.Hour, MaxStaleness: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(); c.Close() })
+	st, c := newURLStore(t, srv.URL(), 2*time.Second)
 	eventually(t, 10*time.Second, "first sync", func() bool { return !st.Index().Stale(time.Now()) })
 	ctx := context.Background()
 	if err := c.ConfigSet(ctx, "maxmemory", "64mb").Err(); err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jwksverify/jwksverify/internal/redistest"
-	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/revoke"
 )
 
@@ -22,15 +21,7 @@ import (
 func TestRedisEvictingPolicyKeepsRevocations(t *testing.T) {
 	srv := redistest.Start(t, "--maxmemory", "3mb", "--maxmemory-policy", "allkeys-lru")
 	newStore := func() *revoke.Redis {
-		c, err := redisconn.New(redisconn.Options{URL: srv.URL(), Timeout: 500 * time.Millisecond})
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := revoke.NewRedis(revoke.RedisOptions{Client: c, Writer: c, Retention: time.Hour, MaxStaleness: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { st.Close(); c.Close() })
+		st, _ := newURLStore(t, srv.URL(), 2*time.Second)
 		return st
 	}
 	iss := "https://a/"

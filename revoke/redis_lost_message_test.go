@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/jwksverify/jwksverify/internal/redistest"
-	"github.com/jwksverify/jwksverify/redisconn"
 	"github.com/jwksverify/jwksverify/revoke"
 )
 
@@ -22,15 +21,7 @@ import (
 // enforced until the subscription is lost.
 func TestRedisLostMessageIsReadAgain(t *testing.T) {
 	srv := redistest.Start(t)
-	c, err := redisconn.New(redisconn.Options{URL: srv.URL(), Timeout: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := revoke.NewRedis(revoke.RedisOptions{Client: c, Writer: c, Retention: time.Hour, MaxStaleness: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(); c.Close() })
+	st, c := newURLStore(t, srv.URL(), 10*time.Second)
 	eventually(t, 10*time.Second, "first sync", func() bool { return !st.Index().Stale(time.Now()) })
 	ctx := context.Background()
 	// Another writer's change, its message lost: the entry, its expiry and

@@ -88,11 +88,11 @@ func newStore(t *testing.T, srv *redisServer, maxStale time.Duration) *revoke.Re
 	return st
 }
 
-// newWriterStore is a store over the service's client (redisconn), its
-// writes through Client.Write.
-func newWriterStore(t *testing.T, srv *redisServer, maxStale time.Duration) *revoke.Redis {
+// newURLStore is a store over the service's client (redisconn) to url, its
+// writes through Client.Write, and that client; both are closed when t ends.
+func newURLStore(t *testing.T, url string, maxStale time.Duration) (*revoke.Redis, *redisconn.Client) {
 	t.Helper()
-	c, err := redisconn.New(redisconn.Options{URL: "redis://127.0.0.1:" + strconv.Itoa(srv.port), Timeout: 500 * time.Millisecond})
+	c, err := redisconn.New(redisconn.Options{URL: url, Timeout: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,6 +101,14 @@ func newWriterStore(t *testing.T, srv *redisServer, maxStale time.Duration) *rev
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close(); c.Close() })
+	return st, c
+}
+
+// newWriterStore is a store over the service's client (redisconn), its
+// writes through Client.Write.
+func newWriterStore(t *testing.T, srv *redisServer, maxStale time.Duration) *revoke.Redis {
+	t.Helper()
+	st, _ := newURLStore(t, "redis://127.0.0.1:"+strconv.Itoa(srv.port), maxStale)
 	return st
 }
 

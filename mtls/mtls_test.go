@@ -78,6 +78,9 @@ func TestThumbprintXFCC(t *testing.T) {
 	}{
 		{"one-element", `By=spiffe://example.org/gw;Hash=` + h + `;Subject="CN=c,O=x;y";URI=spiffe://example.org/c`, nil},
 		{"hash-only", "Hash=" + h, nil},
+		// Envoy escapes a '"' inside a quoted value: the ',' and ';' after
+		// it are still inside the quotes, not an element or a pair.
+		{"escaped-quote-in-subject", `By=spiffe://example.org/gw;Subject="CN=a\"b,O=x;y";Hash=` + h, nil},
 		{"two-elements", "Hash=" + h + ",Hash=" + h, mtls.ErrMalformed},
 		{"no-hash", `By=x;Subject="CN=c"`, mtls.ErrNoCertificate},
 		{"two-hashes", "Hash=" + h + ";Hash=" + h, mtls.ErrMalformed},

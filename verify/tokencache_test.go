@@ -375,3 +375,41 @@ func TestTokenCacheResultMatchesUncached(t *testing.T) {
 		})
 	}
 }
+
+// TestTokenCacheInsertEvictsAtMost16: an insert into a cache full by bytes
+// makes room by at most 16 evictions, then gives up and caches nothing: a
+// large token costs a bounded amount of work under the shard locks, and
+// does not empty the cache of the small tokens every other caller repeats.
+func TestTokenCacheInsertEvictsAtMost16(t *testing.T) {
+	const maxBytes = 64 << 10
+	v := newVerifier(t, verify.Options{
+		Issuers:       []verify.Issuer{{Issuer: issA, Keys: allKeys(t)}},
+		MaxTokenBytes: verify.MaxMaxTokenBytes,
+		TokenCache:    verify.TokenCacheOptions{MaxEntries: 10000, MaxBytes: maxBytes},
+	})
+	for i := range 1000 {
+		if _, err := v.Verify(context.Background(), mint("ES256", "k-ES256", map[string]any{"jti": fmt.Sprint(i)})); err != nil {
+			t.Fatalf("Verify() = %v, want nil", err)
+		}
+	}
+	full := v.CacheStats()
+	if full.Entries < 40 || full.Evictions == 0 {
+		t.Fatalf("CacheStats() = %+v, want a cache full by bytes", full)
+	}
+	// Room for the big token takes about 32 entries' worth of bytes.
+	per := full.Bytes / int64(full.Entries)
+	big := mint("ES256", "k-ES256", map[string]any{"pad": strings.Repeat("x", int(32*per))})
+	if _, err := v.Verify(context.Background(), big); err != nil {
+		t.Fatalf("Verify(big) = %v, want nil", err)
+	}
+	after := v.CacheStats()
+	if n := after.Evictions - full.Evictions; n > 17 {
+		t.Errorf("one insert evicted %d entries, want at most 16 (and the one its entry count may need)", n)
+	}
+	if after.Entries < full.Entries-17 {
+		t.Errorf("entries %d → %d: the insert emptied the cache", full.Entries, after.Entries)
+	}
+	if after.Bytes > maxBytes {
+		t.Errorf("CacheStats().Bytes = %d, over %d", after.Bytes, maxBytes)
+	}
+}

@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"net/http"
@@ -54,14 +53,7 @@ func TestBindingOneConstraint(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newBindEnvWith(t, tt.sc, nil, nil)
 			w := do(e.handler, tt.req)
-			if w.Code != tt.wantCode {
-				t.Fatalf("code = %d, want %d; body %s", w.Code, tt.wantCode, w.Body)
-			}
-			var body struct{ Error string }
-			_ = json.Unmarshal(w.Body.Bytes(), &body)
-			if body.Error != tt.wantClass {
-				t.Errorf("class = %q, want %q", body.Error, tt.wantClass)
-			}
+			wantAnswer(t, w, tt.wantCode, tt.wantClass)
 		})
 	}
 }

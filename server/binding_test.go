@@ -222,16 +222,9 @@ func TestBindingForwardAuth(t *testing.T) {
 				n = 2
 			}
 			w := do(e.handler, tt.req(n))
-			if w.Code != tt.wantCode {
-				t.Fatalf("code = %d, want %d; body %s", w.Code, tt.wantCode, w.Body)
-			}
+			wantAnswer(t, w, tt.wantCode, tt.wantClass)
 			if tt.wantClass == "" {
 				return
-			}
-			var body struct{ Error string }
-			_ = json.Unmarshal(w.Body.Bytes(), &body)
-			if body.Error != tt.wantClass {
-				t.Errorf("class = %q, want %q", body.Error, tt.wantClass)
 			}
 			www := w.Header().Get("Www-Authenticate")
 			if tt.wantClass == "invalid_dpop_proof" {
@@ -278,14 +271,7 @@ func TestBindingBeforePolicy(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newBindEnvPolicies(t, ConstraintOptional, set)
 			w := do(e.handler, tt.req)
-			if w.Code != tt.wantCode {
-				t.Fatalf("code = %d, want %d; body %s", w.Code, tt.wantCode, w.Body)
-			}
-			var body struct{ Error string }
-			_ = json.Unmarshal(w.Body.Bytes(), &body)
-			if body.Error != tt.wantClass {
-				t.Errorf("class = %q, want %q", body.Error, tt.wantClass)
-			}
+			wantAnswer(t, w, tt.wantCode, tt.wantClass)
 		})
 	}
 }
@@ -386,5 +372,22 @@ func TestBindingOptionsRefused(t *testing.T) {
 		if _, err := New(o); err == nil {
 			t.Errorf("New(%+v) = nil error", o.SenderConstraints)
 		}
+	}
+}
+
+// wantAnswer fails t unless w is a status code answer whose body names
+// class ("" skips the body).
+func wantAnswer(t *testing.T, w *httptest.ResponseRecorder, code int, class string) {
+	t.Helper()
+	if w.Code != code {
+		t.Fatalf("code = %d, want %d; body %s", w.Code, code, w.Body)
+	}
+	if class == "" {
+		return
+	}
+	var body struct{ Error string }
+	_ = json.Unmarshal(w.Body.Bytes(), &body)
+	if body.Error != class {
+		t.Errorf("class = %q, want %q", body.Error, class)
 	}
 }

@@ -2,22 +2,14 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
@@ -83,7 +75,7 @@ func docStub(t *testing.T, dir, key string, n int) string {
 			t.Fatal(err)
 		}
 	case "ca_file":
-		data = docTestCA(t)
+		data = testkeys.NewCA("doc example CA").PEM
 	default: // secrets and bearer tokens
 		data = []byte(strings.Repeat("s3cr3t-", 8))
 	}
@@ -91,25 +83,6 @@ func docStub(t *testing.T, dir, key string, n int) string {
 		t.Fatal(err)
 	}
 	return name
-}
-
-// docTestCA returns a PEM self-signed CA certificate.
-func docTestCA(t *testing.T) []byte {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "doc example CA"},
-		NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<33, 0),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // TestDocConfigExamplesPassCheck: every whole configuration the docs show

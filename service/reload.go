@@ -56,7 +56,7 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 		s.ReloadFailed(err)
 		return err
 	}
-	s.awaitFresh(ctx, b.fresh)
+	s.awaitFresh(ctx, g, b.fresh)
 	s.mu.Lock()
 	if s.draining || s.closing {
 		s.mu.Unlock()
@@ -116,9 +116,9 @@ func (s *Service) ReloadFailed(err error) {
 	s.opts.Logger.Error("configuration reload failed; the previous configuration keeps serving", "err", err)
 }
 
-// awaitFresh waits for the first keys of fresh fetchers, at most
-// newIssuerWait and ctx.
-func (s *Service) awaitFresh(ctx context.Context, fresh []*jwks.Fetcher) {
+// awaitFresh waits for the first keys of fresh fetchers (of g), at most
+// newIssuerWait and ctx, and names each issuer whose keys did not come.
+func (s *Service) awaitFresh(ctx context.Context, g *generation, fresh []*jwks.Fetcher) {
 	if len(fresh) == 0 {
 		return
 	}
@@ -131,12 +131,24 @@ func (s *Service) awaitFresh(ctx context.Context, fresh []*jwks.Fetcher) {
 		case <-wctx.Done():
 		}
 	}()
+	// Every fetcher is waited for (one that is ready returns at once after
+	// the wait ends), so that each issuer without keys gets its own line.
 	for _, f := range fresh {
 		if f.Ready(wctx) != nil {
-			s.opts.Logger.Warn("reload: an added or changed issuer has no keys yet; it is not ready until they come", "issuer", f.Keys().Status().Source)
-			return
+			s.opts.Logger.Warn("reload: an added or changed issuer has no keys yet; it is not ready until they come",
+				"issuer", g.issuerOf(f), "source", f.Keys().Status().Source)
 		}
 	}
+}
+
+// issuerOf returns the configured issuer whose keys f fetches.
+func (g *generation) issuerOf(f *jwks.Fetcher) string {
+	for _, gf := range g.fetchers {
+		if gf.f == f {
+			return gf.opts.Issuer
+		}
+	}
+	return ""
 }
 
 // replaced returns the fetchers and clients of prev that g does not use.

@@ -42,8 +42,19 @@ type evictionReading struct {
 // holds, not every other master's too). A reading is reused for a second:
 // the cost is one INFO per second per master and process, not one per
 // call. It waits for Redis within ctx and the client's timeout; while one
-// caller reads again, the others use the previous reading.
+// caller reads again, the others use the previous reading. Each call it
+// refuses with [ErrEvicting] counts in [Stats].Errors, as a failed command
+// does: the request behind it is answered 503 all the same, and the
+// Redis-failing alert must see it.
 func (c *Client) CheckNoEviction(ctx context.Context, key string) error {
+	err := c.checkNoEviction(ctx, key)
+	if errors.Is(err, ErrEvicting) {
+		c.failed.Add(1)
+	}
+	return err
+}
+
+func (c *Client) checkNoEviction(ctx context.Context, key string) error {
 	var m redis.Cmdable = c.UniversalClient
 	addr := ""
 	if cc, ok := c.UniversalClient.(*redis.ClusterClient); ok {

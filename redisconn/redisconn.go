@@ -301,8 +301,9 @@ type Stats struct {
 	Writes, NotReplicated uint64
 	// Errors counts the commands and pipelines that failed (a network
 	// error, a timeout, an error answer; not redis.Nil, which is an
-	// answer): during a failover it rises, and the requests behind it got
-	// 503.
+	// answer), and the calls [Client.CheckNoEviction] refused because
+	// Redis may evict keys: during a failover it rises, and the requests
+	// behind it got 503.
 	Errors uint64
 }
 

@@ -448,7 +448,7 @@ func newCollectorDescs() collectorDescs {
 		introFlight: desc("introspection_calls_in_flight", "Upstream introspection calls in flight now (at most max_concurrent).", "issuer"),
 		introShared: desc("introspection_shared_cache_errors_total", "Redis failures of the shared introspection cache (cache.shared): each answered keys_unavailable.", "issuer"),
 		introWaits:  desc("introspection_shared_cache_waits_total", "Shared introspection cache lookups that waited for another replica's upstream call instead of making one.", "issuer"),
-		redisErrors: desc("redis_errors_total", "Redis commands and pipelines that failed (network, timeout, error answers): the requests behind them got 503 keys_unavailable. Rises during a failover."),
+		redisErrors: desc("redis_errors_total", "Redis commands and pipelines that failed (network, timeout, error answers), and calls refused because Redis may evict keys (a maxmemory-policy other than noeviction): the requests behind them got 503 keys_unavailable. Rises during a failover."),
 		redisNotRep: desc("redis_not_replicated_total", "Writes refused because WAIT reported fewer replicas than redis.acknowledge_replicas (503, nothing acknowledged)."),
 		mintTokens:  desc("mint_tokens_total", `Tokens minted for upstreams ("minted": signed; "reused": handed out again from the minted-token cache).`, "result"),
 		mintReloads: desc("mint_keys_reloads_total", `Changes of mint.keys_file seen: "success" (taken), "failure" (refused; the previous keys keep signing).`, "result"),

@@ -32,8 +32,7 @@ func TestEvictionRefusalsCountAsErrors(t *testing.T) {
 			srv := redistest.Start(t, tt.args...)
 			c := newClient(t, redisconn.Options{URL: srv.URL(), Timeout: 2 * time.Second})
 			ctx := context.Background()
-			// A connection first: go-redis's own setup may count (a Redis
-			// before 8 refuses CLIENT MAINT_NOTIFICATIONS, once per client).
+			// A connection first: only the checks are counted below.
 			if err := c.Ping(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
@@ -49,5 +48,27 @@ func TestEvictionRefusalsCountAsErrors(t *testing.T) {
 				t.Errorf("Stats().Errors rose by %d over three calls, want %d", got, tt.wantErrors)
 			}
 		})
+	}
+}
+
+// TestHealthyConnectionCountsNoError: connecting to a healthy Redis counts
+// no error (go-redis's CLIENT MAINT_NOTIFICATIONS probe, which a Redis
+// before 8 refuses, is not a failed call: no request is behind it and the
+// connection serves), while a command Redis refuses still counts one.
+func TestHealthyConnectionCountsNoError(t *testing.T) {
+	srv := redistest.Start(t)
+	c := newClient(t, redisconn.Options{URL: srv.URL(), Timeout: 2 * time.Second})
+	ctx := context.Background()
+	if err := c.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Stats().Errors; got != 0 {
+		t.Errorf("Stats().Errors = %d after connecting to a healthy Redis, want 0", got)
+	}
+	if err := c.Do(ctx, "CLIENT", "NO-SUCH-SUBCOMMAND").Err(); err == nil {
+		t.Fatal("CLIENT NO-SUCH-SUBCOMMAND succeeded")
+	}
+	if got := c.Stats().Errors; got != 1 {
+		t.Errorf("Stats().Errors = %d after a refused command, want 1", got)
 	}
 }

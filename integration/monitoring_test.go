@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -91,8 +93,12 @@ func TestMonitoredMetricsExist(t *testing.T) {
 		t.Fatalf("found %d metric names in the rules and dashboard, want the ~20 they use: %v", len(names), names)
 	}
 	idp := startDiscoveryIdP(t)
+	// The minting metrics exist with a mint section.
+	keys := filepath.Join(t.TempDir(), "mint.jwks")
+	writeMintKeys(t, keys, testkeys.PrivateJWKS(mintK1))
 	// The revocation metrics exist with revocation configured.
 	jv := startJWKSVerify(t, fmt.Sprintf(`listen: 127.0.0.1:0
+mint: {issuer: %s, keys_file: %s, signing_kid: k1}
 shutdown_timeout: 1s
 state_dir: %s
 revocation: {}
@@ -109,7 +115,7 @@ issuers:
     # The signal metric exists for an issuer with back-channel logout,
     # once a logout token (here a refused one) is counted.
     backchannel_logout: {audiences: [web-app]}
-`, t.TempDir(), idp.Issuer, idp.Audience))
+`, mintIssuer, keys, t.TempDir(), idp.Issuer, idp.Audience))
 	c := httpClient()
 	resp, err := c.PostForm("http://"+jv.HTTP+"/v1/logout/backchannel", url.Values{"logout_token": {"not.a.token"}})
 	if err != nil {

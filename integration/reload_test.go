@@ -168,6 +168,7 @@ func TestReloadUnderLoad(t *testing.T) {
 	defer func() { close(stop); wg.Wait() }()
 
 	failures := func() float64 { return rhMetrics(t, c, base)[`jwksverify_config_reloads_total{result="failure"}`] }
+	lastReloadOK := func() float64 { return rhMetrics(t, c, base)[`jwksverify_config_last_reload_successful`] }
 	verdict := func(tok string) string {
 		v, err := rhVerify(c, base, tok)
 		if err != nil {
@@ -208,10 +209,16 @@ func TestReloadUnderLoad(t *testing.T) {
 			if h, _ := servedHash(c, base); h != served {
 				t.Fatalf("reload %d: invalid configuration: served hash %s, want the previous %s", n, h, served)
 			}
+			if _, ok := rhWaitFor(5*time.Second, func() bool { return lastReloadOK() == 0 }); !ok {
+				t.Fatalf("reload %d: invalid configuration: config_last_reload_successful stayed %v, want 0", n, lastReloadOK())
+			}
 		} else {
 			want := configHash(states[state])
 			if _, ok := rhWaitFor(15*time.Second, func() bool { h, _ := servedHash(c, base); return h == want }); !ok {
 				t.Fatalf("reload %d (%s, %s): /v1/issuers never reported hash %s", n, state, how, want)
+			}
+			if _, ok := rhWaitFor(5*time.Second, func() bool { return lastReloadOK() == 1 }); !ok {
+				t.Fatalf("reload %d (%s, %s): config_last_reload_successful stayed %v, want 1", n, state, how, lastReloadOK())
 			}
 			served = want
 		}

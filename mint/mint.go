@@ -174,6 +174,9 @@ type Minter struct {
 	lastErr  error      // why it was refused
 
 	hits, mints, reloads, failures atomic.Uint64
+	// refusing is set while the keys file's content (or its read error)
+	// is refused: the file is not the keys signing.
+	refusing atomic.Bool
 
 	stop, done chan struct{}
 	closeOnce  sync.Once
@@ -310,6 +313,7 @@ func (m *Minter) Reload() (bool, error) {
 	cur := m.cur.Load()
 	switch {
 	case sum == cur.keys.sum:
+		m.refusing.Store(false) // back to the keys signing
 		return false, nil
 	case sum == m.lastBad && m.lastErr != nil:
 		return false, m.lastErr
@@ -321,6 +325,7 @@ func (m *Minter) Reload() (bool, error) {
 	}
 	m.cur.Store(m.newState(ks))
 	m.reloads.Add(1)
+	m.refusing.Store(false)
 	m.opts.Logger.Info("mint keys file reloaded", "file", m.opts.KeysFile, "keys", len(ks.keys), "signing_kid", ks.signer.kid)
 	return true, nil
 }
@@ -328,6 +333,7 @@ func (m *Minter) Reload() (bool, error) {
 // refused counts and logs a keys file that could not be taken, once per
 // sum (its content, or its read error). Called with reloadMu held.
 func (m *Minter) refused(sum [32]byte, err error) {
+	m.refusing.Store(true)
 	if sum == m.lastBad {
 		return
 	}
@@ -366,13 +372,17 @@ type Stats struct {
 	// Reloads counts keys-file changes taken; ReloadFailures the refused
 	// contents (each counted once).
 	Reloads, ReloadFailures uint64
+	// Refusing reports that the keys file's content now is refused (or
+	// cannot be read): the previous keys keep signing, and a restart would
+	// not start with the file.
+	Refusing bool
 	// Entries is the number of cached tokens now.
 	Entries int
 }
 
 // Stats returns the minter's counters. It is safe for concurrent use.
 func (m *Minter) Stats() Stats {
-	s := Stats{Hits: m.hits.Load(), Mints: m.mints.Load(), Reloads: m.reloads.Load(), ReloadFailures: m.failures.Load()}
+	s := Stats{Hits: m.hits.Load(), Mints: m.mints.Load(), Reloads: m.reloads.Load(), ReloadFailures: m.failures.Load(), Refusing: m.refusing.Load()}
 	if c := m.cur.Load().cache; c != nil {
 		s.Entries = c.len()
 	}

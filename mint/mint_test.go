@@ -426,8 +426,8 @@ func TestReloadRotation(t *testing.T) {
 		if got.JWT != before.JWT {
 			t.Error("a refused file dropped the cache or the keys")
 		}
-		if s := m.Stats(); s.ReloadFailures != 1 {
-			t.Errorf("ReloadFailures = %d", s.ReloadFailures)
+		if s := m.Stats(); s.ReloadFailures != 1 || !s.Refusing {
+			t.Errorf("Stats() = %+v, want ReloadFailures 1, Refusing", s)
 		}
 	})
 	t.Run("signing-key-removed", func(t *testing.T) {
@@ -442,6 +442,9 @@ func TestReloadRotation(t *testing.T) {
 			t.Fatal("a token signed by a removed key was handed out again")
 		}
 		parse(t, m, got.JWT) // verifies under the new JWKS
+		if m.Stats().Refusing {
+			t.Error("Refusing after a content was taken")
+		}
 		if bytes.Contains(m.JWKS(), []byte(base64.RawURLEncoding.EncodeToString(testkeys.Private(testkeys.EC256A).(*ecdsa.PrivateKey).X.Bytes()))) {
 			t.Error("the removed key is still published")
 		}
@@ -459,13 +462,21 @@ func TestReloadRotation(t *testing.T) {
 		if !bytes.Equal(m.JWKS(), kept) || m.Stats().ReloadFailures != 2 {
 			t.Errorf("a missing file changed the keys or was counted %d times in all, want 2", m.Stats().ReloadFailures)
 		}
+		if !m.Stats().Refusing {
+			t.Error("not Refusing while the file is gone")
+		}
 		if err := os.Rename(path+".away", path); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("unchanged-content", func(t *testing.T) {
+		// The file is back with the keys signing: nothing to take, and
+		// nothing refused any more.
 		if changed, err := m.Reload(); changed || err != nil {
 			t.Fatalf("Reload() = %v, %v; want false, nil", changed, err)
+		}
+		if m.Stats().Refusing {
+			t.Error("Refusing once the file holds the keys signing again")
 		}
 	})
 }

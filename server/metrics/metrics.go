@@ -73,6 +73,7 @@ type Metrics struct {
 	mu        sync.Mutex // serializes Use and SetConfigHash
 
 	reloads    *prometheus.CounterVec        // config_reloads_total{result}
+	reloadOK   prometheus.Gauge              // config_last_reload_successful
 	configInfo *prometheus.GaugeVec          // config_info{hash}
 	clientAuth map[string]prometheus.Counter // by reason
 	binding    *prometheus.CounterVec        // sender_constraint_total{issuer,kind,outcome}
@@ -124,7 +125,8 @@ func New(opts Options) (*Metrics, error) {
 	for _, r := range []string{ReloadSuccess, ReloadFailure} {
 		vs.reloads.WithLabelValues(r)
 	}
-	for _, c := range []prometheus.Collector{vs.outcomes, vs.latency, vs.clientAuth, vs.build, vs.decisions, col, vs.reloads, vs.configInfo, vs.binding} {
+	vs.reloadOK.Set(1) // the configuration serving now loaded
+	for _, c := range []prometheus.Collector{vs.outcomes, vs.latency, vs.clientAuth, vs.build, vs.decisions, col, vs.reloads, vs.reloadOK, vs.configInfo, vs.binding} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("metrics: register: %w", err)
 		}
@@ -134,6 +136,7 @@ func New(opts Options) (*Metrics, error) {
 		vec:        vs.outcomes,
 		col:        col,
 		reloads:    vs.reloads,
+		reloadOK:   vs.reloadOK,
 		configInfo: vs.configInfo,
 		binding:    vs.binding,
 		clientAuth: make(map[string]prometheus.Counter),
@@ -154,6 +157,7 @@ type vecs struct {
 	outcomes, clientAuth, decisions, binding, reloads *prometheus.CounterVec
 	latency                                           *prometheus.HistogramVec
 	build, configInfo                                 *prometheus.GaugeVec
+	reloadOK                                          prometheus.Gauge
 }
 
 // newVecs declares the metric families of New: the table of names, help
@@ -199,6 +203,11 @@ func newVecs() vecs {
 		Name:      "config_reloads_total",
 		Help:      `Configuration reloads (SIGHUP or a change of the file), by result ("success", or "failure": the old configuration keeps serving).`,
 	}, []string{"result"})
+	v.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace,
+		Name:      "config_last_reload_successful",
+		Help:      "1 when the last configuration reload succeeded (or none was tried since the start), 0 after a failed one until one succeeds: the file on disk is not the configuration serving, and a restart would not start with it.",
+	})
 	v.configInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: namespace,
 		Name:      "config_info",
@@ -294,8 +303,15 @@ func (m *Metrics) UseMinter(mt *mint.Minter) { m.col.minter.Store(mt) }
 func (m *Metrics) UseDPoP(ck *dpop.Checker) { m.col.dpop.Store(ck) }
 
 // Reloaded counts one configuration reload with its result (ReloadSuccess
-// or ReloadFailure).
-func (m *Metrics) Reloaded(result string) { m.reloads.WithLabelValues(result).Inc() }
+// or ReloadFailure), and sets config_last_reload_successful by it.
+func (m *Metrics) Reloaded(result string) {
+	m.reloads.WithLabelValues(result).Inc()
+	if result == ReloadSuccess {
+		m.reloadOK.Set(1)
+	} else {
+		m.reloadOK.Set(0)
+	}
+}
 
 // SetConfigHash sets config_info to the hash of the configuration being
 // served.
@@ -453,6 +469,7 @@ func newCollectorDescs() collectorDescs {
 		mintTokens:  desc("mint_tokens_total", `Tokens minted for upstreams ("minted": signed; "reused": handed out again from the minted-token cache).`, "result"),
 		mintReloads: desc("mint_keys_reloads_total", `Changes of mint.keys_file seen: "success" (taken), "failure" (refused; the previous keys keep signing).`, "result"),
 		mintEntries: desc("mint_cache_entries", "Tokens in the minted-token cache."),
+		mintKeysOK:  desc("mint_keys_last_reload_successful", "1 while mint.keys_file holds the keys signing (or a content taken since), 0 while its content is refused or cannot be read: the previous keys keep signing, and a restart would not start with the file."),
 		dpopKeys:    desc("dpop_proof_keys_total", `Public keys of DPoP proofs whose signature was checked, by result ("parsed": the key was read from the proof's jwk; "reused": a returning client's key, by its RFC 7638 thumbprint, from the key cache).`, "result"),
 		crossChecks: desc("crypto_cross_checks_total", `Accepts of the prepared RSA and EC verifiers verified again with crypto/rsa or crypto/ecdsa, by result ("agree", or "mismatch": the token was rejected).`, "result"),
 	}
@@ -464,7 +481,7 @@ type collectorDescs struct {
 	failures, keys, skipped, age, remaining, ready                       *prometheus.Desc
 	hits, misses, evictions, entries, bytes                              *prometheus.Desc
 	crossChecks                                                          *prometheus.Desc
-	mintTokens, mintReloads, mintEntries, dpopKeys                       *prometheus.Desc
+	mintTokens, mintReloads, mintEntries, mintKeysOK, dpopKeys           *prometheus.Desc
 	introCalls, introHits, introStale, introSize, introBusy, introFlight *prometheus.Desc
 	introShared, introWaits, redisErrors, redisNotRep                    *prometheus.Desc
 }
@@ -557,6 +574,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(d.mintTokens, st.Hits, "reused")
 		counter(d.mintReloads, st.Reloads, "success")
 		counter(d.mintReloads, st.ReloadFailures, "failure")
+		taken := 1.0
+		if st.Refusing {
+			taken = 0
+		}
+		gauge(d.mintKeysOK, taken)
 		gauge(d.mintEntries, float64(st.Entries))
 	}
 	if ck := c.dpop.Load(); ck != nil {

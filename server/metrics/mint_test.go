@@ -49,9 +49,18 @@ func TestUseMinter(t *testing.T) {
 		`jwksverify_mint_keys_reloads_total{result="failure"} 1`,
 		`jwksverify_mint_keys_reloads_total{result="success"} 0`,
 		`jwksverify_mint_cache_entries 1`,
+		`jwksverify_mint_keys_last_reload_successful 0`,
 	} {
 		if !strings.Contains(body, line) {
 			t.Errorf("/metrics lacks %s", line)
 		}
+	}
+	// The file holds the signing keys again: the refusal is over.
+	if err := os.WriteFile(path, testkeys.PrivateJWKS(testkeys.JWK{Key: testkeys.Private(testkeys.Ed25519A), Kid: "k1"}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = mt.Reload()
+	if body := get(e.m.Handler(), "/metrics").Body.String(); !strings.Contains(body, "jwksverify_mint_keys_last_reload_successful 1") {
+		t.Error("/metrics lacks jwksverify_mint_keys_last_reload_successful 1 once the file holds the signing keys again")
 	}
 }

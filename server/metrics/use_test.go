@@ -53,3 +53,31 @@ func TestUse(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigLastReloadSuccessful: config_last_reload_successful is 1 from
+// the start, 0 after a failed reload and until one succeeds.
+func TestConfigLastReloadSuccessful(t *testing.T) {
+	e := newEnv(t, envConfig{})
+	const name = "jwksverify_config_last_reload_successful "
+	for _, tt := range []struct {
+		name   string
+		result string // "": no reload yet
+		want   string
+	}{
+		{"start", "", "1"},
+		{"failed", ReloadFailure, "0"},
+		{"failed-again", ReloadFailure, "0"},
+		{"succeeded", ReloadSuccess, "1"},
+		{"failed-after-success", ReloadFailure, "0"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.result != "" {
+				e.m.Reloaded(tt.result)
+			}
+			body := get(e.m.Handler(), "/metrics").Body.String()
+			if !strings.Contains(body, "\n"+name+tt.want+"\n") {
+				t.Errorf("/metrics lacks %s%s", name, tt.want)
+			}
+		})
+	}
+}

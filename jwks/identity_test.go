@@ -197,3 +197,43 @@ func TestSPIFFEBundle(t *testing.T) {
 		}
 	})
 }
+
+// TestSPIFFEBundleCollidingMembers: a bundle with member names that
+// collide ignoring case, its own or a key's, is refused whole
+// (ErrMalformed), as a JWKS key with such names is skipped. go-spiffe
+// reads the last of "use": "x509-svid" and "USE": "jwt-svid" (encoding/json
+// into go-jose's structs), and of "kid" and "KID": it took an X.509
+// authority for a JWT-SVID authority, or a key under a kid that a reader
+// matching names exactly does not see.
+func TestSPIFFEBundleCollidingMembers(t *testing.T) {
+	svid := func(extra map[string]any) json.RawMessage {
+		return jwkWith(keyB, mergeMembers(map[string]any{"use": "jwt-svid", "alg": nil}, extra))
+	}
+	bundle := func(keys ...json.RawMessage) []byte {
+		b, _ := json.Marshal(map[string]any{"keys": keys, "spiffe_refresh_hint": 7})
+		return b
+	}
+	tests := []struct {
+		name    string
+		data    []byte
+		wantErr error
+	}{
+		{"plain", bundle(svid(nil)), nil},
+		{"use-twice", bundle(svid(map[string]any{"USE": "x509-svid"})), ErrMalformed},
+		{"kid-twice", bundle(svid(map[string]any{"KID": "other"})), ErrMalformed},
+		{"keys-twice", []byte(`{"keys":[],"KEYS":[` + string(svid(nil)) + `]}`), ErrMalformed},
+		{"keys-exactly-twice", []byte(`{"keys":[` + string(svid(nil)) + `],"keys":[]}`), ErrMalformed},
+		{"hint-twice", []byte(`{"keys":[` + string(svid(nil)) + `],"spiffe_refresh_hint":1,"Spiffe_Refresh_Hint":600}`), ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := parseBundle(tt.data, "example.org", 0, nil)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("parseBundle() = %d keys, %v; want %v", len(doc.keys), err, tt.wantErr)
+			}
+			if err == nil && len(doc.keys) != 1 {
+				t.Fatalf("parseBundle() = %d keys, want 1", len(doc.keys))
+			}
+		})
+	}
+}

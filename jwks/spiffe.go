@@ -1,6 +1,7 @@
 package jwks
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -47,6 +48,9 @@ func parseBundle(data []byte, td string, maxKeys int, prev *cache.Set) (document
 	if err != nil {
 		return document{}, fmt.Errorf("%w: trust domain: %w", ErrInvalidOptions, err)
 	}
+	if where, name, dup := bundleCollision(data); dup {
+		return document{}, fmt.Errorf("%w: SPIFFE bundle: %s member %q appears twice (names compared ignoring case)", ErrMalformed, where, clip(name))
+	}
 	b, err := spiffebundle.Parse(domain, data)
 	if err != nil {
 		return document{}, fmt.Errorf("%w: SPIFFE bundle: %w", ErrMalformed, err)
@@ -76,4 +80,29 @@ func parseBundle(data []byte, td string, maxKeys int, prev *cache.Set) (document
 		doc.hint = h
 	}
 	return doc, nil
+}
+
+// bundleCollision reports a member name that repeats, compared ignoring
+// case, in the bundle or in one of its keys, and where ("bundle", "key"):
+// go-spiffe (encoding/json into go-jose's structs) reads the last of
+// "use": "x509-svid" and "USE": "jwt-svid", or of "kid" and "KID", where
+// a reader matching names exactly reads the first, so the bundle is
+// refused whole, as [Parse] skips such a key of a JWKS. A document that
+// does not decode is left to go-spiffe to refuse.
+func bundleCollision(data []byte) (where, name string, dup bool) {
+	if name, dup := collidingMember(data); dup {
+		return "bundle", name, true
+	}
+	var doc struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return "", "", false
+	}
+	for _, raw := range doc.Keys {
+		if name, dup := collidingMember(raw); dup {
+			return "key", name, true
+		}
+	}
+	return "", "", false
 }

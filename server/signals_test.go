@@ -56,7 +56,7 @@ type signalEnv struct {
 	store *testAdder
 }
 
-func newSignalEnv(t *testing.T) *signalEnv {
+func newSignalEnv(t testing.TB) *signalEnv {
 	t.Helper()
 	ve := servertest.NewEnv(t, servertest.Config{})
 	mem, err := replay.NewMemory(0)

@@ -1,10 +1,14 @@
 package verify_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -84,6 +88,88 @@ func FuzzClaimValues(f *testing.F) {
 			}
 			if found != n {
 				t.Fatalf("ClaimValues() found %d of %q; encoding/json reads %d (claims %s)", found, names, n, res.Claims)
+			}
+		}
+	})
+}
+
+// FuzzExtracted holds Result.Extracted, the claim values the server puts
+// in headers for the upstream, to its rule (verify.MaxExtractedLen,
+// headerValue) read against encoding/json: a claim present is in the map,
+// one absent is not; a value sent is a valid header value without
+// surrounding spaces, at most MaxExtractedLen bytes, and exactly what
+// encoding/json reads: a string's text, an array of strings joined by
+// single spaces (no element that a list split at white space would cut),
+// a number's literal, anything else its compact JSON (an empty element
+// of a scope list is no scope). Two claims that
+// differ never become the same header: a value that would have to change
+// is sent empty.
+func FuzzExtracted(f *testing.F) {
+	for _, s := range []string{
+		`,"sub":"alice","scp":["a","b"],"scope":"read write","roles":{"x" : [1, 2]}}`,
+		`,"sub":"ad\u0000min","scp":["eng admin"],"scope":"a\u00a0b","roles":1.50e3}`,
+		`,"sub":" alice","scp":["\u00e0"],"scope":"a  b","roles":[1,"x"]}`,
+		`,"sub":"\ud800","scp":[],"scope":"","roles":null}`,
+		`,"sub":"a\tb","scp":["a,b"],"scope":"a\u2028b","roles":true}`,
+	} {
+		f.Add(s)
+	}
+	names := []string{"sub", "scp", "scope", "roles"}
+	v := newVerifier(f, verify.Options{Issuers: []verify.Issuer{{Issuer: issA, Keys: allKeys(f), Audiences: []string{aud}, AllowHMAC: true,
+		ExtractClaims: names}}})
+	f.Fuzz(func(t *testing.T, tail string) {
+		payload := `{"iss":"` + issA + `","aud":"` + aud + `","exp":1900000000` + tail
+		res, err := v.Verify(context.Background(), signRaw(t, "HS256", `{"alg":"HS256","kid":"k-HS256"}`, payload))
+		if err != nil {
+			return
+		}
+		var std map[string]json.RawMessage
+		if err := json.Unmarshal(res.Claims, &std); err != nil {
+			t.Fatalf("encoding/json refuses accepted claims %q: %v", res.Claims, err)
+		}
+		for _, name := range names {
+			raw, present := std[name]
+			got, ok := res.Extracted[name]
+			if ok != present {
+				t.Fatalf("Extracted[%q] = %q, %v; encoding/json reads %q, %v", name, got, ok, raw, present)
+			}
+			if got == "" {
+				continue
+			}
+			if !httpguts.ValidHeaderFieldValue(got) || strings.HasPrefix(got, " ") || strings.HasSuffix(got, " ") || len(got) > verify.MaxExtractedLen {
+				t.Fatalf("Extracted[%q] = %q: not a header value as it is", name, got)
+			}
+			var want string
+			var s string
+			var items []string
+			var num json.Number
+			switch {
+			case string(raw) == "null":
+				want = "null"
+			case json.Unmarshal(raw, &s) == nil:
+				want = s
+				if name == "scp" || name == "scope" {
+					items = strings.Split(s, " ")
+				}
+			case json.Unmarshal(raw, &items) == nil:
+				want = strings.Join(items, " ")
+			case json.Unmarshal(raw, &num) == nil:
+				want = string(raw)
+			default:
+				var b bytes.Buffer
+				if err := json.Compact(&b, raw); err != nil {
+					t.Fatal(err)
+				}
+				want = b.String()
+			}
+			if got != want {
+				t.Fatalf("Extracted[%q] = %q; encoding/json reads %s as %q", name, got, raw, want)
+			}
+			for _, it := range items {
+				if it != "" && len(strings.Fields(it)) != 1 || strings.ContainsAny(it, "\u0085\u00a0") || strings.ContainsRune(it, '\ufeff') ||
+					bytes.ContainsAny([]byte(it), "\x85\xa0") {
+					t.Fatalf("Extracted[%q] = %q: element %q is cut by a list split", name, got, it)
+				}
 			}
 		}
 	})

@@ -779,9 +779,17 @@ func normalizeHTU(htu string) (string, error) {
 	if u.User != nil {
 		return "", invalid("htu holds user information")
 	}
+	// The host rule every request is held to (FromParts), and a host at
+	// all: one no request can name ("https://." and "http://:" read as the
+	// empty host, "a%20b" as "a b") never matches, and is refused as what
+	// it is rather than normalized into a URL that no longer parses.
+	host := request.NormalizeHost(u.Host)
+	if err := request.CheckHost(u.Host); err != nil || host == "" {
+		return "", invalid("htu host %s is no host a request can name", quote(u.Host))
+	}
 	p, err := request.NormalizePath(request.RawPath(u)) // as sent, as the request's path is
 	if err != nil {
 		return "", invalid("htu path: %v", err)
 	}
-	return request.Original{Scheme: scheme, Host: request.NormalizeHost(u.Host), Port: u.Port(), Path: p}.URL(), nil
+	return request.Original{Scheme: scheme, Host: host, Port: u.Port(), Path: p}.URL(), nil
 }

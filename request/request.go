@@ -189,7 +189,8 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 // that decides on the request it serves (server's Middleware): its method
 // and method overrides, host, path as sent ([RawPath]), query, and the
 // scheme of its own connection ("https" when r.TLS is set, else "http").
-// Errors are [FromParts]', and [ErrAmbiguousPath] when r.URL no longer
+// Errors are [FromParts]', [ErrAmbiguousPath] for a target that is neither
+// a path nor an http(s) URL ("a:admin"), and [ErrAmbiguousPath] when r.URL no longer
 // spells the path of r.RequestURI (http.StripPrefix or a rewrite ran
 // before): the client sent, and a DPoP proof names, one path, and the
 // handler acts on another. A CONNECT is [ErrAmbiguousMethod]: Go's
@@ -205,6 +206,13 @@ func FromRequest(r *http.Request) (Original, error) {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
+	}
+	if u := r.URL; u.Opaque != "" || (u.Scheme != "" && !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) {
+		// "GET a:admin" reaches a handler (net/http parses any absolute
+		// URI) with an empty Path, read as "/", and the target "admin" in
+		// URL.Opaque, which URL.RequestURI (and so a reverse proxy) sends
+		// on: neither a path nor an http(s) URL, as FromParts refuses it.
+		return Original{}, fmt.Errorf("%w: the request target is neither a path nor an http(s) URL", ErrAmbiguousPath)
 	}
 	uri := RawPath(r.URL)
 	if sent := r.RequestURI; sent != "" && sent != "*" {

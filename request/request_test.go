@@ -1,6 +1,7 @@
 package request_test
 
 import (
+	"bufio"
 	"crypto/tls"
 	"errors"
 	"net/http"
@@ -199,9 +200,20 @@ func TestFromRequest(t *testing.T) {
 		// A handler in front rewrote r.URL (http.StripPrefix): the request
 		// decided would not be the one the client sent.
 		{"url-rewritten", http.MethodGet, "http://api.example.com/api/admin", request.Original{}, request.ErrAmbiguousPath},
+		// Targets net/http parses that are neither a path nor an http(s)
+		// URL: Path empty (read as "/"), the target in Opaque or under
+		// another scheme, which a reverse proxy sends on (FuzzFromRequest).
+		{"opaque-target", http.MethodGet, "a:admin", request.Original{}, request.ErrAmbiguousPath},
+		{"scheme-only-target", http.MethodGet, "A:", request.Original{}, request.ErrAmbiguousPath},
+		{"http-opaque-target", http.MethodGet, "http:admin", request.Original{}, request.ErrAmbiguousPath},
+		{"other-scheme-target", http.MethodGet, "ftp://api.example.com/admin", request.Original{}, request.ErrAmbiguousPath},
+		{"absolute-without-path", http.MethodGet, "HTTP://api.example.com", request.Original{Method: "GET", Scheme: "http", Host: "api.example.com", Path: "/"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			r := httptest.NewRequest(tt.method, tt.target, nil)
+			r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(tt.method + " " + tt.target + " HTTP/1.1\r\nHost: api.example.com\r\n\r\n")))
+			if err != nil {
+				t.Fatalf("ReadRequest(%q) = %v", tt.target, err)
+			}
 			if tt.name == "url-rewritten" {
 				r.URL.Path = "/admin"
 			}

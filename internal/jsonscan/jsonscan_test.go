@@ -120,6 +120,18 @@ var scannerCases = []string{
 	`{"a":[{"x":1,"y":{"z":1,"z":2}}]}`, `{"a":{"b":1},"c":{"b":1}}`, `{"a":1,"a":2}`,
 	`{"a":{` + strings.Repeat(`"k":1,`, 30) + `"k":1}}`,
 	`{"a":{"b":1,"B":2}}`, `{"a":{"sub":1,"ſub":2}}`, `{"a":{"k":1,"\u212a":2}}`, `{"a":{"b":1,"bb":2}}`,
+	// One broken rule each, where the grammar has a check of its own: a
+	// missing ',' or ':' or opening '"' at the top level, in a nested object
+	// and in an array; a truncated literal followed by more input; \r as
+	// white space; every escape; a truncated or non-hex \u; a string ending
+	// in '\' at the end of input; the last control byte; upper-case hex.
+	`{"a":1""b":2}`, `{x":1}`, `{"a":1,x":2}`, `{"a";1}`, `{"a":{"b":1""c":2}}`, `{"a":{x":1}}`,
+	`{"a":{"b";1}}`, `{"a":[1"2]}`, `{"a":[nul1,tru2,fals3]}`, "{\r\"a\"\r:\r1\r}\r", `{"a":{}}`,
+	`{"a":"\"\\\/\b\f\n\r\t"}`, `{"a":"\u004g"}`, `{"a":"\u123`, `{"a":"\`, "{\"a\":\"\x1f\"}",
+	`{"a":"\u00FF\u00ff"}`, `{"\u0061b":1}`,
+	// Objects nested to depth 64 and 65 (the depth bound of '{', apart from '[').
+	strings.Repeat(`{"a":`, 63) + `{}` + strings.Repeat(`}`, 63),
+	strings.Repeat(`{"a":`, 64) + `{}` + strings.Repeat(`}`, 64),
 }
 
 func TestScannerMatchesEncodingJSON(t *testing.T) {
@@ -136,8 +148,12 @@ func TestScannerMatchesEncodingJSON(t *testing.T) {
 // objects is not.
 func TestNestedDuplicateNames(t *testing.T) {
 	var distinct strings.Builder
+	var first23 strings.Builder
 	for i := range 30 {
 		fmt.Fprintf(&distinct, `"k%d":1,`, i)
+		if i < 23 {
+			fmt.Fprintf(&first23, `"k%d":1,`, i)
+		}
 	}
 	tests := []struct {
 		s   string
@@ -154,6 +170,8 @@ func TestNestedDuplicateNames(t *testing.T) {
 		{`{"a":{"b":1,"bb":2,"é":3}}`, false},
 		{`{"a":{` + distinct.String() + `"k3":2}}`, true}, // past Names' small array
 		{`{"a":{` + distinct.String() + `"k30":2}}`, false},
+		// 24 names fill the small array; the 25th, "", was never seen.
+		{`{"a":{` + first23.String() + `"x":1,"":2}}`, false},
 		{`{"a":[{"b":1},{"b":2}]}`, false},
 		{`{"a":{"b":{"b":1}}}`, false},
 		{`{"a":{"b":1},"c":{"b":1}}`, false},
@@ -215,7 +233,7 @@ func TestNamesFoldCase(t *testing.T) {
 		for i := range pre {
 			d.Add(fmt.Sprintf("k%d", i))
 		}
-		for _, pair := range [][2]string{{"sub", "SUB"}, {"Groups", "gROUPS"}, {"ſx", "SX"}, {"\u212ay", "ky"}, {"éa", "ÉA"}} {
+		for _, pair := range [][2]string{{"sub", "SUB"}, {"Groups", "gROUPS"}, {"ſx", "SX"}, {"\u212ay", "ky"}, {"éa", "ÉA"}, {"zed", "ZED"}, {"x-1", "X-1"}} {
 			if !d.Add(pair[0]) {
 				t.Fatalf("pre %d: Add(%q) = false, want true", pre, pair[0])
 			}
@@ -242,5 +260,62 @@ func TestNames(t *testing.T) {
 		if d.Add(strings.Repeat("x", i)) {
 			t.Errorf("Add(%d) again = true, want false", i)
 		}
+	}
+}
+
+// TestStringIsExactlyOneLiteral: String accepts one whole valid string
+// literal and nothing else (a claim value read as a string must be one).
+func TestStringIsExactlyOneLiteral(t *testing.T) {
+	tests := []struct {
+		v    string
+		want string
+		ok   bool
+	}{
+		{`"a"`, "a", true},
+		{`"a\u0062"`, "ab", true},
+		{`""`, "", true},
+		{`"a"x`, "", false},
+		{`"a""b"`, "", false},
+		{`"a`, "", false},
+		{`"`, "", false},
+		{`a"`, "", false},
+		{`1`, "", false},
+		{`["a"]`, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.v, func(t *testing.T) {
+			got, ok := String(tt.v)
+			if got != tt.want || ok != tt.ok {
+				t.Errorf("String(%q) = %q, %v, want %q, %v", tt.v, got, ok, tt.want, tt.ok)
+			}
+			if IsString(tt.v) != tt.ok {
+				t.Errorf("IsString(%q) = %v, want %v", tt.v, !tt.ok, tt.ok)
+			}
+		})
+	}
+}
+
+// TestElementsOfArraysOnly: Elements yields the elements of an array and
+// nothing for any other value; it stops at the first element that does not
+// scan.
+func TestElementsOfArraysOnly(t *testing.T) {
+	tests := []struct {
+		v    string
+		want []string
+	}{
+		{`["a", 1 ,{"b":[2]}]`, []string{`"a"`, `1`, `{"b":[2]}`}},
+		{`[]`, nil},
+		{`[ ]`, nil},
+		{`{"a":1}`, nil},
+		{`"a"`, nil},
+		{`[1,x,2]`, []string{`1`}},
+		{`[1,{"b":1,"b":2},3]`, []string{`1`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.v, func(t *testing.T) {
+			if got := slices.Collect(Elements(tt.v)); !slices.Equal(got, tt.want) {
+				t.Errorf("Elements(%q) = %q, want %q", tt.v, got, tt.want)
+			}
+		})
 	}
 }

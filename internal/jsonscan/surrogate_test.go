@@ -13,6 +13,10 @@ func TestLoneSurrogate(t *testing.T) {
 		`"\udc00\ud800"`:          true,
 		`{"a":"x","b":"\ud83dz"}`: true,
 		`"\ud83d\ude00"`:          false,
+		`"\udbff\udfff"`:          false, // the last pair
+		`"\ud800\udc00"`:          false, // the first pair
+		`"\ud800\ue000"`:          true,  // a high one before a non-surrogate
+		`"\udbff\udbff\udfff"`:    true,
 		`"\\ud800"`:               false,
 		`"\\\ud800"`:              true,
 		`"\u00e9\ufffd"`:          false,

@@ -264,6 +264,7 @@ func TestNewPublicKey(t *testing.T) {
 		{"zero-modulus", with(new(big.Int), 65537), true},
 		{"negative-modulus", with(new(big.Int).Neg(good.N), 65537), true},
 		{"even-modulus", with(new(big.Int).Add(good.N, big.NewInt(1)), 65537), true},
+		{"1023-bit", with(new(big.Int).Rsh(good.N, 1025).SetBit(new(big.Int).Rsh(good.N, 1025), 0, 1), 65537), true},
 		{"512-bit", with(new(big.Int).Rsh(good.N, 1536).SetBit(new(big.Int).Rsh(good.N, 1536), 0, 1), 65537), true},
 		{"e-1", with(good.N, 1), true},
 		{"e-2", with(good.N, 2), true},
@@ -509,9 +510,10 @@ func TestCraftedEncodings(t *testing.T) {
 	}
 }
 
-// TestShortDigestEncoded signs a PKCS #1 v1.5 encoding of a digest one byte
-// short and checks that the signature does not verify that short digest:
-// the digest length is checked, not only the encoding compared.
+// TestShortDigestEncoded signs a PKCS #1 v1.5 and a PSS encoding of a
+// digest one byte short and checks that neither signature verifies that
+// short digest: the digest length is checked, not only the encoding
+// compared (PKCS #1 v1.5) or rehashed (PSS, whose M' takes any length).
 func TestShortDigestEncoded(t *testing.T) {
 	priv := private(t, testkeys.RSA2048A)
 	pub := prepared(t, &priv.PublicKey)
@@ -523,12 +525,34 @@ func TestShortDigestEncoded(t *testing.T) {
 	em[k-len(prefix)-len(short)-1] = 0
 	copy(em[k-len(prefix)-len(short):], prefix)
 	copy(em[k-len(short):], short)
-	sig := rawSign(priv, em)
-	if err := pub.VerifyPKCS1v15(crypto.SHA256, short, sig); !errors.Is(err, rsaverify.ErrVerification) {
-		t.Errorf("VerifyPKCS1v15(31-byte digest) = %v, want ErrVerification", err)
+	salt := bytesOf(0x5a, crypto.SHA256.Size())
+	tests := []struct {
+		name   string
+		sig    []byte
+		ours   func(sig []byte) error
+		stdlib func(sig []byte) error
+	}{
+		{"pkcs1v15", rawSign(priv, em),
+			func(sig []byte) error { return pub.VerifyPKCS1v15(crypto.SHA256, short, sig) },
+			func(sig []byte) error { return rsa.VerifyPKCS1v15(&priv.PublicKey, crypto.SHA256, short, sig) }},
+		{"pss", rawSign(priv, encodePSS(priv, crypto.SHA256, short, salt, nil, nil)),
+			func(sig []byte) error { return pub.VerifyPSS(crypto.SHA256, short, sig) },
+			func(sig []byte) error { return rsa.VerifyPSS(&priv.PublicKey, crypto.SHA256, short, sig, nil) }},
+		{"pss-salt-hash", rawSign(priv, encodePSS(priv, crypto.SHA256, short, salt, nil, nil)),
+			func(sig []byte) error { return pub.VerifyPSSSaltHash(crypto.SHA256, short, sig) },
+			func(sig []byte) error {
+				return rsa.VerifyPSS(&priv.PublicKey, crypto.SHA256, short, sig, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+			}},
 	}
-	if rsa.VerifyPKCS1v15(&priv.PublicKey, crypto.SHA256, short, sig) == nil {
-		t.Errorf("crypto/rsa accepts it; the test is wrong")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.ours(tt.sig); !errors.Is(err, rsaverify.ErrVerification) {
+				t.Errorf("verify(31-byte digest) = %v, want ErrVerification", err)
+			}
+			if tt.stdlib(tt.sig) == nil {
+				t.Errorf("crypto/rsa accepts it; the test is wrong")
+			}
+		})
 	}
 }
 

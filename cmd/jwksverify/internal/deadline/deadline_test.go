@@ -48,7 +48,8 @@ func accept(t *testing.T, pl *pipeListener, l *Listener) (net.Conn, net.Conn) {
 }
 
 // TestDeadlines: a pending deadline expires a blocked Read at most one
-// tick late, with os.ErrDeadlineExceeded; a deadline cleared or moved
+// tick late, with os.ErrDeadlineExceeded, and one within a tick of now on
+// time (on the real connection); a deadline cleared or moved
 // later does not expire; one in the past aborts a Read at once and a later
 // zero deadline clears it; a write deadline expires a blocked Write.
 func TestDeadlines(t *testing.T) {
@@ -91,6 +92,18 @@ func TestDeadlines(t *testing.T) {
 			go func() { client.Write([]byte("x")) }()
 			if n, err := c.Read(make([]byte, 1)); n != 1 || err != nil {
 				t.Errorf("Read() after clearing = %d, %v; want the byte", n, err)
+			}
+		}},
+		{"within-a-tick-is-exact", func(t *testing.T, c, _ net.Conn) {
+			// Ten sweeps in, half a tick after the last: a deadline a
+			// quarter tick away goes to the real connection, not to the
+			// next sweep (which would be a quarter tick late).
+			time.Sleep(10*tick + tick/2)
+			start := time.Now()
+			_ = c.SetReadDeadline(start.Add(tick / 4))
+			_, err := c.Read(make([]byte, 1))
+			if el := time.Since(start); !errors.Is(err, os.ErrDeadlineExceeded) || el != tick/4 {
+				t.Errorf("Read() = %v after %v, want a deadline error after exactly %v", err, el, tick/4)
 			}
 		}},
 		{"write-expires", func(t *testing.T, c, _ net.Conn) {

@@ -18,6 +18,11 @@ func TestConfigRefusals(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for name, content := range map[string]string{"blank": " \n\t\n", "spaced": "push bearer", "del": "push\x7fbearer", "bearer": "push-bearer-0123456789\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	env := func(k string) (string, bool) {
 		switch k {
 		case "S_EMPTY":
@@ -71,6 +76,13 @@ func TestConfigRefusals(t *testing.T) {
 		{"id-token-client-id-spaced", disc + "    id_token: {client_ids: [\" app\"]}\n", "issuers[0].id_token.client_ids[0]: \" app\" is empty or has leading or trailing spaces"},
 		{"leeway-zero", disc + "    leeway: 0s\n", ""},
 		{"leeway-negative", disc + "    leeway: -1ns\n", "issuers[0].leeway: -1ns is negative"},
+		{"bearer-token-file", disc + "    ssf: {audiences: [a], push: {bearer_token_file: bearer}}\n", "configure the revocation section"},
+		{"bearer-token-file-blank", disc + "    ssf: {audiences: [a], push: {bearer_token_file: blank}}\n", "issuers[0].ssf.push.bearer_token_file: " + filepath.Join(dir, "blank") + " is empty"},
+		{"bearer-token-file-space", disc + "    ssf: {audiences: [a], push: {bearer_token_file: spaced}}\n", "holds a byte a bearer token cannot"},
+		{"bearer-token-file-del", disc + "    ssf: {audiences: [a], push: {bearer_token_file: del}}\n", "holds a byte a bearer token cannot"},
+		{"mint-ttl-zero", disc + "mint: {issuer: i, keys_file: k.jwks, signing_kid: k2, ttl: 0s}\n", "mint.ttl: 0; remove the key"},
+		{"quoted-boolean", disc + "forward_auth: {strip_authorization: \"true\"}\n", "forward_auth.strip_authorization: line 4: want a boolean"},
+		{"matcher-hex-number", disc + "policies:\n  - {name: a, claims: [{claim: n, equals: 0x10}]}\ndefault_policy: a\n", "0x10 is not a JSON number"},
 		{"introspection-without-url", iss + "    jwks_url: \"https://idp.example.com/jwks\"\n    introspection: {client_id: a}\n", "issuers[0].introspection.url: empty and discovery is off"},
 	}
 	for _, tt := range tests {

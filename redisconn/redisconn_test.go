@@ -269,6 +269,18 @@ func TestWriteAcknowledgeReplicas(t *testing.T) {
 			}
 		})
 	}
+	t.Run("command-error-wins-over-wait", func(t *testing.T) {
+		// The replica acknowledges the pipeline; a command of it failed
+		// all the same, and that is the answer.
+		c := newClient(t, redisconn.Options{URL: master.URL(), AcknowledgeReplicas: 1, Timeout: timeout})
+		_, err := c.Write(ctx, "k:notanumber", func(p redis.Pipeliner) {
+			p.Set(ctx, "k:notanumber", "v", time.Minute)
+			p.Incr(ctx, "k:notanumber")
+		})
+		if err == nil || !strings.Contains(err.Error(), "incr") || errors.Is(err, redisconn.ErrNotReplicated) {
+			t.Errorf("Write() = %v, want the INCR's error", err)
+		}
+	})
 	t.Run("replica-gone", func(t *testing.T) {
 		c := newClient(t, redisconn.Options{URL: master.URL(), AcknowledgeReplicas: 1, Timeout: timeout})
 		if s := c.Stats(); s.Errors != 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/jwksverify/jwksverify/config"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/redisconn"
 )
 
 // TestMain fails the package when a test leaves a goroutine behind: a
@@ -101,4 +102,34 @@ func mintKeysDir(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestSameRevocation: a reload keeps the revocation store only when the
+// revocation section is the same and, for store: redis, so is the redis
+// section; any other change is one restartNeeded names.
+func TestSameRevocation(t *testing.T) {
+	mem := &config.Revocation{Store: "memory", Retention: time.Hour, StateDir: "/s"}
+	red := &config.Revocation{Store: "redis", Retention: time.Hour, MaxStaleness: time.Second}
+	r1 := &redisconn.Options{URL: "redis://127.0.0.1:6379"}
+	r2 := &redisconn.Options{URL: "redis://127.0.0.1:6380"}
+	tests := []struct {
+		name      string
+		cur, next *config.Plan
+		same      bool
+	}{
+		{"none", &config.Plan{}, &config.Plan{}, true},
+		{"turned-on", &config.Plan{}, &config.Plan{Revocation: mem}, false},
+		{"memory-equal", &config.Plan{Revocation: mem}, &config.Plan{Revocation: &config.Revocation{Store: "memory", Retention: time.Hour, StateDir: "/s"}}, true},
+		{"memory-retention", &config.Plan{Revocation: mem}, &config.Plan{Revocation: &config.Revocation{Store: "memory", Retention: 2 * time.Hour, StateDir: "/s"}}, false},
+		{"redis-equal", &config.Plan{Revocation: red, Redis: r1}, &config.Plan{Revocation: red, Redis: &redisconn.Options{URL: r1.URL}}, true},
+		{"redis-moved", &config.Plan{Revocation: red, Redis: r1}, &config.Plan{Revocation: red, Redis: r2}, false},
+		{"redis-gone", &config.Plan{Revocation: red, Redis: r1}, &config.Plan{Revocation: red}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sameRevocation(tt.cur, tt.next); got != tt.same {
+				t.Errorf("sameRevocation() = %v, want %v", got, tt.same)
+			}
+		})
+	}
 }

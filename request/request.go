@@ -190,7 +190,8 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 // and method overrides, host, path as sent ([RawPath]), query, and the
 // scheme of its own connection ("https" when r.TLS is set, else "http").
 // Errors are [FromParts]', [ErrAmbiguousPath] for a target that is neither
-// a path nor an http(s) URL ("a:admin"), and [ErrAmbiguousPath] when r.URL no longer
+// a path nor an http(s) URL with a host ("a:admin", "http:/admin"), and
+// [ErrAmbiguousPath] when r.URL no longer
 // spells the path of r.RequestURI (http.StripPrefix or a rewrite ran
 // before): the client sent, and a DPoP proof names, one path, and the
 // handler acts on another. A CONNECT is [ErrAmbiguousMethod]: Go's
@@ -207,12 +208,14 @@ func FromRequest(r *http.Request) (Original, error) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if u := r.URL; u.Opaque != "" || (u.Scheme != "" && !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https")) {
+	if u := r.URL; u.Opaque != "" || (u.Scheme != "" && (u.Host == "" || !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https"))) {
 		// "GET a:admin" reaches a handler (net/http parses any absolute
 		// URI) with an empty Path, read as "/", and the target "admin" in
 		// URL.Opaque, which URL.RequestURI (and so a reverse proxy) sends
 		// on: neither a path nor an http(s) URL, as FromParts refuses it.
-		return Original{}, fmt.Errorf("%w: the request target is neither a path nor an http(s) URL", ErrAmbiguousPath)
+		// An http URI without a host ("http:", "http:/admin") is one RFC
+		// 9110 (4.2.1) says a recipient must reject.
+		return Original{}, fmt.Errorf("%w: the request target is neither a path nor an http(s) URL with a host", ErrAmbiguousPath)
 	}
 	uri := RawPath(r.URL)
 	if sent := r.RequestURI; sent != "" && sent != "*" {

@@ -207,6 +207,10 @@ func TestFromRequest(t *testing.T) {
 		{"scheme-only-target", http.MethodGet, "A:", request.Original{}, request.ErrAmbiguousPath},
 		{"http-opaque-target", http.MethodGet, "http:admin", request.Original{}, request.ErrAmbiguousPath},
 		{"other-scheme-target", http.MethodGet, "ftp://api.example.com/admin", request.Original{}, request.ErrAmbiguousPath},
+		// An http URI without a host, which RFC 9110 (4.2.1) says a
+		// recipient must reject (FuzzFromRequest).
+		{"http-without-host", http.MethodGet, "http:", request.Original{}, request.ErrAmbiguousPath},
+		{"http-path-without-host", http.MethodGet, "http:/admin", request.Original{}, request.ErrAmbiguousPath},
 		{"absolute-without-path", http.MethodGet, "HTTP://api.example.com", request.Original{Method: "GET", Scheme: "http", Host: "api.example.com", Path: "/"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

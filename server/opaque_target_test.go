@@ -34,6 +34,7 @@ func TestMiddlewareRefusesOpaqueTarget(t *testing.T) {
 		{"a:admin", "", http.StatusUnauthorized},
 		{"a:admin", user, http.StatusForbidden},
 		{"http:admin", "", http.StatusUnauthorized},
+		{"http:/admin", user, http.StatusForbidden}, // no host: RFC 9110 says reject
 		{"A:admin", user, http.StatusForbidden},
 		{"ftp://api.example.com/admin", "", http.StatusUnauthorized},
 		{"ftp://api.example.com/", user, http.StatusForbidden},

@@ -28,12 +28,8 @@ func FuzzHTU(f *testing.F) {
 		f.Add(s[0], s[1], s[2], s[3])
 	}
 	f.Fuzz(func(t *testing.T, scheme, host, target, htu string) {
-		// A request's own URL reads as itself. FromParts takes a target
-		// with a space or a control character ("/\t"), which no proxy in
-		// front forwards (nginx since 1.21.1, Envoy and Go refuse such a
-		// request line) and net/url refuses: no proof can name it, so such
-		// a request fails DPoP closed; it is left out here.
-		if o, err := request.FromParts("GET", scheme, host, target); err == nil && o.Scheme != "" && !strings.ContainsFunc(o.URL(), isCTLOrSpace) {
+		// A request's own URL reads as itself.
+		if o, err := request.FromParts("GET", scheme, host, target); err == nil && o.Scheme != "" {
 			if got, err := normalizeHTU(o.URL()); err != nil || got != o.URL() {
 				t.Fatalf("normalizeHTU(%q) = %q, %v; the request's own URL must read as itself", o.URL(), got, err)
 			}
@@ -93,7 +89,3 @@ func TestHTUHostNoRequestCanName(t *testing.T) {
 		})
 	}
 }
-
-// isCTLOrSpace reports a byte no request line carries: a space, a control
-// character or DEL.
-func isCTLOrSpace(r rune) bool { return r <= ' ' || r == 0x7f }

@@ -270,6 +270,13 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	if strings.IndexByte(uri, '#') >= 0 {
 		return Original{}, fmt.Errorf("%w: holds a '#' (a request target has no fragment)", ErrAmbiguousPath)
 	}
+	if ctlOrSpace(uri) {
+		// A header value (X-Original-URI, X-Forwarded-Uri) may hold a tab
+		// or other bytes no request line carries: nginx (since 1.21.1),
+		// Envoy and Go refuse such a request, and an application behind
+		// would read it another way, or not at all.
+		return Original{}, fmt.Errorf("%w: holds a space or a control character (no request line carries one)", ErrAmbiguousPath)
+	}
 	path, query, _ := strings.Cut(uri, "?")
 	o.RawQuery = query
 	if rest, ok := cutAbsolute(path); ok {
@@ -726,4 +733,14 @@ func unhex(c byte) byte {
 func isUnreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+// ctlOrSpace reports whether s holds a space, a control character or DEL.
+func ctlOrSpace(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }

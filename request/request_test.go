@@ -242,6 +242,13 @@ func TestFromParts(t *testing.T) {
 		{"fragment-in-query", "GET", "HTTPS", "h", "/a?b#c", request.Original{}, request.ErrAmbiguousPath},
 		{"fragment-hides-climb", "GET", "", "h", "/public#/../admin", request.Original{}, request.ErrAmbiguousPath},
 		{"path-parameters", "GET", "", "h", "/admin;jsessionid=1/secret", request.Original{}, request.ErrAmbiguousPath},
+		// Bytes no request line carries (a header value may hold a tab):
+		// nginx, Envoy and Go refuse such a request.
+		{"tab-in-path", "GET", "", "h", "/admin\tx", request.Original{}, request.ErrAmbiguousPath},
+		{"space-in-path", "GET", "", "h", "/public /admin", request.Original{}, request.ErrAmbiguousPath},
+		{"control-in-path", "GET", "", "h", "/a\x01", request.Original{}, request.ErrAmbiguousPath},
+		{"del-in-query", "GET", "", "h", "/a?b=\x7f", request.Original{}, request.ErrAmbiguousPath},
+		{"utf8-in-path", "GET", "", "h", "/caf\u00e9", request.Original{Method: "GET", Host: "h", Path: "/caf\u00e9"}, nil}, // not a control character
 		{"semicolon-in-query", "GET", "", "h", "/a?b=1;c=2", request.Original{Method: "GET", Host: "h", Path: "/a", RawQuery: "b=1;c=2"}, nil},
 		{"absolute-form", "GET", "", "h", "https://other/a/b?q", request.Original{Method: "GET", Host: "h", Path: "/a/b", RawQuery: "q"}, nil},
 		{"absolute-form-no-path", "GET", "", "h", "http://other", request.Original{Method: "GET", Host: "h", Path: "/"}, nil},

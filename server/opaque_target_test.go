@@ -58,3 +58,29 @@ func TestMiddlewareRefusesOpaqueTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthzRefusesControlBytesInOriginalURI: a header value may hold a tab
+// or other bytes no request line carries; forward-auth decided
+// "/public<TAB>x" as a path under /public's anonymous policy, though no
+// proxy forwards such a request line and an application behind would read
+// it another way. It is ambiguous: 401 without a token, 403 with one.
+func TestAuthzRefusesControlBytesInOriginalURI(t *testing.T) {
+	e := newPolicyEnv(t, nil)
+	tok := mint(claims(map[string]any{"groups": []string{"admins"}}))
+	for _, tt := range []struct {
+		uri, token string
+		want       int
+	}{
+		{"/public/x", "", http.StatusOK},
+		{"/public/\tx", "", http.StatusUnauthorized},
+		{"/public/ x", "", http.StatusUnauthorized},
+		{"/public/x?a=\x7f", tok, http.StatusForbidden},
+		{"/admin/x", tok, http.StatusOK},
+		{"/admin/\x01", tok, http.StatusForbidden},
+	} {
+		w := do(e.handler, nginxAuthz("GET", tt.uri, tt.token, nil))
+		if w.Code != tt.want {
+			t.Errorf("X-Original-URI %q (token %v) = %d, want %d", tt.uri, tt.token != "", w.Code, tt.want)
+		}
+	}
+}

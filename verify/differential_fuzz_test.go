@@ -107,17 +107,19 @@ func rsaPublicPEM() any {
 // the header and claims segments are made before signing, so that the
 // signature covers the text as sent and only the parsing layer can refuse.
 const (
-	mutPadHeader   uint16 = 1 << iota // '=' padding on the header segment
-	mutPadClaims                      // '=' padding on the claims segment
-	mutPadSig                         // '=' padding on the signature
-	mutStdAlphabet                    // '+' and '/' for '-' and '_' in header and claims
-	mutBitsHeader                     // non-zero trailing bits in the header segment
-	mutBitsClaims                     // non-zero trailing bits in the claims segment
-	mutBitsSig                        // non-zero trailing bits in the signature
-	mutFourth                         // a fourth segment ("." appended)
-	mutNewline                        // a line feed inside the claims segment
-	mutSpace                          // a space before the token
-	mutExtraDot                       // an empty segment after the header ("h..p.s")
+	mutPadHeader     uint16 = 1 << iota // '=' padding on the header segment
+	mutPadClaims                        // '=' padding on the claims segment
+	mutPadSig                           // '=' padding on the signature
+	mutStdAlphabet                      // '+' and '/' for '-' and '_' in header and claims
+	mutBitsHeader                       // non-zero trailing bits in the header segment
+	mutBitsClaims                       // non-zero trailing bits in the claims segment
+	mutBitsSig                          // non-zero trailing bits in the signature
+	mutFourth                           // a fourth segment ("." appended)
+	mutNewline                          // a line feed inside the claims segment
+	mutSpace                            // a space before the token
+	mutExtraDot                         // an empty segment after the header ("h..p.s")
+	mutSigZeroPrefix                    // a zero byte before the signature
+	mutSigTrimZero                      // the signature's leading zero byte cut, if it has one
 	mutLast
 )
 
@@ -154,6 +156,12 @@ func diffToken(t testing.TB, signer int, header, payload string, mut uint16) str
 	sig, err := jwt.GetSigningMethod(s.alg).Sign(in, s.key())
 	if err != nil {
 		t.Fatalf("Sign() = %v", err)
+	}
+	if mut&mutSigZeroPrefix != 0 {
+		sig = append([]byte{0}, sig...)
+	}
+	if mut&mutSigTrimZero != 0 && len(sig) > 0 && sig[0] == 0 {
+		sig = sig[1:]
 	}
 	sg := enc.EncodeToString(sig)
 	if mut&mutBitsSig != 0 {
@@ -329,18 +337,19 @@ var maxExp = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 func golangJWTRefusal(c diffConfig, res *verify.Result, gerr error) string {
 	exp := res.ExpiresAt
 	switch {
-	case errors.Is(gerr, jwt.ErrTokenExpired) && !exp.IsZero() && !exp.Truncate(time.Second).After(t0.Add(-c.leeway)):
+	case errors.Is(gerr, jwt.ErrTokenExpired) && exp.After(t0.Add(-c.leeway)) && !exp.Truncate(time.Second).After(t0.Add(-c.leeway)):
 		// jwt.TimePrecision: golang-jwt truncates exp to the second
-		// before comparing; the verifier reads it to the nanosecond.
+		// before comparing; the verifier reads it to the nanosecond. An
+		// exp that is not after now − leeway even so is no excuse.
 		return "exp truncated to the second"
 	case errors.Is(gerr, jwt.ErrTokenExpired) && expLiteral(res.Claims) >= 0x1p63:
 		// int64(f) of a float64 exp beyond the int64 range is
 		// undefined in Go (amd64: the smallest int64, long past); the
 		// verifier clamps exp to the end of year 9999.
 		return "exp beyond int64 seconds"
-	case errors.Is(gerr, jwt.ErrTokenMalformed) && floatRange(res.Claims):
+	case errors.Is(gerr, jwt.ErrTokenMalformed) && (floatRange(res.Header) || floatRange(res.Claims)):
 		// encoding/json refuses a number beyond float64 into any; the
-		// verifier reads the claims it knows and passes the rest on.
+		// verifier reads the members it knows and passes the rest on.
 		return "a number beyond float64"
 	}
 	return ""
@@ -357,12 +366,12 @@ func expLiteral(claims []byte) float64 {
 	return f
 }
 
-// floatRange reports whether the JSON text claims (which the verifier
-// accepted) holds a number beyond the float64 range, which encoding/json
+// floatRange reports whether the JSON text (a header or claims set the
+// verifier accepted) holds a number beyond the float64 range, which encoding/json
 // refuses to decode into an any.
-func floatRange(claims []byte) bool {
+func floatRange(text []byte) bool {
 	var v any
-	err := json.Unmarshal(claims, &v)
+	err := json.Unmarshal(text, &v)
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) || !strings.HasPrefix(te.Value, "number ") {
 		return false

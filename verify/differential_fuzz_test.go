@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -388,12 +389,51 @@ func FuzzVerifyDifferential(f *testing.F) {
 	for _, c := range diffCases() {
 		f.Add(c.cfg, c.signer, c.header, c.payload, c.mut)
 	}
+	// Filled in (fillBit): a claims set and a header that name only what
+	// the fuzzer is to vary.
+	f.Add(uint8(fillBit), signerHS256|fillBit, `{}`, `{}`, uint16(0))
+	f.Add(uint8(fillBit|1), signerEdDSA|fillBit, `{"typ":"JWT"}`, fmt.Sprintf(`{"nbf":%d.5,"iat":%d}`, now, now), uint16(0))
+	f.Add(uint8(fillBit|2), signerHS256|fillBit, `{"kid":"k-HS512"}`, fmt.Sprintf(`{"exp":%d.999999999,"aud":["x","%s"]}`, now-600, aud), uint16(0))
 	h := diffSetup(f)
 	f.Fuzz(func(t *testing.T, cfg, signer uint8, header, payload string, mut uint16) {
 		if len(header)+len(payload) > 4096 {
 			return
 		}
-		c, s := int(cfg)%len(diffConfigs), int(signer)%len(diffSigners)
+		c, s := int(cfg&^fillBit)%len(diffConfigs), int(signer&^fillBit)%len(diffSigners)
+		if signer&fillBit != 0 {
+			header = fill(header, `"alg":"`+diffSigners[s].alg+`"`)
+		}
+		if cfg&fillBit != 0 {
+			payload = fill(payload, mIss, mSub, mAud, mExp)
+		}
 		h.check(t, c, diffToken(t, s, header, payload, mut%mutLast))
 	})
+}
+
+// fillBit, set in the fuzzer's cfg (signer), fills the claims set (the
+// header) with the members of a valid one that it does not name, so that
+// most inputs reach the claims checks instead of stopping at a missing
+// iss or alg.
+const fillBit = 0x80
+
+// fill inserts each of members (`"name":value`) whose quoted name the JSON
+// text obj does not hold right after obj's opening brace; obj not starting
+// with '{' is returned as it is.
+func fill(obj string, members ...string) string {
+	if !strings.HasPrefix(obj, "{") {
+		return obj
+	}
+	rest := obj[1:]
+	for _, m := range members {
+		name := m[:strings.IndexByte(m[1:], '"')+2]
+		if strings.Contains(obj, name) {
+			continue
+		}
+		if strings.HasPrefix(strings.TrimLeft(rest, " \t\r\n"), "}") {
+			rest = m + rest
+		} else {
+			rest = m + "," + rest
+		}
+	}
+	return "{" + rest
 }

@@ -2,12 +2,15 @@ package verify_test
 
 import (
 	"context"
+	"crypto/elliptic"
+	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -121,6 +124,7 @@ const (
 	mutExtraDot                         // an empty segment after the header ("h..p.s")
 	mutSigZeroPrefix                    // a zero byte before the signature
 	mutSigTrimZero                      // the signature's leading zero byte cut, if it has one
+	mutSigMalleate                      // RSA: s + N; ECDSA: (r, n − s); Ed25519: S + L (when it fits)
 	mutLast
 )
 
@@ -158,6 +162,9 @@ func diffToken(t testing.TB, signer int, header, payload string, mut uint16) str
 	if err != nil {
 		t.Fatalf("Sign() = %v", err)
 	}
+	if mut&mutSigMalleate != 0 {
+		sig = malleate(s.alg, sig)
+	}
 	if mut&mutSigZeroPrefix != 0 {
 		sig = append([]byte{0}, sig...)
 	}
@@ -179,6 +186,39 @@ func diffToken(t testing.TB, signer int, header, payload string, mut uint16) str
 		tok = " " + tok
 	}
 	return tok
+}
+
+// malleate returns the other spelling of a signature of alg that the
+// arithmetic verifies but the encoding rules forbid (RSA: a representative
+// at or above the modulus, RFC 8017 §5.2.2; Ed25519: S at or above the group
+// order, RFC 8032 §5.1.7), or for ECDSA the other valid signature (r, n − s),
+// which JWS does not forbid. An RSA signature that s + N does not fit in
+// is returned as it is, as is any signature of another alg.
+func malleate(alg string, sig []byte) []byte {
+	out := slices.Clone(sig)
+	switch alg {
+	case "RS256", "PS256":
+		n := testkeys.Public(testkeys.RSA2048A).(*rsa.PublicKey).N
+		v := new(big.Int).Add(new(big.Int).SetBytes(sig), n)
+		if v.BitLen() <= 8*len(sig) {
+			v.FillBytes(out)
+		}
+	case "ES256":
+		n := elliptic.P256().Params().N
+		if len(sig) == 64 {
+			new(big.Int).Sub(n, new(big.Int).SetBytes(sig[32:])).FillBytes(out[32:])
+		}
+	case "EdDSA":
+		if len(sig) == 64 {
+			l, _ := new(big.Int).SetString("7237005577332262213973186563042994240857116359379907606001950938285454250989", 10)
+			le := slices.Clone(sig[32:])
+			slices.Reverse(le)
+			v := new(big.Int).Add(new(big.Int).SetBytes(le), l)
+			v.FillBytes(out[32:])
+			slices.Reverse(out[32:])
+		}
+	}
+	return out
 }
 
 // pad adds the '=' padding the standard encoding would have.

@@ -284,6 +284,14 @@ func diffCases() []diffCase {
 			want: verify.ErrBadSignature, wantJWT: jwt.ErrTokenSignatureInvalid},
 		{name: "signature-zero-byte-first-es256", signer: signerES256, header: hdr("ES256", "k-ES256"), payload: body(), mut: mutSigZeroPrefix,
 			want: verify.ErrBadSignature, wantJWT: jwt.ErrTokenSignatureInvalid},
+		// s + N fits in 256 bytes for this claims set's signature (about a
+		// third do: N starts with 0xaa); PSS signs with a random salt, so
+		// its s + N is left to the fuzzer.
+		{name: "signature-rsa-plus-modulus", signer: signerRS256, header: hdr("RS256", "k-RS256"), payload: body(`"x":0`), mut: mutSigMalleate,
+			want: verify.ErrBadSignature, wantJWT: jwt.ErrTokenSignatureInvalid},
+		{name: "signature-es256-high-s", signer: signerES256, header: hdr("ES256", "k-ES256"), payload: body(), mut: mutSigMalleate},
+		{name: "signature-eddsa-s-plus-l", signer: signerEdDSA, header: hdr("EdDSA", "k-EdDSA"), payload: body(), mut: mutSigMalleate,
+			want: verify.ErrBadSignature, wantJWT: jwt.ErrTokenSignatureInvalid},
 		{name: "leading-space", signer: signerHS256, header: hs, payload: body(), mut: mutSpace,
 			want: verify.ErrMalformed, wantJWT: jwt.ErrTokenMalformed},
 		{name: "segment-over-max-token-bytes", signer: signerHS256, header: hs, payload: body(`"x":"` + long + `"`),

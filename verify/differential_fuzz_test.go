@@ -19,6 +19,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/jwksverify/jwksverify/cache"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -34,8 +35,13 @@ import (
 // diffConfig is one configuration of the differential: the verifier's
 // issuer, and the same policy told to golang-jwt.
 type diffConfig struct {
-	name       string
-	issuer     verify.Issuer // Keys are filled in by diffSetup
+	name   string
+	issuer verify.Issuer // Keys are filled in by diffSetup
+	// second adds issuer issB beside issuer, with issuer's policy and a
+	// key set of its own: ec256-b under the kid k-ES256, which issuer's
+	// set gives to ec256-a. golang-jwt routes a token by its iss as read
+	// unverified, as the verifier does.
+	second     bool
 	algs       []string      // jwt.WithValidMethods
 	leeway     time.Duration // jwt.WithLeeway: the issuer's, defaults applied
 	requireExp bool          // jwt.WithExpirationRequired
@@ -62,6 +68,14 @@ var diffConfigs = []diffConfig{
 			Leeway: verify.MaxLeeway, RequiredClaims: []string{"exp"}},
 		algs:       []string{"HS256"},
 		leeway:     verify.MaxLeeway,
+		requireExp: true,
+	},
+	{
+		name:       "two-issuers",
+		issuer:     verify.Issuer{Issuer: issA, Audiences: []string{aud}, AllowHMAC: true},
+		second:     true,
+		algs:       testkeys.Algorithms,
+		leeway:     verify.DefaultLeeway,
 		requireExp: true,
 	},
 }
@@ -251,6 +265,12 @@ type diffKeys struct {
 	all   jwt.VerificationKeySet
 }
 
+// newDiffKeysB holds the key set of the second issuer (diffConfig.second).
+func newDiffKeysB() *diffKeys {
+	pub := testkeys.Public(testkeys.EC256B)
+	return &diffKeys{byKid: map[string]any{kidFor("ES256"): pub}, all: jwt.VerificationKeySet{Keys: []jwt.VerificationKey{pub}}}
+}
+
 func newDiffKeys() *diffKeys {
 	k := &diffKeys{byKid: make(map[string]any)}
 	for _, alg := range testkeys.Algorithms {
@@ -285,40 +305,79 @@ func (k *diffKeys) keyfunc(tok *jwt.Token) (any, error) {
 	return key, nil
 }
 
-// diffHarness is a verifier and a golang-jwt parser per configuration.
+// diffHarness is a verifier per configuration, and golang-jwt's parser
+// and keys for each of its issuers.
 type diffHarness struct {
 	verifiers []*verify.Verifier
-	parsers   []*jwt.Parser
-	keys      *diffKeys
+	routes    [][]diffRoute
 }
+
+// diffRoute is golang-jwt configured for one issuer.
+type diffRoute struct {
+	iss    string
+	parser *jwt.Parser
+	keys   *diffKeys
+}
+
+// errNoIssuer is golang-jwt's answer (as the harness routes it) to a token
+// whose iss names none of the configuration's issuers.
+var errNoIssuer = errors.New("iss names no configured issuer")
 
 func diffSetup(t testing.TB) *diffHarness {
 	t.Helper()
 	keys := allKeys(t)
-	h := &diffHarness{keys: newDiffKeys()}
+	keysB := keysOf(newKey(t, testkeys.Public(testkeys.EC256B), cache.KeyMeta{Kid: kidFor("ES256")}))
+	h := &diffHarness{}
 	for _, c := range diffConfigs {
 		is := c.issuer
 		is.Keys = keys
-		h.verifiers = append(h.verifiers, newVerifier(t, verify.Options{Issuers: []verify.Issuer{is}}))
-		opts := []jwt.ParserOption{
-			jwt.WithValidMethods(c.algs),
-			jwt.WithIssuer(c.issuer.Issuer),
-			jwt.WithAudience(c.issuer.Audiences...),
-			jwt.WithLeeway(c.leeway),
-			jwt.WithTimeFunc(func() time.Time { return t0 }),
+		issuers := []verify.Issuer{is}
+		routes := []diffRoute{{is.Issuer, c.parser(is.Issuer), newDiffKeys()}}
+		if c.second {
+			b := is
+			b.Issuer, b.Keys = issB, keysB
+			issuers = append(issuers, b)
+			routes = append(routes, diffRoute{issB, c.parser(issB), newDiffKeysB()})
 		}
-		if c.requireExp {
-			opts = append(opts, jwt.WithExpirationRequired())
-		}
-		h.parsers = append(h.parsers, jwt.NewParser(opts...))
+		h.verifiers = append(h.verifiers, newVerifier(t, verify.Options{Issuers: issuers}))
+		h.routes = append(h.routes, routes)
 	}
 	return h
+}
+
+// parser is golang-jwt's parser for c's policy and the issuer iss.
+func (c diffConfig) parser(iss string) *jwt.Parser {
+	opts := []jwt.ParserOption{
+		jwt.WithValidMethods(c.algs),
+		jwt.WithIssuer(iss),
+		jwt.WithAudience(c.issuer.Audiences...),
+		jwt.WithLeeway(c.leeway),
+		jwt.WithTimeFunc(func() time.Time { return t0 }),
+	}
+	if c.requireExp {
+		opts = append(opts, jwt.WithExpirationRequired())
+	}
+	return jwt.NewParser(opts...)
 }
 
 // run verifies token under configuration cfg with both libraries.
 func (h *diffHarness) run(cfg int, token string) (*verify.Result, error, *jwt.Token, error) {
 	res, err := h.verifiers[cfg].Verify(context.Background(), token)
-	tok, gerr := h.parsers[cfg].Parse(token, h.keys.keyfunc)
+	routes := h.routes[cfg]
+	r := routes[0]
+	if len(routes) > 1 {
+		// Route by the iss golang-jwt reads unverified; a token it cannot
+		// read goes to the first issuer, whose parser refuses it alike.
+		if u, _, perr := jwt.NewParser().ParseUnverified(token, jwt.MapClaims{}); perr == nil {
+			iss, _ := u.Claims.GetIssuer()
+			i := slices.IndexFunc(routes, func(r diffRoute) bool { return r.iss == iss })
+			if i < 0 {
+				return res, err, nil, errNoIssuer
+			}
+			r = routes[i]
+		}
+	}
+	tok, gerr := r.parser.Parse(token, r.keys.keyfunc)
 	return res, err, tok, gerr
 }
 

@@ -17,19 +17,25 @@ import (
 
 // joseInput is what testdata/idtoken/differential.mjs reads.
 type joseInput struct {
-	Now     int64                        `json:"now"`
-	Keys    map[string]map[string]string `json:"keys"`
-	Configs []joseConfig                 `json:"configs"`
-	Cases   []joseCase                   `json:"cases"`
+	Now     int64                                   `json:"now"`
+	Keysets map[string]map[string]map[string]string `json:"keysets"`
+	Configs []joseConfig                            `json:"configs"`
+	Cases   []joseCase                              `json:"cases"`
+}
+
+// joseIssuer is one issuer of a joseConfig and the name of its key set.
+type joseIssuer struct {
+	Issuer string `json:"issuer"`
+	Keyset string `json:"keyset"`
 }
 
 // joseConfig is a diffConfig as jwtVerify's options.
 type joseConfig struct {
-	Algorithms     []string `json:"algorithms"`
-	Issuer         string   `json:"issuer"`
-	Audience       []string `json:"audience"`
-	ClockTolerance float64  `json:"clockTolerance"`
-	RequiredClaims []string `json:"requiredClaims"`
+	Issuers        []joseIssuer `json:"issuers"`
+	Algorithms     []string     `json:"algorithms"`
+	Audience       []string     `json:"audience"`
+	ClockTolerance float64      `json:"clockTolerance"`
+	RequiredClaims []string     `json:"requiredClaims"`
 }
 
 type joseCase struct {
@@ -69,18 +75,27 @@ func TestVerifyDifferentialJose(t *testing.T) {
 		t.Skipf("node with jose not available (cd verify/testdata/idtoken && npm ci): %v", err)
 	}
 
-	in := joseInput{Now: t0.Unix(), Keys: map[string]map[string]string{}}
+	// The key sets of allKeys and of diffConfig.second's issuer.
+	all := map[string]map[string]string{}
 	for _, alg := range testkeys.Algorithms {
 		if n := testkeys.NameForAlg(alg); n != "" {
 			pemBytes, _ := publicPEM(t, testkeys.Public(n))
-			in.Keys[kidFor(alg)] = map[string]string{"pem": string(pemBytes)}
+			all[kidFor(alg)] = map[string]string{"pem": string(pemBytes)}
 		} else {
-			in.Keys[kidFor(alg)] = map[string]string{"secret": base64.StdEncoding.EncodeToString(testkeys.Secret())}
+			all[kidFor(alg)] = map[string]string{"secret": base64.StdEncoding.EncodeToString(testkeys.Secret())}
 		}
 	}
+	pemB, _ := publicPEM(t, testkeys.Public(testkeys.EC256B))
+	in := joseInput{Now: t0.Unix(), Keysets: map[string]map[string]map[string]string{
+		"all": all,
+		"b":   {kidFor("ES256"): {"pem": string(pemB)}},
+	}}
 	for _, c := range diffConfigs {
-		jc := joseConfig{Algorithms: c.algs, Issuer: c.issuer.Issuer, Audience: c.issuer.Audiences,
+		jc := joseConfig{Issuers: []joseIssuer{{c.issuer.Issuer, "all"}}, Algorithms: c.algs, Audience: c.issuer.Audiences,
 			ClockTolerance: c.leeway.Seconds(), RequiredClaims: []string{}}
+		if c.second {
+			jc.Issuers = append(jc.Issuers, joseIssuer{issB, "b"})
+		}
 		if c.requireExp {
 			jc.RequiredClaims = []string{"exp"}
 		}

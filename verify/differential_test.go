@@ -259,6 +259,24 @@ func diffCases() []diffCase {
 			want: verify.ErrBadSignature, wantJWT: jwt.ErrTokenSignatureInvalid},
 		{name: "jku-ignored-trusted-key", signer: signerES256, header: hdr("ES256", "k-ES256", `"jku":"https://evil.example/jwks"`), payload: body()},
 
+		// Two issuers, each with its own keys: issB's k-ES256 is another
+		// key than issA's (ec256-b, what signerUntrusted signs with).
+		{name: "two-issuers-a", cfg: 3, signer: signerES256, header: hdr("ES256", "k-ES256"), payload: body()},
+		{name: "two-issuers-b", cfg: 3, signer: signerUntrusted, header: hdr("ES256", "k-ES256"), payload: bodyWithout(`"iss"`, `"iss":"`+issB+`"`)},
+		{name: "two-issuers-b-kidless", cfg: 3, signer: signerUntrusted, header: hdr("ES256", ""), payload: bodyWithout(`"iss"`, `"iss":"`+issB+`"`)},
+		{name: "two-issuers-b-signed-by-a-key", cfg: 3, signer: signerES256, header: hdr("ES256", "k-ES256"), payload: bodyWithout(`"iss"`, `"iss":"`+issB+`"`),
+			want: verify.ErrBadSignature, wantJWT: jwt.ErrTokenSignatureInvalid},
+		{name: "two-issuers-b-kidless-signed-by-a-key", cfg: 3, signer: signerES256, header: hdr("ES256", ""), payload: bodyWithout(`"iss"`, `"iss":"`+issB+`"`),
+			want: verify.ErrBadSignature, wantJWT: jwt.ErrTokenSignatureInvalid},
+		{name: "two-issuers-b-kid-of-a", cfg: 3, signer: signerHS256, header: hs, payload: bodyWithout(`"iss"`, `"iss":"`+issB+`"`),
+			want: verify.ErrUnknownKid, wantJWT: jwt.ErrTokenUnverifiable},
+		{name: "two-issuers-a-signed-by-b-key", cfg: 3, signer: signerUntrusted, header: hdr("ES256", "k-ES256"), payload: body(),
+			want: verify.ErrBadSignature, wantJWT: jwt.ErrTokenSignatureInvalid},
+		{name: "two-issuers-unknown", cfg: 3, signer: signerES256, header: hdr("ES256", "k-ES256"), payload: bodyWithout(`"iss"`, `"iss":"https://c.example.com/"`),
+			want: verify.ErrUnknownIssuer, wantJWT: errNoIssuer},
+		{name: "two-issuers-iss-twice", cfg: 3, signer: signerUntrusted, header: hdr("ES256", "k-ES256"), payload: bodyWithout(`"iss"`, mIss, `"iss":"`+issB+`"`),
+			want: verify.ErrMalformed}, // golang-jwt reads the last, issB
+
 		// Encoding.
 		{name: "padding-header", signer: signerHS256, header: hs, payload: body(), mut: mutPadHeader,
 			want: verify.ErrMalformed, wantJWT: jwt.ErrTokenMalformed},

@@ -3,25 +3,33 @@
 // same options as the verifier's configuration, and writes each verdict to
 // stdout as JSON. Its one argument is the input file the test wrote:
 //
-//   { "now": <seconds>, "keys": {<kid>: {"pem": <SPKI>} | {"secret": <base64>}},
-//     "configs": [{"algorithms", "issuer", "audience", "clockTolerance", "requiredClaims"}],
+//   { "now": <seconds>,
+//     "keysets": {<name>: {<kid>: {"pem": <SPKI>} | {"secret": <base64>}}},
+//     "configs": [{"issuers": [{"issuer", "keyset"}], "algorithms", "audience",
+//                  "clockTolerance", "requiredClaims"}],
 //     "cases": [{"name", "cfg", "token"}] }
 //
-// A token with a kid is checked with that kid's key only; one without kid
-// (or with "kid": "") with each key in turn, as the verifier does.
+// A token goes to the issuer its iss (read unverified) names, the first
+// when it names none or cannot be read. A token with a kid is checked with
+// that kid's key of the issuer's set only; one without kid (or with
+// "kid": "") with each key in turn, as the verifier does.
 import { readFileSync } from 'node:fs';
 import { createPublicKey } from 'node:crypto';
-import { jwtVerify } from 'jose';
+import { decodeJwt, jwtVerify } from 'jose';
 
 const input = JSON.parse(readFileSync(process.argv[2], 'utf8'));
-const keys = new Map();
-for (const [kid, k] of Object.entries(input.keys)) {
-  keys.set(kid, k.pem !== undefined ? createPublicKey(k.pem) : new Uint8Array(Buffer.from(k.secret, 'base64')));
+const keysets = new Map();
+for (const [name, set] of Object.entries(input.keysets)) {
+  const keys = new Map();
+  for (const [kid, k] of Object.entries(set)) {
+    keys.set(kid, k.pem !== undefined ? createPublicKey(k.pem) : new Uint8Array(Buffer.from(k.secret, 'base64')));
+  }
+  keysets.set(name, keys);
 }
 
 const kidless = new Error('no kid');
 
-async function verify(token, options) {
+async function verify(token, keys, options) {
   try {
     return await jwtVerify(token, (header) => {
       if (!Object.hasOwn(header, 'kid') || header.kid === '') throw kidless;
@@ -51,16 +59,22 @@ async function verify(token, options) {
 const out = [];
 for (const c of input.cases) {
   const cfg = input.configs[c.cfg];
+  let route = cfg.issuers[0];
+  try {
+    route = cfg.issuers.find((is) => is.issuer === decodeJwt(c.token).iss) ?? route;
+  } catch {
+    // jwtVerify refuses it as well.
+  }
   const options = {
     algorithms: cfg.algorithms,
-    issuer: cfg.issuer,
+    issuer: route.issuer,
     audience: cfg.audience,
     clockTolerance: cfg.clockTolerance,
     requiredClaims: cfg.requiredClaims,
     currentDate: new Date(input.now * 1000),
   };
   try {
-    const { payload } = await verify(c.token, options);
+    const { payload } = await verify(c.token, keysets.get(route.keyset), options);
     out.push({ name: c.name, ok: true, iss: payload.iss, sub: payload.sub, aud: payload.aud, exp: payload.exp === undefined ? '' : String(payload.exp) });
   } catch (err) {
     out.push({ name: c.name, ok: false, code: String(err.code ?? err.name), message: String(err.message) });

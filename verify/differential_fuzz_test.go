@@ -29,7 +29,7 @@ import (
 // verifier accepts under a configuration, golang-jwt's parser configured as
 // strictly accepts too, and both read the same iss, sub, aud and exp. The
 // verifier may refuse more (strict JSON, crit, strict base64url, …);
-// golang-jwtRefusal lists the few accepts golang-jwt refuses for a reason of
+// golangJWTRefusal lists the few accepts golang-jwt refuses for a reason of
 // its own, each written down in DECISIONS.
 
 // diffConfig is one configuration of the differential: the verifier's
@@ -88,7 +88,7 @@ type diffSigner struct {
 
 // diffSigners are the signers the fuzzer picks by index (signerHS256, …):
 // one per key type, HS256 keyed with the PEM text of the RSA key k-RS256
-// names (the classic algorithm confusion), and a key nobody trusts.
+// names (the classic algorithm confusion), and a key issA never trusts.
 var diffSigners = []diffSigner{
 	{"HS256", func() any { return testkeys.SigningKey("HS256") }},
 	{"RS256", func() any { return testkeys.SigningKey("RS256") }},
@@ -108,8 +108,9 @@ const (
 	signerEdDSA
 	// signerConfusion signs HS256 with an RSA public key's PEM bytes.
 	signerConfusion
-	// signerUntrusted signs ES256 with a key no configuration holds
-	// (ec256-b), the key a header's jwk may embed.
+	// signerUntrusted signs ES256 with ec256-b, a key issA never holds:
+	// the key a header's jwk embeds, and the second issuer's own key in
+	// the two-issuers configuration.
 	signerUntrusted
 )
 

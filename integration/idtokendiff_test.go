@@ -195,9 +195,12 @@ const (
 	// for both), which go-jose applies and jwksverify ignores, as RFC 7515
 	// §4 asks of a member it does not understand.
 	classHeaderB64 = "header-b64-without-crit"
-	// classHeaderJWK: a jwk header member go-jose cannot parse; jwksverify
-	// never reads a key from the token (RFC 8725 §3.10).
-	classHeaderJWK = "header-jwk"
+	// classHeaderUnread: a header member go-jose parses and refuses (a jwk
+	// or x5c that is no key, a nonce that is not a string: RFC 7515
+	// §4.1.3, §4.1.6, RFC 8555 §6.5.2) and jwksverify never reads: it takes
+	// no key from the token (RFC 8725 §3.10) and has no use for a JWS
+	// nonce.
+	classHeaderUnread = "header-member-unread"
 )
 
 // oidcClaimNames are the members go-oidc decodes from an ID token.
@@ -211,8 +214,10 @@ func (d *idDiff) lenientClass(header, claims []byte, opts uint8) string {
 	if err := json.Unmarshal(header, &h); err != nil {
 		return ""
 	}
-	if _, ok := h["jwk"]; ok {
-		return classHeaderJWK
+	for _, name := range [...]string{"jwk", "x5c", "nonce"} {
+		if _, ok := h[name]; ok {
+			return classHeaderUnread
+		}
 	}
 	if _, ok := h["b64"]; ok {
 		if _, ok := h["crit"]; !ok {
@@ -475,7 +480,11 @@ func idDiffCases() []idDiffCase {
 		{name: "header-b64-without-crit", header: map[string]any{"b64": false}, claims: c(nil), class: classHeaderB64},
 		{name: "header-crit-b64", header: map[string]any{"b64": false, "crit": []string{"b64"}}, claims: c(nil), wantJV: verify.ErrUnsupportedCrit},
 		{name: "header-crit-empty", header: map[string]any{"crit": []string{}}, claims: c(nil), wantJV: verify.ErrUnsupportedCrit, wantOIDC: true},
-		{name: "header-jwk-oct", header: map[string]any{"jwk": map[string]string{"kty": "oct", "k": "AAAA"}}, claims: c(nil), class: classHeaderJWK},
+		{name: "header-jwk-oct", header: map[string]any{"jwk": map[string]string{"kty": "oct", "k": "AAAA"}}, claims: c(nil), class: classHeaderUnread},
+		{name: "header-x5c-not-a-certificate", header: map[string]any{"x5c": []string{"AAAA"}}, claims: c(nil), class: classHeaderUnread},
+		{name: "header-nonce-not-a-string", header: map[string]any{"nonce": 5}, claims: c(nil), class: classHeaderUnread},
+		{name: "header-typ-not-a-string", header: map[string]any{"typ": 5}, claims: c(nil), wantJV: verify.ErrMalformed, wantOIDC: true},
+		{name: "header-kid-other-key", kid: "ec", claims: c(nil), wantJV: verify.ErrAlgNotAllowed, wantOIDC: true},
 		{name: "header-alg-folded", header: map[string]any{"ALG": "none"}, claims: c(nil), wantJV: verify.ErrMalformed, wantOIDC: true},
 		{name: "header-typ-application-jwt", header: map[string]any{"typ": "application/JWT"}, claims: c(nil), opts: idDiffAllInputs, wantOIDC: true},
 		{name: "header-typ-application-at-jwt", header: map[string]any{"typ": "application/at+jwt"}, claims: c(nil), wantJV: verify.ErrWrongType, wantOIDC: true},

@@ -456,6 +456,8 @@ func idDiffCases() []idDiffCase {
 		{name: "long-s-folds-to-sub", claims: raw(`{"aud":"web-app","exp":$EXP,"iat":$IAT,"iss":"https://login.example.com","sub":"alice","ſub":"mallory"}`), wantJV: verify.ErrMalformed, wantOIDC: true},
 		{name: "sub-lone-surrogate", claims: raw(`{"aud":"web-app","exp":$EXP,"iat":$IAT,"iss":"https://login.example.com","sub":"al\ud800ice"}`), wantOIDC: true},
 		{name: "iss-escaped-slashes", claims: raw(`{"aud":"web-app","exp":$EXP,"iat":$IAT,"iss":"https:\/\/login.example.com","sub":"alice"}`), wantOIDC: true},
+		{name: "nonce-escaped", claims: raw(`{"aud":"web\u002dapp","exp":$EXP,"iat":$IAT,"iss":"https://login.example.com","nonce":"n-0S6\u005fWzA2Mj","sub":"alice"}`), opts: idDiffWithNonce, wantOIDC: true},
+		{name: "nonce-lone-surrogate", claims: raw(`{"aud":"web-app","exp":$EXP,"iat":$IAT,"iss":"https://login.example.com","nonce":"n-0S6_WzA2Mj\udc00","sub":"alice"}`), opts: idDiffWithNonce, wantJV: verify.ErrWrongNonce, wantOIDC: true},
 		{name: "aud-null", claims: c(map[string]any{"aud": json.RawMessage("null")}), wantJV: verify.ErrMalformed},
 		{name: "sub-empty", claims: c(map[string]any{"sub": ""}), wantOIDC: true},
 		// the intended differences: jwksverify accepts, go-oidc refuses
@@ -540,9 +542,12 @@ func cmpLeeway(l time.Duration) time.Duration {
 // is, with RS256 or ES256 and typ when not "") and holds every token
 // jwksverify accepts, with the inputs opts names, to the property: go-oidc
 // accepts it and reads the same iss, sub, aud and exp, and the nonce,
-// at_hash, c_hash and auth_time jwksverify checked read alike elsewhere.
-// jwksverify runs without leeway (go-oidc has none on exp), at a fixed
-// clock. The seeds are TestIDTokenDifferential's rows.
+// at_hash, c_hash and auth_time jwksverify checked read alike, but for
+// the intended differences (class*). member, when not "", is spliced in as
+// the claims set's last member ("name":value), so that most mutations of
+// it keep the rest of a valid claims set. jwksverify runs without leeway
+// (go-oidc has none on exp), at a fixed clock. The seeds are
+// TestIDTokenDifferential's rows and a few members.
 func FuzzIDTokenDifferential(f *testing.F) {
 	for _, tt := range idDiffCases() {
 		opts := tt.opts
@@ -550,13 +555,20 @@ func FuzzIDTokenDifferential(f *testing.F) {
 			opts |= idDiffES256
 		}
 		typ, _ := tt.header["typ"].(string)
-		f.Add(tt.claims, typ, opts)
+		f.Add(tt.claims, typ, "", opts)
+	}
+	base := idDiffClaims(map[string]any{"auth_time": nil})
+	for _, m := range []string{`"auth_time":1772600467.5`, `"azp":"web-app"`, `"Nbf":1772600767`, `"nbf":1772600767.000001`, `"acr":null`} {
+		f.Add(base, "", m, uint8(idDiffAllInputs))
 	}
 	d := newIDDiff(f, -1)
-	f.Fuzz(func(t *testing.T, claims, typ string, opts uint8) {
+	f.Fuzz(func(t *testing.T, claims, typ, member string, opts uint8) {
 		alg, kid := "RS256", "rsa"
 		if opts&idDiffES256 != 0 {
 			alg, kid = "ES256", "ec"
+		}
+		if member != "" && strings.HasSuffix(claims, "}") {
+			claims = claims[:len(claims)-1] + "," + member + "}"
 		}
 		var h map[string]any
 		if typ != "" {

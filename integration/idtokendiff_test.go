@@ -106,8 +106,9 @@ func idDiffClaims(extra map[string]any) string {
 }
 
 // idDiffSign signs the claims set (JSON text, as it is) with alg's test key
-// under kid, with the members of header added to the header.
-func idDiffSign(t testing.TB, alg, kid string, header map[string]any, claims string) string {
+// under kid, with the members of header added to the header and member,
+// when not "", spliced in as its last member ("name":value, as it is).
+func idDiffSign(t testing.TB, alg, kid string, header map[string]any, member, claims string) string {
 	t.Helper()
 	h := map[string]any{"alg": alg, "kid": kid}
 	for k, v := range header {
@@ -116,6 +117,9 @@ func idDiffSign(t testing.TB, alg, kid string, header map[string]any, claims str
 	hb, err := json.Marshal(h)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if member != "" {
+		hb = append(append(append(hb[:len(hb)-1], ','), member...), '}')
 	}
 	enc := base64.RawURLEncoding
 	in := enc.EncodeToString(hb) + "." + enc.EncodeToString([]byte(claims))
@@ -516,7 +520,7 @@ func TestIDTokenDifferential(t *testing.T) {
 			if kid == "" {
 				kid = map[string]string{"RS256": "rsa", "ES256": "ec"}[alg]
 			}
-			class, jvErr, oidcErr := d.run(t, idDiffSign(t, alg, kid, tt.header, tt.claims), tt.opts)
+			class, jvErr, oidcErr := d.run(t, idDiffSign(t, alg, kid, tt.header, "", tt.claims), tt.opts)
 			if !errors.Is(jvErr, tt.wantJV) || (jvErr == nil) != (tt.wantJV == nil) {
 				t.Errorf("VerifyIDTokenAt() = %v, want %v", jvErr, tt.wantJV)
 			}
@@ -544,8 +548,8 @@ func cmpLeeway(l time.Duration) time.Duration {
 // accepts it and reads the same iss, sub, aud and exp, and the nonce,
 // at_hash, c_hash and auth_time jwksverify checked read alike, but for
 // the intended differences (class*). member, when not "", is spliced in as
-// the claims set's last member ("name":value), so that most mutations of
-// it keep the rest of a valid claims set. jwksverify runs without leeway
+// the claims set's last member ("name":value), and hmember as the header's,
+// so that most mutations of them keep the rest of a valid token. jwksverify runs without leeway
 // (go-oidc has none on exp), at a fixed clock. The seeds are
 // TestIDTokenDifferential's rows and a few members.
 func FuzzIDTokenDifferential(f *testing.F) {
@@ -555,14 +559,17 @@ func FuzzIDTokenDifferential(f *testing.F) {
 			opts |= idDiffES256
 		}
 		typ, _ := tt.header["typ"].(string)
-		f.Add(tt.claims, typ, "", opts)
+		f.Add(tt.claims, typ, "", "", opts)
 	}
 	base := idDiffClaims(map[string]any{"auth_time": nil})
 	for _, m := range []string{`"auth_time":1772600467.5`, `"azp":"web-app"`, `"Nbf":1772600767`, `"nbf":1772600767.000001`, `"acr":null`} {
-		f.Add(base, "", m, uint8(idDiffAllInputs))
+		f.Add(base, "", m, "", uint8(idDiffAllInputs))
+	}
+	for _, m := range []string{`"crit":["b64"]`, `"b64":false`, `"x5c":[]`, `"cty":"JWT"`, `"k\u0069d":"ec"`} {
+		f.Add(idDiffClaims(nil), "", "", m, uint8(idDiffAllInputs))
 	}
 	d := newIDDiff(f, -1)
-	f.Fuzz(func(t *testing.T, claims, typ, member string, opts uint8) {
+	f.Fuzz(func(t *testing.T, claims, typ, member, hmember string, opts uint8) {
 		alg, kid := "RS256", "rsa"
 		if opts&idDiffES256 != 0 {
 			alg, kid = "ES256", "ec"
@@ -574,6 +581,6 @@ func FuzzIDTokenDifferential(f *testing.F) {
 		if typ != "" {
 			h = map[string]any{"typ": typ}
 		}
-		d.run(t, idDiffSign(t, alg, kid, h, claims), opts)
+		d.run(t, idDiffSign(t, alg, kid, h, hmember, claims), opts)
 	})
 }

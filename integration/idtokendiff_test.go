@@ -24,8 +24,9 @@ import (
 
 // The ID-token differential: every ID token jwksverify's relying-party
 // path (verify.VerifyIDTokenAt) accepts, coreos/go-oidc's IDTokenVerifier
-// (a StaticKeySet, the same clock) accepts too, and both read the same
-// iss, sub, aud and exp from it. go-oidc leaves nonce, c_hash and
+// (a StaticKeySet, the same clock) accepts too, but for the intended
+// differences (class*), and both read the same iss, sub, aud and exp
+// from it. go-oidc leaves nonce, c_hash and
 // max_age/auth_time to its caller: those are checked here, with
 // encoding/json and crypto/sha256, on the claims go-oidc returns; at_hash
 // through go-oidc's IDToken.VerifyAccessToken. jwksverify may be stricter:
@@ -516,7 +517,7 @@ func TestIDTokenDifferential(t *testing.T) {
 	diffs := map[time.Duration]*idDiff{}
 	for _, tt := range idDiffCases() {
 		t.Run(tt.name, func(t *testing.T) {
-			leeway := cmpLeeway(tt.leeway)
+			leeway := rowLeeway(tt.leeway)
 			d := diffs[leeway]
 			if d == nil {
 				d = newIDDiff(t, leeway)
@@ -543,8 +544,8 @@ func TestIDTokenDifferential(t *testing.T) {
 	}
 }
 
-// cmpLeeway is jwksverify's leeway for a row's: zero means none.
-func cmpLeeway(l time.Duration) time.Duration {
+// rowLeeway is jwksverify's leeway for a row's: zero means none.
+func rowLeeway(l time.Duration) time.Duration {
 	if l == 0 {
 		return -1
 	}
@@ -555,12 +556,13 @@ func cmpLeeway(l time.Duration) time.Duration {
 // is, with RS256 or ES256 and typ when not "") and holds every token
 // jwksverify accepts, with the inputs opts names, to the property: go-oidc
 // accepts it and reads the same iss, sub, aud and exp, and the nonce,
-// at_hash, c_hash and auth_time jwksverify checked read alike, but for
-// the intended differences (class*). member, when not "", is spliced in as
-// the claims set's last member ("name":value), and hmember as the header's,
-// so that most mutations of them keep the rest of a valid token. jwksverify runs without leeway
-// (go-oidc has none on exp), at a fixed clock. The seeds are
-// TestIDTokenDifferential's rows and a few members.
+// at_hash, c_hash and auth_time jwksverify checked read alike, but for the
+// intended differences (class*). member, when not "", is spliced in as the
+// claims set's last member ("name":value), and hmember as the header's, so
+// that most mutations of them keep the rest of a valid token. jwksverify
+// runs without leeway (go-oidc has none on exp), at a fixed clock. The
+// seeds are TestIDTokenDifferential's rows (their header members other
+// than a string typ as hmember) and a few members.
 func FuzzIDTokenDifferential(f *testing.F) {
 	for _, tt := range idDiffCases() {
 		opts := tt.opts
@@ -568,7 +570,17 @@ func FuzzIDTokenDifferential(f *testing.F) {
 			opts |= idDiffES256
 		}
 		typ, _ := tt.header["typ"].(string)
-		f.Add(tt.claims, typ, "", "", opts)
+		var hmember []string
+		for k, v := range tt.header {
+			if _, ok := v.(string); ok && k == "typ" {
+				continue
+			}
+			kb, _ := json.Marshal(k)
+			vb, _ := json.Marshal(v)
+			hmember = append(hmember, string(kb)+":"+string(vb))
+		}
+		slices.Sort(hmember)
+		f.Add(tt.claims, typ, "", strings.Join(hmember, ","), opts)
 	}
 	base := idDiffClaims(map[string]any{"auth_time": nil})
 	for _, m := range []string{`"auth_time":1772600467.5`, `"azp":"web-app"`, `"Nbf":1772600767`, `"nbf":1772600767.000001`, `"acr":null`} {

@@ -107,11 +107,15 @@ func idDiffClaims(extra map[string]any) string {
 }
 
 // idDiffSign signs the claims set (JSON text, as it is) with alg's test key
-// under kid, with the members of header added to the header and member,
-// when not "", spliced in as its last member ("name":value, as it is).
+// under kid ("": none), with the members of header added to the header
+// and member, when not "", spliced in as its last member ("name":value,
+// as it is).
 func idDiffSign(t testing.TB, alg, kid string, header map[string]any, member, claims string) string {
 	t.Helper()
-	h := map[string]any{"alg": alg, "kid": kid}
+	h := map[string]any{"alg": alg}
+	if kid != "" {
+		h["kid"] = kid
+	}
 	for k, v := range header {
 		h[k] = v
 	}
@@ -500,6 +504,9 @@ func idDiffCases() []idDiffCase {
 		{name: "header-x5c-not-a-certificate", header: map[string]any{"x5c": []string{"AAAA"}}, claims: c(nil), class: classHeaderUnread},
 		{name: "header-nonce-not-a-string", header: map[string]any{"nonce": 5}, claims: c(nil), class: classHeaderUnread},
 		{name: "header-typ-not-a-string", header: map[string]any{"typ": 5}, claims: c(nil), wantJV: verify.ErrMalformed, wantOIDC: true},
+		{name: "header-kid-absent", kid: "-", claims: c(nil), opts: idDiffAllInputs, wantOIDC: true},
+		{name: "header-kid-absent-es256", alg: "ES256", kid: "-", claims: c(nil), opts: idDiffAllInputs, wantOIDC: true},
+		{name: "header-kid-null", header: map[string]any{"kid": nil}, claims: c(nil), wantJV: verify.ErrMalformed, wantOIDC: true},
 		{name: "header-kid-other-key", kid: "ec", claims: c(nil), wantJV: verify.ErrAlgNotAllowed, wantOIDC: true},
 		{name: "header-alg-folded", header: map[string]any{"ALG": "none"}, claims: c(nil), wantJV: verify.ErrMalformed, wantOIDC: true},
 		{name: "header-typ-application-jwt", header: map[string]any{"typ": "application/JWT"}, claims: c(nil), opts: idDiffAllInputs, wantOIDC: true},
@@ -527,8 +534,11 @@ func TestIDTokenDifferential(t *testing.T) {
 			if alg == "" {
 				alg = "RS256"
 			}
-			if kid == "" {
+			switch kid {
+			case "":
 				kid = map[string]string{"RS256": "rsa", "ES256": "ec"}[alg]
+			case "-":
+				kid = ""
 			}
 			class, jvErr, oidcErr := d.run(t, idDiffSign(t, alg, kid, tt.header, "", tt.claims), tt.opts)
 			if !errors.Is(jvErr, tt.wantJV) || (jvErr == nil) != (tt.wantJV == nil) {

@@ -477,7 +477,7 @@ func idDiffCases() []idDiffCase {
 		{name: "nonce-escaped", claims: raw(`{"aud":"web\u002dapp","exp":$EXP,"iat":$IAT,"iss":"https://login.example.com","nonce":"n-0S6\u005fWzA2Mj","sub":"alice"}`), opts: idDiffWithNonce, wantOIDC: true},
 		{name: "nonce-lone-surrogate", claims: raw(`{"aud":"web-app","exp":$EXP,"iat":$IAT,"iss":"https://login.example.com","nonce":"n-0S6_WzA2Mj\udc00","sub":"alice"}`), opts: idDiffWithNonce, wantJV: verify.ErrWrongNonce, wantOIDC: true},
 		{name: "aud-null", claims: c(map[string]any{"aud": json.RawMessage("null")}), wantJV: verify.ErrMalformed},
-		{name: "sub-empty", claims: c(map[string]any{"sub": ""}), wantOIDC: true},
+		{name: "sub-empty", claims: c(map[string]any{"sub": ""}), wantJV: verify.ErrMissingClaim, wantOIDC: true},
 		// the intended differences: jwksverify accepts, go-oidc refuses
 		{name: "nonce-not-a-string-not-asked", claims: c(map[string]any{"nonce": 7}), class: classUnreadType},
 		{name: "nonce-not-a-string-asked", claims: c(map[string]any{"nonce": 7}), opts: idDiffWithNonce, wantJV: verify.ErrWrongNonce},

@@ -239,8 +239,14 @@ func (is *issuer) checkIDClaims(c *claims, ps string, now time.Time, tr *trace) 
 			}
 		}
 	}
+	if c.sub == "" {
+		// OIDC Core 2: sub identifies the end-user at the issuer; an empty
+		// one names no one, and a relying party keying accounts by it would
+		// give every such token the same account.
+		return tr.fail("claims", fmt.Errorf("%w: sub is empty in an ID token", ErrMissingClaim))
+	}
 	if tr != nil {
-		tr.add("claims", true, `required ["sub" "exp" "iat"] present`)
+		tr.add("claims", true, `required ["sub" "exp" "iat"] present, sub not empty`)
 	}
 	if c.iat.After(now.Add(is.leeway)) {
 		return tr.fail("iat", fmt.Errorf("%w: iat %s, now %s, leeway %s", ErrNotYetValid,

@@ -104,6 +104,7 @@ func TestVerifyIDTokenRules(t *testing.T) {
 		{name: "acr-absent", extra: map[string]any{"acr": nil}, in: allInputs(), wantErr: verify.ErrMissingClaim},
 		{name: "iat-absent", extra: map[string]any{"iat": nil}, in: allInputs(), wantErr: verify.ErrMissingClaim},
 		{name: "sub-absent", extra: map[string]any{"sub": nil}, in: allInputs(), wantErr: verify.ErrMissingClaim},
+		{name: "sub-empty", extra: map[string]any{"sub": ""}, in: allInputs(), wantErr: verify.ErrMissingClaim},
 		{name: "exp-absent", extra: map[string]any{"exp": nil}, in: allInputs(), wantErr: verify.ErrMissingClaim},
 		{name: "iat-ahead", extra: map[string]any{"iat": t0.Add(time.Minute).Unix()}, in: allInputs(), wantErr: verify.ErrNotYetValid},
 		{name: "iat-ahead-within-leeway", extra: map[string]any{"iat": t0.Add(20 * time.Second).Unix()}, in: allInputs()},

@@ -63,17 +63,7 @@ type joseVerdict struct {
 // with the same iss, sub, aud and exp. Under CI=true a missing node or jose
 // (`npm ci` in testdata/idtoken) fails the test.
 func TestVerifyDifferentialJose(t *testing.T) {
-	dir := filepath.Join("testdata", "idtoken")
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "jose", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node with jose is required (cd verify/testdata/idtoken && npm ci): %v", err)
-		}
-		t.Skipf("node with jose not available (cd verify/testdata/idtoken && npm ci): %v", err)
-	}
+	dir, node := nodeWithJose(t, "jose")
 
 	// The key sets of allKeys and of diffConfig.second's issuer.
 	all := map[string]map[string]string{}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/jwksverify/jwksverify/verify"
@@ -97,17 +98,7 @@ func TestIDTokenJoseFixtures(t *testing.T) {
 // and so on sign with fresh randomness) must verify. Under CI=true
 // (.ci/run installs them) a missing node or package fails the test.
 func TestIDTokenJoseRegenerate(t *testing.T) {
-	dir := filepath.Join("testdata", "idtoken")
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "jose", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("node with jose and oidc-token-hash is required (cd verify/testdata/idtoken && npm ci): %v", err)
-		}
-		t.Skipf("node with jose and oidc-token-hash not available (cd verify/testdata/idtoken && npm ci): %v", err)
-	}
+	dir, node := nodeWithJose(t, "jose", "oidc-token-hash")
 	cmd := exec.Command(node, "gen.mjs")
 	cmd.Dir = dir
 	out, err := cmd.Output()
@@ -126,4 +117,27 @@ func TestIDTokenJoseRegenerate(t *testing.T) {
 		}
 	}
 	checkFixtures(t, fresh)
+}
+
+// nodeWithJose returns testdata/idtoken, where `npm ci` installs the
+// packages named (checked by their package.json), and the path of node.
+// Under CI=true (.ci/run installs them) a missing node or package fails
+// the test; elsewhere it skips.
+func nodeWithJose(t *testing.T, packages ...string) (dir, node string) {
+	t.Helper()
+	dir = filepath.Join("testdata", "idtoken")
+	node, err := exec.LookPath("node")
+	for _, p := range packages {
+		if err == nil {
+			_, err = os.Stat(filepath.Join(dir, "node_modules", p, "package.json"))
+		}
+	}
+	if err != nil {
+		need := strings.Join(packages, " and ")
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("node with %s is required (cd verify/testdata/idtoken && npm ci): %v", need, err)
+		}
+		t.Skipf("node with %s not available (cd verify/testdata/idtoken && npm ci): %v", need, err)
+	}
+	return dir, node
 }

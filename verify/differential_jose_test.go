@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -103,12 +102,7 @@ func TestVerifyDifferentialJose(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(node, "differential.mjs", file)
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node differential.mjs: %v", err)
-	}
+	out := runNode(t, dir, node, "differential.mjs", file)
 	var verdicts []joseVerdict
 	if err := json.Unmarshal(out, &verdicts); err != nil || len(verdicts) != len(in.Cases) {
 		t.Fatalf("node differential.mjs: %d verdicts for %d cases (%v)", len(verdicts), len(in.Cases), err)

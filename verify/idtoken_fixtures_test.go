@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -99,12 +100,7 @@ func TestIDTokenJoseFixtures(t *testing.T) {
 // (.ci/run installs them) a missing node or package fails the test.
 func TestIDTokenJoseRegenerate(t *testing.T) {
 	dir, node := nodeWithJose(t, "jose", "oidc-token-hash")
-	cmd := exec.Command(node, "gen.mjs")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("node gen.mjs: %v", err)
-	}
+	out := runNode(t, dir, node, "gen.mjs")
 	fresh := readFixtures(t, out)
 	data, err := os.ReadFile(filepath.Join(dir, "fixtures.json"))
 	if err != nil {
@@ -140,4 +136,22 @@ func nodeWithJose(t *testing.T, packages ...string) (dir, node string) {
 		t.Skipf("node with %s not available (cd verify/testdata/idtoken && npm ci): %v", need, err)
 	}
 	return dir, node
+}
+
+// runNode runs node with args in dir and returns its standard output; a
+// failure, or a run past a minute (a hung script), fails the test with the
+// script's standard error.
+func runNode(t *testing.T, dir, node string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v (ctx: %v)\n%s", strings.Join(args, " "), err, ctx.Err(), stderr.String())
+	}
+	return out
 }

@@ -316,6 +316,9 @@ func (m *Minter) Reload() (bool, error) {
 		m.refusing.Store(false) // back to the keys signing
 		return false, nil
 	case sum == m.lastBad && m.lastErr != nil:
+		// Refused again, perhaps after another content was taken (or the
+		// file held the keys signing again): the file is refused now.
+		m.refusing.Store(true)
 		return false, m.lastErr
 	}
 	ks, err := parseKeys(data, m.opts.SigningKid)

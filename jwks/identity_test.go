@@ -223,6 +223,10 @@ func TestSPIFFEBundleCollidingMembers(t *testing.T) {
 		{"kid-twice", bundle(svid(map[string]any{"KID": "other"})), ErrMalformed},
 		{"keys-twice", []byte(`{"keys":[],"KEYS":[` + string(svid(nil)) + `]}`), ErrMalformed},
 		{"keys-exactly-twice", []byte(`{"keys":[` + string(svid(nil)) + `],"keys":[]}`), ErrMalformed},
+		// "keyſ" (U+017F) is "keys" to encoding/json, which go-spiffe
+		// decodes the bundle with: the second array was its keys.
+		{"keys-twice-simple-fold", []byte(`{"keys":[],"key\u017f":[` + string(svid(nil)) + `]}`), ErrMalformed},
+		{"keys-twice-simple-fold-raw", []byte(`{"keys":[],"keyſ":[` + string(svid(nil)) + `]}`), ErrMalformed},
 		{"hint-twice", []byte(`{"keys":[` + string(svid(nil)) + `],"spiffe_refresh_hint":1,"Spiffe_Refresh_Hint":600}`), ErrMalformed},
 	}
 	for _, tt := range tests {

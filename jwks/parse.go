@@ -14,6 +14,7 @@ import (
 	"github.com/MicahParks/jwkset"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -212,25 +213,24 @@ func checkDepth(data []byte, maxDepth int) error {
 }
 
 // collidingMember reports the first top-level member name of the JSON object
-// raw that repeats, comparing names ignoring case. raw is known to be an
+// raw that repeats, comparing names ignoring case as encoding/json (and so
+// jwkset's and go-spiffe's decoders) does: Unicode simple folding. raw is known to be an
 // object (it unmarshalled into a map).
 func collidingMember(raw json.RawMessage) (string, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if _, err := dec.Token(); err != nil { // '{'
 		return "", false
 	}
-	seen := make(map[string]bool, 8)
+	var seen jsonscan.Names // encoding/json's folding ("uſe" is "use"), not strings.ToLower
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
 			return "", false
 		}
 		name, _ := t.(string)
-		folded := strings.ToLower(name)
-		if seen[folded] {
+		if !seen.Add(name) {
 			return name, true
 		}
-		seen[folded] = true
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {
 			return "", false

@@ -90,6 +90,15 @@ func TestParse(t *testing.T) {
 			wantSkipped: []string{`"use" appears twice`},
 		},
 		{
+			// "uſe" (U+017F) is "use" to encoding/json (jwkset's decoder),
+			// which folds names as strings.EqualFold does, not as
+			// strings.ToLower: the later "enc" would be the key's use there.
+			name:        "fold-colliding-member-skipped",
+			data:        doc(json.RawMessage(string(jwkWith(keyA, map[string]any{"use": "sig"}))[:len(jwkWith(keyA, map[string]any{"use": "sig"}))-1]+`,"u\u017fe":"enc"}`), testkeys.JWKJSON(keyB)),
+			wantKids:    []string{"b"},
+			wantSkipped: []string{`appears twice`},
+		},
+		{
 			name:        "enc-key-skipped",
 			data:        doc(testkeys.JWKJSON(keyA), jwkWith(keyB, map[string]any{"use": "enc", "alg": nil})),
 			wantKids:    []string{"a"},

@@ -190,7 +190,8 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 // and method overrides, host, path as sent ([RawPath]), query, and the
 // scheme of its own connection ("https" when r.TLS is set, else "http").
 // Errors are [FromParts]', [ErrAmbiguousPath] for a target that is neither
-// a path nor an http(s) URL with a host ("a:admin", "http:/admin"), and
+// a path nor an http(s) URL with a host and no userinfo ("a:admin",
+// "http:/admin", "http://u@h/"), and
 // [ErrAmbiguousPath] when r.URL no longer
 // spells the path of r.RequestURI (http.StripPrefix or a rewrite ran
 // before): the client sent, and a DPoP proof names, one path, and the
@@ -208,14 +209,15 @@ func FromRequest(r *http.Request) (Original, error) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if u := r.URL; u.Opaque != "" || (u.Scheme != "" && (u.Host == "" || !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https"))) {
+	if u := r.URL; u.Opaque != "" || u.User != nil || (u.Scheme != "" && (u.Host == "" || !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https"))) {
 		// "GET a:admin" reaches a handler (net/http parses any absolute
 		// URI) with an empty Path, read as "/", and the target "admin" in
 		// URL.Opaque, which URL.RequestURI (and so a reverse proxy) sends
 		// on: neither a path nor an http(s) URL, as FromParts refuses it.
 		// An http URI without a host ("http:", "http:/admin") is one RFC
-		// 9110 (4.2.1) says a recipient must reject.
-		return Original{}, fmt.Errorf("%w: the request target is neither a path nor an http(s) URL with a host", ErrAmbiguousPath)
+		// 9110 (4.2.1) says a recipient must reject; one with userinfo
+		// (4.2.4) an error, as FromParts holds it.
+		return Original{}, fmt.Errorf("%w: the request target is neither a path nor an http(s) URL with a host (and no userinfo)", ErrAmbiguousPath)
 	}
 	uri := RawPath(r.URL)
 	if sent := r.RequestURI; sent != "" && sent != "*" {
@@ -248,7 +250,8 @@ func one(h http.Header, name string) (string, bool) {
 
 // FromParts builds an Original from its parts as a proxy reports them: uri
 // is the request target ("/orders/1?x=y"; an absolute-form
-// "https://host/path" is reduced to its path), scheme may be empty. gRPC
+// "https://host/path" is reduced to its path; its authority must be a
+// host [CheckHost] accepts, else [ErrAmbiguousPath]), scheme may be empty. gRPC
 // Check uses it with attributes.request.http. A target holding a '#' is
 // [ErrAmbiguousPath]: a request target has no fragment (RFC 9112 §3.2),
 // and an upstream that does not cut one there (Go's net/http does not)
@@ -279,7 +282,14 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	}
 	path, query, _ := strings.Cut(uri, "?")
 	o.RawQuery = query
-	if rest, ok := cutAbsolute(path); ok {
+	if authority, rest, ok := cutAbsolute(path); ok {
+		// Its authority is a host (RFC 9110 4.2.1: an http URI without
+		// one is rejected, as FromRequest does; 4.2.4: userinfo is an
+		// error): "http:///admin", "http://u@h/a" or "http://h\\admin"
+		// (the path /admin to a WHATWG URL reader) is read no one way.
+		if err := CheckHost(authority); err != nil {
+			return Original{}, fmt.Errorf("%w: the absolute-form target's authority %q is no host", ErrAmbiguousPath, authority)
+		}
 		path = rest
 	}
 	p, err := NormalizePath(path)
@@ -531,20 +541,20 @@ func hostPort(host string) string {
 	return ""
 }
 
-// cutAbsolute returns the path of an absolute-form target
-// ("http://host/path"), "/" when it has none.
-func cutAbsolute(target string) (string, bool) {
+// cutAbsolute returns the authority and the path of an absolute-form
+// target without query ("http://host/path"), the path "/" when it has none.
+func cutAbsolute(target string) (authority, path string, ok bool) {
 	lower := strings.ToLower(target)
 	for _, s := range [...]string{"http://", "https://"} {
 		if strings.HasPrefix(lower, s) {
 			rest := target[len(s):]
 			if i := strings.IndexByte(rest, '/'); i >= 0 {
-				return rest[i:], true
+				return rest[:i], rest[i:], true
 			}
-			return "/", true
+			return rest, "/", true
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // NormalizeMethod returns method with its ASCII letters upper-cased. HTTP

@@ -211,6 +211,10 @@ func TestFromRequest(t *testing.T) {
 		// recipient must reject (FuzzFromRequest).
 		{"http-without-host", http.MethodGet, "http:", request.Original{}, request.ErrAmbiguousPath},
 		{"http-path-without-host", http.MethodGet, "http:/admin", request.Original{}, request.ErrAmbiguousPath},
+		{"http-empty-authority", http.MethodGet, "http:///admin", request.Original{}, request.ErrAmbiguousPath},
+		// Userinfo in the target (RFC 9110 4.2.4: an error), refused as
+		// FromParts refuses it.
+		{"userinfo-target", http.MethodGet, "http://u@api.example.com/admin", request.Original{}, request.ErrAmbiguousPath},
 		{"absolute-without-path", http.MethodGet, "HTTP://api.example.com", request.Original{Method: "GET", Scheme: "http", Host: "api.example.com", Path: "/"}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -252,6 +256,16 @@ func TestFromParts(t *testing.T) {
 		{"semicolon-in-query", "GET", "", "h", "/a?b=1;c=2", request.Original{Method: "GET", Host: "h", Path: "/a", RawQuery: "b=1;c=2"}, nil},
 		{"absolute-form", "GET", "", "h", "https://other/a/b?q", request.Original{Method: "GET", Host: "h", Path: "/a/b", RawQuery: "q"}, nil},
 		{"absolute-form-no-path", "GET", "", "h", "http://other", request.Original{Method: "GET", Host: "h", Path: "/"}, nil},
+		// An absolute-form whose authority is no host (RFC 9110 4.2.1: an
+		// http URI without one must be rejected, as FromRequest does;
+		// 4.2.4: userinfo is an error): WHATWG URL (Node) reads
+		// "http://other\\admin" as the path /admin, decided here as "/".
+		{"absolute-form-empty-host", "GET", "", "h", "http:///admin", request.Original{}, request.ErrAmbiguousPath},
+		{"absolute-form-nothing", "GET", "", "h", "http://", request.Original{}, request.ErrAmbiguousPath},
+		{"absolute-form-backslash", "GET", "", "h", "http://other\\admin", request.Original{}, request.ErrAmbiguousPath},
+		{"absolute-form-userinfo", "GET", "", "h", "https://u@other/a", request.Original{}, request.ErrAmbiguousPath},
+		{"absolute-form-open-ipv6", "GET", "", "h", "http://[::1/a", request.Original{}, request.ErrAmbiguousPath},
+		{"absolute-form-port", "GET", "", "h", "http://other:8080?q", request.Original{Method: "GET", Host: "h", Path: "/", RawQuery: "q"}, nil},
 		{"fragment-hides-query", "GET", "", "h", "/a#?access_token=x", request.Original{}, request.ErrAmbiguousPath},
 		{"no-method", "", "", "h", "/", request.Original{}, request.ErrMissing},
 		{"odd-scheme", "GET", "ftp", "h", "/", request.Original{}, request.ErrMissing},

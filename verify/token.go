@@ -410,10 +410,11 @@ func extract(s string, want []string) map[string]string {
 
 // headerValue gives a validated JSON value's header form: a string as its
 // text, a number as its literal, an array of strings joined by single
-// spaces (a space-separated scope list, RFC 8693 §4.2), anything else as
-// compact JSON. A value that would have to change to become a header value
-// is "", never altered: two different claims must never become the same
-// header (ad\u0000min and admin). That is a value holding a control
+// spaces (a space-separated scope list, RFC 8693 §4.2), null as "" (no
+// value, as an absent claim), anything else as compact JSON. A value that
+// would have to change to become a header value is "", never altered: two
+// different claims must never become the same header (ad\u0000min and
+// admin, null and "null"). That is a value holding a control
 // character, starting or ending with a space, longer than MaxExtractedLen
 // bytes, or an array element that a list split could cut (["eng admin"] or
 // ["eng\u00a0admin"] would read as ["eng","admin"]: splitsAsList).
@@ -423,6 +424,10 @@ func headerValue(v string) string {
 	}
 	var out string
 	switch v[0] {
+	case 'n':
+		// null names no value: sent as an absent claim is (empty), never
+		// as the text "null", which is the header of the string "null".
+		return ""
 	case '"':
 		out = unescape(v[1 : len(v)-1])
 	case '[':

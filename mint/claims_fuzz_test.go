@@ -26,8 +26,10 @@ import (
 // claims set is strict JSON (every name once, no lone surrogate escape);
 // each claim it copies (sub, client_id from client_id or azp, each policy
 // mapping) reads, to encoding/json, as the source claim reads (numbers as
-// written); a claim absent or null in the source is not copied; and its
-// aud is the policy's, its exp never after the source's.
+// written); a claim absent in the source is not copied, nor is a null
+// sub, client_id or azp (as revocation reads them), while a mapping's null
+// is copied as null (the source's value, as CONFIG says: "any JSON value,
+// as is"); and its aud is the policy's, its exp never after the source's.
 func FuzzMintClaims(f *testing.F) {
 	for _, s := range []string{
 		`,"sub":"alice","tid":"t-1","scope":"read write","roles":["a",{"b":1}]}`,
@@ -35,6 +37,7 @@ func FuzzMintClaims(f *testing.F) {
 		`,"sub":null,"client_id":null,"azp":"web","tid":1e400,"scope":"\u2028<&>"}`,
 		`,"sub":{"a":[1.50,-0]},"client_id":"c","tid":"\ud83d\ude00"}`,
 		`,"sub":7,"scope":[],"roles":"\u0000"}`,
+		`,"sub":"alice","tid":null,"roles":null}`,
 	} {
 		f.Add(s)
 	}
@@ -115,11 +118,20 @@ func FuzzMintClaims(f *testing.F) {
 			cid = want["azp"]
 		}
 		copies := map[string]any{"client_id": cid}
+		nulls := map[string]bool{} // mapped claims null in the source: copied as null
 		for to, from := range mappings {
-			copies[to] = want[from]
+			w, present := want[from]
+			copies[to] = w
+			nulls[to] = present && w == nil && to != "sub"
 		}
 		for to, w := range copies {
 			g, ok := got[to]
+			if nulls[to] {
+				if !ok || g != nil {
+					t.Fatalf("minted %s = %v, %v; the source's is null (claims %s)", to, g, ok, src.Claims)
+				}
+				continue
+			}
 			if w == nil {
 				if ok {
 					t.Fatalf("minted %s = %v; the source has none (claims %s)", to, g, src.Claims)

@@ -26,7 +26,6 @@ import (
 	"net/textproto"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -548,7 +547,7 @@ func (m *Minter) mint(k *signingKey, src *verify.Result, p *Policy, now time.Tim
 	src.ClaimValues(p.names, vals)
 	for i, v := range vals {
 		if jsonscan.LoneSurrogate(v) {
-			vals[i] = asRead(v)
+			vals[i] = jsonscan.AsRead(v)
 		}
 	}
 	ttl := p.ttl
@@ -632,28 +631,6 @@ func (m *Minter) Sign(typ string, claims []byte) (string, error) {
 		Typ string `json:"typ"`
 	}{k.alg, k.kid, typ})
 	return k.compact(m.opts.Rand, base64.RawURLEncoding.EncodeToString(h), claims)
-}
-
-// asRead returns the valid JSON value v as the verifier read it: each \u
-// escape of a lone UTF-16 surrogate is U+FFFD, as encoding/json (and so the
-// policies, claim headers and revocation) read it. Copied as signed, the
-// escape is kept by Python's and JavaScript's JSON and refused by Rust's
-// serde_json: a minted token says what jwksverify decided on, one way to
-// every reader. "" (the claim left out) if v does not decode.
-func asRead(v string) string {
-	d := json.NewDecoder(strings.NewReader(v))
-	d.UseNumber() // numbers exactly as written
-	var x any
-	if err := d.Decode(&x); err != nil {
-		return ""
-	}
-	var b strings.Builder
-	e := json.NewEncoder(&b)
-	e.SetEscapeHTML(false)
-	if err := e.Encode(x); err != nil {
-		return ""
-	}
-	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // notNull returns the raw JSON value v, or "" when it is null.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 	"github.com/jwksverify/jwksverify/internal/textclip"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
@@ -234,15 +235,25 @@ func writeTooLarge(w http.ResponseWriter, d *Decision, code string) {
 // (Active, TOKEN_TYPE) is left out: beside the answer's own member it
 // would make two names equal ignoring case, one member to encoding/json
 // (the last winning) and a duplicate to jsonscan.Names, so to
-// introspect.Decode. Members are sorted by name.
+// introspect.Decode. A value holding a lone surrogate escape is given as
+// it was read and decided on (jsonscan.AsRead), so that neither the JSON
+// answer nor the RFC 9701 JWT vouches for what another reader reads
+// otherwise. Members are sorted by name.
 func activeBody(claims json.RawMessage) ([]byte, bool) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(claims, &m); err != nil || m == nil {
 		return nil, false
 	}
-	for name := range m {
+	for name, v := range m {
 		if (strings.EqualFold(name, "active") || strings.EqualFold(name, "token_type")) && name != "active" && name != "token_type" {
 			delete(m, name)
+			continue
+		}
+		if jsonscan.LoneSurrogate(string(v)) {
+			// The answer says what was decided on (as a minted token
+			// does): the value as encoding/json read it, each lone
+			// surrogate U+FFFD, not an escape other readers keep or refuse.
+			m[name] = json.RawMessage(jsonscan.AsRead(string(v)))
 		}
 	}
 	m["active"] = json.RawMessage("true")

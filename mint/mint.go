@@ -325,11 +325,35 @@ func (m *Minter) Reload() (bool, error) {
 		m.refused(sum, err)
 		return false, err
 	}
+	for _, kid := range rekeyed(cur.keys, ks) {
+		// Taken all the same: the operator removed the key that was
+		// under this kid (perhaps a leaked one), and keeping it would
+		// sign with it.
+		m.opts.Logger.Warn("mint keys file: a kid now names another key; consumers holding the published set refuse its tokens until they fetch it again", "file", m.opts.KeysFile, "kid", kid)
+	}
 	m.cur.Store(m.newState(ks))
 	m.reloads.Add(1)
 	m.refusing.Store(false)
 	m.opts.Logger.Info("mint keys file reloaded", "file", m.opts.KeysFile, "keys", len(ks.keys), "signing_kid", ks.signer.kid)
 	return true, nil
+}
+
+// rekeyed returns the kids that name another key (another public key, or
+// another alg) in next than in cur. A consumer that cached the published
+// set does not fetch it again for a kid it knows (an unknown kid triggers
+// a refresh, a known one does not): it refuses the tokens the new key signs
+// until its cache expires, and a new key needs a new kid (docs/OPERATIONS.md,
+// "Rotating the minting keys").
+func rekeyed(cur, next *keySet) []string {
+	var kids []string
+	for _, n := range next.keys {
+		for _, c := range cur.keys {
+			if c.kid == n.kid && (c.alg != n.alg || c.pub.Thumbprint != n.pub.Thumbprint) {
+				kids = append(kids, n.kid)
+			}
+		}
+	}
+	return kids
 }
 
 // refused counts and logs a keys file that could not be taken, once per

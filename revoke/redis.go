@@ -304,7 +304,22 @@ func (r *Redis) apply(v int64, change func(), in func() bool) {
 
 // pollInterval is how often the follower compares its version with
 // Redis's: the copy is proven whole at most this long after a change.
+// A MaxStaleness below twice it polls more often ([Redis.pollEvery]).
 const pollInterval = time.Second
+
+// minPollInterval bounds how often the follower polls, whatever the
+// MaxStaleness.
+const minPollInterval = 10 * time.Millisecond
+
+// pollEvery is the follower's poll interval: pollInterval, or half the
+// MaxStaleness when that is shorter. Each proof comes a poll interval plus
+// the poll's round trips after the last, so with a MaxStaleness of 1s (the
+// configuration's least) a one-second poll left a copy over a healthy
+// Redis older than its MaxStaleness for a moment every second: a share of
+// the requests answered 503 and /readyz flapping.
+func (r *Redis) pollEvery() time.Duration {
+	return max(min(pollInterval, r.opts.MaxStaleness/2), minPollInterval)
+}
 
 // follow keeps the copy: subscribe, read everything, apply changes, poll
 // the version; on any failure start again after a pause.
@@ -354,7 +369,7 @@ func (r *Redis) session(ctx context.Context) error {
 		return err
 	}
 	r.opts.Logger.Info("revocations: synced with Redis", "entries", r.idx.Len())
-	nextPoll := time.Now().Add(pollInterval)
+	nextPoll := time.Now().Add(r.pollEvery())
 	behind := false
 	// pongDue is when the oldest PING sent on the subscription and not yet
 	// answered should have been (zero: none awaits its PONG).
@@ -386,7 +401,7 @@ func (r *Redis) session(ctx context.Context) error {
 				return errors.New("revoke: the subscription answered no PING")
 			}
 		}
-		nextPoll = time.Now().Add(pollInterval)
+		nextPoll = time.Now().Add(r.pollEvery())
 		if err := ps.Ping(ctx); err != nil {
 			return err
 		}

@@ -505,8 +505,12 @@ func (r *Redis) onMessage(ctx context.Context, payload string) error {
 		return nil // not a version Redis handed out: not Redis's message
 	}
 	// What Redis holds now decides: the entry stored (a later change may
-	// have replaced it), or none (lifted, then or since).
-	stored, _ := res[1].(string)
+	// have replaced it), or none (lifted, then or since). A reply that is
+	// not a string is not the script's: read as none, it lifted the entry.
+	stored, ok := res[1].(string)
+	if !ok {
+		return fmt.Errorf("revoke: unexpected change reply %T", res[1])
+	}
 	var e Entry
 	have := stored != "" && json.Unmarshal([]byte(stored), &e) == nil && e.ID == id
 	now := r.opts.Now()
@@ -642,10 +646,18 @@ func (r *Redis) reread(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("revoke: version %q", vs)
 	}
-	kv, _ := res[1].([]any)
+	// A reply not of the script's shape is a failed read: read as no
+	// entries, it emptied the copy, which was then proven whole.
+	kv, ok := res[1].([]any)
+	if !ok || len(kv)%2 != 0 {
+		return fmt.Errorf("revoke: unexpected snapshot reply %T", res[1])
+	}
 	es := make([]Entry, 0, len(kv)/2)
 	for i := 1; i < len(kv); i += 2 {
-		s, _ := kv[i].(string)
+		s, ok := kv[i].(string)
+		if !ok {
+			return fmt.Errorf("revoke: unexpected snapshot entry %T", kv[i])
+		}
 		var e Entry
 		if json.Unmarshal([]byte(s), &e) == nil {
 			es = append(es, atLeastRetention(e, r.opts.Retention))

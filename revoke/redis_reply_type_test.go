@@ -206,7 +206,7 @@ func TestRedisReplyOfUnexpectedTypeLiftsNothing(t *testing.T) {
 		{
 			name:     "change-entry-an-array",
 			snapshot: func(int) string { return good("1") },
-			change:   func(int) string { return "*2\r\n" + bulk("2") + "*1\r\n" + bulk(string(b)) + "" },
+			change:   func(int) string { return "*2\r\n" + bulk("2") + "*1\r\n" + bulk(string(b)) },
 			publish:  "2 d " + e.ID,
 		},
 	} {
@@ -228,7 +228,7 @@ func TestRedisReplyOfUnexpectedTypeLiftsNothing(t *testing.T) {
 			})
 			c := redis.NewClient(&redis.Options{Addr: f.ln.Addr().String(), Protocol: 2, DisableIdentity: true, MaxRetries: -1,
 				DialTimeout: 200 * time.Millisecond, ReadTimeout: 500 * time.Millisecond, WriteTimeout: 500 * time.Millisecond})
-			st, err := revoke.NewRedis(revoke.RedisOptions{Client: c, Retention: time.Hour, MaxStaleness: 5 * time.Second})
+			st, err := revoke.NewRedis(revoke.RedisOptions{Client: c, Retention: time.Hour, MaxStaleness: time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}

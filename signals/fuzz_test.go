@@ -15,8 +15,10 @@ import (
 	"github.com/jwksverify/jwksverify/signals"
 )
 
-// FuzzLogout signs fuzzed claims (and a fuzzed typ) with issuerA's key, so
-// that the parser past the signature is explored. Oracle: never a panic;
+// FuzzLogout signs fuzzed claims (and a fuzzed typ) with issuerA's P-256
+// key under ES256 (signRawES256: an RSA signature per input held the
+// fuzzer to a fraction of the executions), so that the parser past the
+// signature is explored. Oracle: never a panic;
 // an invalid token stores nothing; an accepted token holds every BCL §2.6
 // rule as an independent decoder reads it, and stores exactly one entry of
 // issuerA from the back-channel logout source.
@@ -32,12 +34,12 @@ func FuzzLogout(f *testing.F) {
 	e := newEnv(f, signals.RevokeSession)
 	f.Fuzz(func(t *testing.T, typ, payload string) {
 		e.reset(t)
-		hdr := `{"alg":"RS256","kid":"rsa-a"}`
+		hdr := `{"alg":"ES256","kid":"ec-a"}`
 		if typ != "" {
 			b, _ := json.Marshal(typ)
-			hdr = `{"alg":"RS256","kid":"rsa-a","typ":` + string(b) + `}`
+			hdr = `{"alg":"ES256","kid":"ec-a","typ":` + string(b) + `}`
 		}
-		tok := signRaw(t, hdr, payload)
+		tok := signRawES256(t, hdr, payload)
 		got, err := e.r.Logout(context.Background(), tok, epoch)
 		stored := e.store.stored()
 		if err != nil {

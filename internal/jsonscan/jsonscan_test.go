@@ -200,28 +200,138 @@ func TestUnescapeMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// FuzzScanner compares the scanner with encoding/json: it accepts exactly
+// what reference accepts; the names it reports are, in order, the
+// top-level names encoding/json's tokens decode (each unescaped to the same
+// string), each value's span is the raw value encoding/json reads; and
+// Names flags a top-level name exactly when encoding/json would match it
+// to a field an earlier name matched (foldFields: the field encoding/json
+// itself picks for each name, not the fold rule restated).
 func FuzzScanner(f *testing.F) {
 	for _, s := range scannerCases {
 		f.Add(s)
 	}
+	for _, s := range []string{`{"sub":1,"ſub":2}`, `{"kid":1,"\u212aid":2}`, `{"s":1,"S":2,"ſ":3}`, `{"σ":1,"ς":2,"Σ":3}`,
+		`{"ǆ":1,"ǅ":2}`, `{"µ":1,"μ":2}`, `{"ß":1,"ẞ":2}`, `{"Å":1,"å":2,"Å":3}`, `{"i":1,"ı":2,"İ":3}`, `{"é":1,"É":2}`} {
+		f.Add(s)
+	}
 	f.Fuzz(func(t *testing.T, s string) {
-		names, err := scanAll(s)
-		if got, want := err == nil, reference(s); got != want {
-			t.Fatalf("scan(%q) ok = %v (%v), want %v", s, got, err, want)
+		it, err := NewMembers(s)
+		var got []Member
+		for err == nil {
+			mb, ok, nerr := it.Next()
+			if err = nerr; !ok || err != nil {
+				break
+			}
+			got = append(got, mb)
+		}
+		if ok, want := err == nil, reference(s); ok != want {
+			t.Fatalf("scan(%q) ok = %v (%v), want %v", s, ok, err, want)
 		}
 		if err != nil {
 			return
 		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			t.Fatalf("json.Unmarshal(%q) = %v", s, err)
+		want, err := topMembers(s)
+		if err != nil {
+			t.Fatalf("encoding/json tokens of %q: %v", s, err)
 		}
-		for _, n := range names {
-			if _, ok := m[n]; !ok {
-				t.Fatalf("scan(%q) found name %q that encoding/json did not", s, n)
+		if len(got) != len(want) {
+			t.Fatalf("scan(%q) = %d members, encoding/json %d", s, len(got), len(want))
+		}
+		var d Names
+		field := map[int]string{} // foldFields index -> the first name encoding/json matched to it
+		for i, mb := range got {
+			if mb.Name != want[i].name {
+				t.Fatalf("scan(%q) member %d name = %q, encoding/json %q", s, i, mb.Name, want[i].name)
+			}
+			if v := s[mb.Start:mb.End]; v != want[i].raw {
+				t.Fatalf("scan(%q) member %q value = %q, encoding/json %q", s, mb.Name, v, want[i].raw)
+			}
+			fresh := d.Add(mb.Name)
+			k := jsonField(mb.Name)
+			if k < 0 {
+				continue
+			}
+			if first, seen := field[k]; seen && fresh {
+				t.Fatalf("Names.Add(%q) after %q = true; encoding/json reads both into field %q", mb.Name, first, foldFields[k])
+			}
+			if _, seen := field[k]; !seen && !fresh {
+				t.Fatalf("Names.Add(%q) = false; encoding/json matched no earlier name to field %q", mb.Name, foldFields[k])
+			}
+			if _, seen := field[k]; !seen {
+				field[k] = mb.Name
 			}
 		}
 	})
+}
+
+// member is one top-level member as encoding/json reads it.
+type member struct{ name, raw string }
+
+// topMembers returns the top-level members of the JSON object s as
+// encoding/json's Decoder reads them: each name token (unescaped by
+// encoding/json) and the raw bytes of its value.
+func topMembers(s string) ([]member, error) {
+	dec := json.NewDecoder(strings.NewReader(s))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("not an object: %v %v", tok, err)
+	}
+	var out []member
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		name, ok := tok.(string)
+		if !ok {
+			return nil, fmt.Errorf("name token %v", tok)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, err
+		}
+		out = append(out, member{name, string(raw)})
+	}
+	return out, nil
+}
+
+// foldFields are the JSON names of foldStruct's fields: names whose
+// letters have other members in their simple-folding orbits (s and ſ, k
+// and the Kelvin sign, σ and ς, ǅ, µ and μ, ß and ẞ, the Ångström sign) or
+// none beyond ASCII case (i, whose dotless and dotted forms are no fold of
+// it), so that the fuzzer's names meet encoding/json's matching.
+var foldFields = []string{"s", "k", "sub", "kid", "σ", "ǆ", "µ", "ß", "å", "i", "é", "ab"}
+
+// foldStruct has one field per foldFields name, in order.
+type foldStruct struct {
+	F0  *json.RawMessage `json:"s"`
+	F1  *json.RawMessage `json:"k"`
+	F2  *json.RawMessage `json:"sub"`
+	F3  *json.RawMessage `json:"kid"`
+	F4  *json.RawMessage `json:"σ"`
+	F5  *json.RawMessage `json:"ǆ"`
+	F6  *json.RawMessage `json:"µ"`
+	F7  *json.RawMessage `json:"ß"`
+	F8  *json.RawMessage `json:"å"`
+	F9  *json.RawMessage `json:"i"`
+	F10 *json.RawMessage `json:"é"`
+	F11 *json.RawMessage `json:"ab"`
+}
+
+// jsonField returns the index in foldFields of the field encoding/json
+// sets from a member named name, or -1 when it sets none.
+func jsonField(name string) int {
+	doc, _ := json.Marshal(map[string]int{name: 0})
+	var v foldStruct
+	if err := json.Unmarshal(doc, &v); err != nil {
+		return -1
+	}
+	for i, p := range []*json.RawMessage{v.F0, v.F1, v.F2, v.F3, v.F4, v.F5, v.F6, v.F7, v.F8, v.F9, v.F10, v.F11} {
+		if p != nil {
+			return i
+		}
+	}
+	return -1
 }
 
 // TestNamesFoldCase: Add refuses a name equal to one recorded ignoring
@@ -317,5 +427,18 @@ func TestElementsOfArraysOnly(t *testing.T) {
 				t.Errorf("Elements(%q) = %q, want %q", tt.v, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestFoldFieldsTags: every foldFields name is the tag encoding/json
+// reads (a tag it found invalid would fall back to the Go field's name).
+func TestFoldFieldsTags(t *testing.T) {
+	for i, n := range foldFields {
+		if got := jsonField(n); got != i {
+			t.Errorf("jsonField(%q) = %d, want %d", n, got, i)
+		}
+	}
+	if got := jsonField("F0"); got != -1 {
+		t.Errorf(`jsonField("F0") = %d, want -1`, got)
 	}
 }

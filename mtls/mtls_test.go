@@ -1,6 +1,7 @@
 package mtls_test
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -101,7 +102,12 @@ func TestThumbprintXFCC(t *testing.T) {
 	}
 }
 
-// FuzzForwarded: no input panics; an accepted one is a certificate.
+// FuzzForwarded compares ParseForwarded with an independent reading of
+// the forms the proxies document (forwardedReadings): an accepted value is
+// read by it as one certificate, DER equal to ParseForwarded's, and by no
+// spelling as another; a refused value is ErrNoCertificate exactly when
+// it is blank, else ErrMalformed. ThumbprintXFCC's answer is the hex Hash
+// of the value, and its refusals are named errors too.
 func FuzzForwarded(f *testing.F) {
 	der := cert(f)
 	p := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
@@ -116,14 +122,103 @@ func FuzzForwarded(f *testing.F) {
 		`By="a,b;c";Hash=` + hash, "Hash=" + hash + ",Hash=" + hash, "hash=" + hash + ";HASH=" + hash, `Hash="` + hash, `Subject="\";Hash=` + hash} {
 		f.Add(s)
 	}
+	// The documented leniencies (DECISIONS: PEM header lines, base64 line
+	// breaks, non-zero trailing bits), and a query-escaped base64 DER.
+	b64 := base64.StdEncoding.EncodeToString(der)
+	f.Add(string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Headers: map[string]string{"Note": "x"}, Bytes: der})))
+	f.Add(b64[:40] + "\n" + b64[40:])
+	f.Add(url.QueryEscape(b64))
 	f.Fuzz(func(t *testing.T, v string) {
-		if d, err := mtls.ParseForwarded(v); err == nil {
-			if _, err := x509.ParseCertificate(d); err != nil {
-				t.Fatalf("accepted a non-certificate: %v", err)
+		d, err := mtls.ParseForwarded(v)
+		switch {
+		case err != nil && strings.TrimSpace(v) == "":
+			if !errors.Is(err, mtls.ErrNoCertificate) {
+				t.Fatalf("ParseForwarded(%q) = %v, want ErrNoCertificate", v, err)
+			}
+		case err != nil:
+			if !errors.Is(err, mtls.ErrMalformed) {
+				t.Fatalf("ParseForwarded(%q) = %v, want ErrMalformed", v, err)
+			}
+		case d == nil:
+			t.Fatalf("ParseForwarded(%q) = nil, nil", v)
+		default:
+			readings := forwardedReadings(v)
+			if len(readings) == 0 {
+				t.Fatalf("ParseForwarded(%q) = a certificate no documented form reads", v)
+			}
+			for _, r := range readings {
+				if !bytes.Equal(r.der, d) {
+					t.Fatalf("ParseForwarded(%q) = %x; read as %s it is %x", v, d, r.form, r.der)
+				}
 			}
 		}
-		_, _ = mtls.ThumbprintXFCC(v)
+		th, err := mtls.ThumbprintXFCC(v)
+		switch {
+		case err != nil && strings.TrimSpace(v) == "":
+			if !errors.Is(err, mtls.ErrNoCertificate) {
+				t.Fatalf("ThumbprintXFCC(%q) = %v, want ErrNoCertificate", v, err)
+			}
+		case err != nil:
+			if !errors.Is(err, mtls.ErrMalformed) && !errors.Is(err, mtls.ErrNoCertificate) {
+				t.Fatalf("ThumbprintXFCC(%q) = %v: not a named error", v, err)
+			}
+		default:
+			sum, derr := base64.RawURLEncoding.Strict().DecodeString(th)
+			if derr != nil || len(sum) != sha256.Size || !strings.Contains(strings.ToLower(v), hex.EncodeToString(sum)) {
+				t.Fatalf("ThumbprintXFCC(%q) = %q: not the value's hex Hash", v, th)
+			}
+		}
 	})
+}
+
+// reading is one certificate an independent reader finds in a forwarded
+// value, and the form it read it in.
+type reading struct {
+	form string
+	der  []byte
+}
+
+// forwardedReadings reads v as each proxy documents its encoding, with
+// the standard library alone: as sent, path-unescaped (nginx's
+// $ssl_client_escaped_cert, Envoy) or query-unescaped (Traefik's escaped
+// base64), each then as PEM (one CERTIFICATE block, only white space
+// around it; header lines and line breaks are the decoder's own) or as
+// base64 DER, standard or URL-safe, padded or not (line breaks and
+// non-zero trailing bits are the decoder's leniencies). It returns every
+// reading that x509.ParseCertificate accepts, each form once.
+func forwardedReadings(v string) []reading {
+	var out []reading
+	add := func(form string, der []byte) {
+		if _, err := x509.ParseCertificate(der); err == nil {
+			out = append(out, reading{form, der})
+		}
+	}
+	for _, u := range []struct {
+		name     string
+		unescape func(string) (string, error)
+	}{{"sent", func(s string) (string, error) { return s, nil }}, {"path-escaped", url.PathUnescape}, {"query-escaped", url.QueryUnescape}} {
+		s, err := u.unescape(strings.TrimSpace(v))
+		if err != nil {
+			continue
+		}
+		s = strings.TrimSpace(s)
+		if b, rest := pem.Decode([]byte(s)); b != nil && b.Type == "CERTIFICATE" && strings.HasPrefix(s, "-----BEGIN ") && len(bytes.TrimSpace(rest)) == 0 {
+			add(u.name+" PEM", b.Bytes)
+			continue
+		}
+		// Padding: any number of '=' at the end, as a decoder that
+		// strips it reads (the proxies pad; some readers do not).
+		raw := strings.TrimRight(s, "=")
+		for _, enc := range []struct {
+			name string
+			e    *base64.Encoding
+		}{{"base64", base64.RawStdEncoding}, {"base64url", base64.RawURLEncoding}} {
+			if der, err := enc.e.DecodeString(raw); err == nil {
+				add(u.name+" "+enc.name, der)
+			}
+		}
+	}
+	return out
 }
 
 // TestParseForwardedOneCertificate: a forwarded value holding two

@@ -12,7 +12,8 @@ import (
 
 // FuzzCheck feeds arbitrary proofs to the checker: it must never panic,
 // and every rejection is of a class (invalid_dpop_proof or, for a valid
-// proof of another key, binding_mismatch).
+// proof of another key, binding_mismatch). A fuzzed proof rarely carries
+// a valid signature, so the checks behind it are FuzzCheckSigned's.
 func FuzzCheck(f *testing.F) {
 	f.Add(proof("ES256", testkeys.EC256A, nil, nil))
 	f.Add(proof("EdDSA", testkeys.Ed25519A, nil, nil))

@@ -79,7 +79,7 @@ func (r *Redis) checkEviction(ctx context.Context) error {
 // replica keeps the whole set in its [Index]: the request path never waits
 // on Redis. A follower goroutine applies the published changes as they
 // come, reads everything again on every (re)connection and on any gap in
-// the versions, and checks the version every second: the copy is proven
+// the versions, and checks the version every 0.8s (pollInterval): the copy is proven
 // whole when the version it holds is Redis's. A copy not proven whole for
 // MaxStaleness is stale: [Index.Check] answers [ErrStale] and the service
 // fails closed, until it syncs again (no restart). It is safe for
@@ -305,7 +305,16 @@ func (r *Redis) apply(v int64, change func(), in func() bool) {
 // pollInterval is how often the follower compares its version with
 // Redis's: the copy is proven whole at most this long after a change.
 // A MaxStaleness below twice it polls more often ([Redis.pollEvery]).
-const pollInterval = time.Second
+// With behindRecheck it bounds how late a change whose message was lost is
+// enforced (SPEC: within 1 s): the first poll after it finds the copy
+// behind, the recheck reads everything again.
+const pollInterval = 800 * time.Millisecond
+
+// behindRecheck is how soon the follower polls again after finding its
+// copy behind Redis: long enough for a change's message on its way (sent
+// with the change) to arrive, so that one is not read as lost; a message
+// still missing then was lost, and everything is read again.
+const behindRecheck = 100 * time.Millisecond
 
 // minPollInterval bounds how often the follower polls, whatever the
 // MaxStaleness.
@@ -411,6 +420,9 @@ func (r *Redis) session(ctx context.Context) error {
 		var err error
 		if behind, err = r.poll(ctx, behind); err != nil {
 			return err
+		}
+		if behind {
+			nextPoll = time.Now().Add(min(behindRecheck, r.pollEvery()))
 		}
 	}
 }

@@ -80,7 +80,7 @@ func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
 		refuse(err.Error())
 	default:
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, logoutError{"temporarily_unavailable", "the logout could not be stored; nothing was revoked; retry"})
+		writeJSON(w, http.StatusServiceUnavailable, logoutError{"temporarily_unavailable", "the logout was not acknowledged as stored; retry"})
 	}
 }
 
@@ -120,7 +120,7 @@ func (s *Server) serveSSFEvents(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, setError{signals.Code(err), err.Error()})
 	default:
 		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, setError{"temporarily_unavailable", "the SET could not be stored; retry"})
+		writeJSON(w, http.StatusServiceUnavailable, setError{"temporarily_unavailable", "the SET was not acknowledged as stored; retry"})
 	}
 }
 

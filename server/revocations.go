@@ -62,7 +62,8 @@ func (e *entryValue) UnmarshalJSON(b []byte) error {
 // entry is the entry the request asks for, or why it is refused (a
 // message for the caller).
 func (s *Server) entry(req *revocationRequest, now time.Time) (revoke.Entry, string) {
-	if _, ok := s.byName[req.Issuer]; !ok {
+	is, ok := s.byName[req.Issuer]
+	if !ok {
 		return revoke.Entry{}, "issuer is not a configured issuer"
 	}
 	e := revoke.Entry{Issuer: req.Issuer, Kind: revoke.KindIssuer, Source: revoke.SourceAdmin}
@@ -93,8 +94,13 @@ func (s *Server) entry(req *revocationRequest, now time.Time) (revoke.Entry, str
 		if err != nil {
 			return revoke.Entry{}, "issued_before is not an RFC 3339 time"
 		}
-		if t.After(now) {
-			return revoke.Entry{}, "issued_before is in the future"
+		if t.After(now.Add(is.leeway)) {
+			// Up to the issuer's leeway ahead: an identity provider whose
+			// clock runs ahead (within it) stamps the tokens it issued
+			// just before the entry with an iat after this clock's now,
+			// and the operator can cover them. Further ahead names tokens
+			// not yet issued (a lock-out for the whole retention).
+			return revoke.Entry{}, "issued_before is in the future by more than the issuer's leeway"
 		}
 		if t.IsZero() {
 			// 0001-01-01T00:00:00Z is Go's zero time, which a store reads

@@ -244,3 +244,91 @@ func TestCrossCheckMismatchTurnsEveryKeyOff(t *testing.T) {
 		})
 	}
 }
+
+// A mismatch that the predecessor sees after its successor was built — a
+// request still in flight on it after the reload's swap, or while the
+// reload waits for an added issuer's keys before swapping — proves the
+// prepared code wrong for the successor too: it turns the successor's
+// prepared path off, drops the verdicts the successor cached meanwhile
+// (a forgery accepted unsampled), in a cache shared with the predecessor
+// or one of its own, and is counted in its CryptoStats (the counter the
+// metrics read from the swap on).
+func TestCrossCheckMismatchAfterReloadReachesSuccessor(t *testing.T) {
+	for _, tt := range []struct {
+		alg, second string
+		cache       string // the successor's token cache: "none", "shared", "own"
+	}{
+		{"RS256", testkeys.RSA2048B, "none"},
+		{"ES256", testkeys.EC256B, "none"},
+		{"RS256", testkeys.RSA2048B, "shared"},
+		{"RS256", testkeys.RSA2048B, "own"},
+		{"ES256", testkeys.EC256B, "own"},
+	} {
+		t.Run(tt.alg+"-"+tt.cache, func(t *testing.T) {
+			k1, err := cache.NewKey(testkeys.Public(testkeys.NameForAlg(tt.alg)), cache.KeyMeta{Kid: "k1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			k2, err := cache.NewKey(testkeys.Public(tt.second), cache.KeyMeta{Kid: "k2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys cache.Keys
+			keys.Store(cache.NewSet([]*cache.Key{k1, k2}, nil, time.Time{}, time.Time{}))
+			now := func() time.Time { return time.Unix(1_800_000_000, 0) }
+			shared, err := NewTokenCache(TokenCacheOptions{MaxEntries: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := Options{Issuers: []Issuer{{Issuer: issCrypto, Keys: &keys}}, Now: now, CrossCheckRate: 1e-9, Cache: shared}
+			v1, err := New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v1.sig.prepared = mutantSeam()
+			k2Token := func(i int) (valid, forged string) {
+				tok := testkeys.Mint(tt.alg, testkeys.Private(tt.second), map[string]any{"kid": "k2"},
+					map[string]any{"iss": issCrypto, "exp": 1_800_000_000 + 3600, "jti": fmt.Sprint(i)})
+				dot := strings.LastIndexByte(tok, '.')
+				sig, _ := base64.RawURLEncoding.DecodeString(tok[dot+1:])
+				return tok, tok[:dot+1] + base64.RawURLEncoding.EncodeToString(flipLastBit(sig))
+			}
+			valid, _ := k2Token(0)
+			if _, err := v1.Verify(context.Background(), valid); err != nil { // proves k2
+				t.Fatalf("Verify(valid, k2) = %v", err)
+			}
+			opts.Previous = v1
+			switch tt.cache {
+			case "none":
+				opts.Cache = nil
+			case "own":
+				opts.Cache, opts.TokenCache = nil, TokenCacheOptions{MaxEntries: 50}
+			}
+			v2, err := New(opts) // the reload's verifier, built before the mismatch
+			if err != nil {
+				t.Fatal(err)
+			}
+			v2.sig.prepared = mutantSeam()
+			// The successor, swapped in, accepts a forgery with the proven
+			// key unsampled (and caches it, with a cache).
+			_, early := k2Token(1)
+			if _, err := v2.Verify(context.Background(), early); err != nil {
+				t.Fatalf("v2.Verify(forged, k2) before the mismatch = %v (this test needs it accepted unsampled)", err)
+			}
+			_, forgedK1 := cryptoToken(tt.alg, 1)
+			if _, err := v1.Verify(context.Background(), forgedK1); !errors.Is(err, ErrBadSignature) || v1.CryptoStats().Mismatches != 1 {
+				t.Fatalf("v1.Verify(forged, k1) = %v, %+v; want bad_signature and a mismatch", err, v1.CryptoStats())
+			}
+			if got := v2.CryptoStats().Mismatches; got != 1 {
+				t.Errorf("v2.CryptoStats().Mismatches = %d after its predecessor's mismatch, want 1", got)
+			}
+			_, forgedK2 := k2Token(2)
+			if _, err := v2.Verify(context.Background(), forgedK2); !errors.Is(err, ErrBadSignature) {
+				t.Errorf("after the predecessor's mismatch, v2.Verify(forged, proven k2) = %v, want %v", err, ErrBadSignature)
+			}
+			if _, err := v2.Verify(context.Background(), early); !errors.Is(err, ErrBadSignature) {
+				t.Errorf("after the predecessor's mismatch, v2.Verify(the forgery it accepted before) = %v, want %v", err, ErrBadSignature)
+			}
+		})
+	}
+}

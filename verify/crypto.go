@@ -40,9 +40,10 @@ import (
 //     agree (an RSA key serving RS256 and PS256 is proven for each apart).
 //     A disagreement rejects the token (bad_signature),
 //     logs at error, counts in CryptoStats, drops the token cache's verdicts
-//     and turns the prepared path off for the Verifier's lifetime: the
-//     prepared code is proven wrong, so the standard library does every
-//     later verify. Rejections are never
+//     and turns the prepared path off for the Verifier's lifetime and its
+//     successors' (Options.Previous, crossState): the prepared code is
+//     proven wrong, so the standard library does every later verify.
+//     Rejections are never
 //     cross-checked: a prepared path that refuses too much fails closed on
 //     its own, and checking them twice would double the cost of a flood of
 //     forged tokens. Cached verdicts are not checked again either: the token
@@ -81,7 +82,8 @@ type CryptoStats struct {
 // use; the counters are zero when Options.StandardCrypto is set or the
 // standard library is used anyway (FIPS 140-3 mode, BoringCrypto).
 func (v *Verifier) CryptoStats() CryptoStats {
-	return CryptoStats{CrossChecks: v.sig.cross.checks.Load(), Mismatches: v.sig.cross.mismatches.Load()}
+	st := v.sig.cross.st
+	return CryptoStats{CrossChecks: st.checks.Load(), Mismatches: st.mismatches.Load()}
 }
 
 // preparedCrypto is the seam between the verifier and its prepared
@@ -196,7 +198,7 @@ func (s *signer) verify(is *issuer, a *algSpec, signing string, sig []byte, key 
 		return a.method.Verify(signing, sig, key.Public) == nil
 	}
 	var p *preparedKey // non-nil only when the seam has a's family
-	if (a.rs != nil && s.prepared.rs != nil || a.es != nil && s.prepared.es != nil) && !s.cross.off.Load() {
+	if (a.rs != nil && s.prepared.rs != nil || a.es != nil && s.prepared.es != nil) && !s.cross.st.off.Load() {
 		// src is a pointer, so the comparison never panics (an interface
 		// holding another type is unequal).
 		if p, _ = key.Memo(prepareKey).(*preparedKey); p != nil && (p.src != key.Public || p.broken.Load()) {
@@ -224,7 +226,8 @@ func (s *signer) verify(is *issuer, a *algSpec, signing string, sig []byte, key 
 // crossCheck verifies again with the standard library a signature that the
 // prepared verifier accepted, and reports whether both agree.
 func (s *signer) crossCheck(is *issuer, a *algSpec, signing string, sig []byte, key *cache.Key, p *preparedKey) bool {
-	s.cross.checks.Add(1)
+	st := s.cross.st
+	st.checks.Add(1)
 	if verifyStandard(a, signing, sig, key) {
 		if bit := uint32(a.bit); p.proven.Load()&bit == 0 {
 			p.proven.Or(bit)
@@ -233,10 +236,13 @@ func (s *signer) crossCheck(is *issuer, a *algSpec, signing string, sig []byte, 
 	}
 	p.proven.Store(0)
 	p.broken.Store(true)
-	s.cross.off.Store(true)
-	s.cross.mismatches.Add(1)
+	st.off.Store(true)
+	st.mismatches.Add(1)
 	if s.onMismatch != nil {
 		s.onMismatch()
+	}
+	if drop := st.newest.Load(); drop != nil {
+		(*drop)()
 	}
 	// Never the token, its signature or its claims: the key and the
 	// algorithm are what a maintainer needs to reproduce the disagreement.
@@ -266,26 +272,48 @@ func verifyStandard(a *algSpec, signing string, sig []byte, key *cache.Key) bool
 // unpredictable to a client, unlike every n-th; the seed keeps verifiers
 // apart.
 type crossCheck struct {
-	n          atomic.Uint64 // accepts of proven keys so far
-	checks     atomic.Uint64
-	mismatches atomic.Uint64
-	seed       uint64
-	threshold  uint64 // sample when mix < threshold; 0 with all: never
-	all        bool   // rate 1: every accept
-	// off is set by the first disagreement: it means verify/internal/rsaverify or
-	// verify/internal/ecverify is wrong, not one key, so every later verify of this
-	// Verifier goes to the standard library (one atomic load per verify).
-	off atomic.Bool
+	n         atomic.Uint64 // accepts of proven keys so far
+	seed      uint64
+	threshold uint64 // sample when mix < threshold; 0 with all: never
+	all       bool   // rate 1: every accept
+	// st is shared by a Verifier and its successors (Options.Previous):
+	// a disagreement seen by either, before or after the reload's swap,
+	// holds for both.
+	st *crossState
 	// The struct fills two cache lines alone (a 128-byte size class is
 	// 128-aligned), so that n's increments do not bounce a line that holds
 	// another object, say one the token cache's hits read.
-	_ [128 - 6*8]byte
+	_ [128 - 5*8]byte
+}
+
+// crossState is what a disagreement changes, shared by a Verifier and the
+// verifiers that replace it ([Options.Previous]): the predecessor still
+// finishes the requests it started after the swap, and a reload builds its
+// verifier before it swaps it in (waiting up to 10s for an added issuer's
+// keys), so a disagreement the predecessor sees then must reach the
+// successor. Copied at New, it was lost: the successor went on trusting
+// the prepared code proven wrong, a proven key's forgeries accepted
+// unsampled.
+type crossState struct {
+	checks     atomic.Uint64
+	mismatches atomic.Uint64
+	// off is set by the first disagreement: it means verify/internal/rsaverify or
+	// verify/internal/ecverify is wrong, not one key, so every later verify of this
+	// Verifier and of its successors goes to the standard library (one
+	// atomic load per verify).
+	off atomic.Bool
+	// newest drops the cached verdicts of the newest verifier sharing the
+	// state (nil: it has no cache): the verdicts its prepared path
+	// accepted before it went off, also when its cache is not the one of
+	// the verifier that saw the disagreement (a reload that changed
+	// token_cache).
+	newest atomic.Pointer[func()]
 }
 
 func newCrossCheck(rate float64) *crossCheck {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	c := &crossCheck{seed: binary.LittleEndian.Uint64(b[:])}
+	c := &crossCheck{seed: binary.LittleEndian.Uint64(b[:]), st: &crossState{}}
 	switch {
 	case rate >= 1:
 		c.all = true

@@ -77,7 +77,7 @@ func TestVerifyRSAgreesWithGolangJWT(t *testing.T) {
 					t.Errorf("%s: prepared = %v, standard = %v, signature step = %v, golang-jwt = %v, want %v", c.name, prepared, standard, whole, jwtOK, c.want)
 				}
 			}
-			if st := step.cross; st.mismatches.Load() != 0 || st.checks.Load() != 1 {
+			if st := step.cross.st; st.mismatches.Load() != 0 || st.checks.Load() != 1 {
 				t.Errorf("cross-check: %d checks, %d mismatches, want 1 (the valid signature) and 0", st.checks.Load(), st.mismatches.Load())
 			}
 		})

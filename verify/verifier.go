@@ -167,13 +167,16 @@ func New(opts Options) (*Verifier, error) {
 	v.tracer = opts.Tracer
 	if p := opts.Previous; p != nil {
 		// The cross-check's counters continue (they are exported as
-		// counters), and a disagreement seen by the predecessor keeps the
-		// prepared verifiers off: a reload must not turn them back on.
-		v.sig.cross.checks.Add(p.sig.cross.checks.Load())
-		v.sig.cross.mismatches.Add(p.sig.cross.mismatches.Load())
-		if p.sig.cross.off.Load() {
-			v.sig.cross.off.Store(true)
+		// counters), and a disagreement seen by the predecessor, before or
+		// after this verifier is swapped in, keeps the prepared verifiers
+		// off: a reload must not turn them back on (crossState).
+		v.sig.cross.st = p.sig.cross.st
+		var drop *func()
+		if v.tokens != nil {
+			f := v.tokens.clear
+			drop = &f
 		}
+		v.sig.cross.st.newest.Store(drop)
 	}
 	opts.Previous = nil // not kept: a chain of reloads must not pin every old verifier
 	v.opts = opts

@@ -182,7 +182,11 @@ type Options struct {
 	// standard library where Previous used a prepared verifier
 	// (StandardCrypto turned on), or cross-checks every accept of one where
 	// Previous sampled them (CrossCheckRate raised to 1): the verdicts
-	// cached under Previous are then not answered. Previous keeps working unchanged. Nil means no
+	// cached under Previous are then not answered. The two share the
+	// cross-check's state: its counters continue, and a disagreement
+	// either sees — Previous finishing the requests it started — turns
+	// the prepared verifiers off for both and drops this verifier's cached
+	// verdicts. Previous keeps working otherwise unchanged. Nil means no
 	// predecessor.
 	Previous *Verifier
 	// Tracer, if not nil, records a "verify" span per [Verifier.VerifyAt]

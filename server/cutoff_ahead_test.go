@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
-	"github.com/jwksverify/jwksverify/verify"
 )
 
 // TestAdminCutoffAheadWithinLeeway: an identity provider whose clock runs
@@ -22,27 +19,7 @@ import (
 // is still refused (a lock-out of tokens not yet issued).
 func TestAdminCutoffAheadWithinLeeway(t *testing.T) {
 	const leeway = 30 * time.Second
-	clock := servertest.NewClock()
-	ka := &cache.Keys{}
-	ka.Store(servertest.KeySet(t, servertest.Epoch))
-	v, err := verify.New(verify.Options{
-		Issuers: []verify.Issuer{{Issuer: servertest.IssuerA, Keys: ka, Audiences: []string{servertest.Audience},
-			Leeway: leeway, MaxLifetime: 24 * time.Hour}},
-		Now: clock.Now, IndexClaims: RevocationClaims(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := revoke.OpenMemory(revoke.MemoryOptions{Dir: t.TempDir(), Retention: 24 * time.Hour, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	srv, err := New(Options{Revocations: m, Verifier: v, Now: clock.Now,
-		IntrospectionClients: []IntrospectionClient{{ID: "gateway", Secret: "gateway-secret-value"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, clock := revocationServer(t, 24*time.Hour, leeway)
 	now := clock.Now()
 	ahead := now.Add(15 * time.Second) // the provider's clock when it issued the token
 	tok := mint(claims(map[string]any{"iat": ahead.Unix(), "nbf": ahead.Unix(), "exp": ahead.Add(time.Hour).Unix()}))

@@ -6,10 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jwksverify/jwksverify/cache"
-	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
-	"github.com/jwksverify/jwksverify/verify"
 )
 
 // TestFutureIatRefused: an access token whose iat is in the future was
@@ -19,28 +16,7 @@ import (
 // the whole-issuer revocation an operator uses after a key compromise let
 // it through. It is now not_yet_valid.
 func TestFutureIatRefused(t *testing.T) {
-	clock := servertest.NewClock()
-	keys := servertest.KeySet(t, servertest.Epoch)
-	ka := &cache.Keys{}
-	ka.Store(keys)
-	v, err := verify.New(verify.Options{
-		Issuers: []verify.Issuer{{Issuer: servertest.IssuerA, Keys: ka, Audiences: []string{servertest.Audience},
-			MaxLifetime: 24 * time.Hour}},
-		Now: clock.Now, IndexClaims: RevocationClaims(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := revoke.OpenMemory(revoke.MemoryOptions{Dir: t.TempDir(), Retention: 24 * time.Hour, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	srv, err := New(Options{Revocations: m, Verifier: v, Now: clock.Now,
-		IntrospectionClients: []IntrospectionClient{{ID: "gateway", Secret: "gateway-secret-value"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, clock := revocationServer(t, 24*time.Hour, 0)
 	future := time.Date(2099, 1, 1, 0, 0, 0, 0, time.UTC)
 	tok := mint(claims(map[string]any{"iat": future.Unix(), "exp": future.Add(time.Hour).Unix(), "nbf": nil}))
 	normal := mint(claims(nil))

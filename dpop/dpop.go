@@ -297,9 +297,19 @@ func (c *Checker) retiredFor(next *Checker) []*retired {
 	return rs
 }
 
+// InFlightMargin is how long a check may take from the now it is given
+// (read when its request began) to its replay store's answer: a proof's
+// jti is remembered this much longer than its iat window lasts, so that a
+// replay whose check read its clock just inside the window and reached the
+// store after the first use's entry would have expired there (the memory
+// store purged by a check with a later now, Redis on its own clock) is
+// still refused. It is also how long after a checker was retired it may
+// still have been checking a request that began before the swap.
+const InFlightMargin = time.Minute
+
 // retiredInFlight is how long after a checker was retired it may still
 // have been checking a request: one that began before the swap.
-const retiredInFlight = time.Minute
+const retiredInFlight = InFlightMargin
 
 // used asks r's store whether key, of a proof issued at iat with a token
 // of an issuer whose leeway is leeway, was used there, when the proof may
@@ -621,7 +631,7 @@ func (c *Checker) checkIAT(iat, now time.Time, leeway time.Duration, tr *trace) 
 	// 292 years, and the negation of the smallest Duration is itself, so
 	// an iat that far ahead read as "not ahead" and passed.
 	switch age := now.Sub(iat); {
-	case !iat.After(now.Add(-c.maxAge)): // past max_age the jti's replay entry (max_age + 2 leeway after a first use at iat - leeway, on a store clock up to leeway behind) may be gone
+	case !iat.After(now.Add(-c.maxAge)): // past max_age the jti's replay entry (max_age + 2 leeway + InFlightMargin after a first use at iat - leeway, on a store clock up to leeway behind) may be gone
 		return tr.fail("dpop-iat", invalid("iat %s is %s old, max_age %s", iat.Format(time.RFC3339), age.Round(time.Second), c.maxAge))
 	case iat.After(now.Add(leeway)):
 		return tr.fail("dpop-iat", invalid("iat %s is ahead of now by more than the leeway %s", iat.Format(time.RFC3339), leeway))
@@ -675,12 +685,15 @@ func checkBinding(jkt string, key *cache.Key, tr *trace) error {
 // useJTI is step 10: the jti of a proof with a token of issuer, issued at
 // iat, was never used — in the store, nor in a store of a replaced checker
 // that may have used it (asked first, read only) — and it is remembered
-// from now on for MaxAge plus twice the leeway. One leeway because iat may
-// be that far ahead of now; the other because replicas sharing a store
-// may disagree by up to the leeway (the skew it is there for) while the
-// store (Redis) expires the entry on its own clock: a first use at a
-// replica ahead by it leaves a replica behind accepting the same iat a
-// leeway longer.
+// from now on for MaxAge plus twice the leeway plus [InFlightMargin]. One
+// leeway because iat may be that far ahead of now; the other because
+// replicas sharing a store may disagree by up to the leeway (the skew it
+// is there for) while the store (Redis) expires the entry on its own
+// clock: a first use at a replica ahead by it leaves a replica behind
+// accepting the same iat a leeway longer. The margin because a check
+// judges iat at the now its request began with and reaches the store
+// later, while the store's time goes on (Redis expires on its own clock; a
+// concurrent check with a later now purges the memory store).
 func (c *Checker) useJTI(ctx context.Context, issuer, jti string, iat, now time.Time, leeway, maxAge time.Duration, tr *trace) error {
 	if next := c.successor.Load(); next != nil {
 		// Retired: the successor's store is the one that decides (it asks
@@ -699,7 +712,7 @@ func (c *Checker) useJTI(ctx context.Context, issuer, jti string, iat, now time.
 			return tr.fail("dpop-jti", ErrReplayed) // the same answer as the store's own
 		}
 	}
-	ttl := max(maxAge, c.maxAge) + 2*leeway
+	ttl := max(maxAge, c.maxAge) + 2*leeway + InFlightMargin
 	fresh, err := c.replay.Use(ctx, key, ttl, now)
 	if err != nil {
 		return tr.fail("dpop-jti", fmt.Errorf("%w: the DPoP replay store did not answer: %w", verify.ErrKeysUnavailable, err))
@@ -736,7 +749,7 @@ func (c *Checker) handOff(ctx context.Context, key [32]byte, ttl, leeway time.Du
 			continue
 		}
 		done = append(done, next.replay)
-		fresh, err := next.replay.Use(ctx, key, max(ttl, next.maxAge+2*leeway), now)
+		fresh, err := next.replay.Use(ctx, key, max(ttl, next.maxAge+2*leeway+InFlightMargin), now)
 		if err != nil {
 			return fmt.Errorf("%w: the DPoP replay store after the last switch of stores did not answer: %w", verify.ErrKeysUnavailable, err)
 		}

@@ -19,7 +19,8 @@ import (
 )
 
 // DefaultMaxEntries bounds a [Memory] store when its bound is zero: at the
-// default max_age plus twice the leeway (120s), about 8 300 proofs per second.
+// default max_age plus twice the leeway plus dpop's in-flight minute
+// (180s), about 5 500 proofs per second.
 const DefaultMaxEntries = 1_000_000
 
 // Memory is a bounded, in-process replay store. It is safe for concurrent

@@ -378,7 +378,7 @@ type Input struct {
 	// the jti's replay key.
 	Issuer string
 	// Leeway is the issuer's clock leeway: how far ahead iat may be, and
-	// the jti is remembered MaxAge plus twice it.
+	// the jti is remembered MaxAge plus twice it plus [InFlightMargin].
 	Leeway time.Duration
 }
 

@@ -3,12 +3,9 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/jwksverify/jwksverify/internal/jsonscan"
 )
 
@@ -32,30 +29,9 @@ func TestIntrospectAnswerSaysWhatItDecidedOn(t *testing.T) {
 	} {
 		for _, jwtAnswer := range []bool{false, true} {
 			t.Run(name+map[bool]string{false: "-json", true: "-jwt"}[jwtAnswer], func(t *testing.T) {
-				r := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+mint(claims(over))))
-				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				r.SetBasicAuth("gateway", "gateway-secret-value")
-				if jwtAnswer {
-					r.Header.Set("Accept", introspectionJWT)
-				}
-				w := do(e.handler, r)
-				if w.Code != http.StatusOK {
-					t.Fatalf("status = %d: %s", w.Code, w.Body)
-				}
-				body := w.Body.Bytes()
-				if jwtAnswer {
-					payload, err := jwt.NewParser().DecodeSegment(strings.Split(w.Body.String(), ".")[1])
-					if err != nil {
-						t.Fatal(err)
-					}
-					if jsonscan.LoneSurrogate(string(payload)) {
-						t.Errorf("the signed answer vouches for a lone surrogate escape: %s", payload)
-					}
-					var raw map[string]json.RawMessage
-					if err := json.Unmarshal(payload, &raw); err != nil {
-						t.Fatal(err)
-					}
-					body = raw["token_introspection"]
+				body, payload, _ := introspectAnswer(t, e.handler, mint(claims(over)), jwtAnswer)
+				if jsonscan.LoneSurrogate(string(payload)) {
+					t.Errorf("the signed answer vouches for a lone surrogate escape: %s", payload)
 				}
 				if jsonscan.LoneSurrogate(string(body)) {
 					t.Errorf("the answer holds a lone surrogate escape: %s", body)

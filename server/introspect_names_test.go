@@ -42,29 +42,12 @@ func TestIntrospectAnswerNamesOnceIgnoringCase(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tok := mint(claims(over))
 			for _, jwtAnswer := range []bool{false, true} {
-				r := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+tok))
-				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-				r.SetBasicAuth("gateway", "gateway-secret-value")
-				if jwtAnswer {
-					r.Header.Set("Accept", introspectionJWT)
-				}
-				w := do(e.handler, r)
-				if w.Code != http.StatusOK {
-					t.Fatalf("status = %d: %s", w.Code, w.Body)
-				}
-				body := w.Body.Bytes()
+				body, _, compact := introspectAnswer(t, e.handler, tok, jwtAnswer)
 				if jwtAnswer {
 					var c jwt.MapClaims
-					if _, err := jwt.ParseWithClaims(w.Body.String(), &c, kf.Keyfunc, jwt.WithoutClaimsValidation()); err != nil {
+					if _, err := jwt.ParseWithClaims(compact, &c, kf.Keyfunc, jwt.WithoutClaimsValidation()); err != nil {
 						t.Fatalf("the RFC 9701 answer does not verify: %v", err)
 					}
-					// The payload as sent: a map would keep one of two names.
-					payload, _ := jwt.NewParser().DecodeSegment(strings.Split(w.Body.String(), ".")[1])
-					var raw map[string]json.RawMessage
-					if err := json.Unmarshal(payload, &raw); err != nil {
-						t.Fatal(err)
-					}
-					body = raw["token_introspection"]
 				}
 				if dup := duplicateNameIgnoringCase(t, body); dup != "" {
 					t.Errorf("jwt=%v: the answer names %q twice ignoring case: %s", jwtAnswer, dup, body)
@@ -106,4 +89,39 @@ func duplicateNameIgnoringCase(t *testing.T, b []byte) string {
 			return mb.Name
 		}
 	}
+}
+
+// introspectAnswer posts tok to h's /introspect as the client "gateway"
+// and returns the JSON answer as sent: the body, or with jwtAnswer (Accept:
+// RFC 9701) the signed payload's token_introspection member (a map would
+// keep one of two names), with the payload and the compact JWT.
+func introspectAnswer(t *testing.T, h http.Handler, tok string, jwtAnswer bool) (answer, payload []byte, compact string) {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodPost, "/introspect", strings.NewReader("token="+tok))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	r.SetBasicAuth("gateway", "gateway-secret-value")
+	if jwtAnswer {
+		r.Header.Set("Accept", introspectionJWT)
+	}
+	w := do(h, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status = %d: %s", w.Code, w.Body)
+	}
+	if !jwtAnswer {
+		return w.Body.Bytes(), nil, ""
+	}
+	compact = w.Body.String()
+	parts := strings.Split(compact, ".")
+	if len(parts) != 3 {
+		t.Fatalf("the RFC 9701 answer is no compact JWS: %s", compact)
+	}
+	payload, err := jwt.NewParser().DecodeSegment(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		t.Fatal(err)
+	}
+	return raw["token_introspection"], payload, compact
 }

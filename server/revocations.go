@@ -253,14 +253,19 @@ func (s *Server) deleteRevocation(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// storeFailed answers a store that could not: 400 for an entry it refuses,
-// else 503 (nothing was acknowledged: with acknowledge_replicas, a change
-// the replicas did not confirm in time may be in force all the same).
+// storeFailed answers a store that could not (op: "list", "add" or
+// "delete"): 400 for an entry it refuses, else 503 (for a change, nothing
+// was acknowledged: with acknowledge_replicas, a change the replicas did
+// not confirm in time may be in force all the same).
 func (s *Server) storeFailed(w http.ResponseWriter, r *http.Request, op string, err error) {
 	if errors.Is(err, revoke.ErrInvalid) {
 		writeError(w, http.StatusBadRequest, "invalid_request", strings.TrimPrefix(err.Error(), revoke.ErrInvalid.Error()+": "))
 		return
 	}
 	s.log.LogAttrs(r.Context(), slog.LevelError, "revocation store failed", slog.String("op", op), slog.String("err", err.Error()))
-	writeError(w, http.StatusServiceUnavailable, "unavailable", "the revocation store did not acknowledge the change; it may be in force or not: check, or send it again")
+	msg := "the revocation store did not acknowledge the change; it may be in force or not: check, or send it again"
+	if op == "list" {
+		msg = "the revocation store is unavailable"
+	}
+	writeError(w, http.StatusServiceUnavailable, "unavailable", msg)
 }

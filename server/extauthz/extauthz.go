@@ -236,10 +236,12 @@ func (a *authzGRPC) check(ctx context.Context, req *authv3.CheckRequest) (resp, 
 		c.Headers, c.ClientCert = &envoyHeaders{hr: hr}, attrs.GetSource().GetCertificate()
 		c.Original, c.OriginalErr = original(hr)
 		c.Policy, c.Routed = attrs.GetContextExtensions()["policy"], true
-		if len(hr.GetHeaders()) > 0 && len(hr.GetHeaderMap().GetHeaders()) > 0 {
+		if len(hr.GetHeaders()) > 0 && hr.GetHeaderMap() != nil {
 			// Envoy sends one form or the other (encode_raw_headers);
 			// one that holds both could be read two ways: refused rather
-			// than decided on one of them.
+			// than decided on one of them. A header_map present but
+			// empty counts: it is the form read (envoyHeaders, original),
+			// so the headers map beside it would go unread.
 			c.ReadErr = errBothHeaderForms
 		}
 	}

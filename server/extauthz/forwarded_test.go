@@ -72,6 +72,13 @@ func TestBothHeaderFormsRefused(t *testing.T) {
 			[]*corev3.HeaderValue{{Key: "authorization", RawValue: []byte("Bearer " + tok)}}},
 		{"same-in-both", "/orders/1", bearer(tok),
 			[]*corev3.HeaderValue{{Key: "authorization", RawValue: []byte("Bearer " + tok)}}},
+		// header_map present but empty: it is the form read, so the
+		// headers map was ignored whole, a forged credential and an
+		// override in it passed an anonymous route undecided.
+		{"credential-beside-empty-header-map", "/public/x",
+			map[string]string{"authorization": "Bearer " + forged}, nil},
+		{"override-beside-empty-header-map", "/public/x",
+			map[string]string{"x-http-method-override": "DELETE"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

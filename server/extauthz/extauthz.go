@@ -243,6 +243,8 @@ func (a *authzGRPC) check(ctx context.Context, req *authv3.CheckRequest) (resp, 
 			// empty counts: it is the form read (envoyHeaders, original),
 			// so the headers map beside it would go unread.
 			c.ReadErr = errBothHeaderForms
+		} else if !lowerCaseNames(hr.GetHeaders()) {
+			c.ReadErr = errHeaderNameCase
 		}
 	}
 	d := a.s.Decide(ctx, &c)
@@ -308,6 +310,26 @@ func original(hr *authv3.AttributeContext_HttpRequest) (request.Original, error)
 // errBothHeaderForms refuses a CheckRequest that carries both the headers
 // map and header_map.
 var errBothHeaderForms = fmt.Errorf("%w: the CheckRequest carries both headers and header_map", verify.ErrMalformed)
+
+// errHeaderNameCase refuses a CheckRequest whose headers map has a name
+// that is not lower case. Envoy lower-cases every name it sends there; the
+// map is read by lower-case name, so an "Authorization" (a forged
+// credential), an "X-HTTP-Method-Override" or a ":PATH" sent by another
+// caller went unread while the upstream it forwards to reads it.
+var errHeaderNameCase = fmt.Errorf("%w: a header name in the CheckRequest's headers map is not lower case", verify.ErrMalformed)
+
+// lowerCaseNames reports whether no name in m has an upper-case ASCII
+// letter (the headers map's names are looked up lower-cased).
+func lowerCaseNames(m map[string]string) bool {
+	for k := range m {
+		for i := 0; i < len(k); i++ {
+			if 'A' <= k[i] && k[i] <= 'Z' {
+				return false
+			}
+		}
+	}
+	return true
+}
 
 // forwarded are the headers Envoy forwards beside the attributes it read
 // from them, and "host", which an HTTP/2 client may send beside :authority

@@ -92,6 +92,42 @@ func TestBothHeaderFormsRefused(t *testing.T) {
 	}
 }
 
+// A headers map whose names are not lower case is malformed: the map is
+// read by lower-case name (as Envoy sends it), so such a name went unread
+// while the upstream reads it: a forged credential passed an anonymous
+// route, an override or a :PATH escaped the checks.
+func TestHeaderMapNameCaseRefused(t *testing.T) {
+	a := rtServer(t, server.Options{}, adminSet(t))
+	tok := mint(claims(nil))
+	forged := tokens()["bad-signature"]
+	tests := []struct {
+		name    string
+		path    string
+		headers map[string]string
+		ok      bool
+	}{
+		{"lower-case", "/orders/1", map[string]string{"authorization": "Bearer " + tok, "x-request-id": "1"}, true},
+		{"credential", "/public/x", map[string]string{"Authorization": "Bearer " + forged}, false},
+		{"override", "/public/x", map[string]string{"X-HTTP-Method-Override": "DELETE"}, false},
+		{"pseudo-header", "/orders/1", map[string]string{"authorization": "Bearer " + tok, ":PATH": "/admin/x"}, false},
+		{"other-header", "/orders/1", map[string]string{"authorization": "Bearer " + tok, "X-Request-Id": "1"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := a.Check(t.Context(), envoyRequest("GET", tt.path, tt.headers))
+			if tt.ok {
+				if c := code(resp, err); c != codes.OK {
+					t.Fatalf("Check() = %v %s, want OK", c, resp.GetDeniedResponse().GetBody())
+				}
+				return
+			}
+			if c, st := code(resp, err), deniedStatus(resp, err); c != codes.Unauthenticated || st != 401 || !strings.Contains(string(resp.GetDeniedResponse().GetBody()), "malformed") {
+				t.Errorf("Check() = %v %d %s, want UNAUTHENTICATED 401 malformed", c, st, resp.GetDeniedResponse().GetBody())
+			}
+		})
+	}
+}
+
 // The pseudo-headers Envoy forwards (and a host header an HTTP/2 client
 // sent beside :authority, which an Envoy before 1.28 kept) must spell the
 // attributes the request is decided on, or the upstream could read another

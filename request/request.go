@@ -196,7 +196,9 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 // spells the path of r.RequestURI (http.StripPrefix or a rewrite ran
 // before): the client sent, and a DPoP proof names, one path, and the
 // handler acts on another. A CONNECT is [ErrAmbiguousMethod]: Go's
-// ServeMux routes it on r.Host with its port, where routes strip it.
+// ServeMux routes it on r.Host with its port, where routes strip it. A
+// Host header left in r.Header (an HTTP/2 client's, beside :authority)
+// that is not r.Host, byte for byte, is [ErrAmbiguousHost].
 func FromRequest(r *http.Request) (Original, error) {
 	if r.Method == http.MethodConnect {
 		// Go's ServeMux does not canonicalize a CONNECT: it matches a
@@ -218,6 +220,15 @@ func FromRequest(r *http.Request) (Original, error) {
 		// 9110 (4.2.1) says a recipient must reject; one with userinfo
 		// (4.2.4) an error, as FromParts holds it.
 		return Original{}, fmt.Errorf("%w: the request target is neither a path nor an http(s) URL with a host (and no userinfo)", ErrAmbiguousPath)
+	}
+	for _, h := range r.Header["Host"] {
+		if h != r.Host {
+			// An HTTP/2 client may send a host header beside :authority:
+			// Go's server serves r.Host from :authority and leaves the
+			// header in r.Header, where a handler may read it (net/http/cgi
+			// hands it to the program as HTTP_HOST, over r.Host's).
+			return Original{}, fmt.Errorf("%w: a Host header is not the request's host (r.Host)", ErrAmbiguousHost)
+		}
 	}
 	uri := RawPath(r.URL)
 	if sent := r.RequestURI; sent != "" && sent != "*" {

@@ -216,14 +216,23 @@ func TestFromRequest(t *testing.T) {
 		// FromParts refuses it.
 		{"userinfo-target", http.MethodGet, "http://u@api.example.com/admin", request.Original{}, request.ErrAmbiguousPath},
 		{"absolute-without-path", http.MethodGet, "HTTP://api.example.com", request.Original{Method: "GET", Scheme: "http", Host: "api.example.com", Path: "/"}, nil},
+		// A host header beside :authority, which Go's HTTP/2 server leaves
+		// in r.Header (r.Host is :authority's): a handler may read it.
+		{"host-header-same", http.MethodGet, "/orders/1", request.Original{Method: "GET", Scheme: "http", Host: "api.example.com", Path: "/orders/1"}, nil},
+		{"host-header-other", http.MethodGet, "/orders/1", request.Original{}, request.ErrAmbiguousHost},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(tt.method + " " + tt.target + " HTTP/1.1\r\nHost: api.example.com\r\n\r\n")))
 			if err != nil {
 				t.Fatalf("ReadRequest(%q) = %v", tt.target, err)
 			}
-			if tt.name == "url-rewritten" {
+			switch tt.name {
+			case "url-rewritten":
 				r.URL.Path = "/admin"
+			case "host-header-same":
+				r.Header["Host"] = []string{"api.example.com"}
+			case "host-header-other":
+				r.Header["Host"] = []string{"admin.example.com"}
 			}
 			got, err := request.FromRequest(r)
 			if !errors.Is(err, tt.wantErr) || got != tt.want {

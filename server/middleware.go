@@ -89,8 +89,9 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 // forwarded header is not read over TLS), and on a plain-HTTP request to
 // the forwarded header [Options.ClientCert] names, which only a proxy in
 // front that sets or removes it may carry. A request whose path or host two readers
-// could read differently is refused only where a policy or a DPoP proof
-// needs it, as forward-auth does; so is one whose r.URL no longer spells
+// could read differently (an HTTP/2 client's host header, which Go leaves
+// in r.Header beside :authority, that is not r.Host) is refused only
+// where a policy or a DPoP proof needs it, as forward-auth does; so is one whose r.URL no longer spells
 // the path the client sent (r.RequestURI): mount Middleware in front of
 // http.StripPrefix and any rewrite, where routes name the paths clients
 // send, as forward-auth's do.

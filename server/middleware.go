@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
@@ -40,7 +41,11 @@ type resultKey struct{}
 // the [verify.Result] in its context ([ResultFromContext]); a request
 // without a valid token gets 401 with the RFC 6750 challenge and
 // {"valid":false,"error":CLASS}; a request whose issuer has no usable keys
-// gets 503. Tokens are judged on the verifier's clock. The middleware runs
+// gets 503. An allowed request that asks for an upgrade to anything but a
+// WebSocket reaches next without its Upgrade and HTTP2-Settings headers
+// (an h2c upgrade would let the client send more requests, undecided, on
+// the connection a reverse proxy joins). Tokens are judged on the
+// verifier's clock. The middleware runs
 // the verifier and, with [MiddlewareOptions.Revocations], the revocation
 // stage; it checks no sender constraint (a DPoP- or certificate-bound token
 // passes as a bearer token) and no policy. The middleware is
@@ -78,7 +83,9 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 // of any copy the client sent (an empty one is removed); a refused one gets
 // the answer /v1/authz gives (401 with the challenge, 403, 503), and next
 // never runs. Nothing is minted, and a client's copy of the mint header
-// (or a CGI twin) is removed.
+// (or a CGI twin) is removed. So are an Upgrade to anything but a
+// WebSocket and HTTP2-Settings: the request goes on as the HTTP/1.1
+// request decided, never as a connection of undecided requests.
 //
 // The original request is r itself: its method (and method overrides),
 // host, path as sent, query, and the scheme of its connection ("https"
@@ -138,7 +145,8 @@ func (s *Server) Admit(w http.ResponseWriter, r *http.Request, next http.Handler
 // next reads each one set to the claim's value, or absent (an anonymous
 // request, another issuer's or policy's header, an unsafe value), and never
 // a copy the client sent, nor one of its CGI twins; nor the client's copy of
-// the mint header (nothing is minted here).
+// the mint header (nothing is minted here); nor an Upgrade to anything but
+// a WebSocket, nor HTTP2-Settings.
 func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, next http.Handler) {
 	d := s.Decide(r.Context(), c)
 	if !d.Allowed() {
@@ -147,11 +155,24 @@ func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, n
 	}
 	ctx := context.WithValue(r.Context(), resultKey{}, d.Result)
 	mint := slices.ContainsFunc(s.mintTwins, func(h string) bool { _, ok := r.Header[h]; return ok })
-	if len(d.headers) == 0 && !mint {
+	tunnel := tunnels(r.Header)
+	if len(d.headers) == 0 && !mint && !tunnel {
 		next.ServeHTTP(w, r.WithContext(ctx))
 		return
 	}
 	r = r.Clone(ctx) // the headers are the caller's: r's own stay as sent
+	if tunnel {
+		// One request, one decision: an upgrade to anything but a
+		// WebSocket (h2c: hypercorn answers it with 101 whatever else the
+		// request says, and httputil.ReverseProxy joins the connections)
+		// would let the client send the application more requests on
+		// this connection, none of them decided. The request goes on as
+		// the HTTP/1.1 request decided, as the Caddy file passes it.
+		delete(r.Header, "Http2-Settings")
+		if slices.ContainsFunc(r.Header["Upgrade"], notWebSocket) {
+			delete(r.Header, "Upgrade")
+		}
+	}
 	if mint {
 		// Nothing is minted here: a client's copy of the mint header (or
 		// a twin) would be read as a minted token, which the proxies drop.
@@ -170,6 +191,17 @@ func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, n
 	}
 	next.ServeHTTP(w, r)
 }
+
+// tunnels reports whether h holds an upgrade next must not see: an
+// Upgrade value other than "websocket" (in any case), or HTTP2-Settings.
+func tunnels(h http.Header) bool {
+	_, settings := h["Http2-Settings"]
+	return settings || slices.ContainsFunc(h["Upgrade"], notWebSocket)
+}
+
+// notWebSocket reports whether an Upgrade value is anything but exactly
+// "websocket" (in any case).
+func notWebSocket(v string) bool { return !strings.EqualFold(v, "websocket") }
 
 // ResultFromContext returns the verified token that [Middleware] put in
 // ctx, and whether there is one. The Result is shared: do not modify it.

@@ -80,7 +80,9 @@ func Middleware(v *verify.Verifier, opts MiddlewareOptions) (func(http.Handler) 
 // request is the original). An allowed request reaches next with the
 // [verify.Result] in its context ([ResultFromContext]) and the configured
 // identity headers (claims_to_headers) as /v1/authz answers them, in place
-// of any copy the client sent (an empty one is removed); a refused one gets
+// of any copy the client sent (an empty one is removed), and without a
+// Connection header that names one (a reverse proxy in next would remove
+// it); a refused one gets
 // the answer /v1/authz gives (401 with the challenge, 403, 503), and next
 // never runs. Nothing is minted, and a client's copy of the mint header
 // (or a CGI twin) is removed. So are an Upgrade to anything but a
@@ -187,9 +189,28 @@ func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, n
 		delete(r.Header, name)
 		if v != "" {
 			r.Header[name] = []string{v}
+			if lists(r.Header["Connection"], name) {
+				// A reverse proxy in next (httputil.ReverseProxy) removes
+				// each header Connection names, this one included: the
+				// application would read no identity instead of this one.
+				delete(r.Header, "Connection")
+			}
 		}
 	}
 	next.ServeHTTP(w, r)
+}
+
+// lists reports whether one of the comma-separated lists vs (Connection's
+// values) names name, compared ignoring case.
+func lists(vs []string, name string) bool {
+	for _, v := range vs {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.Trim(f, " \t"), name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // tunnels reports whether h holds an upgrade next must not see: an

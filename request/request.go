@@ -197,8 +197,9 @@ func (p Proxy) From(r *http.Request, prefix string) (Original, error) {
 // before): the client sent, and a DPoP proof names, one path, and the
 // handler acts on another. A CONNECT is [ErrAmbiguousMethod]: Go's
 // ServeMux routes it on r.Host with its port, where routes strip it. A
-// Host header left in r.Header (an HTTP/2 client's, beside :authority)
-// that is not r.Host, byte for byte, is [ErrAmbiguousHost].
+// Host header left in r.Header (an HTTP/2 client's, beside :authority),
+// or an absolute-form target's host (r.URL.Host, an HTTP/2 :path's), that
+// is not r.Host, byte for byte, is [ErrAmbiguousHost].
 func FromRequest(r *http.Request) (Original, error) {
 	if r.Method == http.MethodConnect {
 		// Go's ServeMux does not canonicalize a CONNECT: it matches a
@@ -220,6 +221,12 @@ func FromRequest(r *http.Request) (Original, error) {
 		// 9110 (4.2.1) says a recipient must reject; one with userinfo
 		// (4.2.4) an error, as FromParts holds it.
 		return Original{}, fmt.Errorf("%w: the request target is neither a path nor an http(s) URL with a host (and no userinfo)", ErrAmbiguousPath)
+	}
+	if r.URL.Host != "" && r.URL.Host != r.Host {
+		// An absolute-form target over HTTP/2 (:path "http://other/x"):
+		// Go's server takes r.Host from :authority and r.URL from :path,
+		// where HTTP/1 makes r.Host the target's host.
+		return Original{}, fmt.Errorf("%w: the request target's host is not the request's host (r.Host)", ErrAmbiguousHost)
 	}
 	for _, h := range r.Header["Host"] {
 		if h != r.Host {

@@ -220,6 +220,9 @@ func TestFromRequest(t *testing.T) {
 		// in r.Header (r.Host is :authority's): a handler may read it.
 		{"host-header-same", http.MethodGet, "/orders/1", request.Original{Method: "GET", Scheme: "http", Host: "api.example.com", Path: "/orders/1"}, nil},
 		{"host-header-other", http.MethodGet, "/orders/1", request.Original{}, request.ErrAmbiguousHost},
+		// An absolute-form :path over HTTP/2: r.Host is :authority's, r.URL
+		// the target's (HTTP/1 makes r.Host the target's host).
+		{"target-host-other", http.MethodGet, "http://admin.example.com/orders/1", request.Original{}, request.ErrAmbiguousHost},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(tt.method + " " + tt.target + " HTTP/1.1\r\nHost: api.example.com\r\n\r\n")))
@@ -233,6 +236,8 @@ func TestFromRequest(t *testing.T) {
 				r.Header["Host"] = []string{"api.example.com"}
 			case "host-header-other":
 				r.Header["Host"] = []string{"admin.example.com"}
+			case "target-host-other":
+				r.Host = "api.example.com"
 			}
 			got, err := request.FromRequest(r)
 			if !errors.Is(err, tt.wantErr) || got != tt.want {

@@ -144,8 +144,10 @@ type Options struct {
 	// chain to (jwks.TLSConfig); empty means the system roots. Not used
 	// with HTTPClient.
 	CAFile string
-	// HTTPClient sends the calls. Nil means a client of its own (CAFile,
-	// no redirects followed).
+	// HTTPClient sends the calls; New copies it and replaces its
+	// CheckRedirect, so that no redirect is followed whatever its own
+	// policy (a redirect is a failed call). Nil means a client of its own
+	// (CAFile).
 	HTTPClient *http.Client
 	// InsecureAllowHTTP accepts plain http:// for non-loopback hosts. It
 	// MUST NOT be used outside a trusted network: the token and the client
@@ -449,19 +451,23 @@ func New(opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
+	var hc *http.Client
+	if opts.HTTPClient != nil {
+		// A copy: the caller's client keeps its own policy elsewhere.
+		cp := *opts.HTTPClient
+		hc = &cp
+	} else {
 		tr, err := jwks.NewTransport(opts.CAFile, 64<<10)
 		if err != nil {
 			return nil, err
 		}
-		hc = &http.Client{
-			Transport: tr,
-			// The token and the credentials go to the configured endpoint
-			// only: a redirect is a failed call.
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+		hc = &http.Client{Transport: tr}
 	}
+	// The token and the credentials go to the configured endpoint only,
+	// and only its own answer is one: a redirect is a failed call (a
+	// caller's client followed it, and a 302's target, asked without the
+	// token, could answer active for every token).
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	c := &Client{
 		opts:    opts,
 		http:    hc,

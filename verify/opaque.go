@@ -96,6 +96,11 @@ func (v *Verifier) checkOpaque(ctx context.Context, token string, now time.Time,
 		tr.add("issuer", true, fmt.Sprintf("introspected at issuer %s", quote(is.cfg.Issuer)))
 	}
 	ans, err := is.cfg.Introspector.Introspect(ctx, token, now)
+	if err == nil && ans == nil {
+		// An Introspector of a library caller's own that gave neither an
+		// answer nor an error: no answer could be had.
+		err = fmt.Errorf("%w: the introspector returned no answer", ErrKeysUnavailable)
+	}
 	if err != nil {
 		if !errors.Is(err, ErrInactive) && !errors.Is(err, ErrKeysUnavailable) {
 			// Fail closed: an introspector's error of another kind is a

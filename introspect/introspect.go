@@ -777,14 +777,16 @@ func minTime(a, b time.Time) time.Time {
 // requests then needed calls of their own, held by the same flood at
 // MaxConcurrent. Found none among those sampled, it is not kept.
 func (c *Client) store(id tokenid.ID, e *entry, now time.Time) {
-	if !now.Before(e.stale) && !now.Before(e.fresh) {
-		return // nothing to serve later (exp already past)
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The earlier answer goes whether or not e is kept: the server has
+	// answered since, and it must not serve stale in e's place.
 	if old := c.entries[id]; old != nil {
 		c.bytes -= old.size
 		delete(c.entries, id)
+	}
+	if !now.Before(e.stale) && !now.Before(e.fresh) {
+		return // nothing to serve later (exp already past)
 	}
 	inactive := e.ans == nil
 	for len(c.entries) > 0 && (len(c.entries) >= c.opts.MaxEntries || c.bytes+e.size > c.opts.MaxBytes) {

@@ -82,6 +82,14 @@ var releaseScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0`)
 
+// dropScript deletes the stored answer (the endpoint has answered since,
+// with an answer that is not stored) and releases the lock when this
+// flight still holds it. KEYS: answer, lock (one hash tag).
+var dropScript = redis.NewScript(`
+redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then redis.call('DEL', KEYS[2]) end
+return 1`)
+
 // shared is a Client's Redis cache.
 type shared struct {
 	rc  *redisconn.Client
@@ -340,15 +348,19 @@ func (c *Client) storeShared(key, lock, holder string, e *entry, now time.Time) 
 	if e.fresh.After(e.stale) {
 		ttl = e.fresh.Sub(now)
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.shared.rc.Timeout())
+	defer cancel()
 	if ttl < time.Millisecond || int64(len(e.claims())) > c.shared.maxClaims {
 		// Nothing to serve later (exp already past), or claims over what
 		// a read takes (the answer's JSON re-encoded, its <, > and &
-		// escaped, can outgrow the body's bound): each flight asks.
-		c.release(lock, holder)
+		// escaped, can outgrow the body's bound): each flight asks. The
+		// earlier answer goes too, so that it never serves stale in
+		// place of the server's newer word.
+		if err := dropScript.Run(ctx, c.shared.rc, []string{key, lock}, holder).Err(); err != nil {
+			_ = c.sharedFailed(err)
+		}
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), c.shared.rc.Timeout())
-	defer cancel()
 	if err := storeScript.Run(ctx, c.shared.rc, []string{key, lock}, c.shared.encode(key, e), ttl.Milliseconds(), holder).Err(); err != nil {
 		_ = c.sharedFailed(err)
 	}

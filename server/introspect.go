@@ -143,7 +143,7 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "invalid_client", "client authentication failed")
 		return
 	}
-	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" || !utf8Charset(params) {
+	if !utf8MediaType(r.Header.Get("Content-Type"), "application/x-www-form-urlencoded") {
 		writeError(w, http.StatusBadRequest, "invalid_request", "the body must be application/x-www-form-urlencoded")
 		return
 	}
@@ -185,10 +185,18 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 	writeIntrospection(w, &d, toks[0])
 }
 
-// utf8Charset reports whether the media type parameters params name no
-// charset or UTF-8: a body labelled with another is read as UTF-8 here and
-// otherwise by whoever honours the label.
-func utf8Charset(params map[string]string) bool {
+// utf8MediaType reports whether the Content-Type value ct is the media
+// type mt with no charset or UTF-8: a body labelled with another is read as
+// UTF-8 here and otherwise by whoever honours the label. A charset given
+// as an RFC 2231 extended parameter (charset*) is refused whatever it says:
+// mime.ParseMediaType drops one whose own charset it cannot decode (an
+// ISO-8859-1 encoded charset* naming latin1 reads as no charset, and beside
+// charset=utf-8 as utf-8), which a reader honouring RFC 2231 takes.
+func utf8MediaType(ct, mt string) bool {
+	got, params, err := mime.ParseMediaType(ct)
+	if err != nil || got != mt || strings.Contains(strings.ToLower(ct), "charset*") {
+		return false
+	}
 	cs, ok := params["charset"]
 	return !ok || strings.EqualFold(cs, "utf-8")
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -175,7 +174,7 @@ func (s *Server) serveRevocations(w http.ResponseWriter, r *http.Request) {
 // addRevocation is POST /v1/revocations: 201 with the entry once the store
 // holds it.
 func (s *Server) addRevocation(w http.ResponseWriter, r *http.Request) {
-	if mt, params, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" || !utf8Charset(params) {
+	if !utf8MediaType(r.Header.Get("Content-Type"), "application/json") {
 		writeError(w, http.StatusUnsupportedMediaType, "invalid_request", "the body must be application/json")
 		return
 	}

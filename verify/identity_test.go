@@ -58,6 +58,8 @@ func TestOpaque(t *testing.T) {
 		"keycloak-offline":   fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","typ":"Offline"}`, aud, exp),
 		"keycloak-access":    fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","typ":"Bearer"}`, aud, exp),
 		"sub-number":         fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":5}`, aud, exp),
+		"duende-refresh":     fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","token_type":"refresh_token"}`, aud, exp),
+		"duende-access":      fmt.Sprintf(`{"aud":%q,"exp":%d,"sub":"bob","token_type":"access_token"}`, aud, exp),
 	}
 	a := issuerA(keys)
 	a.Introspector = introspector(t, issA, answers)
@@ -94,6 +96,10 @@ func TestOpaque(t *testing.T) {
 		{"keycloak-refresh-token", one, "keycloak-refresh", nil, verify.ErrWrongType, ""},
 		{"keycloak-offline-token", one, "keycloak-offline", nil, verify.ErrWrongType, ""},
 		{"keycloak-access-token", one, "keycloak-access", nil, nil, "bob"},
+		// Duende IdentityServer (7.1 and later) answers a refresh token to
+		// the client that requested it, with token_type refresh_token.
+		{"duende-refresh-token", one, "duende-refresh", nil, verify.ErrWrongType, ""},
+		{"duende-access-token", one, "duende-access", nil, nil, "bob"},
 		{"answer-sub-not-a-string", one, "sub-number", nil, verify.ErrKeysUnavailable, ""},
 		{"three-segments-not-jws", one, "three.segments.tok", nil, nil, ""},
 		{"jwt-stays-local", one, mint("RS256", "k-RS256", nil), nil, nil, "alice"},

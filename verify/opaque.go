@@ -211,8 +211,9 @@ func (is *issuer) opaqueResult(raw json.RawMessage) *opaqueMemo {
 
 // notAccessToken refuses an active answer that says its token is not an
 // access token (wrong_type): Hydra's token_use other than "access_token",
-// Keycloak's typ "Refresh" or "Offline". Both servers answer active for
-// their refresh tokens too (RFC 7662 lets them), and a refresh token is a
+// Keycloak's typ "Refresh" or "Offline", Duende IdentityServer's
+// token_type "refresh_token" (to the client that requested the token).
+// These servers answer active for their refresh tokens too (RFC 7662 lets them), and a refresh token is a
 // credential for the authorization server only (RFC 6749 §1.5), never for
 // an API: accepted here, a leaked one would reach every resource for as
 // long as it lives, typically weeks.
@@ -235,6 +236,12 @@ func notAccessToken(ps string) error {
 		case "typ":
 			if s, ok := JSONString(v); ok && (strings.EqualFold(s, "Refresh") || strings.EqualFold(s, "Offline")) {
 				return fmt.Errorf("%w: introspection answer's typ %s is a refresh token's", ErrWrongType, quote(s))
+			}
+		case "token_type":
+			// RFC 7662 means the access token's type (Bearer, DPoP);
+			// no access token's answer says refresh_token.
+			if s, ok := JSONString(v); ok && strings.EqualFold(s, "refresh_token") {
+				return fmt.Errorf("%w: introspection answer's token_type %s is a refresh token's", ErrWrongType, quote(s))
 			}
 		}
 	}

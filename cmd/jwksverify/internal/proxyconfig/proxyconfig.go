@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/textproto"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -304,6 +305,22 @@ func parse(name string) *template.Template {
 				return nil
 			}
 			return []string{textproto.CanonicalMIMEHeaderKey(strings.ReplaceAll(h, "_", "-"))}
+		},
+		// listedre: a regular expression that matches a Connection value
+		// listing one of the names (a comma-separated token, any case, as
+		// a proxy removing what Connection lists compares it), "" for no
+		// names.
+		"listedre": func(hs []string, more ...string) string {
+			var alts []string
+			for _, h := range append(slices.Clip(hs), more...) {
+				if h != "" {
+					alts = append(alts, regexp.QuoteMeta(h))
+				}
+			}
+			if len(alts) == 0 {
+				return ""
+			}
+			return `(?i)(?:^|,)\s*(?:` + strings.Join(alts, "|") + `)\s*(?:,|$)`
 		},
 		"nginxvar": func(h string) string { return strings.ReplaceAll(strings.ToLower(h), "-", "_") },
 		"seconds":  func(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) },

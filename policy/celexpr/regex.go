@@ -1,8 +1,10 @@
 package celexpr
 
 import (
+	"math"
 	"regexp/syntax"
 
+	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/overloads"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
@@ -14,27 +16,32 @@ import (
 // evaluation, and cel-go charges matches by the pattern's length, not by
 // the program it compiles to: ".{1000}" is 7 bytes and 1000 instructions,
 // and a 14 KB claim of them compiles to 2 000 000 (over 400 MB allocated
-// in one evaluation within any cost limit). Such a pattern is therefore
-// measured before it is compiled (its instruction count, as regexp/syntax
-// bounds its own programs, without expanding the repetitions): one unit of
-// cost per instruction, charged before the compilation, so that the cost
-// limit stops it, and never more instructions than the limit in one call,
-// tracked or not. A literal pattern is compiled once, at load (cel-go's
-// OptOptimize), and is not affected.
+// in one evaluation within any cost limit). Matching costs what the
+// program is too: Go's regexp runs every instruction at every position of
+// the string in the worst case, so "a{1000}" against 11 000 a's took over
+// a second within the limit, charged (after the match) for its 7 bytes.
+// Such a pattern is therefore measured before it is compiled (its
+// instruction count, as regexp/syntax bounds its own programs, without
+// expanding the repetitions), and charged before it runs: one unit of cost
+// per instruction for its compilation, and its match as cel-go charges a
+// match, with the instruction count for the pattern's length. A call
+// beyond the cost limit is an error, tracked or not, and nothing is
+// compiled or matched for it. A literal pattern is compiled once, at load
+// (cel-go's OptOptimize), and is not affected.
 
 // regexCompileOverload is the overload the cost tracker charges a run-time
-// pattern's compilation under ([regexCompileCost]).
+// pattern's compilation and match under ([regexCompileCost]).
 const regexCompileOverload = "jwksverify_regex_compile"
 
-// regexCompileCall is the call the compilation of a run-time pattern is
-// charged as.
+// regexCompileCall is the call the compilation and match of a run-time
+// pattern are charged as.
 type regexCompileCall struct{}
 
 func (regexCompileCall) Function() string   { return overloads.Matches }
 func (regexCompileCall) OverloadID() string { return regexCompileOverload }
 
-// regexCompileCost is the cost of compiling a run-time pattern: its
-// instruction count, which boundRegex passes as the call's result.
+// regexCompileCost is the cost of a run-time pattern's compilation and
+// match, which boundedMatches passes as the call's result.
 func regexCompileCost(_ []ref.Val, result ref.Val) *uint64 {
 	n, _ := result.(types.Int)
 	c := uint64(max(n, 0))
@@ -42,7 +49,7 @@ func regexCompileCost(_ []ref.Val, result ref.Val) *uint64 {
 }
 
 // boundRegex decorates each matches call whose pattern is not a constant
-// with the bound of costLimit instructions.
+// with the bound of costLimit.
 func boundRegex(costLimit uint64) interpreter.InterpretableDecoratorV2 {
 	return func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 		call, ok := i.(interpreter.InterpretableCall)
@@ -56,28 +63,70 @@ func boundRegex(costLimit uint64) interpreter.InterpretableDecoratorV2 {
 	}
 }
 
-// boundedMatches is a matches call whose pattern is measured first.
+// boundedMatches is a matches call whose pattern is measured, and whose
+// compilation and match are charged, before either runs.
 type boundedMatches struct {
 	interpreter.InterpretableCall
 	limit uint64
 }
 
-// Exec implements interpreter.InterpretableV2.
+// Exec implements interpreter.InterpretableV2: each argument is evaluated
+// once, and a string matched against a string pattern as cel-go's matches
+// does (types.String.Match), after the charge.
 func (b *boundedMatches) Exec(frame *interpreter.ExecutionFrame) ref.Val {
-	pat := b.Args()[1].Exec(frame)
-	if s, ok := pat.(types.String); ok {
-		n, err := regexSize(string(s), b.limit)
-		if err != nil {
-			return types.NewErr("invalid regular expression (its value is not repeated)")
-		}
-		if uint64(n) > b.limit {
-			return types.NewErr("regular expression of %d instructions is beyond the cost limit (%d)", n, b.limit)
-		}
-		if costs := frame.CostTracker(); costs != nil {
-			costs.EvalUnary(frame, b.ID(), regexCompileCall{}, s, types.Int(n))
-		}
+	args := b.Args()
+	target := args[0].Exec(frame)
+	if types.IsUnknownOrError(target) {
+		return target
 	}
-	return b.InterpretableCall.Exec(frame)
+	pat := args[1].Exec(frame)
+	if types.IsUnknownOrError(pat) {
+		return pat
+	}
+	s, ok1 := target.(types.String)
+	p, ok2 := pat.(types.String)
+	if !ok1 || !ok2 {
+		// A value of another type (a dyn claim): cel-go's own call and
+		// its error. Nothing is compiled for it.
+		return b.InterpretableCall.Exec(frame)
+	}
+	n, err := regexSize(string(p), b.limit)
+	if err != nil {
+		return types.NewErrWithNodeID(b.ID(), "invalid regular expression (its value is not repeated)")
+	}
+	if uint64(n) > b.limit {
+		return types.NewErrWithNodeID(b.ID(), "regular expression of %d instructions is beyond the cost limit (%d)", n, b.limit)
+	}
+	charge := uint64(n) + matchCost(len(s), n)
+	if charge > b.limit {
+		return types.NewErrWithNodeID(b.ID(), "matching a string of %d bytes with a regular expression of %d instructions is beyond the cost limit (%d)", len(s), n, b.limit)
+	}
+	costs := frame.CostTracker()
+	if costs != nil {
+		costs.EvalUnary(frame, b.ID(), regexCompileCall{}, p, types.Int(charge))
+	}
+	res := s.Match(p)
+	if e, ok := res.(*types.Err); ok && e.NodeID() == 0 {
+		res = types.LabelErrNode(b.ID(), e)
+	}
+	if costs != nil {
+		costs.EvalBinary(frame, b.ID(), b.InterpretableCall, s, p, res)
+	}
+	return res
+}
+
+// matchCost is the cost of matching a string of size bytes with a program
+// of insts instructions: cel-go's cost of matches, (size+1) ×
+// StringTraversalCostFactor × the pattern's length ×
+// RegexStringLengthCostFactor, with the instruction count for the length
+// (Go's regexp steps every instruction at every position in the worst
+// case). Saturates at MaxUint64.
+func matchCost(size int, insts int64) uint64 {
+	c := math.Ceil(float64(size+1) * cost.StringTraversalCostFactor * float64(insts) * cost.RegexStringLengthCostFactor)
+	if c >= math.MaxUint64 {
+		return math.MaxUint64
+	}
+	return uint64(c)
 }
 
 // Eval implements interpreter.Interpretable.

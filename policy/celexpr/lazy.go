@@ -40,16 +40,17 @@ type claimsMap struct {
 	buf   [8]string     // vals' storage for up to 8 names
 	full  traits.Mapper // the decoded claims set, made on first need
 	err   error         // why the claims set did not decode (full is then empty)
-	// conv and composite hold the converted list and object claims read
-	// so far — conv those of names, by index (convBuf its storage for up
-	// to 8), composite any other: converting one decodes its JSON, and an
-	// expression may read it once per iteration of a loop over another
-	// claim (each read one unit of CEL cost), so that without them the
-	// work grew with the product of two claims' sizes. Each claim is
-	// converted at most once per evaluation.
-	conv      []ref.Val
-	convBuf   [8]ref.Val
-	composite map[string]ref.Val
+	// conv and converts hold the converted claims read so far — conv
+	// those of names, by index (convBuf its storage for up to 8),
+	// converts any other: converting one decodes its JSON (a list or an
+	// object; a string's escapes; a number's digits, read exactly from
+	// 2^53 on), and an expression may read it once per iteration of a
+	// loop over another claim (each read one unit of CEL cost), so that
+	// without them the work grew with the product of two claims' sizes.
+	// Each claim is converted at most once per evaluation.
+	conv     []ref.Val
+	convBuf  [8]ref.Val
+	converts map[string]ref.Val
 	// others holds the JSON text of every claim by name, made on the
 	// second read of a claim the program does not name (a key computed
 	// at run time: claims[k] in claims.exists(k, ...), g in claims for
@@ -101,8 +102,8 @@ func indexClaims(raw []byte) map[string]string {
 	}
 }
 
-// converted returns the converted value of the list or object claim name,
-// whose JSON is v, converting it on its first read.
+// converted returns the converted value of the claim name, whose JSON is
+// v, converting it on its first read.
 func (m *claimsMap) converted(name, v string) ref.Val {
 	if i := slices.Index(m.names, name); i >= 0 {
 		if m.conv == nil {
@@ -117,14 +118,14 @@ func (m *claimsMap) converted(name, v string) ref.Val {
 		}
 		return m.conv[i]
 	}
-	if cv, ok := m.composite[name]; ok {
+	if cv, ok := m.converts[name]; ok {
 		return cv
 	}
 	cv := jsonValue(v)
-	if m.composite == nil {
-		m.composite = make(map[string]ref.Val)
+	if m.converts == nil {
+		m.converts = make(map[string]ref.Val)
 	}
-	m.composite[name] = cv
+	m.converts[name] = cv
 	return cv
 }
 
@@ -171,9 +172,6 @@ func (m *claimsMap) Find(key ref.Val) (ref.Val, bool) {
 	v, ok := m.claim(string(k))
 	if !ok {
 		return nil, false
-	}
-	if len(v) == 0 || (v[0] != '[' && v[0] != '{') {
-		return jsonValue(v), true
 	}
 	return m.converted(string(k), v), true
 }

@@ -141,7 +141,10 @@ func ipCheck(t *testing.T, c authv3.AuthorizationClient, host, tok string) verdi
 func ipServiceMiddleware(s *Service, host, tok string) verdict {
 	h := s.Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	r := httptest.NewRequest(http.MethodGet, "https://api.example/orders/1", nil)
-	r.Host = host
+	// As Go's server reads an origin-form request over TLS: r.Host from
+	// the Host header, no host or scheme in r.URL (an absolute-form
+	// target's host that is not r.Host is ambiguous).
+	r.Host, r.URL.Host, r.URL.Scheme, r.RequestURI = host, "", "", "/orders/1"
 	r.Header.Set("Authorization", "Bearer "+tok)
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, r)

@@ -51,7 +51,7 @@ func (s *Service) Reload(ctx context.Context, next *config.Plan) error {
 	}
 	prev := s.cur.Load()
 	b := &builder{s: s, prev: prev}
-	g, err := b.build(next)
+	g, err := b.build(keepListeners(prev.plan, next))
 	if err != nil {
 		s.ReloadFailed(err)
 		return err
@@ -289,6 +289,20 @@ func restartNeeded(cur, next *config.Plan) []string {
 		}
 	}
 	return out
+}
+
+// keepListeners returns next with the listeners of cur, the running plan:
+// their addresses and TLS, and so which endpoints each serves
+// (Server.SeparateAdmin). A reload cannot open or close a listener
+// (restartNeeded names the change), and a server built for next's would
+// serve /metrics and /v1/issuers on listen when admin_listen was removed,
+// or no /healthz anywhere when it was added. next itself is not changed.
+func keepListeners(cur, next *config.Plan) *config.Plan {
+	kept := *next
+	kept.Listen, kept.GRPCListen, kept.AdminListen = cur.Listen, cur.GRPCListen, cur.AdminListen
+	kept.TLS, kept.GRPCTLS, kept.AdminTLS = cur.TLS, cur.GRPCTLS, cur.AdminTLS
+	kept.Server.SeparateAdmin = cur.Server.SeparateAdmin
+	return &kept
 }
 
 // sameRevocation reports whether two plans ask for the same revocation

@@ -1078,7 +1078,10 @@ func readRegular(path string, limit int64) ([]byte, error) {
 	return b, err
 }
 
-// checkListen accepts host:port with a numeric port (0 = any free port).
+// checkListen accepts host:port with a port written in plain decimal (0 =
+// any free port). net.Listen also reads 08080 and +8080 as 8080: the
+// listeners are told apart by their text, and proxy-config refuses any
+// other spelling.
 func checkListen(addr string) error {
 	if addr == "" {
 		return errors.New("empty address; want host:port such as 127.0.0.1:8080")
@@ -1087,8 +1090,8 @@ func checkListen(addr string) error {
 	if err != nil {
 		return fmt.Errorf("%q is not host:port: %w", addr, err)
 	}
-	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("%q: port %q is not a number in [0, 65535]", addr, port)
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
+		return fmt.Errorf("%q: port %q is not a number in [0, 65535] written in decimal", addr, port)
 	}
 	if strings.ContainsAny(host, " /") {
 		return fmt.Errorf("%q: bad host %q", addr, host)

@@ -26,8 +26,8 @@ func TestRouteHostIPSpelling(t *testing.T) {
 			}
 		})
 	}
-	for host, req := range map[string]string{"127.0.0.1": "127.0.0.1:8080", "127.0.0.1:80": "127.0.0.1", "::1": "[::1]:443", "[::1]": "[::1]",
-		"[::1]:443": "[::1]", "2001:DB8::1": "[2001:db8::1]", "A1.example": "a1.example", "123.example": "123.example", "1e100.net": "1e100.net"} {
+	for host, req := range map[string]string{"127.0.0.1": "127.0.0.1:8080", "::1": "[::1]:443", "[::1]": "[::1]",
+		"2001:DB8::1": "[2001:db8::1]", "A1.example": "a1.example", "123.example": "123.example", "1e100.net": "1e100.net"} {
 		t.Run(host, func(t *testing.T) {
 			set, err := policy.New(policy.Options{Policies: []policy.Spec{{Name: "strict"}, {Name: "lax"}},
 				Routes: []policy.Route{{Host: host, Path: "/**", Policy: "strict"}, {Path: "/**", Policy: "lax"}}})

@@ -213,7 +213,7 @@ func TestSelect(t *testing.T) {
 	s := mustSet(t, policy.Options{
 		Policies: []policy.Spec{{Name: "write"}, {Name: "read"}, {Name: "admin"}, {Name: "public"}, {Name: "item"}, {Name: "fallback"}},
 		Routes: []policy.Route{
-			{Methods: []string{"POST", "PUT"}, Host: "API.example.com:443", Path: "/orders/**", Policy: "write"},
+			{Methods: []string{"POST", "PUT"}, Host: "API.example.com", Path: "/orders/**", Policy: "write"},
 			{Path: "/orders/**", Policy: "read"},
 			{Path: "/admin/**", Policy: "admin"},
 			{Path: "/public", Policy: "public"},

@@ -54,8 +54,11 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 			return route{}, fmt.Errorf("host: %q is not a host name", rt.Host)
 		}
 		h := rt.Host
-		if name, _, err := net.SplitHostPort(h); err == nil {
-			h = name
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			// The host is compared without its port, so a port here would
+			// match every port of the host: an anonymous route written
+			// for public.example:8080 would open public.example:443 too.
+			return route{}, fmt.Errorf("host: %q names a port: a route's host is compared without the port, so it would match every port of the host; write the host alone", rt.Host)
 		}
 		if err := request.CheckIPSpelling(h); err != nil {
 			// A request naming the address so is refused: the route
@@ -70,7 +73,7 @@ func compileRoute(rt Route, byName map[string]*Policy) (route, error) {
 			full = "[" + full + "]" // an IPv6 address, brackets optional
 		}
 		if err := request.CheckHost(full); err != nil {
-			return route{}, fmt.Errorf("host: %q is not a host name or IP address (with an optional port) that a request can name", rt.Host)
+			return route{}, fmt.Errorf("host: %q is not a host name or IP address that a request can name", rt.Host)
 		}
 	}
 	path := rt.Path

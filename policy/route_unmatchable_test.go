@@ -30,10 +30,10 @@ func TestRouteHostNoRequestCanName(t *testing.T) {
 			}
 		})
 	}
-	// What CONFIG.md allows still loads and matches: any case, a port, a
+	// What CONFIG.md allows still loads and matches: any case, a
 	// trailing dot, an IPv6 address with or without brackets.
-	for host, req := range map[string]string{"Admin.Example.COM": "admin.example.com", "admin.example.com:8443": "admin.example.com",
-		"admin.example.com.": "admin.example.com:443", "admin_x.example.com": "admin_x.example.com", "::1": "[::1]", "[::1]:443": "[::1]"} {
+	for host, req := range map[string]string{"Admin.Example.COM": "admin.example.com",
+		"admin.example.com.": "admin.example.com:443", "admin_x.example.com": "admin_x.example.com", "::1": "[::1]", "[::1]": "[::1]:443"} {
 		t.Run(host, func(t *testing.T) {
 			set, err := policy.New(policy.Options{Policies: []policy.Spec{{Name: "strict"}, {Name: "lax"}},
 				Routes: []policy.Route{{Host: host, Path: "/**", Policy: "strict"}, {Path: "/**", Policy: "lax"}}})
@@ -77,5 +77,22 @@ func TestRoutePathWithQueryRefused(t *testing.T) {
 	}
 	if ch, err := set.Choose("", o, nil); err != nil || ch.Policy.Name() != "strict" {
 		t.Fatalf("route /a%%3Fb, request /a%%3Fb: %+v, %v; want the strict route", ch, err)
+	}
+}
+
+// TestRouteHostPortRefused: a route's host is compared without the port,
+// so one written with a port matched every port of the host: an anonymous
+// route for public.example:8080 opened public.example:443 (an admin site
+// on another port of the same name) too. A port is refused at load,
+// naming the route.
+func TestRouteHostPortRefused(t *testing.T) {
+	for _, host := range []string{"public.example:8080", "Public.Example:443", "127.0.0.1:80", "[::1]:443", "public.example.:8080"} {
+		t.Run(host, func(t *testing.T) {
+			_, err := policy.New(policy.Options{Policies: []policy.Spec{{Name: "public", AllowAnonymous: true}, {Name: "strict"}},
+				Routes: []policy.Route{{Host: host, Path: "/**", Policy: "public"}}, DefaultPolicy: "strict"})
+			if !errors.Is(err, policy.ErrInvalid) || !strings.Contains(err.Error(), "routes[0].host") || !strings.Contains(err.Error(), "port") {
+				t.Fatalf("New(route host %q) = %v, want ErrInvalid naming routes[0].host and its port", host, err)
+			}
+		})
 	}
 }

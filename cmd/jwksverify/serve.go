@@ -497,7 +497,11 @@ func newHTTPServer(h http.Handler, t config.Timeouts, logger *slog.Logger) *http
 		WriteTimeout:      t.Write,
 		IdleTimeout:       t.Idle,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(limitedHandler(logger.Handler()), slog.LevelWarn),
+		// OPTIONS * is the handler's to answer, as every other request
+		// is: net/http's own answer is a 200 outside the API, without
+		// Cache-Control: no-store, never counted or logged.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     slog.NewLogLogger(limitedHandler(logger.Handler()), slog.LevelWarn),
 		// HTTP/2 (ALPN h2 on the TLS listener) sets no deadline on the
 		// connection: a stream's write timeout queues a RST_STREAM behind
 		// a write blocked on a client that never reads, so the streams,

@@ -24,7 +24,9 @@ import (
 // instruction count, as regexp/syntax bounds its own programs, without
 // expanding the repetitions), and charged before it runs: one unit of cost
 // per instruction for its compilation, and its match as cel-go charges a
-// match, with the instruction count for the pattern's length. A call
+// match, with the instruction count for the pattern's length (cel-go's
+// own charge of the call, after it, counted in: a match is charged once,
+// as the greater of the two). A call
 // beyond the cost limit is an error, tracked or not, and nothing is
 // compiled or matched for it. A literal pattern is compiled once, at load
 // (cel-go's OptOptimize), and is not affected.
@@ -103,7 +105,13 @@ func (b *boundedMatches) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	}
 	costs := frame.CostTracker()
 	if costs != nil {
-		costs.EvalUnary(frame, b.ID(), regexCompileCall{}, p, types.Int(charge))
+		// cel-go charges the match itself after it (EvalBinary below), by
+		// the pattern's length: what it will charge is counted in the
+		// charge made here, so that a match is charged once, as the
+		// greater of the two (charged twice, a 26-byte pattern built from
+		// a claim denied an 8 000-byte scope claim that either allows).
+		own := costs.CostCall(b.InterpretableCall, []ref.Val{s, p}, types.False)
+		costs.EvalUnary(frame, b.ID(), regexCompileCall{}, p, types.Int(charge-min(own, charge-uint64(n))))
 	}
 	res := s.Match(p)
 	if e, ok := res.(*types.Err); ok && e.NodeID() == 0 {

@@ -237,7 +237,11 @@ func viaForwardAuth(s *Service, rq refusalRequest) *httptest.ResponseRecorder {
 // viaMiddleware runs rq itself through Service.Middleware.
 func viaMiddleware(s *Service, rq refusalRequest) *httptest.ResponseRecorder {
 	r := httptest.NewRequest(rq.method, "https://api.example"+rq.path, nil)
-	r.Host = rq.host
+	// As Go's server reads an origin-form request over TLS: r.Host from
+	// the Host header, no host or scheme in r.URL. An absolute URL's host
+	// beside another r.Host is ambiguous (request.FromRequest), which would
+	// refuse a row whatever its own host says (ambiguous-ip-host).
+	r.Host, r.URL.Host, r.URL.Scheme, r.RequestURI = rq.host, "", "", rq.path
 	if rq.authorization != "" {
 		r.Header.Set("Authorization", rq.authorization)
 	}

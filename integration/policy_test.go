@@ -35,7 +35,8 @@ func TestCaddyPolicies(t *testing.T) {
 // testPolicies runs the acceptance cases of authorization policies through
 // a real proxy with the shipped file: read-only token, scoped routes, the
 // anonymous public route, the other preset's headers sent by the client,
-// and dot segments in every encoding never reaching the admin-only allow.
+// and dot segments in every encoding never reaching the admin-only allow;
+// every refusal says Cache-Control: no-store, as jwksverify's own.
 func testPolicies(t *testing.T, px *proxyEnv, otherPreset string) {
 	is := px.issuer
 	read := is.Token(nil) // scope orders:read
@@ -103,6 +104,11 @@ func testPolicies(t *testing.T, px *proxyEnv, otherPreset string) {
 			}
 			if tc.wantStatus != 200 && got != 0 {
 				t.Errorf("upstream hits %d for a denied request", got)
+			}
+			// A refusal is never stored (jwksverify's own answers say
+			// no-store): nginx's file writes its 401, 403 and 503 itself.
+			if tc.wantStatus != 200 && resp.Header.Get("Cache-Control") != "no-store" {
+				t.Errorf("%d Cache-Control = %q, want no-store", resp.StatusCode, resp.Header.Get("Cache-Control"))
 			}
 		})
 	}

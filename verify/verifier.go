@@ -960,7 +960,11 @@ func (v *Verifier) checkSignature(ctx context.Context, is *issuer, spec *algSpec
 		if is.cfg.Refresher == nil {
 			return nil, tr.fail("key", fmt.Errorf("%w: kid %s", ErrUnknownKid, quote(h.kid)))
 		}
-		rerr := is.cfg.Refresher.RefreshUnknownKid(ctx, h.kid)
+		// The kid is a slice of the decoded header, as long as the token
+		// allows: a Refresher keeps the kids it is asked for (jwks.Fetcher,
+		// up to cache.MaxMissing per issuer, for the process's life), and
+		// must not keep every unauthenticated header with them.
+		rerr := is.cfg.Refresher.RefreshUnknownKid(ctx, strings.Clone(h.kid))
 		// Look again even when the refresher declined: a concurrent
 		// request's refresh (the one that spent the budget) may have
 		// published the kid meanwhile.

@@ -54,7 +54,8 @@ type Refresher interface {
 	// found. It returns nil once a refresh completed (the caller then reloads
 	// the set from its cache.Keys), or an error when no refresh was made: the
 	// per-interval budget is spent (returned at once, never waited for), the
-	// kid is remembered as missing, or the fetch failed. It waits for a
+	// kid is remembered as missing, or the fetch failed. kid is a string
+	// of its own (not a slice of the token), which it may keep. It waits for a
 	// shared in-flight refresh only as long as ctx allows. An error that
 	// wraps [ErrKidAbsent] says no refresh would find kid (no source, or
 	// proven absent moments ago).

@@ -290,6 +290,7 @@ func numericDate(v string) (time.Time, error) {
 	if t, ok := decimalDate(v); ok {
 		return t, nil
 	}
+	// A negative number with a fraction or an exponent.
 	f, err := strconv.ParseFloat(v, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return time.Time{}, errDateClaim
@@ -308,34 +309,30 @@ func numericDate(v string) (time.Time, error) {
 // the ninth: a float64 holds 1893553444.999999999 as …445.000000000, an iat
 // that moved past a revocation's issued_before (iat equal to it is not
 // before). 1.8935534449999999999e9 and 18935534449999999999e-10 are the
-// same number and read the same. It reports false for a negative number,
-// one past maxNumericDate and an exponent beyond ±maxDateExponent (the
-// float path clamps them).
+// same number and read the same. It reads every length and exponent:
+// strconv.ParseFloat counts at most 800 digits before the point, so "1"
+// followed by 2 000 zeros and e-1990 (10^10, year 2286) read as 10^-191, an
+// nbf of the far future as 1970. A value past maxNumericDate is clamped to
+// it. It reports false for a negative number (the float path reads it: any
+// reading of it is before 1970, as the number is, so no verdict depends on
+// its digits).
 func decimalDate(v string) (time.Time, bool) {
 	if v == "" || v[0] == '-' {
 		return time.Time{}, false
 	}
 	mant, exp := v, 0
 	if i := strings.IndexAny(v, "eE"); i >= 0 {
-		mant = v[:i]
-		es := v[i+1:]
-		if len(es) > 6 {
-			return time.Time{}, false
-		}
-		e, err := strconv.Atoi(es) // validated JSON: [+-]?[0-9]+
-		if err != nil || e > maxDateExponent || e < -maxDateExponent {
-			return time.Time{}, false
-		}
-		exp = e
+		mant, exp = v[:i], dateExponent(v[i+1:])
 	}
 	ip, fp, _ := strings.Cut(mant, ".")
 	if ip == "" {
 		return time.Time{}, false
 	}
+	n := len(ip) + len(fp)
 	// digit returns the k-th digit of ip followed by fp, 0 past either end.
 	digit := func(k int) int64 {
 		switch {
-		case k < 0 || k >= len(ip)+len(fp):
+		case k < 0 || k >= n:
 			return 0
 		case k < len(ip):
 			return int64(ip[k] - '0')
@@ -343,12 +340,23 @@ func decimalDate(v string) (time.Time, bool) {
 			return int64(fp[k-len(ip)] - '0')
 		}
 	}
+	first := len(ip) - len(strings.TrimLeft(ip, "0")) // the first digit that is not 0
+	if first == len(ip) {
+		first += len(fp) - len(strings.TrimLeft(fp, "0"))
+	}
 	point := len(ip) + exp // digits before the decimal point
+	switch {
+	case first == n || point <= first-9:
+		return time.Unix(0, 0).UTC(), true // zero, or below a nanosecond
+	case point-first > 12:
+		return time.Unix(maxNumericDate, 0).UTC(), true // 10^12 s or more
+	}
 	var sec, ns int64
-	for k := 0; k < point; k++ {
-		if sec = sec*10 + digit(k); sec > maxNumericDate {
-			return time.Time{}, false
-		}
+	for k := first; k < point; k++ { // at most 12 digits
+		sec = sec*10 + digit(k)
+	}
+	if sec > maxNumericDate {
+		return time.Unix(maxNumericDate, 0).UTC(), true
 	}
 	for k := point; k < point+9; k++ {
 		ns = ns*10 + digit(k)
@@ -356,10 +364,29 @@ func decimalDate(v string) (time.Time, bool) {
 	return time.Unix(sec, ns).UTC(), true
 }
 
-// maxDateExponent bounds the exponent decimalDate reads exactly: a
-// NumericDate needs at most 12 integer digits, so a larger one is zero or
-// clamped, which the float path does as well.
-const maxDateExponent = 400
+// dateExponent reads a validated JSON exponent ([+-]?[0-9]+), saturated
+// at ±maxDateExponent: a claims set is far shorter, so every larger
+// exponent puts the first digit past year 9999 or below a nanosecond.
+func dateExponent(es string) int {
+	neg := es != "" && es[0] == '-'
+	if es != "" && (es[0] == '-' || es[0] == '+') {
+		es = es[1:]
+	}
+	e := 0
+	for i := 0; i < len(es) && e < maxDateExponent; i++ {
+		e = e*10 + int(es[i]-'0')
+	}
+	e = min(e, maxDateExponent)
+	if neg {
+		return -e
+	}
+	return e
+}
+
+// maxDateExponent bounds the exponent dateExponent reads: past the length
+// of the longest token (MaxMaxTokenBytes), with room for the 12 digits of a
+// NumericDate.
+const maxDateExponent = 1 << 24
 
 // hasMember reports whether the validated object s has a member named name.
 func hasMember(s, name string) bool {

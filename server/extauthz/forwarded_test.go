@@ -85,10 +85,17 @@ func TestBothHeaderFormsRefused(t *testing.T) {
 			req := envoyRequest("POST", tt.path, tt.headers)
 			req.Attributes.Request.Http.HeaderMap = &corev3.HeaderMap{Headers: tt.raw}
 			resp, err := a.Check(t.Context(), req)
-			if c, st := code(resp, err), deniedStatus(resp, err); c != codes.Unauthenticated || st != 401 || !strings.Contains(string(resp.GetDeniedResponse().GetBody()), "malformed") {
-				t.Errorf("Check() = %v %d %s, want UNAUTHENTICATED 401 malformed", c, st, resp.GetDeniedResponse().GetBody())
-			}
+			wantMalformed(t, resp, err)
 		})
+	}
+}
+
+// wantMalformed fails t unless the Check was refused as malformed: 401,
+// UNAUTHENTICATED, the class in the body.
+func wantMalformed(t *testing.T, resp *authv3.CheckResponse, err error) {
+	t.Helper()
+	if c, st := code(resp, err), deniedStatus(resp, err); c != codes.Unauthenticated || st != 401 || !strings.Contains(string(resp.GetDeniedResponse().GetBody()), "malformed") {
+		t.Errorf("Check() = %v %d %s, want UNAUTHENTICATED 401 malformed", c, st, resp.GetDeniedResponse().GetBody())
 	}
 }
 
@@ -121,9 +128,7 @@ func TestHeaderMapNameCaseRefused(t *testing.T) {
 				}
 				return
 			}
-			if c, st := code(resp, err), deniedStatus(resp, err); c != codes.Unauthenticated || st != 401 || !strings.Contains(string(resp.GetDeniedResponse().GetBody()), "malformed") {
-				t.Errorf("Check() = %v %d %s, want UNAUTHENTICATED 401 malformed", c, st, resp.GetDeniedResponse().GetBody())
-			}
+			wantMalformed(t, resp, err)
 		})
 	}
 }

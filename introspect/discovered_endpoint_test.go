@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,10 +20,7 @@ import (
 // token and the client's secret never go to a plaintext endpoint the
 // discovery document names; an endpoint not discovered yet sends nothing.
 func TestDiscoveredEndpointIsChecked(t *testing.T) {
-	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte("s3cret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeSecret(t, "s3cret")
 	for _, tt := range []struct {
 		name     string
 		endpoint string

@@ -179,10 +179,7 @@ func TestIntrospectStale(t *testing.T) {
 
 func TestIntrospectBasicAuthSecretReread(t *testing.T) {
 	srv, url := newServer(t)
-	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeSecret(t, "s3cret\n")
 	c := newClient(t, introspect.Options{URL: url, ClientID: "gate way", ClientSecretFile: secret})
 	want := func(id, sec string) string {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(id+":"+sec))
@@ -770,4 +767,15 @@ func TestIntrospectRandomTokensKeepActiveAnswers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// writeSecret writes a client secret file of content in a test's own
+// directory and returns its path.
+func writeSecret(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,10 +21,7 @@ import (
 // answered active for any token, and a 307's got the token (and, on the
 // same host, the Basic credentials).
 func TestCallerClientFollowsNoRedirect(t *testing.T) {
-	secret := filepath.Join(t.TempDir(), "secret")
-	if err := os.WriteFile(secret, []byte("s3cret-value"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	secret := writeSecret(t, "s3cret-value")
 	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			var elsewhere atomic.Int64

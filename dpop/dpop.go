@@ -783,7 +783,15 @@ func ReplayKey(issuer, jti string) [32]byte {
 func normalizeHTU(htu string) (string, error) {
 	u, err := url.Parse(htu)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return "", invalid("htu %s is not an absolute http(s) URI", quote(htu))
+		// Shown without its query and fragment, as the request's are kept
+		// out of its errors (request.FromRequest): the message is the
+		// rejection log line's detail, and a query carries what clients
+		// put there (an OAuth code, a signed URL's signature, a token).
+		shown := htu
+		if i := strings.IndexAny(shown, "?#"); i >= 0 {
+			shown = shown[:i]
+		}
+		return "", invalid("htu %s (query and fragment not shown) is not an absolute http(s) URI", quote(shown))
 	}
 	scheme := strings.ToLower(u.Scheme)
 	if scheme != "http" && scheme != "https" {

@@ -1,0 +1,49 @@
+package dpop_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/jwksverify/jwksverify/dpop"
+	"github.com/jwksverify/jwksverify/internal/testkeys"
+	"github.com/jwksverify/jwksverify/verify"
+)
+
+// TestHTUErrorWithoutQuery: the error of a proof whose htu is refused
+// never repeats its query or fragment. The error is the detail of the
+// rejection's log line and of /v1/verify's checks, and a query carries what
+// clients put there (an OAuth code, a signed URL's signature, a token), as
+// the request side keeps out of its errors (request.FromRequest).
+func TestHTUErrorWithoutQuery(t *testing.T) {
+	const secret = "SECRET-CODE"
+	jkt := thumb(t, testkeys.EC256A)
+	for name, htu := range map[string]string{
+		"relative":              "/orders/1?code=" + secret,
+		"relative-fragment":     "/orders/1#code=" + secret,
+		"control-in-query":      "https://api.example.com/orders/1?code=" + secret + "\x7f",
+		"no-host-fragment":      "https:///orders/1#code=" + secret,
+		"no-host":               "https:///orders/1?code=" + secret,
+		"opaque":                "https:api.example.com?code=" + secret,
+		"fragment-before-query": "/orders/1#f?code=" + secret,
+		"other-host":            "https://other.example.com/orders/1?code=" + secret,
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newChecker(t, dpop.Options{})
+			p := proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": htu})
+			steps, _, err := c.Explain(context.Background(), input(p, jkt), t0)
+			if !errors.Is(err, verify.ErrInvalidDPoPProof) {
+				t.Fatalf("err = %v, want invalid_dpop_proof", err)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error repeats the htu's query or fragment: %v", err)
+			}
+			for _, s := range steps {
+				if strings.Contains(s.Detail, secret) {
+					t.Errorf("step %s repeats the htu's query or fragment: %s", s.Check, s.Detail)
+				}
+			}
+		})
+	}
+}

@@ -19,10 +19,10 @@ import (
 // the metrics recorder, and the pollers, which outlive a reload that does
 // not change them.
 type signalState struct {
-	memory  *replay.Memory    // the jti store when neither DPoP nor Redis is configured
-	redis   *replay.Redis     // the jti store over the service's Redis client
-	client  *redisconn.Client // redis's client
-	metrics signals.Metrics
+	memory  *replay.Memory      // the jti store when neither DPoP nor Redis is configured
+	redis   *replay.Redis       // the jti store over the service's Redis client
+	client  *redisconn.Client   // redis's client
+	metrics signals.PollMetrics // the receivers' events and the pollers' polls
 
 	mu      sync.Mutex // guards pollers: a reload and Close may meet
 	pollers []*poller
@@ -125,7 +125,7 @@ func (s *Service) syncPollers(plan *config.Plan) error {
 		}
 		if found == nil {
 			opts := o
-			opts.Logger = s.opts.Logger
+			opts.Logger, opts.Metrics = s.opts.Logger, s.signals.metrics
 			opts.Receive = s.pollReceive(o.Issuer)
 			p, err := signals.NewPoller(opts)
 			if err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -117,4 +118,61 @@ issuers:
 	if l.signals.memory == nil || any(l.signals.memory) == any(l.replayStore) {
 		t.Errorf("signal jtis in %p, DPoP proofs in %p: want a memory store of their own", l.signals.memory, l.replayStore)
 	}
+}
+
+// TestSignalPollsCounted: the service's pollers count their polls in
+// jwksverify_ssf_polls_total: a poller that every transmitter answer failed
+// (here a 401, an expired bearer token) showed it in its log lines only.
+func TestSignalPollsCounted(t *testing.T) {
+	jwksSrv := jwksServer(t)
+	for _, tc := range []struct {
+		name   string
+		status int
+		want   string
+	}{
+		{"transmitter-refuses", http.StatusUnauthorized, `jwksverify_ssf_polls_total{issuer="https://idp.example/",result="failure"} 1`},
+		{"transmitter-answers", http.StatusOK, `jwksverify_ssf_polls_total{issuer="https://idp.example/",result="success"} 1`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(tc.status)
+				_, _ = w.Write([]byte(`{"sets":{}}`))
+			}))
+			t.Cleanup(tx.Close)
+			dir := t.TempDir()
+			l := startLive(t, writePlan(t, filepath.Join(dir, "config.yaml"), fmt.Sprintf(`listen: 127.0.0.1:0
+state_dir: %s
+revocation: {store: memory}
+issuers:
+  - issuer: https://idp.example/
+    jwks_url: %s
+    ssf: {audiences: [a], poll: {url: %q, interval: 1h}}
+`, filepath.Join(dir, "state"), jwksSrv.URL, tx.URL)))
+			// The poller polls once when it starts, then every hour (or
+			// after its backoff): wait for that poll to be counted.
+			deadline := time.Now().Add(10 * time.Second)
+			var body string
+			for time.Now().Before(deadline) {
+				w := httptest.NewRecorder()
+				l.Metrics().Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+				if body = w.Body.String(); strings.Contains(body, tc.want+"\n") {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			t.Errorf("/metrics lacks %s:\n%s", tc.want, grepLines(body, "ssf_polls"))
+		})
+	}
+}
+
+// grepLines returns the lines of s that contain sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

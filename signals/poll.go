@@ -83,6 +83,22 @@ type PollOptions struct {
 	Receive func(ctx context.Context, set string) error
 	// Logger receives the poller's failures. Nil means slog.Default().
 	Logger *slog.Logger
+	// Metrics counts each poll by Issuer and result, and each SET the
+	// poller refuses itself (listed under a name that is not its jti) as
+	// an event "unknown" with result "invalid": the SETs it hands to
+	// Receive are counted there. Nil means none.
+	Metrics PollMetrics
+}
+
+// PollMetrics counts a [Poller]'s work. It must be safe for concurrent use.
+type PollMetrics interface {
+	Metrics
+	// SignalPoll counts one poll of issuer's stream: result "success"
+	// (the transmitter answered 200 with a readable body) or "failure"
+	// (unreachable, another status, a body over the bound or malformed).
+	// A poller that only fails receives no SET: the revocations its
+	// transmitter holds wait there, and only this count shows it.
+	SignalPoll(issuer, result string)
 }
 
 // PollStats are a Poller's counters.
@@ -188,6 +204,13 @@ func (p *Poller) Stats() PollStats {
 		Refused: p.refused.Load(), Deferred: p.deferred.Load()}
 }
 
+// count counts one poll's result in the poller's Metrics.
+func (p *Poller) count(result string) {
+	if p.o.Metrics != nil {
+		p.o.Metrics.SignalPoll(p.o.Issuer, result)
+	}
+}
+
 // setErr is one entry of setErrs (RFC 8936 §2.4.2).
 type setErr struct {
 	Err         string `json:"err"`
@@ -216,6 +239,7 @@ func (p *Poller) run(ctx context.Context) {
 			return
 		case err != nil:
 			p.failures.Add(1)
+			p.count("failure")
 			backoff = min(max(2*backoff, p.o.Interval), max(MaxPollBackoff, p.o.Interval))
 			wait = backoff
 			p.log.Warn("SET poll failed", "issuer", p.o.Issuer, "retry_in", wait, "err", err)
@@ -306,6 +330,7 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 	}
 	// The transmitter has the acknowledgements and errors it was sent.
 	p.polls.Add(1)
+	p.count("success")
 	*ack = (*ack)[:0]
 	clear(errs)
 	jtis := make([]string, 0, len(sets))
@@ -322,6 +347,9 @@ func (p *Poller) poll(ctx context.Context, ack *[]string, errs map[string]setErr
 			// jti would acknowledge one that nothing stored.
 			errs[jti] = setErr{Err: "invalid_request", Description: "the SET's jti is not the name it is listed under"}
 			p.refused.Add(1)
+			if p.o.Metrics != nil {
+				p.o.Metrics.SignalEvent(p.o.Issuer, "unknown", "invalid")
+			}
 			progress = progress || !reported[jti]
 			continue
 		}

@@ -9,15 +9,17 @@ import (
 )
 
 // SignalEvents counts the revocation signals received
-// (jwksverify_signal_events_total): it implements signals.Metrics. It is
-// safe for concurrent use.
+// (jwksverify_signal_events_total) and the polls of SET streams
+// (jwksverify_ssf_polls_total): it implements signals.Metrics and
+// signals.PollMetrics. It is safe for concurrent use.
 type SignalEvents struct {
-	vec *prometheus.CounterVec
+	vec, polls *prometheus.CounterVec
 }
 
 // UseSignals registers jwksverify_signal_events_total{issuer,event,result}
-// and returns its recorder, for the signals.Receiver of every generation
-// (the counter outlives reloads). Call it once.
+// and jwksverify_ssf_polls_total{issuer,result} and returns their
+// recorder, for the signals.Receiver and the signals.Pollers of every
+// generation (the counters outlive reloads). Call it once.
 func (m *Metrics) UseSignals() (*SignalEvents, error) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: namespace,
@@ -26,10 +28,25 @@ func (m *Metrics) UseSignals() (*SignalEvents, error) {
 			`("unknown" when none), event ("backchannel-logout", "caep/session-revoked", …, "other"; "unknown" for a token ` +
 			"refused before its events were read) and result (applied, ignored, unsupported, invalid, replayed, unavailable).",
 	}, []string{"issuer", "event", "result"})
-	if err := m.reg.Register(vec); err != nil {
-		return nil, err
+	polls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace,
+		Name:      "ssf_polls_total",
+		Help: "Polls of an issuer's SET stream (ssf.poll), by configured issuer and result: success (the transmitter " +
+			"answered 200 with a readable body), failure (unreachable, another status, a body over the bound or malformed). " +
+			"A poller that only fails receives no SET: the revocations wait at the transmitter.",
+	}, []string{"issuer", "result"})
+	for _, c := range []prometheus.Collector{vec, polls} {
+		if err := m.reg.Register(c); err != nil {
+			return nil, err
+		}
 	}
-	return &SignalEvents{vec: vec}, nil
+	return &SignalEvents{vec: vec, polls: polls}, nil
+}
+
+// SignalPoll counts one poll of issuer's stream (a configured issuer;
+// result "success" or "failure", from package signals).
+func (s *SignalEvents) SignalPoll(issuer, result string) {
+	s.polls.WithLabelValues(issuer, result).Inc()
 }
 
 // SignalEvent counts one event. Its labels are bounded by package signals:

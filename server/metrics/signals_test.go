@@ -8,8 +8,9 @@ import (
 	"github.com/jwksverify/jwksverify/server/internal/servertest"
 )
 
-// TestSignalEvents: the counter counts by issuer (unknown for none), event
-// and result, is documented with its labels, and registers once.
+// TestSignalEvents: the counters count by issuer (unknown for none), event
+// and result, and polls by issuer and result, are documented with their
+// labels, and register once.
 func TestSignalEvents(t *testing.T) {
 	e := newEnv(t, envConfig{})
 	s, err := e.m.UseSignals()
@@ -19,19 +20,29 @@ func TestSignalEvents(t *testing.T) {
 	s.SignalEvent(servertest.IssuerA, "caep/session-revoked", "applied")
 	s.SignalEvent(servertest.IssuerA, "caep/session-revoked", "applied")
 	s.SignalEvent("", "unknown", "invalid")
+	s.SignalPoll(servertest.IssuerA, "failure")
 	w := do(e.handler, httptestGet("/metrics"))
 	for _, want := range []string{
 		`jwksverify_signal_events_total{event="caep/session-revoked",issuer="` + servertest.IssuerA + `",result="applied"} 2`,
 		`jwksverify_signal_events_total{event="unknown",issuer="unknown",result="invalid"} 1`,
+		`jwksverify_ssf_polls_total{issuer="` + servertest.IssuerA + `",result="failure"} 1`,
 	} {
 		if !strings.Contains(w.Body.String(), want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
-	row := servertest.TableRow(servertest.APIDoc(t, apiDoc), "`jwksverify_signal_events_total`")
-	for _, l := range []string{"`issuer`", "`event`", "`result`", "| counter |"} {
-		if !strings.Contains(row, l) {
-			t.Errorf("docs/API.md row %q lacks %s", row, l)
+	for _, tc := range []struct {
+		name   string
+		labels []string
+	}{
+		{"jwksverify_signal_events_total", []string{"`issuer`", "`event`", "`result`", "| counter |"}},
+		{"jwksverify_ssf_polls_total", []string{"`issuer`", "`result`", "`success`", "`failure`", "| counter |"}},
+	} {
+		row := servertest.TableRow(servertest.APIDoc(t, apiDoc), "`"+tc.name+"`")
+		for _, l := range tc.labels {
+			if !strings.Contains(row, l) {
+				t.Errorf("docs/API.md row %q of %s lacks %s", row, tc.name, l)
+			}
 		}
 	}
 	if _, err := e.m.UseSignals(); err == nil {

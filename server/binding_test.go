@@ -53,12 +53,9 @@ func newBindEnvPolicies(t *testing.T, mode ConstraintMode, set *policy.Set) *bin
 	return newBindEnvWith(t, SenderConstraint{DPoP: mode, MTLS: mode}, set, nil)
 }
 
-// newBindEnvWith is newBindEnvPolicies with issuer A's constraint sc (the
-// zero one configures none, the DPoP checker all the same), and the
-// options edited by edit when not nil.
-func newBindEnvWith(t *testing.T, sc SenderConstraint, set *policy.Set, edit func(*Options)) *bindEnv {
+// newDPoPChecker is a DPoP checker over a memory replay store of its own.
+func newDPoPChecker(t testing.TB) *dpop.Checker {
 	t.Helper()
-	ve := servertest.NewEnv(t, servertest.Config{NoDown: true})
 	store, err := replay.NewMemory(1000)
 	if err != nil {
 		t.Fatal(err)
@@ -67,6 +64,16 @@ func newBindEnvWith(t *testing.T, sc SenderConstraint, set *policy.Set, edit fun
 	if err != nil {
 		t.Fatal(err)
 	}
+	return checker
+}
+
+// newBindEnvWith is newBindEnvPolicies with issuer A's constraint sc (the
+// zero one configures none, the DPoP checker all the same), and the
+// options edited by edit when not nil.
+func newBindEnvWith(t *testing.T, sc SenderConstraint, set *policy.Set, edit func(*Options)) *bindEnv {
+	t.Helper()
+	ve := servertest.NewEnv(t, servertest.Config{NoDown: true})
+	checker := newDPoPChecker(t)
 	bm := &bindingCounts{n: map[string]int{}}
 	e := &env{clock: ve.Clock, keysA: ve.KeysA, v: ve.V, logs: ve.Logs, metrics: &bm.recordedMetrics}
 	o := Options{
@@ -86,6 +93,7 @@ func newBindEnvWith(t *testing.T, sc SenderConstraint, set *policy.Set, edit fun
 	if edit != nil {
 		edit(&o)
 	}
+	var err error
 	e.srv, err = New(o)
 	if err != nil {
 		t.Fatal(err)

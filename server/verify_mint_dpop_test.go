@@ -6,9 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jwksverify/jwksverify/dpop"
 	"github.com/jwksverify/jwksverify/internal/testkeys"
-	"github.com/jwksverify/jwksverify/replay"
 )
 
 // TestVerifyMintDPoPNeedsAPIAuth: /v1/verify's "request" is the caller's
@@ -22,18 +20,7 @@ import (
 // "dpop" is 400 without api_auth, as beside "client_cert"; a verdict
 // alone still takes the proof.
 func TestVerifyMintDPoPNeedsAPIAuth(t *testing.T) {
-	store, err := replay.NewMemory(1000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checker, err := dpop.New(dpop.Options{Replay: store})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, _ := newMintEnv(t, nil, func(o *Options) {
-		o.SenderConstraints = map[string]SenderConstraint{issuerA: {DPoP: ConstraintRequired}}
-		o.DPoP = checker
-	})
+	e := newMintDPoPEnv(t, ConstraintRequired)
 	bound := mint(claims(map[string]any{"cnf": map[string]any{"jkt": jktOf(t, testkeys.EC256B)}}))
 	other := "https://b.example.net/profile" // a request to another resource server
 	body := func(jti string, mintIt bool) string {

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jwksverify/jwksverify/internal/testkeys"
 	"go.yaml.in/yaml/v3"
@@ -115,6 +116,9 @@ issuers:
     # The signal metric exists for an issuer with back-channel logout,
     # once a logout token (here a refused one) is counted.
     backchannel_logout: {audiences: [web-app]}
+    # The SET poll metric exists once a poll (here of a closed port) is
+    # counted.
+    ssf: {audiences: [web-app], poll: {url: "http://127.0.0.1:1/poll", interval: 1h}}
 `, mintIssuer, keys, t.TempDir(), idp.Issuer, idp.Audience))
 	c := httpClient()
 	resp, err := c.PostForm("http://"+jv.HTTP+"/v1/logout/backchannel", url.Values{"logout_token": {"not.a.token"}})
@@ -135,7 +139,26 @@ issuers:
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /v1/authz = %d, want 200", resp.StatusCode)
 	}
-	resp, err = c.Get("http://" + jv.HTTP + "/metrics")
+	// The SET poller counts its first poll on its own goroutine: scrape
+	// until every name is there, or give up after 10s.
+	var missing []string
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		missing = missingMetrics(t, c, "http://"+jv.HTTP+"/metrics", names)
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(missing) > 0 {
+		t.Errorf("metrics the rules or the dashboard use but /metrics does not export:\n%s", strings.Join(missing, "\n"))
+	}
+}
+
+// missingMetrics scrapes url and returns the names (with where they are
+// used) that it does not export, sorted.
+func missingMetrics(t *testing.T, c *http.Client, url string, names map[string]string) []string {
+	t.Helper()
+	resp, err := c.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +184,5 @@ issuers:
 		}
 	}
 	slices.Sort(missing)
-	if len(missing) > 0 {
-		t.Errorf("metrics the rules or the dashboard use but /metrics does not export:\n%s", strings.Join(missing, "\n"))
-	}
+	return missing
 }

@@ -18,7 +18,9 @@ import (
 // strconv.ParseFloat, which counts at most 800 digits before the point
 // ("1" + 800 zeros + "e-790", 10^10, read as 10^9; with 2 000 zeros as
 // 10^-191): an nbf or iat of year 2286 read as 2001 or 1970, so a token not
-// yet valid passed, and an exp of the coming hour expired.
+// yet valid passed, and an exp of the coming hour expired. A negative one
+// (before 1970, accepted and clamped to year 1 as before) is read exactly
+// too: -10^10 so spelled read as 1970.
 func TestNumericDateLongSpellingsReadExactly(t *testing.T) {
 	v := newVerifier(t, verify.Options{Issuers: []verify.Issuer{issuerA(allKeys(t))}, MaxTokenBytes: verify.MaxMaxTokenBytes})
 	zeros := strings.Repeat("0", 2000)
@@ -41,6 +43,9 @@ func TestNumericDateLongSpellingsReadExactly(t *testing.T) {
 		{"exp-exponent-leading-zeros", fmt.Sprintf(`"exp":%d0e-0000000001`, exp), nil, func(r *verify.Result) time.Time { return r.ExpiresAt }, time.Unix(exp, 0)},
 		{"exp-huge-exponent", `"exp":1e99999999999`, nil, func(r *verify.Result) time.Time { return r.ExpiresAt }, end},
 		{"nbf-huge-negative-exponent", `"nbf":1` + zeros + `e-99999999999`, nil, func(r *verify.Result) time.Time { return r.NotBefore }, time.Unix(0, 0)},
+		{"iat-negative-2001-digits", `"iat":-1` + zeros + `e-1990`, nil, func(r *verify.Result) time.Time { return r.IssuedAt }, time.Unix(-1e10, 0)},
+		{"iat-negative-before-year-1", `"iat":-1` + zeros + `e-1988`, nil, func(r *verify.Result) time.Time { return r.IssuedAt }, time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)},
+		{"iat-negative-fraction", `"iat":-1.5`, nil, func(r *verify.Result) time.Time { return r.IssuedAt }, time.Unix(-2, 5e8)},
 		{"iat-below-a-nanosecond", `"iat":0.` + zeros + `1e1991`, nil, func(r *verify.Result) time.Time { return r.IssuedAt }, time.Unix(0, 0)},
 	}
 	for _, tt := range tests {

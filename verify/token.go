@@ -3,9 +3,7 @@ package verify
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jwksverify/jwksverify/internal/jsonscan"
+	"github.com/jwksverify/jwksverify/internal/numericdate"
 )
 
 // header is a decoded JOSE header. Immutable once built: it is shared
@@ -279,114 +278,20 @@ const (
 )
 
 // numericDate decodes a JSON number (integer or fractional seconds since the
-// epoch, RFC 7519 §2) into a UTC time.
+// epoch, RFC 7519 §2) into a UTC time: exactly, to the nanosecond, whatever
+// its spelling (internal/numericdate), clamped to years 1..9999.
 func numericDate(v string) (time.Time, error) {
-	if v[0] != '-' && (v[0] < '0' || v[0] > '9') {
-		return time.Time{}, errDateClaim
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return time.Unix(min(max(n, minNumericDate), maxNumericDate), 0).UTC(), nil
-	}
-	if t, ok := decimalDate(v); ok {
-		return t, nil
-	}
-	// A negative number with a fraction or an exponent.
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return time.Time{}, errDateClaim
-	}
-	f = math.Min(math.Max(f, minNumericDate), maxNumericDate)
-	sec := math.Floor(f)
-	nsec := math.Round((f - sec) * 1e9)
-	if nsec >= 1e9 {
-		sec, nsec = sec+1, nsec-1e9
-	}
-	return time.Unix(int64(sec), int64(nsec)).UTC(), nil
-}
-
-// decimalDate reads a non-negative NumericDate written with a fraction, an
-// exponent or both exactly, to the nanosecond, dropping the digits after
-// the ninth: a float64 holds 1893553444.999999999 as …445.000000000, an iat
-// that moved past a revocation's issued_before (iat equal to it is not
-// before). 1.8935534449999999999e9 and 18935534449999999999e-10 are the
-// same number and read the same. It reads every length and exponent:
-// strconv.ParseFloat counts at most 800 digits before the point, so "1"
-// followed by 2 000 zeros and e-1990 (10^10, year 2286) read as 10^-191, an
-// nbf of the far future as 1970. A value past maxNumericDate is clamped to
-// it. It reports false for a negative number (the float path reads it: any
-// reading of it is before 1970, as the number is, so no verdict depends on
-// its digits).
-func decimalDate(v string) (time.Time, bool) {
-	if v == "" || v[0] == '-' {
-		return time.Time{}, false
-	}
-	mant, exp := v, 0
-	if i := strings.IndexAny(v, "eE"); i >= 0 {
-		mant, exp = v[:i], dateExponent(v[i+1:])
-	}
-	ip, fp, _ := strings.Cut(mant, ".")
-	if ip == "" {
-		return time.Time{}, false
-	}
-	n := len(ip) + len(fp)
-	// digit returns the k-th digit of ip followed by fp, 0 past either end.
-	digit := func(k int) int64 {
-		switch {
-		case k < 0 || k >= n:
-			return 0
-		case k < len(ip):
-			return int64(ip[k] - '0')
-		default:
-			return int64(fp[k-len(ip)] - '0')
-		}
-	}
-	first := len(ip) - len(strings.TrimLeft(ip, "0")) // the first digit that is not 0
-	if first == len(ip) {
-		first += len(fp) - len(strings.TrimLeft(fp, "0"))
-	}
-	point := len(ip) + exp // digits before the decimal point
+	d, ok := numericdate.Read(v)
 	switch {
-	case first == n || point <= first-9:
-		return time.Unix(0, 0).UTC(), true // zero, or below a nanosecond
-	case point-first > 12:
-		return time.Unix(maxNumericDate, 0).UTC(), true // 10^12 s or more
+	case !ok:
+		return time.Time{}, errDateClaim
+	case d.Neg && d.Sec >= -minNumericDate:
+		return time.Unix(minNumericDate, 0).UTC(), nil
+	case !d.Neg && d.Sec > maxNumericDate:
+		return time.Unix(maxNumericDate, 0).UTC(), nil
 	}
-	var sec, ns int64
-	for k := first; k < point; k++ { // at most 12 digits
-		sec = sec*10 + digit(k)
-	}
-	if sec > maxNumericDate {
-		return time.Unix(maxNumericDate, 0).UTC(), true
-	}
-	for k := point; k < point+9; k++ {
-		ns = ns*10 + digit(k)
-	}
-	return time.Unix(sec, ns).UTC(), true
+	return d.Time(), nil
 }
-
-// dateExponent reads a validated JSON exponent ([+-]?[0-9]+), saturated
-// at ±maxDateExponent: a claims set is far shorter, so every larger
-// exponent puts the first digit past year 9999 or below a nanosecond.
-func dateExponent(es string) int {
-	neg := es != "" && es[0] == '-'
-	if es != "" && (es[0] == '-' || es[0] == '+') {
-		es = es[1:]
-	}
-	e := 0
-	for i := 0; i < len(es) && e < maxDateExponent; i++ {
-		e = e*10 + int(es[i]-'0')
-	}
-	e = min(e, maxDateExponent)
-	if neg {
-		return -e
-	}
-	return e
-}
-
-// maxDateExponent bounds the exponent dateExponent reads: past the length
-// of the longest token (MaxMaxTokenBytes), with room for the 12 digits of a
-// NumericDate.
-const maxDateExponent = 1 << 24
 
 // hasMember reports whether the validated object s has a member named name.
 func hasMember(s, name string) bool {

@@ -9,11 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
-	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/numericdate"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -111,12 +110,21 @@ func legacyReadClaims(cl map[string]json.RawMessage, withToken bool) (proofClaim
 	if !ok {
 		return pc, invalid("no iat")
 	}
+	// A number or null as encoding/json reads one into a float64, its
+	// value read exactly: a float64 misreads long spellings
+	// (internal/numericdate's FuzzRead holds that reader to math/big).
 	var iat float64
-	if err := json.Unmarshal(raw, &iat); err != nil || math.IsNaN(iat) || math.Abs(iat) > 1e11 {
+	if err := json.Unmarshal(raw, &iat); err != nil {
 		return pc, invalid("iat is not a NumericDate")
 	}
-	sec, frac := math.Modf(iat)
-	pc.iat = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	var d numericdate.Value
+	if string(raw) != "null" {
+		d, _ = numericdate.Read(string(raw))
+	}
+	if d.Beyond(1e11) {
+		return pc, invalid("iat is not a NumericDate")
+	}
+	pc.iat = d.Time()
 	if _, ok := cl["ath"]; ok {
 		s, err := legacyStringMember(cl, "ath")
 		if err != nil {

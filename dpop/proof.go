@@ -2,13 +2,11 @@ package dpop
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/jwksverify/jwksverify/internal/jsonscan"
+	"github.com/jwksverify/jwksverify/internal/numericdate"
 )
 
 // A proof is read with the project's strict JSON scanner (internal/jsonscan,
@@ -183,11 +181,10 @@ func readClaims(cl string, withToken bool) (proofClaims, error) {
 		return pc, invalid("no iat")
 	}
 	iat, ok := numberValue(raw.iat)
-	if !ok || math.IsNaN(iat) || math.Abs(iat) > 1e11 {
+	if !ok || iat.Beyond(1e11) {
 		return pc, invalid("iat is not a NumericDate")
 	}
-	sec, frac := math.Modf(iat)
-	pc.iat = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	pc.iat = iat.Time()
 	if raw.ath != "" {
 		s, err := stringMember("ath", raw.ath)
 		if err != nil {
@@ -201,18 +198,14 @@ func readClaims(cl string, withToken bool) (proofClaims, error) {
 	return pc, nil
 }
 
-// numberValue reads the raw JSON value v as encoding/json unmarshals one
-// into a float64: a number (out of float64's range is an error), null as 0,
-// any other value ok=false.
-func numberValue(v string) (float64, bool) {
-	switch c := v[0]; {
-	case v == "null":
-		return 0, true
-	case c == '-' || (c >= '0' && c <= '9'):
-		f, err := strconv.ParseFloat(v, 64)
-		return f, err == nil
+// numberValue reads the raw JSON value v as a NumericDate, exactly
+// (internal/numericdate): a number of any spelling, null as 0 (as
+// encoding/json unmarshals one into a float64), any other value ok=false.
+func numberValue(v string) (numericdate.Value, bool) {
+	if v == "null" {
+		return numericdate.Value{}, true
 	}
-	return 0, false
+	return numericdate.Read(v)
 }
 
 // bufString is the string of b, without a copy: b is a decode buffer that

@@ -6,9 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"time"
 	"unicode/utf8"
+
+	"github.com/jwksverify/jwksverify/internal/numericdate"
 )
 
 // object is a JSON object's members by exact name (encoding/json matches
@@ -119,20 +120,20 @@ func (o object) str(name string) (_ string, ok bool, err error) {
 }
 
 // date decodes o's member name as a NumericDate (RFC 7519 §2: seconds
-// since the epoch, possibly fractional); ok is false when it is absent.
+// since the epoch, possibly fractional), read exactly whatever its
+// spelling (internal/numericdate); ok is false when it is absent. A
+// negative number (-1e-400 too) or one past year 9999 is out of range.
 func (o object) date(name string) (_ time.Time, ok bool, err error) {
 	raw, ok := o[name]
 	if !ok {
 		return time.Time{}, false, nil
 	}
-	var n json.Number
-	if err := json.Unmarshal(raw, &n); err != nil || len(raw) == 0 || raw[0] == '"' {
+	d, isNumber := numericdate.Read(string(raw))
+	switch {
+	case !isNumber:
 		return time.Time{}, true, fmt.Errorf("%s is not a number", name)
-	}
-	f, err := n.Float64()
-	if err != nil || math.IsInf(f, 0) || f < 0 || f > 253402300799 {
+	case d.Neg || d.Beyond(253402300799):
 		return time.Time{}, true, fmt.Errorf("%s is out of range", name)
 	}
-	sec, frac := math.Modf(f)
-	return time.Unix(int64(sec), int64(frac*1e9)).UTC(), true, nil
+	return d.Time(), true, nil
 }

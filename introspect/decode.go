@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 	"unicode/utf8"
 
 	"github.com/jwksverify/jwksverify/internal/jsonscan"
+	"github.com/jwksverify/jwksverify/internal/numericdate"
 )
 
 // maxDepth bounds the nesting of an introspection answer.
@@ -31,8 +31,8 @@ type Answer struct {
 // bounded in size by the caller): a JSON object in valid UTF-8, nested at
 // most 32 deep, without duplicate member names at its top level, whose
 // "active" member is a boolean, and whose "exp", when present in an active
-// answer, is a finite number of seconds. Anything else is an error wrapping
-// [ErrBadAnswer]. Decode is safe for concurrent use.
+// answer, is a number of seconds from 0 to 10^15, read exactly whatever its
+// spelling. Anything else is an error wrapping [ErrBadAnswer]. Decode is safe for concurrent use.
 func Decode(body []byte) (Answer, error) {
 	if !utf8.Valid(body) {
 		return Answer{}, fmt.Errorf("%w: not valid UTF-8", ErrBadAnswer)
@@ -65,13 +65,14 @@ func Decode(body []byte) (Answer, error) {
 	var a Answer
 	a.Active = true
 	if raw, ok := doc["exp"]; ok {
-		var exp float64
-		// null decodes into a float without an error, leaving it zero.
-		if err := json.Unmarshal(raw, &exp); err != nil || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) || math.IsNaN(exp) || math.IsInf(exp, 0) || exp < 0 || exp > 1e15 {
+		// Read exactly whatever its spelling (internal/numericdate): a
+		// float64 read 10^10 spelled with 2 000 zeros and e-1990 as
+		// 10^-191. null, a string, a negative number are no exp.
+		d, isNumber := numericdate.Read(string(raw))
+		if !isNumber || d.Neg || d.Beyond(1e15) {
 			return Answer{}, fmt.Errorf("%w: exp is not a number of seconds", ErrBadAnswer)
 		}
-		sec, frac := math.Modf(exp)
-		a.ExpiresAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+		a.ExpiresAt = d.Time()
 	}
 	claims, err := json.Marshal(doc)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -201,11 +202,12 @@ func (s *Server) serveDecided(w http.ResponseWriter, r *http.Request, c *Call, n
 }
 
 // lists reports whether one of the comma-separated lists vs (Connection's
-// values) names name, compared ignoring case.
+// values) names name, compared ignoring ASCII case as httputil.ReverseProxy
+// does (Header.Del canonicalizes ASCII only).
 func lists(vs []string, name string) bool {
 	for _, v := range vs {
 		for f := range strings.SplitSeq(v, ",") {
-			if strings.EqualFold(strings.Trim(f, " \t"), name) {
+			if asciifold.EqualFold(strings.Trim(f, " \t"), name) {
 				return true
 			}
 		}
@@ -221,8 +223,9 @@ func tunnels(h http.Header) bool {
 }
 
 // notWebSocket reports whether an Upgrade value is anything but exactly
-// "websocket" (in any case).
-func notWebSocket(v string) bool { return !strings.EqualFold(v, "websocket") }
+// "websocket" (in any ASCII case, as net/http and the application's
+// WebSocket library read it: "webſocket" is not one).
+func notWebSocket(v string) bool { return !asciifold.EqualFold(v, "websocket") }
 
 // ResultFromContext returns the verified token that [Middleware] put in
 // ctx, and whether there is one. The Result is shared: do not modify it.

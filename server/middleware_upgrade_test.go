@@ -48,6 +48,11 @@ func TestMiddlewareUpgradeDecidesEveryRequest(t *testing.T) {
 		{"two-upgrade-lines", "Connection: Upgrade\r\nUpgrade: websocket\r\nUpgrade: h2c\r\n", 200, false},
 		{"websocket", "Connection: Upgrade\r\nUpgrade: websocket\r\n", 101, true},
 		{"websocket-any-case", "Connection: Upgrade\r\nUpgrade: WebSocket\r\n", 101, true},
+		// Not a WebSocket to net/http and httputil (ASCII case only):
+		// dropped, where strings.EqualFold's ſ (U+017F) and Kelvin sign
+		// (U+212A) let them through to next.
+		{"websocket-long-s", "Connection: Upgrade\r\nUpgrade: web\u017focket\r\n", 200, false},
+		{"websocket-kelvin", "Connection: Upgrade\r\nUpgrade: websoc\u212aet\r\n", 200, false},
 		{"websocket-settings-dropped", "Connection: Upgrade\r\nUpgrade: websocket\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n", 101, true},
 	}
 	for _, tt := range tests {
@@ -134,4 +139,30 @@ func upgradeThrough(t *testing.T, addr, token, headers string) (int, bool) {
 	fmt.Fprintf(c, "GET /admin/secret HTTP/1.1\r\n")
 	line, _ := br.ReadString('\n')
 	return resp.StatusCode, strings.HasPrefix(line, "undecided GET /admin/secret")
+}
+
+// Connection names a header as httputil.ReverseProxy removes it: ignoring
+// ASCII case only, so a name spelled with ſ (U+017F) or the Kelvin sign
+// names another header and Connection stays.
+func TestListsFoldsASCIIOnly(t *testing.T) {
+	tests := []struct {
+		name   string
+		vs     []string
+		header string
+		want   bool
+	}{
+		{"same", []string{"X-User"}, "X-User", true},
+		{"other-case", []string{"keep-alive, x-user"}, "X-User", true},
+		{"spaced", []string{"a,\tX-USER "}, "X-User", true},
+		{"other-name", []string{"X-Users"}, "X-User", false},
+		{"long-s", []string{"X-U\u017fer"}, "X-User", false},
+		{"kelvin", []string{"X-User-\u212aey"}, "X-User-Key", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := lists(tt.vs, tt.header); got != tt.want {
+				t.Errorf("lists(%q, %q) = %v, want %v", tt.vs, tt.header, got, tt.want)
+			}
+		})
+	}
 }

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
 
 // OverrideHeaders returns the method-override headers that frameworks read
@@ -115,8 +117,8 @@ func (o Original) withQueryOverrides(query string) (Original, error) {
 		}
 		key = phpName(key)
 		switch {
-		case strings.EqualFold(key, overrideParam):
-		case len(key) > len(overrideParam) && strings.EqualFold(key[:len(overrideParam)], overrideParam) && key[len(overrideParam)] == '[':
+		case asciifold.EqualFold(key, overrideParam):
+		case len(key) > len(overrideParam) && asciifold.HasPrefixFold(key, overrideParam) && key[len(overrideParam)] == '[':
 			return Original{}, fmt.Errorf("%w: query parameter %s is an array", ErrAmbiguousMethod, overrideParam)
 		default:
 			continue
@@ -205,7 +207,7 @@ func lowerDash(c byte) byte {
 // containsFold reports whether s holds sub (lower-case ASCII) in any case.
 func containsFold(s, sub string) bool {
 	for i := 0; i+len(sub) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(sub)], sub) {
+		if asciifold.EqualFold(s[i:i+len(sub)], sub) {
 			return true
 		}
 	}

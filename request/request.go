@@ -20,6 +20,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
 
 // Proxy is a forward_auth.proxy preset: which proxy sends the auth call, and
@@ -212,7 +214,7 @@ func FromRequest(r *http.Request) (Original, error) {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if u := r.URL; u.Opaque != "" || u.User != nil || (u.Scheme != "" && (u.Host == "" || !strings.EqualFold(u.Scheme, "http") && !strings.EqualFold(u.Scheme, "https"))) {
+	if u := r.URL; u.Opaque != "" || u.User != nil || (u.Scheme != "" && (u.Host == "" || !asciifold.EqualFold(u.Scheme, "http") && !asciifold.EqualFold(u.Scheme, "https"))) {
 		// "GET a:admin" reaches a handler (net/http parses any absolute
 		// URI) with an empty Path, read as "/", and the target "admin" in
 		// URL.Opaque, which URL.RequestURI (and so a reverse proxy) sends
@@ -284,7 +286,7 @@ func FromParts(method, scheme, host, uri string) (Original, error) {
 	if err := checkSpelling(method, host); err != nil {
 		return Original{}, err
 	}
-	o := Original{Method: method, Scheme: strings.ToLower(scheme), Host: NormalizeHost(host), Port: hostPort(host)}
+	o := Original{Method: method, Scheme: asciifold.ToLower(scheme), Host: NormalizeHost(host), Port: hostPort(host)}
 	if o.Scheme != "" && o.Scheme != "http" && o.Scheme != "https" {
 		return Original{}, fmt.Errorf("%w: scheme %q", ErrMissing, scheme)
 	}
@@ -542,7 +544,7 @@ func checkIPv6(addr string) error {
 		return errors.New("an IPv4-mapped IPv6 address (stacks read it as the IPv4 address)")
 	}
 	var buf [64]byte
-	if canon := a.AppendTo(buf[:0]); !strings.EqualFold(string(canon), addr) {
+	if canon := a.AppendTo(buf[:0]); !asciifold.EqualFold(string(canon), addr) {
 		return fmt.Errorf("an IPv6 address not in its canonical spelling %q (RFC 5952)", canon)
 	}
 	return nil
@@ -562,9 +564,8 @@ func hostPort(host string) string {
 // cutAbsolute returns the authority and the path of an absolute-form
 // target without query ("http://host/path"), the path "/" when it has none.
 func cutAbsolute(target string) (authority, path string, ok bool) {
-	lower := strings.ToLower(target)
 	for _, s := range [...]string{"http://", "https://"} {
-		if strings.HasPrefix(lower, s) {
+		if asciifold.HasPrefixFold(target, s) {
 			rest := target[len(s):]
 			if i := strings.IndexByte(rest, '/'); i >= 0 {
 				return rest[:i], rest[i:], true
@@ -624,19 +625,7 @@ func normalizeHost(host string) string {
 		host = h
 	}
 	host = strings.TrimPrefix(strings.TrimSuffix(host, "]"), "[")
-	return lowerASCII(strings.TrimSuffix(host, "."))
-}
-
-// lowerASCII returns s with its ASCII letters lower-cased, every other
-// byte kept.
-func lowerASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
+	return asciifold.ToLower(strings.TrimSuffix(host, "."))
 }
 
 // NormalizePath returns the path routes are matched against: percent-escapes

@@ -46,6 +46,27 @@ func HasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && EqualFold(s[:len(prefix)], prefix)
 }
 
+// ToLower returns s with its ASCII letters lower-cased, every other byte
+// kept: strings.ToLower maps the Kelvin sign (U+212A) to "k" and "İ"
+// (U+0130) to "i̇", which a reader lower-casing ASCII (Envoy, nginx, a
+// DNS resolver) does not. s itself when it has no upper-case letter.
+func ToLower(s string) string {
+	i := 0
+	for i < len(s) && (s[i] < 'A' || s[i] > 'Z') {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := []byte(s)
+	for ; i < len(b); i++ {
+		if c := b[i]; 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
+
 // Disagree reports whether strings.EqualFold (Unicode simple folding: Go's
 // encoding/json matching names, Java's equalsIgnoreCase, .NET's
 // OrdinalIgnoreCase for "ſ") says s and t are equal and [EqualFold] says

@@ -61,6 +61,25 @@ func TestHasPrefixFold(t *testing.T) {
 	}
 }
 
+func TestToLower(t *testing.T) {
+	for _, tt := range []struct {
+		name, s, want string
+	}{
+		{"lower", "example.com", "example.com"},
+		{"upper", "EXAMPLE.Com", "example.com"},
+		{"kelvin-kept", "\u212aelvin.example", "\u212aelvin.example"},
+		{"dotted-i-kept", "\u0130nfo", "\u0130nfo"},
+		{"non-ascii-upper-kept", "\u00c9A", "\u00c9a"},
+		{"empty", "", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := ToLower(tt.s); got != tt.want {
+				t.Errorf("ToLower(%q) = %q, want %q", tt.s, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestDisagree(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -107,24 +126,13 @@ func FuzzEqualFold(f *testing.F) {
 		if got != EqualFold(u, s) {
 			t.Fatalf("EqualFold(%q, %q) is not symmetric", s, u)
 		}
-		if want := lowerASCII(s) == lowerASCII(u); got != want {
+		if want := ToLower(s) == ToLower(u); got != want {
 			t.Fatalf("EqualFold(%q, %q) = %v, ASCII lower-casing says %v", s, u, got, want)
 		}
 		if HasPrefixFold(s, u) != (len(s) >= len(u) && EqualFold(s[:len(u)], u)) {
 			t.Fatalf("HasPrefixFold(%q, %q) is not EqualFold of the prefix", s, u)
 		}
 	})
-}
-
-// lowerASCII maps A–Z in s to a–z byte by byte, whatever the other bytes.
-func lowerASCII(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // BenchmarkEqualFold compares EqualFold with strings.EqualFold on the ASCII

@@ -122,6 +122,8 @@ func TestSETRules(t *testing.T) {
 	}{
 		{"typ-absent", issuerA, func(*testing.T) string { return mintA(map[string]any{"typ": nil}, good(nil)) }, "invalid_request"},
 		{"typ-jwt", issuerA, func(*testing.T) string { return mintA(map[string]any{"typ": "JWT"}, good(nil)) }, "invalid_request"},
+		// Not secevent+jwt ignoring ASCII case: ſ (U+017F) is no s.
+		{"typ-secevent-long-s", issuerA, func(*testing.T) string { return mintA(map[string]any{"typ": "\u017fecevent+jwt"}, good(nil)) }, "invalid_request"},
 		{"typ-logout", issuerA, func(*testing.T) string { return mintA(map[string]any{"typ": "logout+jwt"}, good(nil)) }, "invalid_request"},
 		{"bad-signature", issuerA, func(*testing.T) string {
 			return testkeys.Mint("RS256", rsaB, map[string]any{"kid": "rsa-a", "typ": "secevent+jwt"}, good(nil))

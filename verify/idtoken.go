@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
 
 // This file holds the checks a relying party makes of an ID token (OIDC
@@ -166,7 +168,7 @@ func kindError(h *header, c *claims, k tokenKind) error {
 	}
 	typ := mediaType(h.typ)
 	for _, t := range foreignTypes {
-		if typeMatches(t, typ) {
+		if typeMayBe(t, typ) {
 			return fmt.Errorf("%w: typ %s is never an %s", ErrWrongType, quote(h.typ), k)
 		}
 	}
@@ -174,6 +176,16 @@ func kindError(h *header, c *claims, k tokenKind) error {
 		return fmt.Errorf("%w: typ %s is an access token, never an ID token", ErrWrongType, quote(h.typ))
 	}
 	return nil
+}
+
+// typeMayBe reports whether a reader may take typ for the normalized type
+// want: it matches (typeMatches), or only Unicode case folding makes it
+// match ("ſecevent+jwt", "token-introspection+jw\u212at"), as
+// strings.EqualFold or Java's equalsIgnoreCase do. The refusals of
+// another kind take both readings: a typ some reader takes for a SET is
+// no access token.
+func typeMayBe(want, typ string) bool {
+	return typeMatches(want, typ) || asciifold.Disagree(want, withoutApplication(typ))
 }
 
 // mediaType is typ read as a media type is for the kind check: without

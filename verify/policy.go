@@ -13,6 +13,7 @@ import (
 	"github.com/spiffe/go-spiffe/v2/spiffeid"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
 
 // tenantPlaceholder is the Microsoft Entra multi-tenant issuer placeholder.
@@ -300,19 +301,29 @@ func compile(cfg Issuer) (*issuer, error) {
 	return is, nil
 }
 
-// normalizeType lowers a typ value and strips "application/" (RFC 7515 §4.1.9).
+// normalizeType lowers a typ value's ASCII letters and strips
+// "application/" (RFC 7515 §4.1.9).
 func normalizeType(t string) string {
-	t = strings.ToLower(t)
+	t = asciifold.ToLower(t)
 	return strings.TrimPrefix(t, "application/")
 }
 
-// typeMatches compares a token's typ with a normalized Type without allocating.
+// typeMatches compares a token's typ with a normalized Type without
+// allocating, ignoring ASCII case only, as JOSE libraries compare media
+// types (RFC 7515 §4.1.9): "joſe" (U+017F) is not JOSE to go-spiffe, nor
+// "ſecevent+jwt" a SET to a SET receiver.
 func typeMatches(want, got string) bool {
+	return asciifold.EqualFold(want, withoutApplication(got))
+}
+
+// withoutApplication is typ without a leading "application/" in any ASCII
+// case.
+func withoutApplication(typ string) string {
 	const app = "application/"
-	if len(got) >= len(app) && strings.EqualFold(got[:len(app)], app) {
-		got = got[len(app):]
+	if asciifold.HasPrefixFold(typ, app) {
+		return typ[len(app):]
 	}
-	return strings.EqualFold(want, got)
+	return typ
 }
 
 // matchTemplate reports whether iss equals prefix + tid + suffix, tid being

@@ -80,6 +80,8 @@ func TestJWTSVIDSpecRefusals(t *testing.T) {
 			testkeys.Mint("EdDSA", testkeys.Private(testkeys.Ed25519A), map[string]any{"kid": "svid-ed"}, svid(nil)), verify.ErrAlgNotAllowed},
 		{"no-exp-with-required-jti", withJTI, ec(nil, svid(map[string]any{"exp": nil})), verify.ErrMissingClaim},
 		{"typ-at+jwt", defaults, ec(map[string]any{"typ": "at+jwt"}, svid(nil)), verify.ErrWrongType},
+		// go-spiffe compares typ exactly: "joſe" (U+017F) is no JOSE.
+		{"typ-jose-long-s", defaults, ec(map[string]any{"typ": "JO\u017fE"}, svid(nil)), verify.ErrWrongType},
 		{"typ-other", defaults, ec(map[string]any{"typ": "kubernetes"}, svid(nil)), verify.ErrWrongType},
 	}
 	for _, tt := range tests {

@@ -31,6 +31,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
@@ -365,7 +366,7 @@ func forwardedAsDecided(hr *authv3.AttributeContext_HttpRequest) error {
 				continue // most headers: one comparison
 			}
 			for i := range forwarded {
-				if strings.EqualFold(k, forwarded[i].key) {
+				if asciifold.EqualFold(k, forwarded[i].key) {
 					if err := check(i, headerValue(e)); err != nil {
 						return err
 					}
@@ -484,7 +485,7 @@ func (ans *okAnswer) answers(d *server.Decision) bool {
 func buildAllow(d server.Decision, raw []byte) *authv3.CheckResponse {
 	ok := &authv3.OkHttpResponse{}
 	for name, value := range d.ClaimHeaders() {
-		name = strings.ToLower(name)
+		name = asciifold.ToLower(name)
 		if value == "" {
 			ok.HeadersToRemove = append(ok.HeadersToRemove, name)
 			continue
@@ -498,11 +499,11 @@ func buildAllow(d server.Decision, raw []byte) *authv3.CheckResponse {
 	}
 	if name, value, minted := d.MintedHeader(); minted {
 		// The minted token replaces the caller's credential in its header.
-		ok.Headers = append(ok.Headers, header(strings.ToLower(name), value))
+		ok.Headers = append(ok.Headers, header(asciifold.ToLower(name), value))
 	}
 	if name, unminted := d.UnmintedHeader(); unminted {
 		// Nothing minted: a client's own copy must not pass as ours.
-		ok.HeadersToRemove = append(ok.HeadersToRemove, strings.ToLower(name))
+		ok.HeadersToRemove = append(ok.HeadersToRemove, asciifold.ToLower(name))
 	}
 	if d.RemoveAuthorization {
 		ok.HeadersToRemove = append(ok.HeadersToRemove, "authorization")
@@ -752,7 +753,7 @@ func (h *envoyHeaders) lookup(key string, one *[1]string) []string {
 	if hm := h.hr.GetHeaderMap(); hm != nil {
 		var out []string
 		for _, e := range hm.GetHeaders() {
-			if strings.EqualFold(e.GetKey(), key) {
+			if asciifold.EqualFold(e.GetKey(), key) {
 				if out == nil {
 					one[0] = headerValue(e)
 					out = one[:]
@@ -785,7 +786,7 @@ func (h *envoyHeaders) lookup(key string, one *[1]string) []string {
 		}
 		v, ok = m[string(buf[:len(key)])]
 	} else {
-		v, ok = m[strings.ToLower(key)]
+		v, ok = m[asciifold.ToLower(key)]
 	}
 	if !ok {
 		return nil

@@ -195,3 +195,28 @@ func TestManyOverridesRefused(t *testing.T) {
 		}
 	}
 }
+
+// The header_map form's names are matched ignoring ASCII case only, as
+// the headers form's lower-cased names and Envoy's are: a "coo\u212aie"
+// (the Kelvin sign, U+212A) is no Cookie to Envoy or the upstream, and its
+// token was read as the cookie source's.
+func TestHeaderMapKeyFoldsASCIIOnly(t *testing.T) {
+	a := rtServer(t, server.Options{TokenSources: []server.TokenSource{{Cookie: "at"}}}, adminSet(t))
+	tok := mint(claims(nil))
+	tests := []struct {
+		name, key string
+		want      codes.Code
+	}{
+		{"cookie", "cookie", codes.OK},
+		{"cookie-upper", "Cookie", codes.OK},
+		{"cookie-kelvin", "coo\u212aie", codes.Unauthenticated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := rawHeaders(envoyRequest("GET", "/orders/1", nil), [2]string{tt.key, "at=" + tok})
+			if resp, err := a.Check(t.Context(), req); code(resp, err) != tt.want {
+				t.Errorf("Check(%q: at=<token>) = %v %s, want %v", tt.key, code(resp, err), resp.GetDeniedResponse().GetBody(), tt.want)
+			}
+		})
+	}
+}

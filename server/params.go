@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
 
 // This file reads one named value from a query string or from the Cookie
@@ -27,7 +29,7 @@ func queryParam(rawQuery, name string) (string, tokenState) {
 		for part := range strings.SplitSeq(pair, ";") {
 			k, v, _ := strings.Cut(part, "=")
 			if !sameName(k, name, true) {
-				php = php || phpSame(k, name, true) || qsSame(k, name)
+				php = php || phpSame(k, name, true) || qsSame(k, name) || foldSame(k, name, true)
 				continue
 			}
 			n++
@@ -71,7 +73,7 @@ func cookieValue(lines []string, name string) (string, tokenState) {
 			k, v, _ := strings.Cut(part, "=")
 			php = php || inValue(v, name)
 			if k = strings.Trim(k, " \t"); !sameName(k, name, false) {
-				php = php || phpSame(k, name, false) || paddedName(k, name)
+				php = php || phpSame(k, name, false) || paddedName(k, name) || foldSame(k, name, false)
 				continue
 			}
 			n++
@@ -109,16 +111,31 @@ func paddedName(k, name string) bool {
 }
 
 // sameName reports whether the name k as sent may be read as name: equal
-// ignoring case, as sent or percent-decoded (with '+' as space in a query).
+// ignoring ASCII case, as sent or percent-decoded (with '+' as space in a
+// query).
 func sameName(k, name string, query bool) bool {
-	if strings.EqualFold(k, name) {
+	return decodedName(k, name, query, asciifold.EqualFold)
+}
+
+// foldSame reports whether only Unicode case folding reads the name k as
+// sent as name, as sent or percent-decoded: "acceſs_token" (U+017F) is
+// access_token to strings.EqualFold, Java's equalsIgnoreCase and .NET's
+// OrdinalIgnoreCase, and another name to net/http, PHP and qs.
+func foldSame(k, name string, query bool) bool {
+	return decodedName(k, name, query, asciifold.Disagree)
+}
+
+// decodedName reports whether same(k, name) holds for k as sent or
+// percent-decoded.
+func decodedName(k, name string, query bool, same func(k, name string) bool) bool {
+	if same(k, name) {
 		return true
 	}
 	if !strings.ContainsAny(k, "%+") {
 		return false
 	}
 	d, ok := unescapeName(k, query)
-	return ok && strings.EqualFold(d, name)
+	return ok && same(d, name)
 }
 
 // unescapeName percent-decodes a name ('+' as space in a query).
@@ -222,7 +239,7 @@ func inValue(v, name string) bool {
 		}
 		k := v[:j]
 		v = v[j:]
-		if rest := strings.TrimLeft(v, " \t"); rest != "" && rest[0] == '=' && (sameName(k, name, false) || phpSame(k, name, false)) {
+		if rest := strings.TrimLeft(v, " \t"); rest != "" && rest[0] == '=' && (sameName(k, name, false) || phpSame(k, name, false) || foldSame(k, name, false)) {
 			return true
 		}
 	}

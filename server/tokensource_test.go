@@ -430,3 +430,39 @@ func TestHeaderTwins(t *testing.T) {
 		}
 	}
 }
+
+// TestParamNamesFoldASCIIOnly: a query or cookie name that only Unicode
+// case folding reads as the source's (ſ U+017F as s, the Kelvin sign
+// U+212A as k: strings.EqualFold, Java's equalsIgnoreCase, .NET's
+// OrdinalIgnoreCase for ſ) is the parameter to some readers and not to
+// others (net/http, PHP, qs): ambiguous. It was read as the parameter.
+func TestParamNamesFoldASCIIOnly(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		query bool // else a Cookie header
+		value string
+		want  tokenState
+	}{
+		{"query-ascii", true, "ACCESS_TOKEN=T", tokenFound},
+		{"query-long-s", true, "acce\u017fs_token=T", tokenAmbiguous},
+		{"query-kelvin", true, "access_to\u212aen=T", tokenAmbiguous},
+		{"query-long-s-escaped", true, "acce%C5%BFs_token=T", tokenAmbiguous},
+		{"query-beside", true, "access_token=GOOD&acce\u017fs_token=F", tokenAmbiguous},
+		{"query-other-name", true, "acc\u00e9ss_token=T", tokenMissing},
+		{"cookie-ascii", false, "Access_Token=T", tokenFound},
+		{"cookie-long-s", false, "acce\u017fs_token=T", tokenAmbiguous},
+		{"cookie-kelvin-escaped", false, "access_to%E2%84%AAen=T", tokenAmbiguous},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var st tokenState
+			if tt.query {
+				_, st = queryParam(tt.value, "access_token")
+			} else {
+				_, st = cookieValue([]string{tt.value}, "access_token")
+			}
+			if st != tt.want {
+				t.Errorf("state of %q = %v, want %v", tt.value, st, tt.want)
+			}
+		})
+	}
+}

@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
 
 // MaxCertBytes bounds a forwarded certificate, in any of its forms.
@@ -124,7 +126,15 @@ func ThumbprintXFCC(v string) (string, error) {
 	hash := ""
 	for _, p := range pairs {
 		k, val, ok := strings.Cut(p, "=")
-		if !ok || !strings.EqualFold(strings.TrimSpace(k), "Hash") {
+		if !ok {
+			continue
+		}
+		if k = strings.TrimSpace(k); asciifold.Disagree(k, "Hash") {
+			// "Haſh" (U+017F): Hash to a reader folding Unicode
+			// (Java's equalsIgnoreCase), another key to Envoy's.
+			return "", fmt.Errorf("%w: XFCC key %q is Hash only to Unicode case folding", ErrMalformed, k)
+		}
+		if !asciifold.EqualFold(k, "Hash") {
 			continue
 		}
 		if hash != "" {

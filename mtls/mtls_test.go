@@ -85,6 +85,11 @@ func TestThumbprintXFCC(t *testing.T) {
 		{"two-elements", "Hash=" + h + ",Hash=" + h, mtls.ErrMalformed},
 		{"no-hash", `By=x;Subject="CN=c"`, mtls.ErrNoCertificate},
 		{"two-hashes", "Hash=" + h + ";Hash=" + h, mtls.ErrMalformed},
+		{"hash-any-ascii-case", "HASH=" + h, nil},
+		// Hash only to Unicode case folding (ſ U+017F): another key to
+		// Envoy, Hash to Java's equalsIgnoreCase.
+		{"hash-long-s", "Ha\u017fh=" + h, mtls.ErrMalformed},
+		{"hash-long-s-beside", "Hash=" + h + ";Ha\u017fh=" + h, mtls.ErrMalformed},
 		{"short-hash", "Hash=abcd", mtls.ErrMalformed},
 		{"unterminated-quote", `Hash=` + h + `;Subject="CN=c`, mtls.ErrMalformed},
 		{"empty", "", mtls.ErrNoCertificate},

@@ -6,6 +6,8 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
 
 // This file is the first stage: the credential a call presents. A front
@@ -185,7 +187,7 @@ func embedsBearer(v string) bool {
 				break
 			}
 			j += i
-			if j >= len(word) && j-len(word) != own && strings.EqualFold(v[j-len(word):j], word) {
+			if j >= len(word) && j-len(word) != own && asciifold.EqualFold(v[j-len(word):j], word) {
 				return true
 			}
 			i = j + 1
@@ -248,7 +250,7 @@ func listsCredential(v, prefix string) bool {
 		}
 		v = trimAppSpace(v[i+1:])
 		for _, scheme := range [...]string{"Bearer", "DPoP"} {
-			if len(v) < len(scheme) || !strings.EqualFold(v[:len(scheme)], scheme) {
+			if !asciifold.HasPrefixFold(v, scheme) {
 				continue
 			}
 			rest := v[len(scheme):]
@@ -298,7 +300,7 @@ func badScheme(v string) bool {
 // a scheme character after it makes another word ("Tokens").
 func badWord(v, word string, whole bool) bool {
 	lead := trimAppSpace(v)
-	if len(lead) < len(word) || !strings.EqualFold(lead[:len(word)], word) {
+	if !asciifold.HasPrefixFold(lead, word) {
 		return false
 	}
 	rest := lead[len(word):]
@@ -445,7 +447,7 @@ func bareTokenIn(auth []string) bool {
 // "Bearer <jwt>", which an application reading Bearer credentials reads.
 func readsBearer(prefix string) bool {
 	const b = "Bearer "
-	return len(prefix) <= len(b) && strings.EqualFold(prefix, b[:len(prefix)])
+	return asciifold.HasPrefixFold(b, prefix)
 }
 
 // bearerIn reports whether a value of Authorization (auth) holds a Bearer
@@ -527,10 +529,11 @@ func bearerToken(authorization string) (string, bool) {
 	return tok, ok && tok != ""
 }
 
-// cutPrefixFold removes prefix (compared case-insensitively) and the spaces
-// after it. An empty prefix always matches.
+// cutPrefixFold removes prefix (compared ignoring ASCII case, as the
+// application's scheme comparison does) and the spaces after it. An empty
+// prefix always matches.
 func cutPrefixFold(v, prefix string) (string, bool) {
-	if len(v) < len(prefix) || !strings.EqualFold(v[:len(prefix)], prefix) {
+	if !asciifold.HasPrefixFold(v, prefix) {
 		return "", false
 	}
 	return strings.TrimLeft(v[len(prefix):], " "), true
@@ -563,7 +566,7 @@ func newTokenSources(in []TokenSource) ([]tokenSource, error) {
 // other prefix.
 func prefixWord(prefix string) string {
 	w := strings.TrimRight(prefix, " ")
-	if w == "" || len(w) == len(prefix) || strings.EqualFold(w, "Bearer") || strings.EqualFold(w, "DPoP") {
+	if w == "" || len(w) == len(prefix) || asciifold.EqualFold(w, "Bearer") || asciifold.EqualFold(w, "DPoP") {
 		return ""
 	}
 	for i := range len(w) {

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 	"github.com/jwksverify/jwksverify/verify"
 )
 
@@ -194,11 +195,11 @@ func (s *Server) serveIntrospect(w http.ResponseWriter, r *http.Request) {
 // charset=utf-8 as utf-8), which a reader honouring RFC 2231 takes.
 func utf8MediaType(ct, mt string) bool {
 	got, params, err := mime.ParseMediaType(ct)
-	if err != nil || got != mt || strings.Contains(strings.ToLower(ct), "charset*") {
+	if err != nil || got != mt || strings.Contains(asciifold.ToLower(ct), "charset*") {
 		return false
 	}
 	cs, ok := params["charset"]
-	return !ok || strings.EqualFold(cs, "utf-8")
+	return !ok || asciifold.EqualFold(cs, "utf-8")
 }
 
 // introspectionJWT is the media type of an RFC 9701 answer.

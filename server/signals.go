@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 	"github.com/jwksverify/jwksverify/revoke"
 	"github.com/jwksverify/jwksverify/signals"
 )
@@ -98,7 +99,7 @@ type setError struct {
 func (s *Server) serveSSFEvents(w http.ResponseWriter, r *http.Request) {
 	scheme, bearer, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 	issuer, ok := s.signals.PushIssuer(bearer)
-	if !strings.EqualFold(scheme, "Bearer") || !ok || len(r.Header.Values("Authorization")) != 1 {
+	if !asciifold.EqualFold(scheme, "Bearer") || !ok || len(r.Header.Values("Authorization")) != 1 {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="jwksverify"`)
 		writeJSON(w, http.StatusUnauthorized, setError{"authentication_failed", "a push bearer token of a configured issuer is required"})
 		return

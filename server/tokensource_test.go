@@ -466,3 +466,26 @@ func TestParamNamesFoldASCIIOnly(t *testing.T) {
 		})
 	}
 }
+
+// TestCutPrefixFold: a source's prefix is compared ignoring ASCII case
+// only; a prefix that is not ASCII must be sent as written ("JÉTON " is
+// not "Jéton ", which strings.EqualFold read alike: É and é are both two
+// bytes).
+func TestCutPrefixFold(t *testing.T) {
+	for _, tt := range []struct {
+		name, v, prefix, want string
+		ok                    bool
+	}{
+		{"ascii-case", "bearer  x", "Bearer ", "x", true},
+		{"empty-prefix", "x", "", "x", true},
+		{"short", "Bear", "Bearer ", "", false},
+		{"non-ascii-as-written", "Jéton x", "Jéton ", "x", true},
+		{"non-ascii-other-case", "JÉTON x", "Jéton ", "", false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, ok := cutPrefixFold(tt.v, tt.prefix); got != tt.want || ok != tt.ok {
+				t.Errorf("cutPrefixFold(%q, %q) = %q, %v; want %q, %v", tt.v, tt.prefix, got, ok, tt.want, tt.ok)
+			}
+		})
+	}
+}

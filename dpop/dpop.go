@@ -32,11 +32,11 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jwksverify/jwksverify/cache"
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 	"github.com/jwksverify/jwksverify/request"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -538,7 +538,7 @@ func (c *Checker) checkOne(proofs []string, tr *trace) (string, error) {
 // checkTyp is step 4: the header's typ is dpop+jwt.
 func checkTyp(hdr *header, tr *trace) error {
 	typ, err := stringMember("typ", hdr.typ)
-	if err != nil || !strings.EqualFold(typ, "dpop+jwt") {
+	if err != nil || !asciifold.EqualFold(typ, "dpop+jwt") {
 		return tr.fail("dpop-typ", invalid("typ %s, want \"dpop+jwt\"", quote(typ)))
 	}
 	tr.ok("dpop-typ", "dpop+jwt")
@@ -793,7 +793,7 @@ func normalizeHTU(htu string) (string, error) {
 		}
 		return "", invalid("htu %s (query and fragment not shown) is not an absolute http(s) URI", quote(shown))
 	}
-	scheme := strings.ToLower(u.Scheme)
+	scheme := asciifold.ToLower(u.Scheme)
 	if scheme != "http" && scheme != "https" {
 		return "", invalid("htu scheme %s is not http or https", quote(u.Scheme))
 	}

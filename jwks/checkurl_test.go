@@ -20,6 +20,9 @@ func TestCheckURLCredentials(t *testing.T) {
 		{name: "insecure-allowed-http", url: "http://user:s3cret@idp.example/keys", insecure: true, wantErr: ErrInsecureURL},
 		{name: "no-credentials", url: "https://idp.example/keys"},
 		{name: "localhost-upper-case", url: "http://LOCALHOST:9/keys"},
+		// localhost only to Unicode case folding (ſ U+017F): no loopback
+		// name to a resolver, so plain http is refused.
+		{name: "localhost-long-s", url: "http://localho\u017ft:9/keys", wantErr: ErrInsecureURL},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 	"github.com/jwksverify/jwksverify/internal/redact"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -66,7 +67,7 @@ func parseURL(raw string, insecure bool) (*url.URL, error) {
 }
 
 func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
+	if asciifold.EqualFold(host, "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)

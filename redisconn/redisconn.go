@@ -33,6 +33,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
 
 // Defaults and bounds of [Options] (zero still means the default).
@@ -328,11 +330,11 @@ func (h errorHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // redis_errors_total 1 on a healthy Redis, with no request behind it.
 func setupProbe(cmd redis.Cmder) bool {
 	args := cmd.Args()
-	if len(args) < 2 || !strings.EqualFold(cmd.Name(), "client") {
+	if len(args) < 2 || !asciifold.EqualFold(cmd.Name(), "client") {
 		return false
 	}
 	sub, ok := args[1].(string)
-	return ok && strings.EqualFold(sub, "maint_notifications")
+	return ok && asciifold.EqualFold(sub, "maint_notifications")
 }
 
 func (h errorHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {

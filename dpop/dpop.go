@@ -32,6 +32,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 

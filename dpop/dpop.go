@@ -777,6 +777,34 @@ func ReplayKey(issuer, jti string) [32]byte {
 	return k
 }
 
+// shownHTU is an htu refused before it parsed, as an error may show it:
+// without its query and fragment, as the request's are kept out of its
+// errors (request.FromRequest), and without the user information of its
+// authority, as a parsed htu is refused without showing it. The message
+// is the rejection log line's detail, and a query carries what clients
+// put there (an OAuth code, a signed URL's signature, a token), user
+// information a password.
+func shownHTU(htu string) string {
+	if i := strings.IndexAny(htu, "?#"); i >= 0 {
+		htu = htu[:i]
+	}
+	// The authority follows the first "//" that no '/' precedes (after a
+	// scheme, or at the start), up to the next '/'; its user information
+	// ends at its last '@', as url.Parse reads it.
+	i := strings.Index(htu, "//")
+	if i < 0 || strings.Contains(htu[:i], "/") {
+		return htu
+	}
+	auth := htu[i+2:]
+	if j := strings.IndexByte(auth, '/'); j >= 0 {
+		auth = auth[:j]
+	}
+	if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+		return htu[:i+2] + htu[i+2+at+1:]
+	}
+	return htu
+}
+
 // normalizeHTU returns htu as scheme://host[:port]/path the way the
 // original request is compared (request.Original.URL: RFC 3986 §6.2.2 and
 // §6.2.3, so a non-default port is kept and a default one dropped; path
@@ -784,15 +812,7 @@ func ReplayKey(issuer, jti string) [32]byte {
 func normalizeHTU(htu string) (string, error) {
 	u, err := url.Parse(htu)
 	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		// Shown without its query and fragment, as the request's are kept
-		// out of its errors (request.FromRequest): the message is the
-		// rejection log line's detail, and a query carries what clients
-		// put there (an OAuth code, a signed URL's signature, a token).
-		shown := htu
-		if i := strings.IndexAny(shown, "?#"); i >= 0 {
-			shown = shown[:i]
-		}
-		return "", invalid("htu %s (query and fragment not shown) is not an absolute http(s) URI", quote(shown))
+		return "", invalid("htu %s (query, fragment and user information not shown) is not an absolute http(s) URI", quote(shownHTU(htu)))
 	}
 	scheme := asciifold.ToLower(u.Scheme)
 	if scheme != "http" && scheme != "https" {

@@ -47,3 +47,39 @@ func TestHTUErrorWithoutQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestHTUErrorWithoutUserinfo: the error of a proof whose htu is no
+// absolute URI never repeats the htu's user information either
+// ("user:password@"), which a parsed htu is refused for without showing it
+// ("htu holds user information"); an htu that does not parse, or has no
+// host, was quoted up to its query with the password in it.
+func TestHTUErrorWithoutUserinfo(t *testing.T) {
+	const secret = "SECRET-PASSWORD"
+	jkt := thumb(t, testkeys.EC256A)
+	for name, htu := range map[string]string{
+		"no-host":          "https://user:" + secret + "@/orders/1",
+		"bad-escape":       "https://user:" + secret + "@api.example.com/orders/%zz",
+		"control-in-path":  "https://user:" + secret + "@api.example.com/orders/\x7f",
+		"bad-port":         "https://user:" + secret + "@api.example.com:x/orders/1",
+		"at-in-password":   "https://user:" + secret + "@x@api.example.com/%zz",
+		"parsed-userinfo":  "https://user:" + secret + "@api.example.com/orders/1",
+		"path-at-relative": "//user:" + secret + "@api.example.com/%zz",
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := newChecker(t, dpop.Options{})
+			p := proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": htu})
+			steps, _, err := c.Explain(context.Background(), input(p, jkt), t0)
+			if !errors.Is(err, verify.ErrInvalidDPoPProof) {
+				t.Fatalf("err = %v, want invalid_dpop_proof", err)
+			}
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("error repeats the htu's user information: %v", err)
+			}
+			for _, s := range steps {
+				if strings.Contains(s.Detail, secret) {
+					t.Errorf("step %s repeats the htu's user information: %s", s.Check, s.Detail)
+				}
+			}
+		})
+	}
+}

@@ -79,3 +79,45 @@ func TestAuthorizationReadOtherwise(t *testing.T) {
 		})
 	}
 }
+
+// TestPrefixOnlyUnicodeFolds: a header source's value that begins with its
+// prefix only to Unicode case folding (strings.EqualFold, Java's
+// equalsIgnoreCase, .NET's OrdinalIgnoreCase) holds no token here, where
+// the prefix is compared ignoring ASCII case only, and a token to an
+// application comparing its scheme that way: an anonymous route passed it
+// as a request without one. It is malformed, as a query or cookie name
+// only Unicode folding reads as a source's is.
+func TestPrefixOnlyUnicodeFolds(t *testing.T) {
+	const forged = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJGT1JHRUQifQ.c2ln"
+	for _, tt := range []struct {
+		name   string
+		source TokenSource
+		value  string
+	}{
+		// "JÉTON " was "Jéton " to strings.EqualFold before the ASCII fold.
+		{"non-ascii-prefix-other-case", TokenSource{Header: "Authorization", Prefix: "Jéton "}, "JÉTON " + forged},
+		{"non-ascii-prefix-x-header", TokenSource{Header: "X-Api-Token", Prefix: "Jéton "}, "JÉTON " + forged},
+		{"kelvin-token", TokenSource{Header: "Authorization", Prefix: "Token "}, "To\u212aen " + forged},
+		{"long-s-session", TokenSource{Header: "Authorization", Prefix: "Session "}, "Se\u017fsion " + forged},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newPolicyEnvWith(t, nil, func(o *Options) { o.TokenSources = []TokenSource{tt.source} })
+			r := nginxAuthz("GET", "/public/x", "", nil)
+			r.Header.Add(tt.source.Header, tt.value)
+			if cred := e.srv.extract(forwardAuthCall(e.srv, r)); cred.missing {
+				t.Errorf("extract() found no token (err %v) in %q", cred.err, tt.value)
+			}
+			d := e.srv.Decide(t.Context(), forwardAuthCall(e.srv, r))
+			if d.Allowed() || d.Class != "malformed" {
+				t.Errorf("Decide() allowed %v, class %q; want a malformed refusal", d.Allowed(), d.Class)
+			}
+		})
+	}
+	// The prefix as written, in any ASCII case, still finds the token.
+	e := newPolicyEnvWith(t, nil, func(o *Options) { o.TokenSources = []TokenSource{{Header: "Authorization", Prefix: "Jéton "}} })
+	r := nginxAuthz("GET", "/public/x", "", nil)
+	r.Header.Add("Authorization", "jéton "+forged)
+	if cred := e.srv.extract(forwardAuthCall(e.srv, r)); cred.missing || cred.err != nil {
+		t.Errorf("extract() of the prefix as written: missing %v, err %v", cred.missing, cred.err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/textproto"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jwksverify/jwksverify/internal/asciifold"
 )
@@ -377,6 +378,11 @@ func sourceToken(c *Call, auth []string, ts *tokenSource) (string, tokenState) {
 			// Authorization: <jwt>, no scheme: an application that removes
 			// the prefix when present reads it as X-Access-Token's above.
 			return "", tokenAmbiguous
+		case !ok && foldedPrefix(vals[0], ts.prefix):
+			// The prefix only to Unicode case folding ("JÉTON " for
+			// "Jéton ", "To\u212aen " for "Token "): an application
+			// comparing its scheme so reads the token here unread.
+			return "", tokenAmbiguous
 		case !ok || tok == "":
 			return "", tokenMissing
 		}
@@ -527,6 +533,24 @@ func HeaderTwins(name string) []string {
 func bearerToken(authorization string) (string, bool) {
 	tok, ok := cutPrefixFold(authorization, "Bearer ")
 	return tok, ok && tok != ""
+}
+
+// foldedPrefix reports whether v begins with prefix to Unicode case
+// folding only: its first as many characters as prefix has are prefix to
+// strings.EqualFold and not to asciifold.EqualFold (asciifold.Disagree).
+// Two spellings of a character may differ in length (the Kelvin sign is
+// three bytes, k one), so characters are counted, not bytes. It allocates
+// nothing, and only scans when v and prefix are not both ASCII.
+func foldedPrefix(v, prefix string) bool {
+	i := 0
+	for range utf8.RuneCountInString(prefix) {
+		if i == len(v) {
+			return false
+		}
+		_, n := utf8.DecodeRuneInString(v[i:])
+		i += n
+	}
+	return asciifold.Disagree(v[:i], prefix)
 }
 
 // cutPrefixFold removes prefix (compared ignoring ASCII case, as the

@@ -140,9 +140,16 @@ func (s *Service) syncPollers(plan *config.Plan) error {
 		taken[found] = true
 		kept = append(kept, found)
 	}
+	polled := map[string]bool{}
+	for _, p := range kept {
+		polled[p.opts.Issuer] = true
+	}
 	for _, p := range s.signals.pollers {
 		if !taken[p] {
-			p.p.Close()
+			p.p.Close() // waits for its last poll to be counted
+			if !polled[p.opts.Issuer] && s.signals.metrics != nil {
+				s.signals.metrics.SignalPollStopped(p.opts.Issuer)
+			}
 		}
 	}
 	s.signals.pollers = kept

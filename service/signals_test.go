@@ -166,6 +166,71 @@ issuers:
 	}
 }
 
+// TestSignalPollFailingFollowsReloads: jwksverify_ssf_poll_failing is 1
+// while an issuer's polls fail, 0 once its poller was replaced by one that
+// succeeds, and has no series once a reload removed the issuer's ssf.poll:
+// a stream no longer polled must not keep JWKSVerifySETPollFailing firing.
+func TestSignalPollFailingFollowsReloads(t *testing.T) {
+	jwksSrv := jwksServer(t)
+	var status atomic.Int32
+	status.Store(http.StatusUnauthorized)
+	tx := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(int(status.Load()))
+		_, _ = w.Write([]byte(`{"sets":{}}`))
+	}))
+	t.Cleanup(tx.Close)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.yaml")
+	plan := func(poll string) *config.Plan {
+		return writePlan(t, path, fmt.Sprintf(`listen: 127.0.0.1:0
+state_dir: %s
+revocation: {store: memory}
+issuers:
+  - issuer: https://idp.example/
+    jwks_url: %s
+    ssf: {audiences: [a]%s}
+`, filepath.Join(dir, "state"), jwksSrv.URL, poll))
+	}
+	const series = `jwksverify_ssf_poll_failing{issuer="https://idp.example/"}`
+	l := startLive(t, plan(fmt.Sprintf(", poll: {url: %q, interval: 1h}", tx.URL)))
+	scrape := func() string {
+		w := httptest.NewRecorder()
+		l.Metrics().Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return w.Body.String()
+	}
+	// waitFor waits for the series to read want ("" for no series); the
+	// poller polls once when it starts, then every hour.
+	waitFor := func(step, want string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		var got string
+		for time.Now().Before(deadline) {
+			got = ""
+			for line := range strings.SplitSeq(scrape(), "\n") {
+				if v, ok := strings.CutPrefix(line, series+" "); ok {
+					got = v
+				}
+			}
+			if got == want {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("%s: %s = %q, want %q", step, series, got, want)
+	}
+	waitFor("transmitter refuses", "1")
+	status.Store(http.StatusOK)
+	// Another interval is another poller, which polls at once.
+	mustReload(t, l, context.Background(), plan(fmt.Sprintf(", poll: {url: %q, interval: 30m}", tx.URL)))
+	waitFor("replaced by one that succeeds", "0")
+	status.Store(http.StatusUnauthorized)
+	mustReload(t, l, context.Background(), plan(fmt.Sprintf(", poll: {url: %q, interval: 20m}", tx.URL)))
+	waitFor("failing again", "1")
+	mustReload(t, l, context.Background(), plan(""))
+	waitFor("ssf.poll removed", "")
+}
+
 // grepLines returns the lines of s that contain sub.
 func grepLines(s, sub string) string {
 	var out []string

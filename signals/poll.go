@@ -99,6 +99,11 @@ type PollMetrics interface {
 	// A poller that only fails receives no SET: the revocations its
 	// transmitter holds wait there, and only this count shows it.
 	SignalPoll(issuer, result string)
+	// SignalPollStopped says that issuer's stream is no longer polled
+	// (after its last Poller was closed): what its last poll did is no
+	// longer news. Package signals does not call it; the Poller's owner
+	// does, since another Poller of the same issuer may already run.
+	SignalPollStopped(issuer string)
 }
 
 // PollStats are a Poller's counters.

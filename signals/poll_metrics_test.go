@@ -18,6 +18,10 @@ type pollCounter struct {
 
 func (c *pollCounter) SignalPoll(issuer, result string) { c.polls.SignalEvent(issuer, "poll", result) }
 
+func (c *pollCounter) SignalPollStopped(issuer string) {
+	c.polls.SignalEvent(issuer, "poll", "stopped")
+}
+
 // TestPollerCountsItsPolls: a poller whose every poll failed (a
 // transmitter that refuses an expired bearer, one unreachable) showed it in
 // a log line only, and a SET it refused itself (listed under a name that

@@ -29,22 +29,7 @@ func TestHTUErrorWithoutQuery(t *testing.T) {
 		"fragment-before-query": "/orders/1#f?code=" + secret,
 		"other-host":            "https://other.example.com/orders/1?code=" + secret,
 	} {
-		t.Run(name, func(t *testing.T) {
-			c := newChecker(t, dpop.Options{})
-			p := proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": htu})
-			steps, _, err := c.Explain(context.Background(), input(p, jkt), t0)
-			if !errors.Is(err, verify.ErrInvalidDPoPProof) {
-				t.Fatalf("err = %v, want invalid_dpop_proof", err)
-			}
-			if strings.Contains(err.Error(), secret) {
-				t.Errorf("error repeats the htu's query or fragment: %v", err)
-			}
-			for _, s := range steps {
-				if strings.Contains(s.Detail, secret) {
-					t.Errorf("step %s repeats the htu's query or fragment: %s", s.Check, s.Detail)
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { refusedWithout(t, htu, jkt, secret, "query or fragment") })
 	}
 }
 
@@ -65,21 +50,27 @@ func TestHTUErrorWithoutUserinfo(t *testing.T) {
 		"parsed-userinfo":  "https://user:" + secret + "@api.example.com/orders/1",
 		"path-at-relative": "//user:" + secret + "@api.example.com/%zz",
 	} {
-		t.Run(name, func(t *testing.T) {
-			c := newChecker(t, dpop.Options{})
-			p := proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": htu})
-			steps, _, err := c.Explain(context.Background(), input(p, jkt), t0)
-			if !errors.Is(err, verify.ErrInvalidDPoPProof) {
-				t.Fatalf("err = %v, want invalid_dpop_proof", err)
-			}
-			if strings.Contains(err.Error(), secret) {
-				t.Errorf("error repeats the htu's user information: %v", err)
-			}
-			for _, s := range steps {
-				if strings.Contains(s.Detail, secret) {
-					t.Errorf("step %s repeats the htu's user information: %s", s.Check, s.Detail)
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { refusedWithout(t, htu, jkt, secret, "user information") })
+	}
+}
+
+// refusedWithout checks that a proof whose htu is htu is refused as an
+// invalid proof, and that neither the error nor an explained step repeats
+// secret (the htu's what).
+func refusedWithout(t *testing.T, htu, jkt, secret, what string) {
+	t.Helper()
+	c := newChecker(t, dpop.Options{})
+	p := proof("ES256", testkeys.EC256A, nil, map[string]any{"htu": htu})
+	steps, _, err := c.Explain(context.Background(), input(p, jkt), t0)
+	if !errors.Is(err, verify.ErrInvalidDPoPProof) {
+		t.Fatalf("err = %v, want invalid_dpop_proof", err)
+	}
+	if strings.Contains(err.Error(), secret) {
+		t.Errorf("error repeats the htu's %s: %v", what, err)
+	}
+	for _, s := range steps {
+		if strings.Contains(s.Detail, secret) {
+			t.Errorf("step %s repeats the htu's %s: %s", s.Check, what, s.Detail)
+		}
 	}
 }

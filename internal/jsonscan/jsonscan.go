@@ -19,6 +19,15 @@ import (
 // top-level object is depth 1.
 const MaxDepth = 64
 
+// MaxFloatLiteral is the longest JSON number literal that
+// strconv.ParseFloat (and so encoding/json into a float64) reads as its
+// nearest double: it counts at most 800 digits, and a longer literal is
+// misread, not rounded ("1" followed by 2000 zeros and "e-1997" is 1000,
+// and reads as a number near 0). A reader of a number into a double
+// refuses, or passes on as text, a longer literal; no number a double
+// holds needs one (internal/numericdate reads dates of any length exactly).
+const MaxFloatLiteral = 800
+
 // The scanner's verdicts. They never carry the scanned bytes.
 var (
 	// ErrJSON is every malformed-JSON verdict but the two below.

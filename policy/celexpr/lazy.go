@@ -254,10 +254,6 @@ func jsonValue(v string) ref.Val {
 // integer.
 const twoTo53 = 1 << 53
 
-// maxExactLiteral bounds the literal exactDouble reads exactly from 2^53
-// on.
-const maxExactLiteral = 1024
-
 // exactDouble reads the JSON number literal lit as a double, and reports
 // false when it is beyond a double's range or when the double is not the
 // literal's value from 2^53 on, where a double no longer holds every
@@ -265,20 +261,24 @@ const maxExactLiteral = 1024
 // 123456789012345678 reads as too, so that an expression allowing one
 // numeric id allowed another. Below 2^53 every integer is exact (a
 // fraction such as 0.1 is the nearest double, as always in CEL).
+//
+// A literal longer than jsonscan.MaxFloatLiteral is refused whatever its
+// value: strconv.ParseFloat misreads it ("1" + 2000 zeros + "e-1997", that
+// is 1000, read as a number near 0, so that claims.risk < 50 allowed it),
+// and math/big's decimal scan is quadratic in the digits (a token holder's
+// number of the token's size cost seconds per evaluation). No double needs
+// this many characters (at most 309 integer digits); such a literal is no
+// id, and an error denies.
 func exactDouble(lit string) (float64, bool) {
+	if len(lit) > jsonscan.MaxFloatLiteral {
+		return 0, false
+	}
 	f, err := strconv.ParseFloat(lit, 64)
 	if err != nil {
 		return 0, false
 	}
 	if math.Abs(f) < twoTo53 {
 		return f, true
-	}
-	if len(lit) > maxExactLiteral {
-		// math/big's decimal scan is quadratic in the digits: a token
-		// holder's number of the token's size cost seconds per
-		// evaluation. No double needs this many characters (at most 309
-		// integer digits); such a literal is no id, and an error denies.
-		return 0, false
 	}
 	// 2048 bits hold every integer a double can be (up to 2^1024)
 	// exactly; a literal that rounds to f at this precision is not an

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/jwksverify/jwksverify/internal/jsonscan"
 	"github.com/jwksverify/jwksverify/server"
 	"github.com/jwksverify/jwksverify/verify"
 )
@@ -126,6 +127,9 @@ func exactNumbers(v any) any {
 		}
 		return v
 	case json.Number:
+		if len(v) > jsonscan.MaxFloatLiteral {
+			return string(v) // strconv.ParseFloat would misread it
+		}
 		f, err := strconv.ParseFloat(string(v), 64)
 		if err != nil {
 			return string(v) // beyond a double's range

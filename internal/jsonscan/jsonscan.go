@@ -20,10 +20,11 @@ import (
 const MaxDepth = 64
 
 // MaxFloatLiteral is the longest JSON number literal that
-// strconv.ParseFloat (and so encoding/json into a float64) reads as its
-// nearest double: it counts at most 800 digits, and a longer literal is
-// misread, not rounded ("1" followed by 2000 zeros and "e-1997" is 1000,
-// and reads as a number near 0). A reader of a number into a double
+// strconv.ParseFloat (and so encoding/json into a float64) always reads as
+// its nearest double: it keeps at most 800 digits, and a longer literal
+// may be misread, not rounded (digits before the point past the 800th are
+// not counted in its position: "1" followed by 2000 zeros and "e-1997" is
+// 1000, and reads as a number near 0). A reader of a number into a double
 // refuses, or passes on as text, a longer literal; no number a double
 // holds needs one (internal/numericdate reads dates of any length exactly).
 const MaxFloatLiteral = 800

@@ -104,7 +104,7 @@ func compile(env *cel.Env, src string, limit uint64) (*program, error) {
 	}
 	// A pattern that is not a literal is measured before it is compiled
 	// (regex.go): at most limit instructions, each one unit of cost.
-	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(boundRegex(limit))}
+	opts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize), cel.CustomDecoratorV2(boundRegex(limit)), cel.CustomDecoratorV2(boundDouble())}
 	p := &program{tracked: true}
 	// An expression whose worst case is within the limit whatever its
 	// input — cel-go's estimate with every size unknown, so unbounded —

@@ -237,6 +237,9 @@ func jsonValue(v string) ref.Val {
 		if f, ok := exactDouble(v); ok {
 			return types.Double(f)
 		}
+		if len(v) > jsonscan.MaxFloatLiteral {
+			return types.NewErr("claim number of %d characters is too long to be read as a double (at most %d)", len(v), jsonscan.MaxFloatLiteral)
+		}
 		return types.NewErr("claim number is beyond what a double holds exactly (an integer beyond 2^53: compare it with a claims matcher)")
 	case c == '[' || c == '{':
 		x, err := decodeExact([]byte(v))
@@ -263,7 +266,7 @@ const twoTo53 = 1 << 53
 // fraction such as 0.1 is the nearest double, as always in CEL).
 //
 // A literal longer than jsonscan.MaxFloatLiteral is refused whatever its
-// value: strconv.ParseFloat misreads it ("1" + 2000 zeros + "e-1997", that
+// value: strconv.ParseFloat may misread it ("1" + 2000 zeros + "e-1997", that
 // is 1000, read as a number near 0, so that claims.risk < 50 allowed it),
 // and math/big's decimal scan is quadratic in the digits (a token holder's
 // number of the token's size cost seconds per evaluation). No double needs

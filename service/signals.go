@@ -131,6 +131,7 @@ func (s *Service) syncPollers(plan *config.Plan) error {
 			if err != nil {
 				for _, f := range fresh {
 					f.p.Close()
+					s.pollStopped(f.opts.Issuer, s.signals.pollers)
 				}
 				return err
 			}
@@ -140,16 +141,10 @@ func (s *Service) syncPollers(plan *config.Plan) error {
 		taken[found] = true
 		kept = append(kept, found)
 	}
-	polled := map[string]bool{}
-	for _, p := range kept {
-		polled[p.opts.Issuer] = true
-	}
 	for _, p := range s.signals.pollers {
 		if !taken[p] {
 			p.p.Close() // waits for its last poll to be counted
-			if !polled[p.opts.Issuer] && s.signals.metrics != nil {
-				s.signals.metrics.SignalPollStopped(p.opts.Issuer)
-			}
+			s.pollStopped(p.opts.Issuer, kept)
 		}
 	}
 	s.signals.pollers = kept
@@ -184,8 +179,25 @@ func (s *Service) closePollers() {
 	defer s.signals.mu.Unlock()
 	for _, p := range s.signals.pollers {
 		p.p.Close()
+		s.pollStopped(p.opts.Issuer, nil)
 	}
 	s.signals.pollers = nil
+}
+
+// pollStopped tells the metrics that issuer's stream is no longer polled
+// (its poller was closed), unless one of running polls it: a stream no
+// longer polled must not keep JWKSVerifySETPollFailing firing with the
+// result of its last poll. Called under s.signals.mu, after the Close.
+func (s *Service) pollStopped(issuer string, running []*poller) {
+	if s.signals.metrics == nil {
+		return
+	}
+	for _, p := range running {
+		if p.opts.Issuer == issuer {
+			return
+		}
+	}
+	s.signals.metrics.SignalPollStopped(issuer)
 }
 
 // unopened is the revocation store of a check: it was not opened.

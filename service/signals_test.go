@@ -229,6 +229,14 @@ issuers:
 	waitFor("failing again", "1")
 	mustReload(t, l, context.Background(), plan(""))
 	waitFor("ssf.poll removed", "")
+	mustReload(t, l, context.Background(), plan(fmt.Sprintf(", poll: {url: %q, interval: 10m}", tx.URL)))
+	waitFor("polled and failing again", "1")
+	// A program embedding the service may serve /metrics after Close:
+	// nothing is polled then.
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close() = %v", err)
+	}
+	waitFor("closed", "")
 }
 
 // grepLines returns the lines of s that contain sub.

@@ -12,7 +12,9 @@
 // tick of now (net/http sets one in the past to abort a background read)
 // goes to the real connection at once. Recording a deadline while the real
 // connection holds none, as every deadline of net/http's timeouts is, is one
-// compare-and-swap: no lock, no timer.
+// compare-and-swap: no lock, no timer. Deadlines count on the monotonic
+// clock, as a real connection's do: a step of the wall clock neither
+// expires them early nor postpones them.
 package deadline
 
 import (
@@ -36,7 +38,8 @@ var past = time.Unix(1, 0)
 type Listener struct {
 	net.Listener
 	tick  time.Duration
-	now   atomic.Int64 // unix nanoseconds, refreshed every tick
+	epoch time.Time    // when the Listener was made, with its monotonic reading
+	now   atomic.Int64 // nanoseconds since epoch, refreshed every tick
 	mu    sync.Mutex
 	conns map[*conn]struct{}
 	stop  chan struct{}
@@ -51,8 +54,7 @@ func NewListener(ln net.Listener, tick time.Duration) *Listener {
 	if tick <= 0 {
 		tick = DefaultTick
 	}
-	l := &Listener{Listener: ln, tick: tick, conns: map[*conn]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
-	l.now.Store(time.Now().UnixNano())
+	l := &Listener{Listener: ln, tick: tick, epoch: time.Now(), conns: map[*conn]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go l.sweep()
 	return l
 }
@@ -103,9 +105,16 @@ func (l *Listener) empty() bool {
 	return len(l.conns) == 0
 }
 
+// since is t in nanoseconds since the Listener's epoch: on the monotonic
+// clock when t has a monotonic reading (time.Now().Add(d), every deadline
+// net/http and crypto/tls set), on the wall clock otherwise (time.Unix(1, 0),
+// net/http's deadline in the past). Beyond about 292 years either way it
+// saturates.
+func (l *Listener) since(t time.Time) int64 { return int64(t.Sub(l.epoch)) }
+
 // expire refreshes the coarse clock and expires every deadline before now.
 func (l *Listener) expire(now time.Time) {
-	n := now.UnixNano()
+	n := l.since(now)
 	l.now.Store(n)
 	l.mu.Lock()
 	conns := make([]*conn, 0, len(l.conns))
@@ -124,7 +133,7 @@ type conn struct {
 	l *Listener
 
 	// rd and wd are the read and write deadlines: a pending deadline in
-	// unix nanoseconds (0: none), or onReal when the real connection holds
+	// nanoseconds since the Listener's epoch (0: none), or onReal when the real connection holds
 	// one (set directly, or expired by the sweeper) that a later deadline
 	// must clear. Recording a later deadline is one compare-and-swap; mu orders
 	// every change of the real connection's deadlines and the closed flag.
@@ -134,8 +143,8 @@ type conn struct {
 }
 
 // onReal marks a direction whose deadline the real connection holds. No
-// pending deadline takes this value: a pending one is at least a tick past
-// the coarse clock, far after 1970.
+// pending deadline takes this value, nor 0: a pending one is at least a tick
+// past the coarse clock, which counts up from 0 at the Listener's epoch.
 const onReal = -1
 
 // Close closes the connection and forgets it.
@@ -188,15 +197,15 @@ func (c *conn) SetWriteDeadline(t time.Time) error {
 // one compare-and-swap, without the lock; leaving "the real connection
 // holds one" takes the lock, and clears the real connection first.
 func (c *conn) set(t time.Time, st *atomic.Int64, setReal func(time.Time) error) error {
-	var n int64
+	var n int64 // 0: no deadline
 	if !t.IsZero() {
-		n = t.UnixNano()
-	}
-	if n != 0 && n < c.l.now.Load()+int64(c.l.tick) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		st.Store(onReal)
-		return setReal(t)
+		n = c.l.since(t)
+		if n < c.l.now.Load()+int64(c.l.tick) { // n ≤ 0 too: not 0, not onReal below
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			st.Store(onReal)
+			return setReal(t)
+		}
 	}
 	// Without the lock, only a state that is not onReal moves: the real
 	// connection holds no deadline for as long as the state is not onReal.

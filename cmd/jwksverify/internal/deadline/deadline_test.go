@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unsafe"
 )
 
 // pipeListener accepts the server ends of net.Pipe pairs sent on conns.
@@ -302,8 +303,7 @@ func TestConcurrentDeadlines(t *testing.T) {
 	const tick = int64(time.Second)
 	base := time.Unix(1_000_000, 0)
 	for round := range 200 {
-		l := &Listener{tick: time.Duration(tick)}
-		l.now.Store(base.UnixNano())
+		l := &Listener{tick: time.Duration(tick), epoch: base}
 		real := &recordingConn{}
 		c := &conn{Conn: real, l: l}
 		var wg sync.WaitGroup
@@ -322,7 +322,7 @@ func TestConcurrentDeadlines(t *testing.T) {
 					}
 					_ = c.SetReadDeadline(d)
 					if i%7 == g {
-						c.expire(base.Add(4 * time.Second).UnixNano())
+						c.expire(l.since(base.Add(4 * time.Second)))
 					}
 				}
 			})
@@ -335,8 +335,8 @@ func TestConcurrentDeadlines(t *testing.T) {
 		if (st == onReal) != onConn {
 			t.Fatalf("round %d: state %d, real deadline set %v: want the real connection to hold a deadline exactly when the state is onReal", round, st, onConn)
 		}
-		if st > 0 && st <= base.Add(4*time.Second).UnixNano() {
-			c.expire(base.Add(4 * time.Second).UnixNano())
+		if st > 0 && st <= l.since(base.Add(4*time.Second)) {
+			c.expire(l.since(base.Add(4 * time.Second)))
 			if c.rd.Load() != onReal {
 				t.Fatalf("round %d: a pending deadline before now did not expire", round)
 			}
@@ -350,8 +350,7 @@ func TestConcurrentDeadlines(t *testing.T) {
 // net.Conn's semantics, a Read after SetReadDeadline(far) returns cannot
 // time out at once).
 func TestSetterSeesItsDeadline(t *testing.T) {
-	l := &Listener{tick: time.Second}
-	l.now.Store(time.Unix(1_000_000, 0).UnixNano())
+	l := &Listener{tick: time.Second, epoch: time.Unix(1_000_000, 0)}
 	real := &recordingConn{}
 	c := &conn{Conn: real, l: l}
 	_ = c.SetReadDeadline(past) // abortPendingRead: the real connection holds it
@@ -381,4 +380,68 @@ func TestSetterSeesItsDeadline(t *testing.T) {
 	c.mu.Unlock()
 	<-cleared
 	<-returned
+}
+
+// TestWallClockStep: deadlines count on the monotonic clock, as a real
+// connection's do. A wall clock stepped back after a deadline was recorded
+// does not postpone it, a step forward does not expire it early, and a
+// deadline recorded after a step counts from the same monotonic clock.
+func TestWallClockStep(t *testing.T) {
+	const hour = time.Hour
+	tests := []struct {
+		name     string
+		deadline time.Duration // after base, on both clocks
+		set      time.Duration // wall step when the deadline is set
+		sweep    time.Duration // when the sweeper runs, after base
+		step     time.Duration // wall step when the sweeper runs
+		expired  bool
+	}{
+		{"no-step-before", 10 * time.Second, 0, 9 * time.Second, 0, false},
+		{"no-step-after", 10 * time.Second, 0, 11 * time.Second, 0, true},
+		{"stepped-back-after-deadline", 10 * time.Second, 0, 11 * time.Second, -hour, true},
+		{"stepped-forward-before-deadline", 10 * time.Second, 0, 9 * time.Second, hour, false},
+		{"set-after-back-step-passed", 10 * time.Second, -hour, 11 * time.Second, -hour, true},
+		{"set-after-back-step-pending", 10 * time.Second, -hour, 9 * time.Second, -hour, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pl := newPipeListener()
+			l := NewListener(pl, time.Second) // the test sweeps by hand, long before the sweeper could expire a deadline 9 s away
+			defer l.Close()
+			c, _ := accept(t, pl, l)
+			base := time.Now()
+			if err := c.SetReadDeadline(stepWall(t, base, tt.set).Add(tt.deadline)); err != nil {
+				t.Fatal(err)
+			}
+			l.expire(stepWall(t, base.Add(tt.sweep), tt.step))
+			if got := c.(*conn).rd.Load() == onReal; got != tt.expired {
+				t.Errorf("deadline expired = %v, want %v (state %d)", got, tt.expired, c.(*conn).rd.Load())
+			}
+		})
+	}
+}
+
+// stepWall returns tm, a time with a monotonic reading, as time.Now would
+// read it after the wall clock stepped by d (whole seconds): the wall
+// reading moved, the monotonic one kept. It writes time.Time's wall field
+// (the monotonic flag, 33 bits of seconds since 1885, 30 of nanoseconds;
+// stable since Go 1.9) and checks its own result.
+func stepWall(t *testing.T, tm time.Time, d time.Duration) time.Time {
+	t.Helper()
+	if d == 0 {
+		return tm
+	}
+	const hasMonotonic, nsecShift = 1 << 63, 30
+	out := tm
+	w := (*uint64)(unsafe.Pointer(&out)) // time.Time's first field
+	if *w&hasMonotonic == 0 {
+		t.Fatal("stepWall: the time has no monotonic reading")
+	}
+	sec := (*w << 1) >> (nsecShift + 1)
+	sec = uint64(int64(sec) + int64(d/time.Second))
+	*w = hasMonotonic | sec<<nsecShift | *w&(1<<nsecShift-1)
+	if out.Sub(tm) != 0 || out.Round(0).Sub(tm.Round(0)) != d {
+		t.Fatalf("stepWall: time.Time's layout changed (monotonic difference %v, wall %v, want 0 and %v)", out.Sub(tm), out.Round(0).Sub(tm.Round(0)), d)
+	}
+	return out
 }

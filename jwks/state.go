@@ -1,6 +1,7 @@
 package jwks
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -52,7 +53,7 @@ func readState(path string, limit int64) (stateFile, error) {
 	// A regular file only, as a jwks_file: a named pipe held open by a
 	// silent writer would block New (the start, a reload) for good. The
 	// JWKS is stored verbatim (compacted); allow room for the envelope.
-	b, _, err := readFile(path, limit+64<<10)
+	b, _, err := readFile(path, stateBound(limit))
 	if err != nil {
 		return stateFile{}, err
 	}
@@ -63,12 +64,36 @@ func readState(path string, limit int64) (stateFile, error) {
 	return s, nil
 }
 
+// stateBound is the size of the largest state file readState reads for a
+// JWKS of at most limit bytes: the set and 64 KiB for the rest.
+func stateBound(limit int64) int64 { return limit + 64<<10 }
+
+// errStateTooLarge is a state file writeState did not write: a restart
+// could not read it back.
+var errStateTooLarge = errors.New("larger than a restart reads")
+
 // writeState replaces the state file atomically: a private temporary file in
-// the same directory, synced, then renamed over the old one.
-func writeState(path string, s stateFile) error {
-	b, err := json.Marshal(s)
-	if err != nil {
+// the same directory, synced, then renamed over the old one. The JWKS is
+// written as compacted, without json.Marshal's escaping of "<", ">" and "&"
+// (six bytes each), so that a set within limit stays within it. A state
+// larger than readState reads for limit (discovered URLs as long as a
+// document, validators as long as headers) is not written, and the old file
+// is removed: a restart then starts without saved keys, rather than with a
+// set older than the last one fetched (keys the provider has withdrawn
+// since) or none at all after reading to its bound.
+func writeState(path string, s stateFile, limit int64) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
 		return err
+	}
+	b := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if int64(len(b)) > stateBound(limit) {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%w (%d bytes); the older state file stays: %w", errStateTooLarge, len(b), err)
+		}
+		return fmt.Errorf("%w (%d bytes, at most %d); the older state file is removed", errStateTooLarge, len(b), stateBound(limit))
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".jwks-state-*")
 	if err != nil {
@@ -261,7 +286,7 @@ func (f *Fetcher) saveState(st *fetchState, now time.Time) {
 		s.DiscoveryURL, s.JWKSURI = f.opts.DiscoveryURL, st.jwksURL
 		s.IntrospectionEndpoint = f.IntrospectionEndpoint()
 	}
-	err := writeState(f.statePath, s)
+	err := writeState(f.statePath, s, f.opts.MaxBytes)
 	if err != nil {
 		f.log.Warn("jwks state not saved", "path", f.statePath, "err", err.Error())
 	}

@@ -45,9 +45,12 @@ func (s *Service) signalReceiver(plan *config.Plan, v *verify.Verifier, store re
 		return nil, nil
 	}
 	if store == nil {
-		// Only Check builds a server without the revocation store (the
-		// plan has one whenever it has signals: config refuses signals
-		// without it): the receiver is built to check its options.
+		// The plan has a revocation section whenever it has signals
+		// (config refuses signals without it), but the store is opened at
+		// start only: Check opens none (the receiver is built to check its
+		// options), and a reload that turns revocation on in a process
+		// started without it gets none (restartNeeded names it). Such a
+		// receiver stores nothing and says so.
 		store = unopened{}
 	}
 	var rs signals.ReplayStore
@@ -200,9 +203,14 @@ func (s *Service) pollStopped(issuer string, running []*poller) {
 	s.signals.metrics.SignalPollStopped(issuer)
 }
 
-// unopened is the revocation store of a check: it was not opened.
+// unopened is the revocation store of a check, or of a reload that turned
+// revocation on: it was not opened.
 type unopened struct{}
 
+// errUnopened is why an unopened store takes no entry. Only a reload that
+// turned revocation on serves signals over one (a check receives none).
+var errUnopened = fmt.Errorf("%w: not opened: this process started without revocation, and turning it on takes a restart", revoke.ErrUnavailable)
+
 func (unopened) Add(context.Context, revoke.Entry) (revoke.Entry, error) {
-	return revoke.Entry{}, fmt.Errorf("%w: not opened (a configuration check)", revoke.ErrUnavailable)
+	return revoke.Entry{}, errUnopened
 }

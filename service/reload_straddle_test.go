@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -74,13 +75,15 @@ routes:
 					t.Fatal(err)
 				}
 				c := call{entered: make(chan struct{}), release: make(chan struct{})}
+				release := sync.OnceFunc(func() { close(c.release) })
+				t.Cleanup(release) // a failed reload: before Close, which waits for the call
 				calls <- c
 				rq := diffRequest{method: "GET", path: "/orders/1", headers: map[string]string{"Authorization": "Bearer opaque-" + fe}}
 				got := make(chan verdict, 1)
 				go func() { got <- ask(d, rq) }()
 				<-c.entered // verifying under the old configuration
 				mustReload(t, d.svc, ctx, writePlan(t, path, tt.next))
-				close(c.release)
+				release()
 				if v := <-got; v.allowed || !strings.Contains(v.class, tt.want) {
 					t.Errorf("%s: a request that straddled the reload: %+v, want denied %s (the old configuration's)", fe, v, tt.want)
 				}

@@ -25,8 +25,14 @@ func (a *app) proxyConfig(_ context.Context, args []string) int {
 	if *path == "" {
 		*path, _ = a.lookupEnv("JWKSVERIFY_CONFIG")
 	}
-	if len(pos) != 1 || *path == "" {
-		fs.Usage()
+	// A usage error says what is missing, as check's and serve's do, before
+	// the usage.
+	switch {
+	case len(pos) != 1:
+		fmt.Fprintf(a.stderr, "jwksverify proxy-config: name one proxy: %s\n\n%s", strings.Join(request.Proxies(), ", "), commandUsage["proxy-config"])
+		return exitUsage
+	case *path == "":
+		fmt.Fprint(a.stderr, "jwksverify proxy-config: --config FILE (or JWKSVERIFY_CONFIG) is required\n\n", commandUsage["proxy-config"])
 		return exitUsage
 	}
 	px, err := request.ParseProxy(pos[0])

@@ -33,7 +33,10 @@ func TestProxyConfigCommand(t *testing.T) {
 		{"unset-preset-warns", []string{"caddy", "--config", unset}, exitOK, "request_header -X-Auth-Subject", "add forward_auth: {proxy: caddy}"},
 		{"mismatched-preset-refused", []string{"caddy", "--config", nginx}, exitUsage, "", "forward_auth.proxy: nginx, not caddy"},
 		{"unknown-proxy", []string{"haproxy", "--config", nginx}, exitUsage, "", `unknown proxy "haproxy"; supported: nginx, traefik, caddy, envoy`},
-		{"no-config", []string{"nginx"}, exitUsage, "", "Usage: jwksverify proxy-config"},
+		{"no-config", []string{"nginx"}, exitUsage, "", "jwksverify proxy-config: --config FILE (or JWKSVERIFY_CONFIG) is required\n\nUsage: jwksverify proxy-config"},
+		{"no-proxy", []string{"--config", nginx}, exitUsage, "", "jwksverify proxy-config: name one proxy: nginx, traefik, caddy, envoy\n\nUsage: jwksverify proxy-config"},
+		{"two-proxies", []string{"nginx", "caddy", "--config", nginx}, exitUsage, "", "jwksverify proxy-config: name one proxy: nginx"},
+		{"nothing", nil, exitUsage, "", "jwksverify proxy-config: name one proxy"},
 		{"flags", []string{"envoy", "--config", nginx + "x"}, exitUsage, "", "configuration error"},
 		{"listen-upstream", []string{"traefik", "--config", unset, "--listen", "127.0.0.1:7000", "--upstream", "127.0.0.1:7001"}, exitOK, "url: http://127.0.0.1:7001", "warning"},
 	}

@@ -202,7 +202,8 @@ TLS flags, for an https --admin (admin_tls): [--ca-file CA.pem]
 Calls the revocations admin API of a running service (admin_listen; --admin
 or JWKSVERIFY_ADMIN_URL, e.g. http://127.0.0.1:9090). It authenticates as an
 introspection client: --client ID with the secret in JWKSVERIFY_ADMIN_SECRET
-(HTTP Basic), or the secret alone as a Bearer credential (never a flag).
+(HTTP Basic), or the secret alone as a Bearer credential (never a flag);
+without the secret or --cert-file it sends nothing (exit 2).
 add without --jti, --sid, --sub or --client-id revokes every token of the
 issuer issued before --issued-before (default now). The answer (the entry,
 the list) is printed as JSON; an entry is acknowledged once the store holds

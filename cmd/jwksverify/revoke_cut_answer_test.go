@@ -60,7 +60,7 @@ func TestRevokeErrorBodyBounded(t *testing.T) {
 		io.WriteString(w, "\x1b]0;owned\x07"+strings.Repeat("<p>error</p>", 1<<17))
 	}))
 	defer admin.Close()
-	r := runApp(t, map[string]string{"JWKSVERIFY_ADMIN_URL": admin.URL}, "", "revoke", "list")
+	r := runApp(t, map[string]string{"JWKSVERIFY_ADMIN_URL": admin.URL, "JWKSVERIFY_ADMIN_SECRET": "s3cret-s3cret-s3cret"}, "", "revoke", "list")
 	if r.code != exitFailure {
 		t.Errorf("exit %d, want %d", r.code, exitFailure)
 	}

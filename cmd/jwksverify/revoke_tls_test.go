@@ -62,7 +62,9 @@ func TestRevokeOverAdminTLS(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			seen = ""
-			r := runApp(t, nil, "", append([]string{"revoke", "list"}, tt.args...)...)
+			// A secret beside the certificate rows: without one (and without
+			// --cert-file) revoke refuses before it connects.
+			r := runApp(t, map[string]string{"JWKSVERIFY_ADMIN_SECRET": "s3cret-s3cret-s3cret"}, "", append([]string{"revoke", "list"}, tt.args...)...)
 			if r.code != tt.want {
 				t.Fatalf("exit = %d, want %d\n%s%s", r.code, tt.want, r.stdout, r.stderr)
 			}

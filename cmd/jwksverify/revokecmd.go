@@ -123,6 +123,13 @@ func (a *app) revoke(ctx context.Context, args []string) int {
 		req, _ = http.NewRequestWithContext(ctx, http.MethodDelete, target+"/"+url.PathEscape(pos[0]), nil)
 	}
 	secret, _ := a.lookupEnv("JWKSVERIFY_ADMIN_SECRET")
+	// Without a secret or a client certificate the call can only be
+	// refused (401 "client authentication failed"), which does not say
+	// that the variable was never exported.
+	if secret == "" && *certFile == "" {
+		fmt.Fprintln(a.stderr, "jwksverify revoke: JWKSVERIFY_ADMIN_SECRET is not set: export the secret of an introspection client (with --client ID for HTTP Basic), or present --cert-file and --key-file to an https --admin whose admin_tls.client_ca_file verifies them")
+		return exitUsage
+	}
 	switch {
 	case *client != "":
 		req.SetBasicAuth(*client, secret)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -113,6 +114,41 @@ func TestRevokeHelpWithoutAdmin(t *testing.T) {
 			r := runApp(t, nil, "", tt.args...)
 			if r.code != tt.wantCode || !strings.Contains(r.stderr, tt.wantStderr) || strings.Contains(r.stderr, "is required") {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", r.code, r.stderr, tt.wantCode, tt.wantStderr)
+			}
+		})
+	}
+}
+
+// TestRevokeWithoutSecret: revoke without JWKSVERIFY_ADMIN_SECRET (unset,
+// or exported empty) and without a client certificate is a usage error
+// that names the variable, and nothing is sent. It sent the call without
+// credentials and printed the admin API's 401 "client authentication
+// failed", exit 1, which does not say the variable was never exported.
+func TestRevokeWithoutSecret(t *testing.T) {
+	var calls atomic.Int32
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusUnauthorized)
+		io.WriteString(w, `{"error":"invalid_client","message":"client authentication failed"}`+"\n")
+	}))
+	defer admin.Close()
+	tests := []struct {
+		name string
+		env  map[string]string
+		args []string
+	}{
+		{"unset-bearer", map[string]string{}, []string{"revoke", "list"}},
+		{"unset-basic", map[string]string{}, []string{"revoke", "list", "--client", "ops"}},
+		{"empty-bearer", map[string]string{"JWKSVERIFY_ADMIN_SECRET": ""}, []string{"revoke", "add", "--issuer", "https://i/", "--sub", "alice"}},
+		{"empty-basic", map[string]string{"JWKSVERIFY_ADMIN_SECRET": ""}, []string{"revoke", "delete", "--client", "ops", "e1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			calls.Store(0)
+			tt.env["JWKSVERIFY_ADMIN_URL"] = admin.URL
+			r := runApp(t, tt.env, "", tt.args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, "JWKSVERIFY_ADMIN_SECRET is not set") || calls.Load() != 0 {
+				t.Fatalf("exit %d, %d calls, stderr %q; want exit %d, no call, and the variable named", r.code, calls.Load(), r.stderr, exitUsage)
 			}
 		})
 	}

@@ -690,7 +690,10 @@ func syntaxError(data []byte, err error) error {
 		// Only the key: the value could be anything, a secret included.
 		key, _, _ := strings.Cut(string(l), ":")
 		key = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(key), "- "))
-		return fmt.Errorf("line %d: %s: key %q is indented unlike the keys of its block (which starts at line %s)", i+1, m[2], key, m[1])
+		// yaml's line is where an enclosing block starts, often not the
+		// key's own block (line 1 for a key of a nested mapping): it is
+		// named as that, never as the start of the key's block.
+		return fmt.Errorf("line %d: %s: key %q is indented unlike the keys before it; align it with the keys of its mapping (yaml's line %s is where an enclosing block starts)", i+1, m[2], key, m[1])
 	}
 	return err
 }

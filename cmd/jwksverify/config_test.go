@@ -22,7 +22,7 @@ func TestBadConfig(t *testing.T) {
 		{name: "unknown-top-level-key", yaml: "listn: 127.0.0.1:1\n" + disc, wantField: `listn: line 1: unknown key "listn"`},
 		{name: "unknown-nested-key", yaml: disc + "    refresh: {min_intervall: 5s}\n", wantField: `issuers[0].refresh.min_intervall: line 4: unknown key`},
 		{name: "unknown-key-did-you-mean", yaml: disc + "    audience: [api]\n", wantField: `issuers[0].audience: line 4: unknown key "audience" (did you mean "audiences"?)`},
-		{name: "mis-indented-key", yaml: disc + "    jwks_file: x.json\n   audiences: [api]\n", wantField: `line 5: did not find expected '-' indicator: key "audiences" is indented unlike the keys of its block`},
+		{name: "mis-indented-key", yaml: disc + "    jwks_file: x.json\n   audiences: [api]\n", wantField: `line 5: did not find expected '-' indicator: key "audiences" is indented unlike the keys before it; align it with the keys of its mapping`},
 		{name: "negative-log-rate", yaml: disc + "log: {rejections_per_second: -1}\n", wantField: "log.rejections_per_second: -1 is negative; 0 means no limit"},
 		{name: "no-issuers", yaml: "listen: 127.0.0.1:0\n", wantField: "issuers: at least one"},
 		{name: "no-key-source", yaml: "issuers: [{issuer: a}]", wantField: "issuers[0]: exactly one of discovery, jwks_url, jwks_file, secret_file"},

@@ -28,6 +28,10 @@ func TestEqualFold(t *testing.T) {
 		{"case-bit-digit", "1", "\x11", false},
 		{"case-bit-high", "\xc1", "\xe1", false},
 		{"letter-and-not", "a", "!", false},
+		{"other-letter", "Bearer", "Xearer", false}, // both letters, not one case of the other
+		{"other-letter-upper", "A", "b", false},
+		{"first-letter", "A", "a", true},
+		{"last-letter", "Z", "z", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := EqualFold(tt.s, tt.t); got != tt.want {
@@ -70,6 +74,8 @@ func TestToLower(t *testing.T) {
 		{"kelvin-kept", "\u212aelvin.example", "\u212aelvin.example"},
 		{"dotted-i-kept", "\u0130nfo", "\u0130nfo"},
 		{"non-ascii-upper-kept", "\u00c9A", "\u00c9a"},
+		{"last-letter", "Zone", "zone"},
+		{"last-letter-later", "aZ", "az"},
 		{"empty", "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -53,6 +53,10 @@ func TestRead(t *testing.T) {
 		{"-1764590400", Value{Neg: true, Sec: 1764590400}, true},
 		{"999999999999999999", Value{Sec: 999999999999999999}, true},
 		{"1000000000000000000", Value{Sec: Max}, true},
+		{"1000000000000000001", Value{Sec: Max}, true},                                  // 19 digits: saturated, not summed
+		{"9999999999999999999", Value{Sec: Max}, true},                                  // 19 digits past int64: no wrap to below 0
+		{"9999999999999999999.5", Value{Sec: Max}, true},                                // the same with a fraction
+		{"999999999999999999.5", Value{Sec: 999999999999999999, Nsec: 500000000}, true}, // 18 digits: exact
 		{"123456789012345678901234567890", Value{Sec: Max}, true},
 		{"1893553444.9999999999", Value{Sec: 1893553444, Nsec: 999999999}, true},
 		{"1.8935534449999999999e9", Value{Sec: 1893553444, Nsec: 999999999}, true},

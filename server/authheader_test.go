@@ -32,6 +32,10 @@ func TestAuthorizationReadOtherwise(t *testing.T) {
 		{"drf-token-tab", []TokenSource{{Header: "Authorization", Prefix: "Token "}}, []string{"Token\t" + forged}, "DRF 3.14.0 TokenAuthentication: " + forged},
 		{"split-x-token-tab", []TokenSource{{Header: "X-Api-Token", Prefix: "Token "}}, []string{"Token\t" + forged}, "str.split(): " + forged},
 		{"split-x-token-nbsp", []TokenSource{{Header: "X-Api-Token", Prefix: "Token "}}, []string{"Token\xa0" + forged}, "str.split() over Latin-1: " + forged},
+		// A header source of its own with the Bearer prefix is held to
+		// "Bearer <token68>" as Authorization is: after two spaces a reader
+		// splitting on one space reads an empty token.
+		{"x-header-bearer-two-spaces", []TokenSource{{Header: "X-Api-Token", Prefix: "Bearer "}}, []string{"Bearer  " + forged}, "split(' ', 1): an empty token, then the rest"},
 		{"split-x-token-leading-space", []TokenSource{{Header: "X-Api-Token", Prefix: "Token "}}, []string{"\xa0Token " + forged}, "str.split() over Latin-1: " + forged},
 		// Authorization not a token source, two DPoP lines: node:http keeps
 		// the first authorization line (a repeated one is discarded) and
@@ -54,6 +58,13 @@ func TestAuthorizationReadOtherwise(t *testing.T) {
 		// bare token either; str.strip() and the prefix cut read it.
 		{"nbsp-token-equals-opaque", []TokenSource{{Header: "Authorization", Prefix: "Token="}}, []string{"\xa0Token=0123456789abcdef"}, "str.strip() over Latin-1, then the prefix cut: 0123456789abcdef"},
 		{"dpop-and-basic-cookie-source", []TokenSource{{Cookie: "access_token"}}, []string{"DPoP " + forged, "Basic dXNlcjpwYXNz"}, "express-oauth2-jwt-bearer 1.10.0 on node 20: " + forged},
+		// Two Authorization lines Envoy joined with ',' (its CheckRequest
+		// headers map): an application reading the second line reads
+		// forged. No check but mergedCredential sees these: no space after
+		// Bearer for embedsBearer, DPoP not at the start for badScheme.
+		{"merged-basic-then-dpop", nil, []string{"Basic dXNlcjpwYXNz,DPoP " + forged}, "the second of two joined lines, a DPoP reader: " + forged},
+		{"merged-basic-then-bearer-colon", nil, []string{"Basic dXNlcjpwYXNz,Bearer:" + forged}, "the second of two joined lines, a Bearer reader skipping ':': " + forged},
+		{"merged-basic-then-bearer-envoy-byte", nil, []string{"Basic dXNlcjpwYXNz, Bearer!" + forged}, "the second of two joined lines, Envoy's '!' for 0xA0, str.split(): " + forged},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newPolicyEnvWith(t, nil, func(o *Options) {

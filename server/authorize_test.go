@@ -146,6 +146,7 @@ func TestAuthzPolicies(t *testing.T) {
 		{"bearer-colon-anonymous", nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": "Bearer:" + read}), 401, `Bearer error="invalid_token", error_description="malformed"`, "public"},
 		{"bearer-two-spaces", nginxAuthz("GET", "/orders/1", "", map[string]string{"Authorization": "Bearer  " + read}), 401, `Bearer error="invalid_token", error_description="malformed"`, "orders-read"},
 		{"bearer-alone", nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": "Bearer"}), 401, `Bearer error="invalid_token", error_description="malformed"`, "public"},
+		{"bearer-one-space-alone", nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": "Bearer "}), 401, `Bearer error="invalid_token", error_description="malformed"`, "public"},
 		{"dpop-tab", nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": "DPoP\t" + read}), 401, `Bearer error="invalid_token", error_description="malformed"`, "public"},
 		{"bearer-lower-case", nginxAuthz("GET", "/orders/1", "", map[string]string{"Authorization": "bearer " + read}), 200, "", "orders-read"},
 		{"basic-anonymous", nginxAuthz("GET", "/public/x", "", map[string]string{"Authorization": "Basic dXNlcjpwYXNz"}), 200, "", "public"},

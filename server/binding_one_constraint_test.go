@@ -42,16 +42,24 @@ func TestBindingOneConstraint(t *testing.T) {
 		req       *http.Request
 		wantCode  int
 		wantClass string
+		noDPoP    bool // no DPoP checker: an mTLS constraint alone
 	}{
-		{"dpop-required-unbound-bearer", SenderConstraint{DPoP: ConstraintRequired}, dpopRequest("Bearer " + unbound), 401, "binding_mismatch"},
-		{"dpop-required-bound", SenderConstraint{DPoP: ConstraintRequired}, dpopRequest("DPoP "+bound, mintProof(testkeys.EC256B, "ES256", "j1", "POST", htu, bound)), 200, ""},
-		{"mtls-required-unbound-bearer", SenderConstraint{MTLS: ConstraintRequired}, withCert(unbound, escapedA), 401, "binding_mismatch"},
-		{"mtls-required-bound", SenderConstraint{MTLS: ConstraintRequired}, withCert(certBound, escapedA), 200, ""},
-		{"cert-header-twice", SenderConstraint{MTLS: ConstraintOptional}, withCert(certBound, escapedA, escapedA), 401, "binding_mismatch"},
-		{"dpop-checker-no-constraint", SenderConstraint{}, dpopRequest("DPoP "+bound, mintProof(testkeys.EC256B, "ES256", "j1", "POST", htu, bound)), 401, "malformed"},
+		{"dpop-required-unbound-bearer", SenderConstraint{DPoP: ConstraintRequired}, dpopRequest("Bearer " + unbound), 401, "binding_mismatch", false},
+		{"dpop-required-bound", SenderConstraint{DPoP: ConstraintRequired}, dpopRequest("DPoP "+bound, mintProof(testkeys.EC256B, "ES256", "j1", "POST", htu, bound)), 200, "", false},
+		{"mtls-required-unbound-bearer", SenderConstraint{MTLS: ConstraintRequired}, withCert(unbound, escapedA), 401, "binding_mismatch", false},
+		{"mtls-required-bound", SenderConstraint{MTLS: ConstraintRequired}, withCert(certBound, escapedA), 200, "", false},
+		{"cert-header-twice", SenderConstraint{MTLS: ConstraintOptional}, withCert(certBound, escapedA, escapedA), 401, "binding_mismatch", false},
+		{"dpop-checker-no-constraint", SenderConstraint{}, dpopRequest("DPoP "+bound, mintProof(testkeys.EC256B, "ES256", "j1", "POST", htu, bound)), 401, "malformed", false},
+		// A constraint, but no DPoP checker: no DPoP credential is read
+		// (there is nothing to check its proof with).
+		{"mtls-constraint-no-dpop-checker", SenderConstraint{MTLS: ConstraintOptional}, dpopRequest("DPoP "+bound, mintProof(testkeys.EC256B, "ES256", "j1", "POST", htu, bound)), 401, "malformed", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newBindEnvWith(t, tt.sc, nil, nil)
+			var edit func(*Options)
+			if tt.noDPoP {
+				edit = func(o *Options) { o.DPoP = nil }
+			}
+			e := newBindEnvWith(t, tt.sc, nil, edit)
 			w := do(e.handler, tt.req)
 			wantAnswer(t, w, tt.wantCode, tt.wantClass)
 		})

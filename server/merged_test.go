@@ -20,6 +20,8 @@ func TestListsCredential(t *testing.T) {
 		{"Custom a=1, bearer=2", "", false},
 		{"Custom a=1, bearer = 2", "", false},
 		{"Basic YTpi,Bearer:abc", "", true},
+		{"Basic YTpi,Bearer!abc", "", true}, // '!': Envoy's stand-in for 0xA0, no scheme character
+		{"Basic YTpi,DPoP!abc", "", true},
 		// A quoted string is not parsed: a Digest user named ", DPoP" is
 		// refused (fail closed).
 		{`Digest username="Bearer, DPoP", realm="x"`, "", true},

@@ -429,6 +429,22 @@ func TestHeaderTwins(t *testing.T) {
 			t.Errorf("HeaderTwins(%q) = %q, want %q", tt.name, got, tt.want)
 		}
 	}
+	// The first six separators are swapped (maxTwinSeparators): 2^6 - 1
+	// twins, however many separators follow.
+	for _, tt := range []struct {
+		name string
+		want int
+	}{
+		{"X-A-B-C-D-E", 31},
+		{"X-A-B-C-D-E-F", 63},
+		{"X-A-B-C-D-E-F-G", 63},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := len(HeaderTwins(tt.name)); got != tt.want {
+				t.Errorf("len(HeaderTwins(%q)) = %d, want %d", tt.name, got, tt.want)
+			}
+		})
+	}
 }
 
 // TestParamNamesFoldASCIIOnly: a query or cookie name that only Unicode

@@ -16,13 +16,22 @@ import (
 // DECISIONS), as the uncached verifier answers.
 func TestCachedVerdictHoldsIAT(t *testing.T) {
 	ctx := context.Background()
-	later := t0.Add(time.Hour)
-	extra := map[string]any{"iat": later.Unix(), "exp": later.Add(time.Hour).Unix(), "auth_time": later.Unix()}
 	is := idIssuer(allKeys(t), "")
 	is.Audiences = []string{clientID}
 	in := verify.IDTokenChecks{Nonce: idNonce}
-	for _, kind := range []string{"id_token", "access_token"} {
-		t.Run(kind, func(t *testing.T) {
+	// iat an hour ahead of t0, and one second past the leeway.
+	for _, tt := range []struct {
+		kind  string
+		ahead time.Duration
+	}{
+		{"id_token", time.Hour},
+		{"access_token", time.Hour},
+		{"id_token", verify.DefaultLeeway + time.Second},
+		{"access_token", verify.DefaultLeeway + time.Second},
+	} {
+		kind, later := tt.kind, t0.Add(tt.ahead)
+		t.Run(kind+"/"+tt.ahead.String(), func(t *testing.T) {
+			extra := map[string]any{"iat": later.Unix(), "exp": later.Add(time.Hour).Unix(), "auth_time": later.Unix()}
 			tok := mintID("ES256", nil, extra)
 			check := func(v *verify.Verifier, now time.Time) error {
 				if kind == "id_token" {
@@ -41,7 +50,7 @@ func TestCachedVerdictHoldsIAT(t *testing.T) {
 				t.Fatalf("at iat = %v, want nil", err)
 			}
 			if err := check(v, t0); !errors.Is(err, verify.ErrNotYetValid) {
-				t.Errorf("cached, at t0 (iat an hour ahead) = %v, want not_yet_valid", err)
+				t.Errorf("cached, at t0 (iat %s ahead) = %v, want not_yet_valid", tt.ahead, err)
 			}
 		})
 	}

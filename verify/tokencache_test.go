@@ -139,6 +139,9 @@ func TestTokenCacheKeyRemoval(t *testing.T) {
 		{"same-keys-new-times", mint("ES256", "k-ES256", nil), cache.NewSet([]*cache.Key{es, rs, kidless}, nil, t0, time.Time{}).WithTimes(t0, time.Time{}), nil, true},
 		{"kidless-key-removed", mint("EdDSA", "", nil), cache.NewSet([]*cache.Key{es, rs}, nil, t0, time.Time{}), verify.ErrAlgNotAllowed, false},
 		{"kidless-key-kept", mint("EdDSA", "", nil), cache.NewSet([]*cache.Key{kidless}, nil, t0, time.Time{}), nil, true},
+		// Another kidless key in its place: the entry's key is not in the
+		// set, whatever other kidless keys it holds.
+		{"kidless-key-replaced-by-another", mint("EdDSA", "", nil), cache.NewSet([]*cache.Key{es, rs, keyFor(t, "ES256", "")}, nil, t0, time.Time{}), verify.ErrAlgNotAllowed, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -35,6 +35,8 @@ func TestLongNumberClaimNotMisread(t *testing.T) {
 		{"long-string-to-double", `double(claims.risk) < 50.0`, `{"risk":"` + long1000 + `"}`, false, true},
 		{"long-string-to-double-negated", `!(double(claims.risk) >= 50.0)`, `{"risk":"` + long1000 + `"}`, false, true},
 		{"long-strings-to-double", `claims.risks.all(r, double(r) < 50.0)`, `{"risks":["1","` + long1000 + `"]}`, false, true},
+		{"string-exactly-800-to-double", `double(claims.level) == 1.0`, `{"level":"1.` + strings.Repeat("0", 798) + `"}`, true, false},
+		{"string-801-to-double", `double(claims.level) == 1.0`, `{"level":"1.` + strings.Repeat("0", 799) + `"}`, false, true},
 		{"string-to-double", `double(claims.risk) < 50.0`, `{"risk":"1e1"}`, true, false},
 		{"string-to-double-high", `double(claims.risk) < 50.0`, `{"risk":"1e3"}`, false, false},
 		{"int-to-double", `double(claims.n) == 3.0`, `{"n":3}`, true, false},

@@ -218,25 +218,38 @@ func decodes(claims string) bool {
 // evaluation (the policy denies) instead of seeing an empty map.
 func TestUndecodableClaims(t *testing.T) {
 	res := newResult(`{"big":1e400,"level":3,"tid":"t1"}`)
+	// A header encoding/json cannot read is seen empty as such a claims
+	// set is: !header.exists(k, k == "jku") must not allow.
+	bigHeader := newResult(`{"level":3}`)
+	bigHeader.Header = json.RawMessage(`{"alg":"ES256","kid":"k1","jku":"https://evil.example/","big":1e400}`)
 	var c Compiler
 	for _, tt := range []struct {
 		src     string
 		want    bool
 		wantErr bool
+		res     *verify.Result // res when nil
 	}{
-		{`claims.level == 3.0 && claims.tid == "t1"`, true, false},
-		{`has(claims.big)`, false, true},  // has() reads the value too
-		{`claims.big > 0.0`, false, true}, // the value itself does not decode
-		{`size(claims) == 0`, false, true},
-		{`!claims.exists(k, k == "admin")`, false, true},
-		{`claims == {}`, false, true},
+		{`claims.level == 3.0 && claims.tid == "t1"`, true, false, nil},
+		{`has(claims.big)`, false, true, nil},  // has() reads the value too
+		{`claims.big > 0.0`, false, true, nil}, // the value itself does not decode
+		{`size(claims) == 0`, false, true, nil},
+		{`!claims.exists(k, k == "admin")`, false, true, nil},
+		{`claims == {}`, false, true, nil},
+		{`claims.level == 3.0`, true, false, bigHeader}, // the header not read
+		{`!header.exists(k, k == "jku")`, false, true, bigHeader},
+		{`size(header) == 0`, false, true, bigHeader},
+		{`header == {}`, false, true, bigHeader},
 	} {
 		t.Run(tt.src, func(t *testing.T) {
 			e, err := c.Compile(tt.src, 10000)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := e.Eval(res, lazyRequest)
+			r := res
+			if tt.res != nil {
+				r = tt.res
+			}
+			got, err := e.Eval(r, lazyRequest)
 			if got != tt.want || (err != nil) != tt.wantErr {
 				t.Errorf("Eval() = %v, %v; want %v, error %v", got, err, tt.want, tt.wantErr)
 			}

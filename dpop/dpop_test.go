@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -450,6 +451,49 @@ func TestKeyCache(t *testing.T) {
 		}
 		if got := c.KeyStats(); got.Parses != 2 || got.Hits != 0 {
 			t.Errorf("KeyStats() = %+v, want 2 parses and no hit", got)
+		}
+	})
+	// The cached key is reused only for the same metadata: a jwk with
+	// another alg, key_ops or a key_ops that is no array is built again,
+	// and refused as it is when not cached.
+	for _, tt := range []struct {
+		name   string
+		member string
+		value  any
+	}{
+		{"cached-key-other-alg", "alg", "RS256"},
+		{"cached-key-other-key-ops", "key_ops", []string{"encrypt"}},
+		{"cached-key-key-ops-not-array", "key_ops", "verify"},
+		{"cached-key-empty-key-ops", "key_ops", []string{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newChecker(t, dpop.Options{})
+			if _, err := c.Check(context.Background(), input(proof("ES256", testkeys.EC256A, nil, map[string]any{"jti": "a"}), jktEC), t0); err != nil {
+				t.Fatal(err)
+			}
+			var jwk map[string]any
+			_ = json.Unmarshal(ecJWK, &jwk)
+			jwk[tt.member] = tt.value
+			p := proof("ES256", testkeys.EC256A, map[string]any{"jwk": jwk}, map[string]any{"jti": "b"})
+			if _, err := c.Check(context.Background(), input(p, jktEC), t0); !errors.Is(err, verify.ErrInvalidDPoPProof) {
+				t.Fatalf("Check(jwk %s %v) = %v, want %v", tt.member, tt.value, err, verify.ErrInvalidDPoPProof)
+			}
+		})
+	}
+	// One slot: each client's key evicts the other's, and neither is
+	// taken for the other.
+	t.Run("one-slot-two-clients", func(t *testing.T) {
+		c := newChecker(t, dpop.Options{KeyCacheSize: 1})
+		jktB := thumb(t, testkeys.EC256B)
+		for i, k := range []string{testkeys.EC256A, testkeys.EC256B, testkeys.EC256A, testkeys.EC256B} {
+			jkt := jktEC
+			if k == testkeys.EC256B {
+				jkt = jktB
+			}
+			p := proof("ES256", k, nil, map[string]any{"jti": "j" + strconv.Itoa(i)})
+			if _, err := c.Check(context.Background(), input(p, jkt), t0); err != nil {
+				t.Fatalf("Check(proof %d) = %v, want nil", i, err)
+			}
 		}
 	})
 	t.Run("cached-key-checks-signature", func(t *testing.T) {

@@ -60,3 +60,54 @@ func TestRevocationOutlivedByLibraryToken(t *testing.T) {
 		t.Errorf("revoked token after the retention: /v1/authz Decide = %d %q, want refused", d.Status, d.Class)
 	}
 }
+
+// TestRevocationLifetimeBoundEdges: with a revocation store, the server
+// itself bounds a JWT's lifetime by the store's retention, whatever the
+// verifier was built with (here by hand: no max_lifetime, no claim
+// required). A JWT without exp never ends, so no entry could outlive it:
+// refused at once, not only once its iat is a retention old. exp − iat of
+// exactly the retention passes, one second more does not.
+func TestRevocationLifetimeBoundEdges(t *testing.T) {
+	const retention = time.Hour
+	tests := []struct {
+		name string
+		over map[string]any
+		want bool // allowed
+	}{
+		{"exp-iat-equals-retention", map[string]any{"exp": servertest.Epoch.Add(retention).Unix()}, true},
+		{"exp-iat-a-second-above", map[string]any{"exp": servertest.Epoch.Add(retention + time.Second).Unix()}, false},
+		{"no-exp", map[string]any{"exp": nil}, false},
+		{"no-exp-no-nbf", map[string]any{"exp": nil, "nbf": nil}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := servertest.NewClock()
+			ka := &cache.Keys{}
+			ka.Store(servertest.KeySet(t, servertest.Epoch))
+			v, err := verify.New(verify.Options{
+				Issuers: []verify.Issuer{{Issuer: servertest.IssuerA, Keys: ka, Audiences: []string{servertest.Audience}, RequiredClaims: []string{}}},
+				Now:     clock.Now, IndexClaims: RevocationClaims(),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := revoke.OpenMemory(revoke.MemoryOptions{Dir: t.TempDir(), Retention: retention, Now: clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			srv, err := New(Options{Verifier: v, Revocations: m, Now: clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock.Add(time.Second)
+			d := srv.Decide(context.Background(), &Call{Endpoint: EndpointAuthz, Token: mint(claims(tt.over))})
+			if d.Allowed() != tt.want {
+				t.Fatalf("Decide = %d %q, want allowed %v", d.Status, d.Class, tt.want)
+			}
+			if !tt.want && d.Class != verify.Class(verify.ErrLifetimeExceeded) {
+				t.Errorf("class = %q, want %q", d.Class, verify.Class(verify.ErrLifetimeExceeded))
+			}
+		})
+	}
+}

@@ -80,10 +80,7 @@ func (s *Server) revocation(res *verify.Result, now time.Time) error {
 		// again once the entry naming it is gone (config bounds each
 		// issuer's max_lifetime by the retention; a verifier built by hand
 		// may have none).
-		from := res.IssuedAt
-		if from.IsZero() {
-			from = now
-		}
+		// A JWT without exp never ends: no entry could outlive it.
 		// A token without iat (a JWT or an introspection answer) has no
 		// lifetime to bound: exp − now falls under the retention long
 		// after an entry naming it was stored and forgotten, while the
@@ -93,7 +90,7 @@ func (s *Server) revocation(res *verify.Result, now time.Time) error {
 		// is held as if its exp were iat + the retention: its
 		// authorization server, asked again every max_ttl, never heard of
 		// an entry stored here, and answers active after it is gone.
-		if res.IssuedAt.IsZero() || (!res.Opaque && res.ExpiresAt.IsZero()) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(from) > r) ||
+		if res.IssuedAt.IsZero() || (!res.Opaque && res.ExpiresAt.IsZero()) || (!res.ExpiresAt.IsZero() && res.ExpiresAt.Sub(res.IssuedAt) > r) ||
 			(res.ExpiresAt.IsZero() && now.Sub(res.IssuedAt) > r) {
 			return &verify.Error{Class: verify.Class(verify.ErrLifetimeExceeded), Issuer: res.ConfiguredIssuer, Kid: res.Kid, Err: errOutlivesRevocations}
 		}
